@@ -136,6 +136,13 @@ const hc_type *hc_type_tensor_c(hc_arena *a, hc_dtype t, int ndim, const int64_t
     return hc_type_tensor(a, t, ndim, dims, NULL, scope);
 }
 
+const hc_type *hc_type_tensor_vec(hc_arena *a, hc_dtype t, int lanes, int ndim,
+                                  hc_expr *const *shape, const hc_layout *layout, hc_scope scope) {
+    hc_type *ty = (hc_type *)hc_type_tensor(a, t, ndim, shape, layout, scope);
+    ty->lanes = lanes > 1 ? lanes : 0;
+    return ty;
+}
+
 bool hc_type_equal(const hc_type *x, const hc_type *y) {
     if (x == y) return true;
     if (x->kind != y->kind || x->dtype != y->dtype) return false;
@@ -144,7 +151,7 @@ bool hc_type_equal(const hc_type *x, const hc_type *y) {
     case HC_TY_VECTOR: return x->lanes == y->lanes;
     case HC_TY_POINTER: return hc_type_equal(x->pointee, y->pointee);
     case HC_TY_TENSOR:
-        if (x->ndim != y->ndim || x->scope != y->scope) return false;
+        if (x->ndim != y->ndim || x->scope != y->scope || x->lanes != y->lanes) return false;
         for (int i = 0; i < x->ndim; i++)
             if (!hc_expr_equal(x->shape[i], y->shape[i])) return false;
         return true;
@@ -371,22 +378,23 @@ hc_expr *hc_math(hc_arena *a, hc_prim p, hc_expr *x, hc_expr *y) {
     return hc_call(a, p, t, y ? 2 : 1, args);
 }
 
-static const hc_type *element_type(hc_var *buf) {
+static const hc_type *element_type(hc_arena *a, hc_var *buf) {
     const hc_type *t = buf->type;
-    if (t->kind == HC_TY_TENSOR) return hc_type_scalar(t->dtype);
+    if (t->kind == HC_TY_TENSOR)
+        return t->lanes > 1 ? hc_type_vector(a, t->dtype, t->lanes) : hc_type_scalar(t->dtype);
     HC_ASSERT_MSG(t->kind == HC_TY_POINTER, "load/store through a non-buffer variable");
     return t->pointee;
 }
 
 hc_expr *hc_load(hc_arena *a, hc_var *buf, int n, hc_expr *const *idx) {
-    hc_expr *e = expr_new(a, HC_E_LOAD, element_type(buf));
+    hc_expr *e = expr_new(a, HC_E_LOAD, element_type(a, buf));
     e->u.load.buf = buf, e->u.load.n = n;
     e->u.load.idx = hc_arena_memdup(a, idx, sizeof(hc_expr *) * (size_t)n);
     return e;
 }
 
 hc_expr *hc_address(hc_arena *a, hc_var *buf, int n, hc_expr *const *idx) {
-    hc_expr *e = expr_new(a, HC_E_ADDRESS, hc_type_pointer(a, element_type(buf)));
+    hc_expr *e = expr_new(a, HC_E_ADDRESS, hc_type_pointer(a, element_type(a, buf)));
     e->u.load.buf = buf, e->u.load.n = n;
     e->u.load.idx = hc_arena_memdup(a, idx, sizeof(hc_expr *) * (size_t)n);
     return e;

@@ -99,6 +99,10 @@ const hc_type *hc_type_tensor(hc_arena *a, hc_dtype t, int ndim, hc_expr *const 
                               const hc_layout *layout, hc_scope scope);
 const hc_type *hc_type_tensor_c(hc_arena *a, hc_dtype t, int ndim, const int64_t *shape,
                                 hc_scope scope); /* constant shape, row-major */
+/* A tensor whose elements are vectors of `lanes` dtype lanes (e.g. a REGISTER tile of
+ * f32x16 accumulators): type->lanes > 1, loads give and stores take the vector type. */
+const hc_type *hc_type_tensor_vec(hc_arena *a, hc_dtype t, int lanes, int ndim,
+                                  hc_expr *const *shape, const hc_layout *layout, hc_scope scope);
 bool hc_type_equal(const hc_type *x, const hc_type *y);
 static inline bool hc_type_is_scalar(const hc_type *t, hc_dtype d) {
     return t->kind == HC_TY_SCALAR && t->dtype == d;
