@@ -73,4 +73,43 @@ void hc_print_task(hc_sb *sb, const hc_task *t);
 hc_status hc_interpret_task(const hc_task *t, void *const *inputs, void *const *outputs,
                             hc_error *err);
 
+/* ---- concise operator definitions (task.c) ---------------------------------------- */
+/* Element access: t[idx[0], ..., idx[ndim-1]] and t[axes...]. */
+hc_expr *hc_at(hc_arena *a, const hc_tnode *t, hc_expr *const *idx);
+hc_expr *hc_at_axes(hc_arena *a, const hc_tnode *t, hc_var *const *axes);
+/* numpy broadcasting: t read at the trailing t->ndim of the out_ndim output axes; its
+ * size-1 dimensions read index 0. */
+hc_expr *hc_at_broadcast(hc_arena *a, const hc_tnode *t, int out_ndim, hc_var *const *axes);
+/* Broadcast shape of x and y (numpy rules); error names both shapes. */
+hc_status hc_broadcast_shape(int nx, const int64_t *sx, int ny, const int64_t *sy, int *nout,
+                             int64_t *out, hc_error *err);
+/* Elementwise maps. map2 broadcasts x and y (NULL + err on incompatible shapes). */
+typedef hc_expr *(*hc_map1_fn)(hc_arena *a, hc_expr *x, void *ctx);
+typedef hc_expr *(*hc_map2_fn)(hc_arena *a, hc_expr *x, hc_expr *y, void *ctx);
+hc_tnode *hc_compute_map1(hc_arena *a, const char *name, const hc_tnode *x, hc_map1_fn f,
+                          void *ctx);
+hc_tnode *hc_compute_map2(hc_arena *a, const char *name, const hc_tnode *x, const hc_tnode *y,
+                          hc_map2_fn f, void *ctx, hc_error *err);
+/* out = x OP y with broadcasting; out = prim(x); out = (dtype)x. */
+hc_tnode *hc_compute_binop(hc_arena *a, const char *name, hc_binop op, const hc_tnode *x,
+                           const hc_tnode *y, hc_error *err);
+hc_tnode *hc_compute_prim(hc_arena *a, const char *name, hc_prim p, const hc_tnode *x);
+hc_tnode *hc_compute_cast(hc_arena *a, const char *name, const hc_tnode *x, hc_dtype to);
+/* Reduce x over `axes` (negative values count from the end; duplicates are an error);
+ * keepdims keeps them as size-1 dimensions. naxes == 0 reduces over every axis. */
+hc_tnode *hc_compute_reduce(hc_arena *a, const char *name, const hc_tnode *x, int naxes,
+                            const int *axes, bool keepdims, hc_reduce_kind kind, hc_error *err);
+/* Constant of dtype t holding the number v (integers truncate, bool is v != 0). */
+hc_expr *hc_const_num(hc_arena *a, hc_dtype t, double v);
+/* Task with one output. hc_task_new derives the inverse map of every input that a
+ * single-output injective task reads exactly once, at a permutation of the output axes
+ * (elementwise, transpose); hc_task_set_inverse overrides it. */
+hc_task *hc_task1(hc_arena *a, const char *name, int ninputs, hc_tnode *const *inputs,
+                  hc_tnode *out);
+/* Compute nodes reachable from the outputs, producers before consumers (n written to
+ * *count; array from the arena). */
+hc_tnode **hc_task_compute_nodes(hc_arena *a, const hc_task *t, int *count);
+/* true when value contains a reduce (not looking through tensor accesses) */
+bool hc_expr_has_reduce(const hc_expr *e);
+
 #endif

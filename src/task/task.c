@@ -1,0 +1,434 @@
+/* task.c — computation definitions: tensor nodes, tasks, derived inverse maps, the
+ * concise builders operators are defined with, and the printed form of a task. */
+#include "task/task.h"
+
+#include <string.h>
+
+/* ---- nodes ----------------------------------------------------------------------- */
+hc_expr *hc_tensor_access(hc_arena *a, const struct hc_tnode *t, int n, hc_expr *const *idx) {
+    HC_ASSERT_MSG(n == t->ndim, t->name);
+    hc_expr *e = HC_NEW(a, hc_expr);
+    e->kind = HC_E_TENSOR_ACCESS;
+    e->type = hc_type_scalar(t->dtype);
+    e->u.access.tensor = t, e->u.access.n = n;
+    e->u.access.idx = hc_arena_memdup(a, idx, sizeof(hc_expr *) * (size_t)n);
+    return e;
+}
+
+static hc_tnode *tnode_new(hc_arena *a, hc_tnode_kind k, const char *name, hc_dtype dtype,
+                           int ndim, const int64_t *shape) {
+    HC_ASSERT(ndim >= 0 && ndim <= HC_MAX_DIMS);
+    hc_tnode *t = HC_NEW(a, hc_tnode);
+    t->kind = k, t->dtype = dtype, t->ndim = ndim;
+    t->name = hc_arena_strdup(a, name && *name ? name : "t");
+    for (int i = 0; i < ndim; i++) {
+        HC_ASSERT_MSG(shape[i] >= 0, t->name);
+        t->shape[i] = shape[i];
+    }
+    return t;
+}
+
+hc_tnode *hc_tensor_input(hc_arena *a, const char *name, hc_dtype dtype, int ndim,
+                          const int64_t *shape) {
+    return tnode_new(a, HC_TN_INPUT, name, dtype, ndim, shape);
+}
+
+hc_var *hc_axis(hc_arena *a, const char *name) {
+    return hc_var_new(a, name, hc_type_scalar(HC_INDEX_TYPE));
+}
+
+/* Readable default axis names: i, j, k, l, ... (the printer disambiguates repeats). */
+static const char *const axis_names[HC_MAX_DIMS] = {"i", "j", "k", "l", "m", "n", "o", "p"};
+
+static void make_axes(hc_arena *a, int ndim, hc_var **axes, const char *prefix) {
+    for (int i = 0; i < ndim; i++)
+        axes[i] = hc_axis(a, prefix ? hc_arena_printf(a, "%s%d", prefix, i) : axis_names[i]);
+}
+
+hc_tnode *hc_compute_with_axes(hc_arena *a, const char *name, int ndim, const int64_t *shape,
+                               hc_var *const *axes, hc_expr *value) {
+    HC_ASSERT_MSG(value && value->type->kind == HC_TY_SCALAR, "compute value must be scalar");
+    hc_tnode *t = tnode_new(a, HC_TN_COMPUTE, name, value->type->dtype, ndim, shape);
+    t->axes = hc_arena_memdup(a, axes, sizeof(hc_var *) * (size_t)ndim);
+    t->value = value;
+    return t;
+}
+
+hc_tnode *hc_compute(hc_arena *a, const char *name, int ndim, const int64_t *shape,
+                     hc_compute_fn f, void *ctx) {
+    hc_var *axes[HC_MAX_DIMS];
+    HC_ASSERT(ndim >= 0 && ndim <= HC_MAX_DIMS);
+    make_axes(a, ndim, axes, NULL);
+    return hc_compute_with_axes(a, name, ndim, shape, axes, f(a, axes, ctx));
+}
+
+hc_expr *hc_reduce_expr(hc_arena *a, int ndim, const int64_t *shape, hc_compute_fn f, void *ctx,
+                        hc_reduce_kind kind) {
+    hc_var *axes[HC_MAX_DIMS];
+    HC_ASSERT(ndim >= 1 && ndim <= HC_MAX_DIMS);
+    make_axes(a, ndim, axes, "r");
+    return hc_reduce(a, kind, ndim, axes, shape, f(a, axes, ctx));
+}
+
+int64_t hc_tnode_numel(const hc_tnode *n) {
+    int64_t s = 1;
+    for (int i = 0; i < n->ndim; i++) s *= n->shape[i];
+    return s;
+}
+
+/* ---- traversal ------------------------------------------------------------------- */
+typedef void (*visit_fn)(const hc_expr *e, void *ctx);
+
+/* Pre-order visit of every sub-expression (not through tensor accesses). */
+static void walk(const hc_expr *e, visit_fn f, void *ctx) {
+    if (!e) return;
+    f(e, ctx);
+    switch (e->kind) {
+    case HC_E_CONST:
+    case HC_E_VAR: break;
+    case HC_E_BINARY: walk(e->u.bin.a, f, ctx), walk(e->u.bin.b, f, ctx); break;
+    case HC_E_UNARY: walk(e->u.un.a, f, ctx); break;
+    case HC_E_SELECT:
+        walk(e->u.sel.cond, f, ctx), walk(e->u.sel.t, f, ctx), walk(e->u.sel.f, f, ctx);
+        break;
+    case HC_E_CAST: walk(e->u.cast.a, f, ctx); break;
+    case HC_E_CALL:
+        for (int i = 0; i < e->u.call.nargs; i++) walk(e->u.call.args[i], f, ctx);
+        break;
+    case HC_E_LOAD:
+    case HC_E_ADDRESS:
+        for (int i = 0; i < e->u.load.n; i++) walk(e->u.load.idx[i], f, ctx);
+        break;
+    case HC_E_TENSOR_ACCESS:
+        for (int i = 0; i < e->u.access.n; i++) walk(e->u.access.idx[i], f, ctx);
+        break;
+    case HC_E_REDUCE: walk(e->u.reduce.value, f, ctx); break;
+    }
+}
+
+static void find_reduce(const hc_expr *e, void *ctx) {
+    if (e->kind == HC_E_REDUCE) *(bool *)ctx = true;
+}
+
+bool hc_expr_has_reduce(const hc_expr *e) {
+    bool found = false;
+    walk(e, find_reduce, &found);
+    return found;
+}
+
+typedef struct topo_ctx {
+    HC_VEC(hc_tnode *) order;
+} topo_ctx;
+
+static bool topo_seen(const topo_ctx *c, const hc_tnode *n) {
+    for (size_t i = 0; i < c->order.len; i++)
+        if (c->order.data[i] == n) return true;
+    return false;
+}
+
+static void topo_visit(hc_tnode *n, topo_ctx *c);
+
+static void topo_access(const hc_expr *e, void *ctx) {
+    if (e->kind == HC_E_TENSOR_ACCESS) topo_visit((hc_tnode *)e->u.access.tensor, ctx);
+}
+
+/* Post-order DFS: producers are pushed before their consumers. Values are built before
+ * their node, so the graph cannot have cycles. */
+static void topo_visit(hc_tnode *n, topo_ctx *c) {
+    if (n->kind != HC_TN_COMPUTE || topo_seen(c, n)) return;
+    walk(n->value, topo_access, c);
+    if (!topo_seen(c, n)) hc_vec_push(&c->order, n);
+}
+
+hc_tnode **hc_task_compute_nodes(hc_arena *a, const hc_task *t, int *count) {
+    topo_ctx c = {0};
+    for (int i = 0; i < t->noutputs; i++) topo_visit(t->outputs[i], &c);
+    hc_tnode **out = HC_NEW_ARRAY(a, hc_tnode *, c.order.len + 1);
+    if (c.order.len) memcpy(out, c.order.data, sizeof(hc_tnode *) * c.order.len);
+    *count = (int)c.order.len;
+    hc_vec_free(&c.order);
+    return out;
+}
+
+bool hc_task_is_injective(const hc_task *t) {
+    hc_arena a;
+    hc_arena_init(&a);
+    int n;
+    hc_tnode **nodes = hc_task_compute_nodes(&a, t, &n);
+    bool inj = true;
+    for (int i = 0; i < n && inj; i++) inj = !hc_expr_has_reduce(nodes[i]->value);
+    hc_arena_free(&a);
+    return inj;
+}
+
+/* ---- tasks and inverse maps ------------------------------------------------------ */
+typedef struct access_ctx {
+    const hc_tnode *target;
+    const hc_expr *first;
+    bool mismatch;
+} access_ctx;
+
+static void collect_access(const hc_expr *e, void *ctx) {
+    access_ctx *c = ctx;
+    if (e->kind != HC_E_TENSOR_ACCESS || e->u.access.tensor != c->target) return;
+    if (!c->first) c->first = e;
+    else if (!hc_expr_equal(c->first, e)) c->mismatch = true;
+}
+
+/* perm[p] = output dim whose axis indexes input dim p; false if not a permutation. */
+static bool access_permutation(const hc_tnode *out, const hc_tnode *in, const hc_expr *acc,
+                               int *perm) {
+    if (in->ndim != out->ndim) return false;
+    bool used[HC_MAX_DIMS] = {false};
+    for (int p = 0; p < in->ndim; p++) {
+        const hc_expr *ix = acc->u.access.idx[p];
+        perm[p] = -1;
+        for (int k = 0; k < out->ndim && ix->kind == HC_E_VAR; k++)
+            if (ix->u.var == out->axes[k] && !used[k]) perm[p] = k;
+        if (perm[p] < 0 || in->shape[p] != out->shape[perm[p]]) return false;
+        used[perm[p]] = true;
+    }
+    return true;
+}
+
+static void derive_inverse(hc_arena *a, hc_task *t, int input) {
+    const hc_tnode *out = t->outputs[0], *in = t->inputs[input];
+    access_ctx c = {.target = in};
+    walk(out->value, collect_access, &c);
+    int perm[HC_MAX_DIMS];
+    if (!c.first || c.mismatch || !access_permutation(out, in, c.first, perm)) return;
+    hc_var *in_axes[HC_MAX_DIMS];
+    hc_expr *out_idx[HC_MAX_DIMS];
+    make_axes(a, in->ndim, in_axes, "x");
+    for (int p = 0; p < in->ndim; p++) out_idx[perm[p]] = hc_ref(a, in_axes[p]);
+    hc_task_set_inverse(a, t, input, in->ndim, in_axes, out->ndim, out_idx);
+}
+
+hc_task *hc_task_new(hc_arena *a, const char *name, int ninputs, hc_tnode *const *inputs,
+                     int noutputs, hc_tnode *const *outputs) {
+    hc_task *t = HC_NEW(a, hc_task);
+    t->name = hc_arena_strdup(a, name && *name ? name : "task");
+    t->ninputs = ninputs, t->noutputs = noutputs;
+    t->inputs = hc_arena_memdup(a, inputs, sizeof(hc_tnode *) * (size_t)ninputs);
+    t->outputs = hc_arena_memdup(a, outputs, sizeof(hc_tnode *) * (size_t)noutputs);
+    t->inverse = HC_NEW_ARRAY(a, hc_inverse_map *, ninputs + 1);
+    for (int i = 0; i < ninputs; i++) HC_ASSERT_MSG(inputs[i]->kind == HC_TN_INPUT, name);
+    for (int i = 0; i < noutputs; i++) HC_ASSERT_MSG(outputs[i]->kind == HC_TN_COMPUTE, name);
+    if (noutputs == 1 && !hc_expr_has_reduce(outputs[0]->value))
+        for (int i = 0; i < ninputs; i++) derive_inverse(a, t, i);
+    return t;
+}
+
+hc_task *hc_task1(hc_arena *a, const char *name, int ninputs, hc_tnode *const *inputs,
+                  hc_tnode *out) {
+    return hc_task_new(a, name, ninputs, inputs, 1, &out);
+}
+
+void hc_task_set_inverse(hc_arena *a, hc_task *t, int input, int ninput_axes,
+                         hc_var *const *input_axes, int noutput_dims, hc_expr *const *output_idx) {
+    HC_ASSERT(input >= 0 && input < t->ninputs);
+    hc_inverse_map *m = HC_NEW(a, hc_inverse_map);
+    m->ninput_axes = ninput_axes, m->noutput_dims = noutput_dims;
+    m->input_axes = hc_arena_memdup(a, input_axes, sizeof(hc_var *) * (size_t)ninput_axes);
+    m->output_idx = hc_arena_memdup(a, output_idx, sizeof(hc_expr *) * (size_t)noutput_dims);
+    t->inverse[input] = m;
+}
+
+/* ---- concise builders ------------------------------------------------------------ */
+hc_expr *hc_at(hc_arena *a, const hc_tnode *t, hc_expr *const *idx) {
+    return hc_tensor_access(a, t, t->ndim, idx);
+}
+
+hc_expr *hc_at_axes(hc_arena *a, const hc_tnode *t, hc_var *const *axes) {
+    hc_expr *idx[HC_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) idx[i] = hc_ref(a, axes[i]);
+    return hc_tensor_access(a, t, t->ndim, idx);
+}
+
+hc_expr *hc_at_broadcast(hc_arena *a, const hc_tnode *t, int out_ndim, hc_var *const *axes) {
+    HC_ASSERT_MSG(t->ndim <= out_ndim, t->name);
+    hc_expr *idx[HC_MAX_DIMS];
+    int lead = out_ndim - t->ndim;
+    for (int i = 0; i < t->ndim; i++)
+        idx[i] = t->shape[i] == 1 ? hc_int(a, 0) : hc_ref(a, axes[lead + i]);
+    return hc_tensor_access(a, t, t->ndim, idx);
+}
+
+static void shape_str(char *buf, size_t cap, int n, const int64_t *s) {
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < n && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? ", " : "", (long long)s[i]);
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+hc_status hc_broadcast_shape(int nx, const int64_t *sx, int ny, const int64_t *sy, int *nout,
+                             int64_t *out, hc_error *err) {
+    int n = HC_MAX(nx, ny);
+    for (int i = 0; i < n; i++) {
+        int ix = nx - n + i, iy = ny - n + i;
+        int64_t dx = ix >= 0 ? sx[ix] : 1, dy = iy >= 0 ? sy[iy] : 1;
+        if (dx != dy && dx != 1 && dy != 1) {
+            char bx[160], by[160];
+            shape_str(bx, sizeof bx, nx, sx), shape_str(by, sizeof by, ny, sy);
+            return hc_error_set(err, HC_ERR_INVALID, "shapes %s and %s do not broadcast (dim %d)",
+                                bx, by, i);
+        }
+        out[i] = dx == 1 ? dy : dx;
+    }
+    *nout = n;
+    return HC_OK;
+}
+
+hc_tnode *hc_compute_map1(hc_arena *a, const char *name, const hc_tnode *x, hc_map1_fn f,
+                          void *ctx) {
+    hc_var *axes[HC_MAX_DIMS];
+    make_axes(a, x->ndim, axes, NULL);
+    hc_expr *v = f(a, hc_at_axes(a, x, axes), ctx);
+    return hc_compute_with_axes(a, name, x->ndim, x->shape, axes, v);
+}
+
+hc_tnode *hc_compute_map2(hc_arena *a, const char *name, const hc_tnode *x, const hc_tnode *y,
+                          hc_map2_fn f, void *ctx, hc_error *err) {
+    int n;
+    int64_t shape[HC_MAX_DIMS];
+    if (hc_broadcast_shape(x->ndim, x->shape, y->ndim, y->shape, &n, shape, err)) {
+        size_t len = strlen(err ? err->msg : "");
+        if (err) snprintf(err->msg + len, sizeof err->msg - len, " in %s", name);
+        return NULL;
+    }
+    hc_var *axes[HC_MAX_DIMS];
+    make_axes(a, n, axes, NULL);
+    hc_expr *v = f(a, hc_at_broadcast(a, x, n, axes), hc_at_broadcast(a, y, n, axes), ctx);
+    return hc_compute_with_axes(a, name, n, shape, axes, v);
+}
+
+static hc_expr *binop_fn(hc_arena *a, hc_expr *x, hc_expr *y, void *ctx) {
+    return hc_binary(a, *(const hc_binop *)ctx, x, y);
+}
+
+hc_tnode *hc_compute_binop(hc_arena *a, const char *name, hc_binop op, const hc_tnode *x,
+                           const hc_tnode *y, hc_error *err) {
+    return hc_compute_map2(a, name, x, y, binop_fn, &op, err);
+}
+
+static hc_expr *prim_fn(hc_arena *a, hc_expr *x, void *ctx) {
+    return hc_math(a, *(const hc_prim *)ctx, x, NULL);
+}
+
+hc_tnode *hc_compute_prim(hc_arena *a, const char *name, hc_prim p, const hc_tnode *x) {
+    HC_ASSERT_MSG(hc_prim_arity(p) == 1 && !hc_prim_is_vector(p), hc_prim_name(p));
+    return hc_compute_map1(a, name, x, prim_fn, &p);
+}
+
+static hc_expr *cast_fn(hc_arena *a, hc_expr *x, void *ctx) {
+    return hc_cast(a, hc_type_scalar(*(const hc_dtype *)ctx), x);
+}
+
+hc_tnode *hc_compute_cast(hc_arena *a, const char *name, const hc_tnode *x, hc_dtype to) {
+    return hc_compute_map1(a, name, x, cast_fn, &to);
+}
+
+/* Which input dims are reduced; false (with err) for a bad axis. */
+static bool reduce_mask(const hc_tnode *x, int naxes, const int *axes, bool *mask, const char *name,
+                        hc_error *err) {
+    for (int d = 0; d < x->ndim; d++) mask[d] = naxes == 0;
+    for (int i = 0; i < naxes; i++) {
+        int d = axes[i] < 0 ? axes[i] + x->ndim : axes[i];
+        if (d < 0 || d >= x->ndim || mask[d]) {
+            hc_error_set(err, HC_ERR_INVALID, "%s: bad or repeated reduce axis %d for %d-d %s",
+                         name, axes[i], x->ndim, x->name);
+            return false;
+        }
+        mask[d] = true;
+    }
+    return true;
+}
+
+hc_tnode *hc_compute_reduce(hc_arena *a, const char *name, const hc_tnode *x, int naxes,
+                            const int *axes, bool keepdims, hc_reduce_kind kind, hc_error *err) {
+    bool mask[HC_MAX_DIMS];
+    if (!reduce_mask(x, naxes, axes, mask, name, err)) return NULL;
+    int64_t oshape[HC_MAX_DIMS], rext[HC_MAX_DIMS];
+    int on = 0, rn = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (mask[d]) rext[rn++] = x->shape[d];
+        if (!mask[d] || keepdims) oshape[on++] = mask[d] ? 1 : x->shape[d];
+    }
+    if (rn == 0) {
+        hc_error_set(err, HC_ERR_INVALID, "%s: nothing to reduce in 0-d %s", name, x->name);
+        return NULL;
+    }
+    hc_var *oaxes[HC_MAX_DIMS], *raxes[HC_MAX_DIMS];
+    hc_expr *idx[HC_MAX_DIMS];
+    make_axes(a, on, oaxes, NULL);
+    make_axes(a, rn, raxes, "r");
+    for (int d = 0, o = 0, r = 0; d < x->ndim; d++) {
+        if (mask[d]) idx[d] = hc_ref(a, raxes[r++]);
+        else idx[d] = hc_ref(a, oaxes[o]);
+        if (!mask[d] || keepdims) o++;
+    }
+    hc_expr *v = hc_reduce(a, kind, rn, raxes, rext, hc_at(a, x, idx));
+    return hc_compute_with_axes(a, name, on, oshape, oaxes, v);
+}
+
+hc_expr *hc_const_num(hc_arena *a, hc_dtype t, double v) {
+    hc_value c = {0};
+    if (hc_dtype_is_float(t)) c.f = t == HC_F32 ? (double)(float)v : v;
+    else if (t == HC_BOOL) c.i = v != 0;
+    else if (hc_dtype_is_signed(t)) c.i = (int64_t)v;
+    else c.u = v < 0 ? (uint64_t)(int64_t)v : (uint64_t)v;
+    return hc_const(a, t, c);
+}
+
+/* ---- printing -------------------------------------------------------------------- */
+static void print_shape(hc_sb *sb, const hc_tnode *n) {
+    hc_sb_printf(sb, "%s[", hc_dtype_name(n->dtype));
+    for (int i = 0; i < n->ndim; i++) hc_sb_printf(sb, "%s%lld", i ? ", " : "", (long long)n->shape[i]);
+    hc_sb_puts(sb, "]");
+}
+
+static bool is_output(const hc_task *t, const hc_tnode *n) {
+    for (int i = 0; i < t->noutputs; i++)
+        if (t->outputs[i] == n) return true;
+    return false;
+}
+
+void hc_print_task(hc_sb *sb, const hc_task *t) {
+    hc_sb_printf(sb, "task %s(", t->name);
+    for (int i = 0; i < t->ninputs; i++) {
+        hc_sb_printf(sb, "%s%s: ", i ? ", " : "", t->inputs[i]->name);
+        print_shape(sb, t->inputs[i]);
+    }
+    hc_sb_puts(sb, ") -> (");
+    for (int i = 0; i < t->noutputs; i++)
+        hc_sb_printf(sb, "%s%s", i ? ", " : "", t->outputs[i]->name);
+    hc_sb_puts(sb, ")\n");
+    hc_arena a;
+    hc_arena_init(&a);
+    int n;
+    hc_tnode **nodes = hc_task_compute_nodes(&a, t, &n);
+    for (int k = 0; k < n; k++) {
+        const hc_tnode *c = nodes[k];
+        hc_sb_printf(sb, "  %s%s[", is_output(t, c) ? "output " : "", c->name);
+        for (int i = 0; i < c->ndim; i++) hc_sb_printf(sb, "%s%s", i ? ", " : "", c->axes[i]->name);
+        hc_sb_puts(sb, "]: ");
+        print_shape(sb, c);
+        hc_sb_puts(sb, " = ");
+        hc_print_expr(sb, c->value);
+        hc_sb_putc(sb, '\n');
+    }
+    for (int i = 0; i < t->ninputs; i++) {
+        const hc_inverse_map *m = t->inverse[i];
+        if (!m) continue;
+        hc_sb_printf(sb, "  inverse %s: (", t->inputs[i]->name);
+        for (int j = 0; j < m->ninput_axes; j++)
+            hc_sb_printf(sb, "%s%s", j ? ", " : "", m->input_axes[j]->name);
+        hc_sb_puts(sb, ") -> (");
+        for (int j = 0; j < m->noutput_dims; j++) {
+            if (j) hc_sb_puts(sb, ", ");
+            hc_print_expr(sb, m->output_idx[j]);
+        }
+        hc_sb_puts(sb, ")\n");
+    }
+    hc_arena_free(&a);
+}
