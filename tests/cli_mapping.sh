@@ -35,7 +35,7 @@ cells = sorted(tuple(t) for ts in d["workers"].values() for t in ts)
 assert cells == [(i, j) for i in range(8) for j in range(96)]
 EOF
 out=$("$HIDETC" mapping 'spatial(2).repeat(3)' --json --worker 1) || fail "json --worker: exit"
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["workers"]=={"1":[[3],[4],[5]]}, d' \
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["workers"]=={"1":[[3],[4],[5]]}' \
     "$out" || fail "json --worker: '$out'"
 
 # --- SVG: well-formed XML, one cell per task, workers get different colours ---------------

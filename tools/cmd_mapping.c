@@ -12,6 +12,8 @@
 #define USAGE "usage: hidetc mapping EXPR [--worker W] [--json] [--svg FILE]\n"
 /* Larger grids would make an SVG nobody can open. */
 #define SVG_MAX_TASKS (1 << 20)
+/* worker2task materialises a worker's list; refuse lists that would not fit in memory */
+#define LIST_MAX_TASKS (1 << 26)
 
 typedef struct opts {
     const char *expr, *svg, *worker_arg;
@@ -259,6 +261,18 @@ static int write_svg(const char *path, const char *expr, const hc_mapping *m) {
     return 0;
 }
 
+/* Every worker of a mapping executes the same number of tasks: size / num_workers. */
+static bool tasks_listable(const hc_mapping *m) {
+    int64_t shape[HC_MAX_DIMS], per_worker = 1, nw = hc_map_num_workers(m);
+    hc_map_task_shape(m, shape);
+    for (int k = 0; k < m->ndim; k++) {
+        int64_t g = hc_gcd(nw, shape[k]); /* divide out workers first to avoid overflow */
+        nw /= g;
+        if (__builtin_mul_overflow(per_worker, shape[k] / g, &per_worker)) return false;
+    }
+    return per_worker <= LIST_MAX_TASKS;
+}
+
 int cmd_mapping(int argc, char **argv) {
     opts o;
     int rc = parse_args(argc, argv, &o);
@@ -281,6 +295,12 @@ int cmd_mapping(int argc, char **argv) {
             return 1;
         }
         w0 = o.worker, w1 = o.worker + 1;
+    }
+    if (!tasks_listable(m)) {
+        fprintf(stderr, "hidetc mapping: more than %d tasks per worker, too many to list\n",
+                LIST_MAX_TASKS);
+        hc_arena_free(&arena);
+        return 1;
     }
     if (o.svg) rc = write_svg(o.svg, o.expr, m);
     if (rc == 0) {
