@@ -1,0 +1,80 @@
+/* matmul.h — the CPU fp32 batched matmul template (BLIS structure, task mappings).
+ *
+ *   C[b] = A[b] x B[b]   A: [batch, m, k], B: [batch, k, n], C: [batch, m, n], row-major
+ *
+ * The program states its schedule with task mappings: threads (spatial) own macro tiles
+ * of C, each thread walks its tile in NC x KC x MC cache blocks, packs panels of A and B,
+ * and runs repeat mappings over MR x NR register tiles whose accumulators are a REGISTER
+ * tensor of vectors (see docs/matmul.md). Every field of hc_matmul_config is a knob of
+ * the schedule space; any shape works (tails are zero-padded or masked).
+ *
+ * Usage:
+ *   hc_matmul_shape s = {1, 512, 512, 512};
+ *   hc_matmul_config c = hc_matmul_default_config(hc_target_host(), &s);
+ *   hc_func *f = hc_matmul_cpu(arena, &s, &c, hc_target_host(), &err); // params A, B, C
+ */
+#ifndef HC_SCHED_MATMUL_H
+#define HC_SCHED_MATMUL_H
+
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "jit/jit.h"
+#include "task/task.h"
+
+typedef struct hc_matmul_shape {
+    int64_t batch, m, n, k; /* C[b] = A[b] x B[b], row-major */
+} hc_matmul_shape;
+
+typedef struct hc_matmul_config {
+    int lanes;          /* f32 lanes per vector; must be the target's (16, 8 or 4) */
+    int mr, nr;         /* register tile: mr rows x nr columns, nr a multiple of lanes */
+    int64_t kc, mc, nc; /* cache blocks; mc a multiple of mr, nc a multiple of nr */
+    int tm, tn;         /* thread grid: tm x tn threads split the rows x columns of C */
+    bool pack_a;        /* copy A blocks into mr-interleaved panels (else read A in place) */
+    bool pack_b;        /* copy B blocks into nr-wide panels (else read B rows in place) */
+} hc_matmul_config;
+
+/* Limits that validation enforces (register tile and thread grid). */
+#define HC_MATMUL_MAX_MR 32
+#define HC_MATMUL_MAX_VECS 64   /* mr * nr / lanes accumulators */
+#define HC_MATMUL_MAX_THREADS 256
+
+/* A config from the target's vector width, register count and cache sizes, with
+ * t->num_cores threads; blocks are clipped to the shape. */
+hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
+/* Choose the tm x tn split of `threads` for this shape (threads >= 1). */
+void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads);
+hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err);
+hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err);
+/* "mr8 nr32 kc384 mc96 nc2048 t1x2 pa1 pb1" */
+void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c);
+
+/* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "matmul") with params
+ * A, B, C (f32 tensors of the shapes above). NULL with err set on a bad shape or config,
+ * or a config that does not fit the target. */
+hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
+                       const hc_matmul_config *c, const hc_target *t, hc_error *err);
+
+/* The generated C of the kernel (malloc'ed), or NULL with err set. */
+char *hc_matmul_source(const hc_matmul_shape *s, const hc_matmul_config *c, const hc_target *t,
+                       const char *name, hc_error *err);
+
+/* A compiled kernel; run it with hc_matmul_run. */
+typedef struct hc_matmul_kernel {
+    hc_jit_lib *lib;
+    hc_packed_fn fn; /* args: A, B, C */
+} hc_matmul_kernel;
+/* Build (or load from the JIT cache) the kernel named "matmul". opt may be NULL. */
+hc_status hc_matmul_build(const hc_matmul_shape *s, const hc_matmul_config *c,
+                          const hc_target *t, const hc_jit_options *opt, hc_matmul_kernel *out,
+                          hc_error *err);
+/* Resolve the entry point of an already loaded library holding kernel `name`. */
+hc_status hc_matmul_kernel_from_lib(hc_jit_lib *lib, const char *name, hc_matmul_kernel *out,
+                                    hc_error *err);
+void hc_matmul_run(const hc_matmul_kernel *k, const float *A, const float *B, float *C);
+void hc_matmul_kernel_close(hc_matmul_kernel *k);
+
+/* The reference definition: inputs A, B; output C (the interpreter's oracle). */
+hc_task *hc_matmul_task(hc_arena *a, const hc_matmul_shape *s);
+
+#endif

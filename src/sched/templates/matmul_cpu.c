@@ -1,0 +1,513 @@
+/* matmul_cpu.c — the CPU fp32 batched matmul template (BLIS structure).
+ *
+ *   for t in [0, T) parallel:                        T = tm * tn OpenMP threads
+ *     for (ti, tj) in spatial(tm, tn) on t:          a macro tile of C per thread
+ *       for b, jc (NC), pc (KC):  pack B block -> Bp[NC/NR][KC][NR]
+ *         for ic (MC):            pack A block -> Ap[MC/MR][KC][MR]
+ *           for (jr, ir) in repeat(NC/NR, MC/MR):    register tiles, in order
+ *             acc[MR][NR/L] (REGISTER f32xL) += Ap panel x Bp panel, k by k
+ *             store acc to C (masked on the tails)
+ *
+ * Tails: packing pads partial panels with zeros (A rows beyond M, B columns beyond N), so
+ * the micro-kernel always runs a full MR x NR tile; only its stores are predicated. When a
+ * panel is read in place (pack_a / pack_b off), A rows are clamped to M - 1 (their results
+ * are never stored) and B columns use masked loads. */
+#include <string.h>
+
+#include "ir/mapping.h"
+#include "sched/matmul.h"
+
+/* ---- configs -------------------------------------------------------------------------- */
+static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+static int64_t round_up(int64_t x, int64_t y) { return cdiv(x, y) * y; }
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+/* Rows (cols) per thread when `parts` threads split `extent` in whole `tile` units. */
+static int64_t part_extent(int64_t extent, int64_t tile, int parts) {
+    return cdiv(cdiv(extent, tile), parts) * tile;
+}
+
+/* A rough cost of a split: the padded work of the slowest thread plus the packing every
+ * thread repeats (each thread row packs its own B columns, each column its A rows). */
+static double split_cost(const hc_matmul_config *c, const hc_matmul_shape *s, int tm, int tn) {
+    double rows = (double)part_extent(s->m, c->mr, tm);
+    double cols = (double)part_extent(s->n, c->nr, tn);
+    double compute = rows * cols * (double)s->k;
+    double packing = (c->pack_b ? cols * (double)s->k : 0) + (c->pack_a ? rows * (double)s->k : 0);
+    return compute + 8.0 * packing;
+}
+
+void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads) {
+    if (threads < 1) threads = 1;
+    int best_tm = threads, best_tn = 1;
+    double best = -1;
+    for (int tm = 1; tm <= threads; tm++) {
+        if (threads % tm) continue;
+        double cost = split_cost(c, s, tm, threads / tm);
+        if (best < 0 || cost < best) best = cost, best_tm = tm, best_tn = threads / tm;
+    }
+    c->tm = best_tm, c->tn = best_tn;
+}
+
+hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
+    hc_matmul_config c = {0};
+    c.lanes = hc_target_f32_lanes(t);
+    int nvec = 2; /* two vectors per row: enough independent FMAs, B loads amortized */
+    c.nr = nvec * c.lanes;
+    /* accumulators + the B vectors + one broadcast must fit the registers; past 8 rows
+     * GCC gains nothing on Zen 4 (measured: 8x32 ~ 12x32 ~ 14x32) */
+    c.mr = (int)HC_MIN((t->num_regs - nvec - 1) / nvec, 8);
+    if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
+    /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
+    int64_t l1 = t->l1_bytes > 0 ? t->l1_bytes : 32768;
+    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    int64_t kc = clamp64(l1 * 3 / 2 / (c.nr * 4) / 16 * 16, 64, 1024);
+    c.kc = round_up(cdiv(s->k, cdiv(s->k, kc)), 8); /* balanced K blocks */
+    /* the A block (mc x kc) takes a modest share of L2 next to the streaming B panels */
+    int64_t mc = clamp64(l2 / 8 / (c.kc * 4), c.mr, 1 << 16);
+    c.mc = HC_MAX(mc / c.mr * c.mr, c.mr);
+    c.nc = HC_MAX((int64_t)4096 / c.nr * c.nr, c.nr);
+    c.pack_a = true;
+    /* B panels pay off only when several register-tile rows reuse them */
+    c.pack_b = s->m > 4 * c.mr;
+    /* blocks larger than a thread's tile are clipped by hc_matmul_cpu */
+    hc_matmul_config_set_threads(&c, s, HC_MAX(t->num_cores, 1));
+    return c;
+}
+
+hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err) {
+    if (c->lanes != 4 && c->lanes != 8 && c->lanes != 16)
+        return hc_error_set(err, HC_ERR_INVALID, "matmul config: lanes %d is not 4, 8 or 16",
+                            c->lanes);
+    if (c->mr < 1 || c->mr > HC_MATMUL_MAX_MR)
+        return hc_error_set(err, HC_ERR_INVALID, "matmul config: mr %d is not in [1, %d]", c->mr,
+                            HC_MATMUL_MAX_MR);
+    if (c->nr < c->lanes || c->nr % c->lanes)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "matmul config: nr %d is not a positive multiple of lanes %d", c->nr,
+                            c->lanes);
+    if ((int64_t)c->mr * (c->nr / c->lanes) > HC_MATMUL_MAX_VECS)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "matmul config: register tile %dx%d needs more than %d vectors", c->mr,
+                            c->nr, HC_MATMUL_MAX_VECS);
+    if (c->kc < 1 || c->kc > (1 << 20))
+        return hc_error_set(err, HC_ERR_INVALID, "matmul config: kc %lld is not in [1, 2^20]",
+                            (long long)c->kc);
+    if (c->mc < c->mr || c->mc % c->mr || c->mc > (1 << 20))
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "matmul config: mc %lld is not a multiple of mr %d (at most 2^20)",
+                            (long long)c->mc, c->mr);
+    if (c->nc < c->nr || c->nc % c->nr || c->nc > (1 << 20))
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "matmul config: nc %lld is not a multiple of nr %d (at most 2^20)",
+                            (long long)c->nc, c->nr);
+    if (c->tm < 1 || c->tn < 1 || (int64_t)c->tm * c->tn > HC_MATMUL_MAX_THREADS)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "matmul config: thread grid %dx%d is not in [1, %d] threads", c->tm,
+                            c->tn, HC_MATMUL_MAX_THREADS);
+    return HC_OK;
+}
+
+hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err) {
+    const int64_t dims[4] = {s->batch, s->m, s->n, s->k};
+    const char *names[4] = {"batch", "m", "n", "k"};
+    for (int i = 0; i < 4; i++)
+        if (dims[i] < 1 || dims[i] > ((int64_t)1 << 31))
+            return hc_error_set(err, HC_ERR_INVALID, "matmul shape: %s = %lld is not in [1, 2^31]",
+                                names[i], (long long)dims[i]);
+    return HC_OK;
+}
+
+void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c) {
+    hc_sb_printf(sb, "mr%d nr%d kc%lld mc%lld nc%lld t%dx%d pa%d pb%d", c->mr, c->nr,
+                 (long long)c->kc, (long long)c->mc, (long long)c->nc, c->tm, c->tn, c->pack_a,
+                 c->pack_b);
+}
+
+/* ---- the program ---------------------------------------------------------------------- */
+typedef struct mm {
+    hc_arena *a;
+    hc_builder *b;
+    const hc_matmul_shape *s;
+    const hc_matmul_config *c;
+    int64_t mpt, npt;         /* rows and columns of C per thread */
+    int64_t kcb, mcb, ncb;    /* cache blocks, clipped to the shape */
+    int nv;                   /* vectors per register-tile row */
+    const hc_type *vec;       /* f32 x lanes */
+    hc_var *A, *B, *C, *Ap, *Bp;
+    /* loop state, set as the nest is built */
+    hc_expr *bi, *k0, *kc, *m0, *mc, *n0, *nc, *pc;
+} mm;
+
+static hc_expr *I(mm *g, int64_t v) { return hc_int(g->a, v); }
+static hc_expr *R(mm *g, hc_var *v) { return hc_ref(g->a, v); }
+#define ADD(x, y) hc_add(g->a, (x), (y))
+#define SUB(x, y) hc_sub(g->a, (x), (y))
+#define MUL(x, y) hc_mul(g->a, (x), (y))
+#define MIN(x, y) hc_min(g->a, (x), (y))
+#define MAX(x, y) hc_max(g->a, (x), (y))
+#define LT(x, y) hc_lt(g->a, (x), (y))
+
+static hc_expr *addr3(mm *g, hc_var *buf, hc_expr *i, hc_expr *j, hc_expr *k) {
+    return hc_address(g->a, buf, 3, (hc_expr *[]){i, j, k});
+}
+static hc_expr *vcall(mm *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y,
+                      hc_expr *z) {
+    hc_expr *args[3] = {x, y, z};
+    return hc_call(g->a, p, t, n, args);
+}
+static hc_expr *vload(mm *g, hc_expr *ptr) { return vcall(g, HC_PRIM_VLOAD, g->vec, 1, ptr, 0, 0); }
+static hc_expr *vload_n(mm *g, hc_expr *ptr, hc_expr *n) {
+    return vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, ptr, n, 0);
+}
+static void vstore(mm *g, hc_expr *ptr, hc_expr *v) {
+    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
+}
+static void vstore_n(mm *g, hc_expr *ptr, hc_expr *v, hc_expr *n) {
+    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3, ptr, v, n));
+}
+
+/* Bind `value` to a fresh index variable for the rest of the current block. */
+static hc_expr *let(mm *g, const char *name, hc_expr *value) {
+    hc_var *v = hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value);
+    return R(g, v);
+}
+
+/* Bp[jr][k][:] = B[b, k0 + k, n0 + jr*NR + :], zero beyond the block's nc columns. */
+static void pack_b(mm *g) {
+    const hc_matmul_config *c = g->c;
+    hc_arena *a = g->a;
+    hc_var *jr[1];
+    const hc_mapping *panels = hc_map_repeat(a, 1, (int64_t[]){g->ncb / c->nr}, NULL);
+    static const char *const names[1] = {"pjr"};
+    HC_FOR_MAP(g->b, panels, I(g, 0), 1, jr, names) {
+        hc_expr *col = MUL(R(g, jr[0]), I(g, c->nr));
+        HC_IF(g->b, LT(col, g->nc)) {
+            HC_FOR(g->b, k, "pk", g->kc, hc_serial()) {
+                HC_FOR(g->b, v, "pv", I(g, g->nv), hc_unroll(0)) {
+                    hc_expr *cv = ADD(col, MUL(R(g, v), I(g, c->lanes)));
+                    hc_expr *src = addr3(g, g->B, g->bi, ADD(g->k0, R(g, k)), ADD(g->n0, cv));
+                    hc_expr *left = MAX(SUB(g->nc, cv), I(g, 0));
+                    hc_expr *dst = addr3(g, g->Bp, R(g, jr[0]), R(g, k),
+                                         MUL(R(g, v), I(g, c->lanes)));
+                    vstore(g, dst, vload_n(g, src, left));
+                }
+            }
+        }
+    }
+}
+
+/* Row `i` of register tile `ir` in A, clamped so that padded rows read valid memory. */
+static hc_expr *a_row(mm *g, hc_expr *ir, hc_expr *i) {
+    hc_expr *row = ADD(g->m0, ADD(MUL(ir, I(g, g->c->mr)), i));
+    return MIN(row, I(g, g->s->m - 1));
+}
+
+/* Ap[ir][k][i] = A[b, m0 + ir*MR + i, k0 + k], zero beyond the block's mc rows. */
+static void pack_a(mm *g) {
+    const hc_matmul_config *c = g->c;
+    hc_arena *a = g->a;
+    hc_var *ir[1];
+    const hc_mapping *panels = hc_map_repeat(a, 1, (int64_t[]){g->mcb / c->mr}, NULL);
+    static const char *const names[1] = {"pir"};
+    HC_FOR_MAP(g->b, panels, I(g, 0), 1, ir, names) {
+        hc_expr *row0 = MUL(R(g, ir[0]), I(g, c->mr));
+        HC_IF(g->b, LT(row0, g->mc)) {
+            HC_FOR(g->b, k, "pk", g->kc, hc_serial()) {
+                HC_FOR(g->b, i, "pi", I(g, c->mr), hc_unroll(0)) {
+                    hc_expr *x = hc_load(a, g->A, 3,
+                                         (hc_expr *[]){g->bi, a_row(g, R(g, ir[0]), R(g, i)),
+                                                       ADD(g->k0, R(g, k))});
+                    hc_expr *val = hc_select(a, LT(ADD(row0, R(g, i)), g->mc), x, hc_f32(a, 0));
+                    hc_b_store(g->b, g->Ap, 3, (hc_expr *[]){R(g, ir[0]), R(g, k), R(g, i)}, val);
+                }
+            }
+        }
+    }
+}
+
+typedef struct tile {
+    hc_expr *ir, *jr;   /* register tile coordinates in the block */
+    hc_expr *row, *col; /* its first element of C */
+    hc_expr *mr, *nr;   /* valid rows and columns */
+    hc_var *acc;        /* REGISTER [MR][NV] of vectors */
+} tile;
+
+/* The vector of B for tile columns v*L.. at step k: packed panel or B in place. */
+static hc_expr *b_vector(mm *g, const tile *t, hc_expr *k, hc_expr *v, bool masked) {
+    hc_expr *cv = MUL(v, I(g, g->c->lanes));
+    if (g->c->pack_b) return vload(g, addr3(g, g->Bp, t->jr, k, cv));
+    hc_expr *p = addr3(g, g->B, g->bi, ADD(g->k0, k), ADD(ADD(g->n0, t->col), cv));
+    return masked ? vload_n(g, p, MAX(SUB(t->nr, cv), I(g, 0))) : vload(g, p);
+}
+
+static hc_expr *a_scalar(mm *g, const tile *t, hc_expr *k, hc_expr *i) {
+    if (g->c->pack_a) return hc_load(g->a, g->Ap, 3, (hc_expr *[]){t->ir, k, i});
+    return hc_load(g->a, g->A, 3, (hc_expr *[]){g->bi, a_row(g, t->ir, i), ADD(g->k0, k)});
+}
+
+/* for k in [0, kc): acc[i][v] += a[i] * b[v] — fully unrolled over i and v so that the
+ * lowering keeps acc and b in vector registers. */
+static void k_loop(mm *g, const tile *t, bool masked) {
+    hc_arena *a = g->a;
+    int nv = g->nv, mr = g->c->mr;
+    HC_FOR(g->b, k, "k", g->kc, hc_serial()) {
+        hc_var *bv = hc_b_declare(
+            g->b, "bv", hc_type_tensor_vec(a, HC_F32, g->c->lanes, 1, (hc_expr *[]){I(g, nv)},
+                                           NULL, HC_SCOPE_REGISTER), NULL);
+        HC_FOR(g->b, v, "v", I(g, nv), hc_unroll(0)) {
+            hc_expr *bk = b_vector(g, t, R(g, k), R(g, v), masked);
+            hc_b_store(g->b, bv, 1, (hc_expr *[]){R(g, v)}, bk);
+        }
+        HC_FOR(g->b, i, "i", I(g, mr), hc_unroll(0)) {
+            hc_expr *bc = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, a_scalar(g, t, R(g, k), R(g, i)),
+                                0, 0);
+            hc_var *av = hc_b_declare(g->b, "av", g->vec, bc);
+            HC_FOR(g->b, v, "v", I(g, nv), hc_unroll(0)) {
+                hc_expr *idx[2] = {R(g, i), R(g, v)};
+                hc_expr *fma = vcall(g, HC_PRIM_VFMA, g->vec, 3, R(g, av),
+                                     hc_load(a, bv, 1, (hc_expr *[]){R(g, v)}),
+                                     hc_load(a, t->acc, 2, idx));
+                hc_b_store(g->b, t->acc, 2, idx, fma);
+            }
+        }
+    }
+}
+
+/* One vector of the C tile: = acc on the first K block, += acc on the others. `left` is
+ * NULL for a full vector, else the number of valid lanes. */
+static void store_vector(mm *g, hc_expr *p, hc_expr *acc, hc_expr *left) {
+    hc_b_if_begin(g->b, hc_eq(g->a, g->pc, I(g, 0)));
+    if (left) vstore_n(g, p, acc, left);
+    else vstore(g, p, acc);
+    hc_b_else(g->b);
+    if (left) vstore_n(g, p, ADD(vload_n(g, p, left), acc), left);
+    else vstore(g, p, ADD(vload(g, p), acc));
+    hc_b_end(g->b);
+}
+
+/* Store the register tile; `tail` predicates its rows and columns. */
+static void store_tile(mm *g, const tile *t, bool tail) {
+    hc_arena *a = g->a;
+    HC_FOR(g->b, i, "si", I(g, g->c->mr), hc_unroll(0)) {
+        if (tail) hc_b_if_begin(g->b, LT(R(g, i), t->mr));
+        HC_FOR(g->b, v, "sv", I(g, g->nv), hc_unroll(0)) {
+            hc_expr *cv = MUL(R(g, v), I(g, g->c->lanes));
+            hc_expr *p = addr3(g, g->C, g->bi, ADD(ADD(g->m0, t->row), R(g, i)),
+                               ADD(ADD(g->n0, t->col), cv));
+            hc_expr *acc = hc_load(a, t->acc, 2, (hc_expr *[]){R(g, i), R(g, v)});
+            if (tail) {
+                hc_expr *left = SUB(t->nr, cv);
+                HC_IF(g->b, LT(I(g, 0), left)) { store_vector(g, p, acc, left); }
+            } else {
+                store_vector(g, p, acc, NULL);
+            }
+        }
+        if (tail) hc_b_end(g->b);
+    }
+}
+
+static void micro_kernel(mm *g, tile *t) {
+    hc_arena *a = g->a;
+    const hc_matmul_config *c = g->c;
+    hc_expr *shape[2] = {I(g, c->mr), I(g, g->nv)};
+    const hc_type *tile_t =
+        hc_type_tensor_vec(a, HC_F32, c->lanes, 2, shape, NULL, HC_SCOPE_REGISTER);
+    t->acc = hc_b_declare(g->b, "acc", tile_t, NULL);
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+    HC_FOR(g->b, i, "zi", I(g, c->mr), hc_unroll(0)) {
+        HC_FOR(g->b, v, "zv", I(g, g->nv), hc_unroll(0)) {
+            hc_b_store(g->b, t->acc, 2, (hc_expr *[]){R(g, i), R(g, v)}, zero);
+        }
+    }
+    hc_expr *full = hc_and(a, hc_eq(a, t->mr, I(g, c->mr)), hc_eq(a, t->nr, I(g, c->nr)));
+    if (c->pack_b) {
+        k_loop(g, t, false);
+    } else { /* B in place: masked loads only on the last column panel */
+        hc_b_if_begin(g->b, hc_eq(a, t->nr, I(g, c->nr)));
+        k_loop(g, t, false);
+        hc_b_else(g->b);
+        k_loop(g, t, true);
+        hc_b_end(g->b);
+    }
+    hc_b_if_begin(g->b, full);
+    store_tile(g, t, false);
+    hc_b_else(g->b);
+    store_tile(g, t, true);
+    hc_b_end(g->b);
+}
+
+/* for (jr, ir) in repeat(NC/NR, MC/MR): one register tile each, skipped past the block */
+static void register_tiles(mm *g) {
+    const hc_matmul_config *c = g->c;
+    hc_var *v[2];
+    const hc_mapping *tiles = hc_map_repeat2(g->a, g->ncb / c->nr, g->mcb / c->mr);
+    static const char *const names[2] = {"jr", "ir"};
+    HC_FOR_MAP(g->b, tiles, I(g, 0), 2, v, names) {
+        tile t = {.jr = R(g, v[0]), .ir = R(g, v[1])};
+        t.col = MUL(t.jr, I(g, c->nr));
+        t.row = MUL(t.ir, I(g, c->mr));
+        HC_IF(g->b, hc_and(g->a, LT(t.col, g->nc), LT(t.row, g->mc))) {
+            t.mr = let(g, "tmr", MIN(I(g, c->mr), SUB(g->mc, t.row)));
+            t.nr = let(g, "tnr", MIN(I(g, c->nr), SUB(g->nc, t.col)));
+            micro_kernel(g, &t);
+        }
+    }
+}
+
+/* The loops of one thread over its macro tile [ti*mpt, ...) x [tj*npt, ...). */
+static void thread_body(mm *g, hc_expr *ti, hc_expr *tj) {
+    const hc_matmul_shape *s = g->s;
+    hc_expr *m_end = MIN(MUL(ADD(ti, I(g, 1)), I(g, g->mpt)), I(g, s->m));
+    hc_expr *n_end = MIN(MUL(ADD(tj, I(g, 1)), I(g, g->npt)), I(g, s->n));
+    HC_FOR(g->b, bi, "bi", I(g, s->batch), hc_serial()) {
+        g->bi = R(g, bi);
+        HC_FOR(g->b, jc, "jc", I(g, cdiv(g->npt, g->ncb)), hc_serial()) {
+            hc_expr *n0 = ADD(MUL(tj, I(g, g->npt)), MUL(R(g, jc), I(g, g->ncb)));
+            HC_IF(g->b, LT(n0, n_end)) {
+                g->n0 = let(g, "n0", n0);
+                g->nc = let(g, "nc", MIN(I(g, g->ncb), SUB(n_end, g->n0)));
+                HC_FOR(g->b, pc, "pc", I(g, cdiv(s->k, g->kcb)), hc_serial()) {
+                    g->pc = R(g, pc);
+                    g->k0 = let(g, "k0", MUL(g->pc, I(g, g->kcb)));
+                    g->kc = let(g, "kc", MIN(I(g, g->kcb), SUB(I(g, s->k), g->k0)));
+                    if (g->c->pack_b) pack_b(g);
+                    HC_FOR(g->b, ic, "ic", I(g, cdiv(g->mpt, g->mcb)), hc_serial()) {
+                        hc_expr *m0 = ADD(MUL(ti, I(g, g->mpt)), MUL(R(g, ic), I(g, g->mcb)));
+                        HC_IF(g->b, LT(m0, m_end)) {
+                            g->m0 = let(g, "m0", m0);
+                            g->mc = let(g, "mc", MIN(I(g, g->mcb), SUB(m_end, g->m0)));
+                            if (g->c->pack_a) pack_a(g);
+                            register_tiles(g);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static hc_var *param(mm *g, const char *name, int64_t d0, int64_t d1, int64_t d2) {
+    return hc_var_new(g->a, name,
+                      hc_type_tensor_c(g->a, HC_F32, 3, (int64_t[]){d0, d1, d2}, HC_SCOPE_GLOBAL));
+}
+
+static hc_var *heap_buffer(mm *g, const char *name, int64_t d0, int64_t d1, int64_t d2) {
+    const hc_type *t = hc_type_tensor_c(g->a, HC_F32, 3, (int64_t[]){d0, d1, d2}, HC_SCOPE_GLOBAL);
+    return hc_b_declare(g->b, name, t, NULL);
+}
+
+hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
+                       const hc_matmul_config *c, const hc_target *t, hc_error *err) {
+    if (hc_matmul_validate_shape(s, err) || hc_matmul_validate(c, err)) return NULL;
+    if (c->lanes != hc_target_f32_lanes(t)) {
+        hc_error_set(err, HC_ERR_INVALID, "matmul config: lanes %d but target %s has %d f32 lanes",
+                     c->lanes, t->name, hc_target_f32_lanes(t));
+        return NULL;
+    }
+    hc_builder b;
+    hc_builder_init(&b, a);
+    mm g = {.a = a, .b = &b, .s = s, .c = c, .nv = c->nr / c->lanes};
+    g.vec = hc_type_vector(a, HC_F32, c->lanes);
+    g.mpt = part_extent(s->m, c->mr, c->tm);
+    g.npt = part_extent(s->n, c->nr, c->tn);
+    g.kcb = HC_MIN(c->kc, s->k);
+    g.mcb = HC_MIN(c->mc, g.mpt);
+    g.ncb = HC_MIN(c->nc, g.npt);
+    g.A = param(&g, "A", s->batch, s->m, s->k);
+    g.B = param(&g, "B", s->batch, s->k, s->n);
+    g.C = param(&g, "C", s->batch, s->m, s->n);
+
+    int threads = c->tm * c->tn;
+    hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
+    HC_FOR(&b, th, "t", I(&g, threads), attr) {
+        hc_var *tv[2];
+        const hc_mapping *grid = hc_map_spatial2(a, c->tm, c->tn);
+        static const char *const names[2] = {"ti", "tj"};
+        HC_FOR_MAP(&b, grid, R(&g, th), 2, tv, names) {
+            if (c->pack_a) g.Ap = heap_buffer(&g, "Ap", g.mcb / c->mr, g.kcb, c->mr);
+            if (c->pack_b) g.Bp = heap_buffer(&g, "Bp", g.ncb / c->nr, g.kcb, c->nr);
+            thread_body(&g, R(&g, tv[0]), R(&g, tv[1]));
+        }
+    }
+    hc_stmt *body = hc_builder_finish(&b);
+    return hc_func_new(a, name ? name : "matmul", HC_FN_CPU_KERNEL, 3,
+                       (hc_var *[]){g.A, g.B, g.C}, body);
+}
+
+/* ---- building and running ------------------------------------------------------------ */
+char *hc_matmul_source(const hc_matmul_shape *s, const hc_matmul_config *c, const hc_target *t,
+                       const char *name, hc_error *err) {
+    hc_arena a;
+    hc_arena_init(&a);
+    char *src = NULL;
+    hc_func *f = hc_matmul_cpu(&a, name, s, c, t, err);
+    if (f) src = hc_codegen_c(&a, hc_module_new(&a, "matmul", 1, &f), t);
+    hc_arena_free(&a);
+    return src;
+}
+
+hc_status hc_matmul_kernel_from_lib(hc_jit_lib *lib, const char *name, hc_matmul_kernel *out,
+                                    hc_error *err) {
+    char sym[256];
+    snprintf(sym, sizeof sym, "%s__packed", name ? name : "matmul");
+    out->lib = lib;
+    out->fn = (hc_packed_fn)hc_jit_symbol(lib, sym);
+    if (!out->fn)
+        return hc_error_set(err, HC_ERR_INVALID, "matmul: symbol %s not found in %s", sym,
+                            hc_jit_path(lib));
+    return HC_OK;
+}
+
+hc_status hc_matmul_build(const hc_matmul_shape *s, const hc_matmul_config *c,
+                          const hc_target *t, const hc_jit_options *opt, hc_matmul_kernel *out,
+                          hc_error *err) {
+    memset(out, 0, sizeof *out);
+    char *src = hc_matmul_source(s, c, t, "matmul", err);
+    if (!src) return err ? err->status : HC_ERR_INVALID;
+    hc_jit_lib *lib = NULL;
+    hc_status st = hc_jit_build(src, opt, &lib, err);
+    free(src);
+    if (st) return st;
+    st = hc_matmul_kernel_from_lib(lib, "matmul", out, err);
+    if (st) hc_jit_close(lib), out->lib = NULL;
+    return st;
+}
+
+void hc_matmul_run(const hc_matmul_kernel *k, const float *A, const float *B, float *C) {
+    void *args[3] = {(void *)A, (void *)B, C};
+    k->fn(args);
+}
+
+void hc_matmul_kernel_close(hc_matmul_kernel *k) {
+    if (k->lib) hc_jit_close(k->lib);
+    k->lib = NULL, k->fn = NULL;
+}
+
+/* ---- the reference definition --------------------------------------------------------- */
+typedef struct mm_def {
+    hc_tnode *A, *B;
+    hc_var *const *axes; /* b, i, j of the output */
+} mm_def;
+
+static hc_expr *product(hc_arena *a, hc_var *const *r, void *ctx) {
+    mm_def *d = ctx;
+    hc_expr *b = hc_ref(a, d->axes[0]), *k = hc_ref(a, r[0]);
+    hc_expr *x = hc_tensor_access(a, d->A, 3, (hc_expr *[]){b, hc_ref(a, d->axes[1]), k});
+    hc_expr *y = hc_tensor_access(a, d->B, 3, (hc_expr *[]){b, k, hc_ref(a, d->axes[2])});
+    return hc_mul(a, x, y);
+}
+
+static hc_expr *output(hc_arena *a, hc_var *const *axes, void *ctx) {
+    mm_def *d = ctx;
+    d->axes = axes;
+    return hc_reduce_expr(a, 1, (int64_t[]){d->B->shape[1]}, product, d, HC_REDUCE_SUM);
+}
+
+hc_task *hc_matmul_task(hc_arena *a, const hc_matmul_shape *s) {
+    mm_def d = {0};
+    d.A = hc_tensor_input(a, "A", HC_F32, 3, (int64_t[]){s->batch, s->m, s->k});
+    d.B = hc_tensor_input(a, "B", HC_F32, 3, (int64_t[]){s->batch, s->k, s->n});
+    hc_tnode *C = hc_compute(a, "C", 3, (int64_t[]){s->batch, s->m, s->n}, output, &d);
+    return hc_task_new(a, "matmul", 2, (hc_tnode *[]){d.A, d.B}, 1, (hc_tnode *[]){C});
+}

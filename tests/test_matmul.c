@@ -1,0 +1,324 @@
+/* test_matmul.c — the CPU matmul template against the reference interpreter, its config
+ * validation, and the .npy reader/writer (src/core/npy.c). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/npy.h"
+#include "sched/matmul.h"
+#include "test.h"
+
+/* ---- .npy ------------------------------------------------------------------------- */
+static void test_npy_roundtrip(void) {
+    static const hc_dtype dtypes[] = {HC_F16, HC_F32, HC_F64, HC_I8,  HC_I16, HC_I32,
+                                      HC_I64, HC_U8,  HC_U16, HC_U32, HC_U64, HC_BOOL};
+    int64_t shapes[3][3] = {{0}, {5}, {2, 3, 4}};
+    int ndims[3] = {0, 1, 3};
+    for (size_t d = 0; d < HC_ARRAY_LEN(dtypes); d++) {
+        for (int s = 0; s < 3; s++) {
+            int64_t n = 1;
+            for (int i = 0; i < ndims[s]; i++) n *= shapes[s][i];
+            size_t bytes = (size_t)n * (size_t)hc_dtype_size(dtypes[d]);
+            unsigned char *data = malloc(bytes);
+            for (size_t i = 0; i < bytes; i++) data[i] = (unsigned char)(i * 37 + d);
+            if (dtypes[d] == HC_BOOL)
+                for (size_t i = 0; i < bytes; i++) data[i] &= 1;
+            size_t size;
+            hc_error err;
+            char *img = hc_npy_encode(dtypes[d], ndims[s], shapes[s], data, &size, &err);
+            CHECK(img != NULL);
+            if (!img) continue;
+            CHECK_EQ_INT((size - bytes) % 64, 0); /* data starts on a 64-byte boundary */
+            CHECK(img[size - bytes - 1] == '\n');
+            hc_npy arr;
+            hc_status st = hc_npy_parse(img, size, "mem", &arr, &err);
+            CHECK_MSG(st == HC_OK, "%s", err.msg);
+            if (!st) {
+                CHECK_EQ_INT(arr.dtype, dtypes[d]);
+                CHECK_EQ_INT(arr.ndim, ndims[s]);
+                for (int i = 0; i < ndims[s]; i++) CHECK_EQ_INT(arr.shape[i], shapes[s][i]);
+                CHECK(memcmp(arr.data, data, bytes) == 0);
+                hc_npy_free(&arr);
+            }
+            free(img);
+            free(data);
+        }
+    }
+}
+
+/* A hand-written file (as NumPy writes it) with header text `dict` and `nbytes` of data. */
+static char *make_npy(const char *dict, int major, size_t nbytes, size_t *size) {
+    size_t hlen = strlen(dict), pre = major == 1 ? 10 : 12;
+    *size = pre + hlen + nbytes;
+    char *p = calloc(1, *size);
+    memcpy(p, "\x93NUMPY", 6);
+    p[6] = (char)major;
+    for (size_t i = 0; i < pre - 8; i++) p[8 + i] = (char)(hlen >> (8 * i));
+    memcpy(p + pre, dict, hlen);
+    for (size_t i = 0; i < nbytes; i++) p[pre + hlen + i] = (char)i;
+    return p;
+}
+
+static void expect_npy_error(const char *dict, int major, size_t nbytes, const char *needle) {
+    size_t size;
+    char *img = make_npy(dict, major, nbytes, &size);
+    hc_npy arr;
+    hc_error err = {0};
+    hc_status st = hc_npy_parse(img, size, "x.npy", &arr, &err);
+    CHECK_MSG(st == HC_ERR_INVALID, "accepted: %s", dict);
+    CHECK_MSG(strstr(err.msg, needle) && strstr(err.msg, "x.npy"), "%s: message '%s' lacks '%s'",
+              dict, err.msg, needle);
+    free(img);
+}
+
+static void test_npy_files(void) {
+    /* hand-written headers in the styles NumPy produces (v1 and v2, spacing, 1-tuples) */
+    size_t size;
+    char *img = make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   \n", 1,
+                         24, &size);
+    hc_npy arr;
+    hc_error err;
+    CHECK(hc_npy_parse(img, size, "x.npy", &arr, &err) == HC_OK);
+    CHECK(arr.dtype == HC_F32 && arr.ndim == 2 && arr.shape[0] == 2 && arr.shape[1] == 3);
+    CHECK(((unsigned char *)arr.data)[23] == 23);
+    hc_npy_free(&arr);
+    free(img);
+    img = make_npy("{\"descr\":\"|u1\",\"fortran_order\":True,\"shape\":(7,)}\n", 2, 7, &size);
+    CHECK(hc_npy_parse(img, size, "x.npy", &arr, &err) == HC_OK); /* 1-D Fortran = C order */
+    CHECK(arr.dtype == HC_U8 && arr.ndim == 1 && arr.shape[0] == 7);
+    hc_npy_free(&arr);
+    free(img);
+
+    expect_npy_error("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 1, 8,
+                     "big-endian");
+    expect_npy_error("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 1, 16, "c8");
+    expect_npy_error("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 1, 16,
+                     "Fortran");
+    expect_npy_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 1, 20,
+                     "data is 20 bytes");
+    expect_npy_error("{'descr': '<f4', 'shape': (2,), }", 1, 8, "fortran_order");
+    expect_npy_error("{'descr': '<f4', 'fortran_order': False, 'shape': (2, x), }", 1, 8,
+                     "shape");
+    expect_npy_error("['descr']", 1, 0, "dict");
+
+    char bad[16] = "\x93NUMPZ\x01\x00\x00\x00";
+    CHECK(hc_npy_parse(bad, sizeof bad, "x.npy", &arr, &err) == HC_ERR_INVALID);
+    CHECK(strstr(err.msg, "magic") != NULL);
+    img = make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", 1, 4, &size);
+    img[8] = (char)0xff, img[9] = (char)0x7f; /* header length past the end */
+    CHECK(hc_npy_parse(img, size, "x.npy", &arr, &err) == HC_ERR_INVALID);
+    CHECK(strstr(err.msg, "header length") != NULL);
+    free(img);
+
+    /* files: write, read back, and a missing file */
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/hc_test_npy_%d.npy", (int)getpid());
+    double vals[6] = {1.5, -2, 3, 1e300, -0.0, 7};
+    CHECK(hc_npy_write(path, HC_F64, 2, (int64_t[]){3, 2}, vals, &err) == HC_OK);
+    CHECK(hc_npy_read(path, &arr, &err) == HC_OK);
+    CHECK(arr.dtype == HC_F64 && hc_npy_numel(&arr) == 6);
+    CHECK(memcmp(arr.data, vals, sizeof vals) == 0);
+    hc_npy_free(&arr);
+    remove(path);
+    CHECK(hc_npy_read(path, &arr, &err) == HC_ERR_IO);
+    CHECK(hc_npy_write(path, HC_BF16, 1, (int64_t[]){1}, vals, &err) == HC_ERR_UNSUPPORTED);
+}
+
+/* ---- configs ----------------------------------------------------------------------- */
+static void test_configs(void) {
+    const hc_target *t = hc_target_host();
+    hc_matmul_shape shapes[] = {{1, 1, 1, 1}, {1, 1, 1000, 2048}, {4, 128, 768, 3072},
+                                {1, 3136, 64, 576}, {1, 2039, 2039, 2039}};
+    hc_error err;
+    for (size_t i = 0; i < HC_ARRAY_LEN(shapes); i++) {
+        hc_matmul_config c = hc_matmul_default_config(t, &shapes[i]);
+        CHECK_MSG(hc_matmul_validate(&c, &err) == HC_OK, "%s", err.msg);
+        CHECK_EQ_INT(c.lanes, hc_target_f32_lanes(t));
+        CHECK(c.tm * c.tn == HC_MAX(t->num_cores, 1));
+        for (int th = 1; th <= 6; th++) {
+            hc_matmul_config_set_threads(&c, &shapes[i], th);
+            CHECK_EQ_INT(c.tm * c.tn, th);
+        }
+    }
+    hc_matmul_shape s = {1, 64, 64, 64};
+    hc_matmul_config good = hc_matmul_default_config(t, &s);
+    struct {
+        const char *field;
+        hc_matmul_config c;
+    } bad[9];
+    for (int i = 0; i < 9; i++) bad[i].c = good;
+    bad[0].field = "lanes", bad[0].c.lanes = 5;
+    bad[1].field = "mr", bad[1].c.mr = 0;
+    bad[2].field = "nr", bad[2].c.nr = good.lanes + 1;
+    bad[3].field = "mc", bad[3].c.mc = good.mr * 3 + (good.mr > 1);
+    bad[4].field = "nc", bad[4].c.nc = good.nr + 1;
+    bad[5].field = "kc", bad[5].c.kc = 0;
+    bad[6].field = "thread", bad[6].c.tm = 0;
+    bad[7].field = "thread", bad[7].c.tm = 300;
+    bad[8].field = "register tile", bad[8].c.mr = 32, bad[8].c.nr = good.lanes * 4;
+    for (int i = 0; i < 9; i++) {
+        hc_status st = hc_matmul_validate(&bad[i].c, &err);
+        CHECK_MSG(st == HC_ERR_INVALID && strstr(err.msg, bad[i].field), "case %d: %s", i,
+                  st ? err.msg : "accepted");
+    }
+    hc_arena a;
+    hc_arena_init(&a);
+    CHECK(hc_matmul_cpu(&a, NULL, &s, &bad[3].c, t, &err) == NULL);
+    hc_matmul_config other = good;
+    other.lanes = good.lanes == 16 ? 8 : 16, other.nr = other.lanes * 2;
+    CHECK(hc_matmul_cpu(&a, NULL, &s, &other, t, &err) == NULL && strstr(err.msg, "lanes"));
+    hc_matmul_shape zero = {1, 0, 4, 4};
+    CHECK(hc_matmul_cpu(&a, NULL, &zero, &good, t, &err) == NULL && strstr(err.msg, "m = 0"));
+    CHECK(hc_matmul_cpu(&a, NULL, &s, &good, t, &err) != NULL);
+    hc_arena_free(&a);
+}
+
+/* ---- kernels against the interpreter ----------------------------------------------- */
+typedef enum cfg_kind {
+    DEFAULT,  /* the default config */
+    SMALL,    /* tiny blocks: every loop has several blocks and a tail at small sizes */
+    SMALL_NP, /* SMALL with A and B read in place */
+    NOPACK_A,
+    NOPACK_B,
+    WIDE, /* one row of four vectors */
+    TALL, /* 14 rows of two vectors */
+} cfg_kind;
+
+typedef struct mm_case {
+    hc_matmul_shape s;
+    cfg_kind kind;
+    int tm, tn; /* tn == 0: tm threads split by hc_matmul_config_set_threads */
+} mm_case;
+
+static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
+    hc_matmul_config c = hc_matmul_default_config(t, &mc->s);
+    int L = c.lanes;
+    switch (mc->kind) {
+    case DEFAULT: break;
+    case SMALL:
+    case SMALL_NP:
+        c.mr = 3, c.nr = L, c.kc = 8, c.mc = 6, c.nc = 2 * L;
+        c.pack_a = c.pack_b = mc->kind == SMALL;
+        break;
+    case NOPACK_A: c.pack_a = false, c.pack_b = true; break;
+    case NOPACK_B: c.pack_a = true, c.pack_b = false; break;
+    case WIDE: c.mr = 1, c.nr = 4 * L, c.mc = 4, c.nc = 8 * L, c.kc = 16; break;
+    case TALL: c.mr = 14, c.nr = 2 * L, c.mc = 28, c.kc = 32, c.nc = 4 * L; break;
+    }
+    if (mc->tn) c.tm = mc->tm, c.tn = mc->tn;
+    else hc_matmul_config_set_threads(&c, &mc->s, mc->tm ? mc->tm : 1);
+    return c;
+}
+
+static const mm_case cases[] = {
+    /* default config, one thread: 1, primes, non-multiples of MR/NR/KC */
+    {{1, 1, 1, 1}, DEFAULT, 1, 0},       {{1, 1, 17, 1}, DEFAULT, 1, 0},
+    {{1, 2, 3, 5}, DEFAULT, 1, 0},       {{1, 7, 13, 11}, DEFAULT, 1, 0},
+    {{1, 17, 31, 19}, DEFAULT, 1, 0},    {{1, 31, 33, 64}, DEFAULT, 1, 0},
+    {{1, 64, 64, 64}, DEFAULT, 1, 0},    {{1, 97, 101, 103}, DEFAULT, 1, 0},
+    {{1, 8, 32, 1}, DEFAULT, 1, 0},      {{1, 9, 33, 2}, DEFAULT, 1, 0},
+    {{1, 1, 1000, 37}, DEFAULT, 1, 0},   {{1, 1, 5, 700}, DEFAULT, 1, 0},
+    {{1, 43, 1, 29}, DEFAULT, 1, 0},     {{1, 53, 67, 401}, DEFAULT, 1, 0},
+    {{1, 131, 47, 23}, DEFAULT, 1, 0},   {{1, 16, 48, 800}, DEFAULT, 1, 0},
+    /* batch > 1 */
+    {{3, 5, 7, 9}, DEFAULT, 1, 0},       {{2, 33, 65, 17}, DEFAULT, 1, 0},
+    {{4, 1, 19, 3}, DEFAULT, 2, 0},      {{2, 29, 37, 41}, SMALL, 2, 0},
+    /* small blocks: tails in every cache block loop */
+    {{1, 1, 1, 1}, SMALL, 1, 0},         {{1, 13, 70, 21}, SMALL, 1, 0},
+    {{1, 7, 33, 17}, SMALL, 1, 0},       {{1, 19, 65, 40}, SMALL, 1, 0},
+    {{1, 6, 32, 8}, SMALL, 1, 0},        {{1, 37, 5, 61}, SMALL, 1, 0},
+    {{1, 2, 100, 9}, SMALL, 1, 0},       {{1, 23, 47, 3}, SMALL_NP, 1, 0},
+    {{1, 13, 70, 21}, SMALL_NP, 1, 0},   {{1, 41, 83, 19}, SMALL_NP, 1, 0},
+    {{1, 1, 1, 1}, SMALL_NP, 1, 0},
+    /* packing variants */
+    {{1, 29, 71, 37}, NOPACK_A, 1, 0},   {{1, 5, 131, 300}, NOPACK_B, 1, 0},
+    {{1, 67, 59, 45}, NOPACK_B, 1, 0},   {{2, 11, 17, 13}, NOPACK_A, 1, 0},
+    /* other register tiles */
+    {{1, 3, 150, 33}, WIDE, 1, 0},       {{1, 1, 63, 64}, WIDE, 1, 0},
+    {{1, 29, 66, 71}, TALL, 1, 0},       {{1, 15, 33, 35}, TALL, 1, 0},
+    /* two threads: the default split and both explicit grids */
+    {{1, 1, 1, 1}, DEFAULT, 2, 0},       {{1, 7, 13, 11}, DEFAULT, 2, 0},
+    {{1, 97, 101, 103}, DEFAULT, 2, 0},  {{1, 61, 29, 31}, DEFAULT, 2, 1},
+    {{1, 61, 29, 31}, DEFAULT, 1, 2},    {{1, 1, 300, 17}, DEFAULT, 1, 2},
+    {{1, 2, 3, 5}, DEFAULT, 2, 1},       {{1, 13, 70, 21}, SMALL, 2, 1},
+    {{1, 13, 70, 21}, SMALL, 1, 2},      {{1, 41, 83, 19}, SMALL_NP, 1, 2},
+    {{3, 29, 71, 37}, NOPACK_A, 2, 1},   {{1, 33, 140, 20}, WIDE, 2, 1},
+    {{1, 100, 30, 10}, TALL, 1, 2},      {{2, 50, 50, 50}, DEFAULT, 2, 0},
+};
+
+static float *random_buffer(int64_t n, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    hc_rng r = {seed};
+    for (int64_t i = 0; i < n; i++) x[i] = (float)hc_rng_uniform(&r, -1, 1);
+    return x;
+}
+
+/* Run case i with kernel `fn` and compare with the interpreter. */
+static void check_case(int i, const mm_case *mc, hc_jit_lib *lib) {
+    const hc_matmul_shape *s = &mc->s;
+    int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n, nc = s->batch * s->m * s->n;
+    float *A = random_buffer(na, 100 + i), *B = random_buffer(nb, 200 + i);
+    float *C = malloc(sizeof(float) * (size_t)nc), *R = malloc(sizeof(float) * (size_t)nc);
+    for (int64_t j = 0; j < nc; j++) C[j] = NAN; /* detects elements never stored */
+    hc_matmul_kernel kern;
+    hc_error err;
+    char name[32];
+    snprintf(name, sizeof name, "matmul_%d", i);
+    CHECK_MSG(hc_matmul_kernel_from_lib(lib, name, &kern, &err) == HC_OK, "%s", err.msg);
+    hc_arena a;
+    hc_arena_init(&a);
+    void *in[2] = {A, B}, *out[1] = {R};
+    hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
+    CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
+    if (kern.fn && st == HC_OK) {
+        hc_matmul_run(&kern, A, B, C);
+        double maxerr = 0, tol = 1e-5 + 2e-6 * (double)s->k;
+        int64_t where = -1;
+        for (int64_t j = 0; j < nc; j++) {
+            double e = fabs((double)C[j] - (double)R[j]);
+            if (!(e <= maxerr)) maxerr = isnan(e) ? INFINITY : e, where = j;
+        }
+        CHECK_MSG(maxerr <= tol, "case %d (%lldx%lldx%lldx%lld kind %d threads %dx%d): "
+                  "max error %g at %lld", i, (long long)s->batch, (long long)s->m,
+                  (long long)s->n, (long long)s->k, mc->kind, mc->tm, mc->tn, maxerr,
+                  (long long)where);
+    }
+    hc_arena_free(&a);
+    free(A), free(B), free(C), free(R);
+}
+
+static void test_kernels(void) {
+    const hc_target *t = hc_target_host();
+    enum { N = HC_ARRAY_LEN(cases) };
+    char *sources[N];
+    hc_jit_lib *libs[N];
+    hc_error err;
+    double t0 = hc_now_ms();
+    for (int i = 0; i < N; i++) {
+        hc_matmul_config c = case_config(&cases[i], t);
+        char name[32];
+        snprintf(name, sizeof name, "matmul_%d", i);
+        sources[i] = hc_matmul_source(&cases[i].s, &c, t, name, &err);
+        HC_ASSERT_MSG(sources[i], err.msg); /* every case config is valid */
+        libs[i] = NULL;
+    }
+    /* one translation unit per kernel, compiled in parallel jobs (cached on reruns) */
+    hc_status st = hc_jit_build_many(N, (const char *const *)sources, NULL, 0, libs, &err);
+    CHECK_MSG(st == HC_OK, "%s", err.msg);
+    printf("built %d kernels in %.1f s\n", N, (hc_now_ms() - t0) / 1000);
+    for (int i = 0; i < N; i++) {
+        if (libs[i]) check_case(i, &cases[i], libs[i]);
+        if (libs[i]) hc_jit_close(libs[i]);
+        free(sources[i]);
+    }
+    printf("ran %d kernels in %.1f s\n", N, (hc_now_ms() - t0) / 1000);
+}
+
+int main(void) {
+    test_npy_roundtrip();
+    test_npy_files();
+    test_configs();
+    test_kernels();
+    TEST_DONE();
+}
