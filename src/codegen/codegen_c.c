@@ -1,0 +1,1024 @@
+/* codegen_c.c — print a lowered module as one C11 (gnu11) translation unit.
+ *
+ * Conventions of the generated code (docs/codegen.md):
+ *  - vectors are GCC vector types `hc_<dtype>x<lanes>`; arithmetic uses the vector
+ *    operators, and operations C has no operator for are lane loops written as
+ *    statement expressions, which GCC vectorizes; f32x16 (AVX-512) and f32x8 (AVX2)
+ *    loads, stores, masks, fma and reductions use intrinsics;
+ *  - bool vectors hold 0/1 in int32 lanes, so converting them to numbers is exact;
+ *  - every variable is printed as its sanitized name plus a per-function counter, so the
+ *    text (and the JIT cache key) does not depend on process-global variable ids;
+ *  - temporaries of the generated code start with `_`; user names never do. */
+#include "codegen/codegen.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct name_slot {
+    const hc_var *var;
+    const char *name;
+} name_slot;
+
+typedef struct cg {
+    hc_arena *a;
+    const hc_target *t;
+    hc_sb *out;
+    int indent;
+    name_slot *names; /* open addressing by var pointer */
+    size_t cap, used;
+    int counter, tmp;
+    HC_VEC(const hc_var *) heap; /* GLOBAL temporaries of the open C blocks */
+} cg;
+
+static void emit_expr(cg *c, hc_sb *sb, const hc_expr *e);
+static void emit_stmt(cg *c, const hc_stmt *s);
+
+/* ---- names --------------------------------------------------------------------- */
+static size_t slot_of(const cg *c, const hc_var *v) {
+    size_t h = ((uintptr_t)v >> 4) * 0x9E3779B97F4A7C15ull;
+    size_t i = h & (c->cap - 1);
+    while (c->names[i].var && c->names[i].var != v) i = (i + 1) & (c->cap - 1);
+    return i;
+}
+
+static void names_grow(cg *c) {
+    name_slot *old = c->names;
+    size_t oldcap = c->cap;
+    c->cap = oldcap ? oldcap * 2 : 256;
+    c->names = hc_xcalloc(c->cap, sizeof *c->names);
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].var) c->names[slot_of(c, old[i].var)] = old[i];
+    free(old);
+}
+
+static void names_reset(cg *c) {
+    free(c->names);
+    c->names = NULL, c->cap = c->used = 0, c->counter = 0;
+}
+
+/* Identifier for v: letters, digits and `_`, starting with a letter, plus `_<n>`. */
+static const char *var_name(cg *c, const hc_var *v) {
+    if (2 * (c->used + 1) > c->cap) names_grow(c);
+    size_t i = slot_of(c, v);
+    if (c->names[i].var) return c->names[i].name;
+    hc_sb sb;
+    hc_sb_init(&sb);
+    const char *n = v->name ? v->name : "v";
+    if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z'))) hc_sb_putc(&sb, 'v');
+    for (int k = 0; n[k] && k < 40; k++) {
+        char ch = n[k];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        hc_sb_putc(&sb, ok ? ch : '_');
+    }
+    hc_sb_printf(&sb, "_%d", c->counter++);
+    c->names[i].var = v;
+    c->names[i].name = hc_arena_strdup(c->a, hc_sb_str(&sb));
+    c->used++;
+    hc_sb_free(&sb);
+    return c->names[i].name;
+}
+
+static void line(cg *c, const char *fmt, ...) HC_PRINTF(2, 3);
+static void line(cg *c, const char *fmt, ...) {
+    for (int i = 0; i < c->indent; i++) hc_sb_puts(c->out, "    ");
+    va_list ap;
+    va_start(ap, fmt);
+    hc_sb_vprintf(c->out, fmt, ap);
+    va_end(ap);
+    hc_sb_putc(c->out, '\n');
+}
+
+/* ---- types --------------------------------------------------------------------- */
+static bool valid_lanes(int lanes) {
+    return lanes == 2 || lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32 || lanes == 64;
+}
+
+static void vec_name(hc_sb *sb, hc_dtype d, int lanes) {
+    HC_ASSERT_MSG(valid_lanes(lanes), "C target: vector lanes must be a power of 2 in 2..64");
+    HC_ASSERT_MSG(d != HC_BF16 && d != HC_VOID, "C target: no bf16/void vectors");
+    hc_sb_printf(sb, "hc_%sx%d", hc_dtype_name(d), lanes);
+}
+
+static void emit_type(hc_sb *sb, const hc_type *t) {
+    switch (t->kind) {
+    case HC_TY_SCALAR: hc_sb_puts(sb, hc_dtype_ctype(t->dtype)); return;
+    case HC_TY_VECTOR: vec_name(sb, t->dtype, t->lanes); return;
+    case HC_TY_POINTER:
+        emit_type(sb, t->pointee);
+        hc_sb_puts(sb, " *");
+        return;
+    case HC_TY_TENSOR: /* the element type: tensors are arrays or pointers of it */
+        if (t->lanes > 1) vec_name(sb, t->dtype, t->lanes);
+        else hc_sb_puts(sb, hc_dtype_ctype(t->dtype));
+        return;
+    }
+}
+
+static const char *type_str(cg *c, const hc_type *t) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    emit_type(&sb, t);
+    char *s = hc_arena_strdup(c->a, hc_sb_str(&sb));
+    hc_sb_free(&sb);
+    return s;
+}
+
+static const char *scalar_ctype(hc_dtype d) { return hc_dtype_ctype(d); }
+
+static const char *expr_str(cg *c, const hc_expr *e) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    emit_expr(c, &sb, e);
+    char *s = hc_arena_strdup(c->a, hc_sb_str(&sb));
+    hc_sb_free(&sb);
+    return s;
+}
+
+static bool is_vec(const hc_type *t) { return t->kind == HC_TY_VECTOR; }
+static bool is_bf16(const hc_type *t) { return t->kind == HC_TY_SCALAR && t->dtype == HC_BF16; }
+
+/* Sub-int results of C arithmetic are int: cast back so wrap-around matches the IR. */
+static bool needs_narrowing(hc_dtype d) {
+    return d == HC_I8 || d == HC_I16 || d == HC_U8 || d == HC_U16 || d == HC_F16 ||
+           d == HC_BOOL;
+}
+
+/* ---- constants ----------------------------------------------------------------- */
+static void emit_float(hc_sb *sb, double v, bool f32) {
+    if (isnan(v)) {
+        hc_sb_puts(sb, f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")");
+        return;
+    }
+    if (isinf(v)) {
+        hc_sb_printf(sb, "%s%s", v < 0 ? "-" : "", f32 ? "__builtin_inff()" : "__builtin_inf()");
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    hc_sb_printf(sb, "%s%s", buf, f32 ? "f" : "");
+}
+
+static uint16_t f32_to_bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static void emit_const(hc_sb *sb, const hc_expr *e) {
+    hc_value v = e->u.c;
+    hc_dtype d = e->type->dtype;
+    switch (d) {
+    case HC_BOOL: hc_sb_puts(sb, v.i ? "true" : "false"); return;
+    case HC_I32:
+    case HC_I64:
+        /* Literals outside int range need a 64-bit suffix; INT_MIN has no literal. */
+        if (v.i == INT64_MIN) hc_sb_puts(sb, "(-INT64_C(9223372036854775807) - 1)");
+        else if (v.i == INT32_MIN) hc_sb_puts(sb, "(-2147483647 - 1)");
+        else if (v.i < INT32_MIN || v.i > INT32_MAX)
+            hc_sb_printf(sb, "INT64_C(%lld)", (long long)v.i);
+        else hc_sb_printf(sb, "%lld", (long long)v.i);
+        return;
+    case HC_U32: hc_sb_printf(sb, "%lluu", (unsigned long long)(uint32_t)v.u); return;
+    case HC_U64: hc_sb_printf(sb, "UINT64_C(%llu)", (unsigned long long)v.u); return;
+    case HC_I8:
+    case HC_I16: hc_sb_printf(sb, "((%s)%lld)", scalar_ctype(d), (long long)v.i); return;
+    case HC_U8:
+    case HC_U16: hc_sb_printf(sb, "((%s)%llu)", scalar_ctype(d), (unsigned long long)v.u); return;
+    case HC_F32: emit_float(sb, v.f, true); return;
+    case HC_F64: emit_float(sb, v.f, false); return;
+    case HC_F16:
+        hc_sb_puts(sb, "((hc_f16)");
+        emit_float(sb, v.f, true);
+        hc_sb_putc(sb, ')');
+        return;
+    case HC_BF16: hc_sb_printf(sb, "((hc_bf16){0x%04x})", f32_to_bf16_bits((float)v.f)); return;
+    default: HC_ASSERT_MSG(0, "C target: constant of unsupported dtype");
+    }
+}
+
+/* ---- conversions of operands ----------------------------------------------------- */
+/* x converted to type `to` (scalar or vector): broadcast scalars into vectors, convert
+ * lanes, go through f32 for bf16. */
+static void emit_as(cg *c, hc_sb *sb, const hc_expr *x, const hc_type *to);
+
+static void emit_f32_of(cg *c, hc_sb *sb, const hc_expr *x) {
+    if (is_bf16(x->type)) {
+        hc_sb_puts(sb, "hc_bf16_to_f32(");
+        emit_expr(c, sb, x);
+        hc_sb_putc(sb, ')');
+    } else {
+        hc_sb_puts(sb, "((float)(");
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+    }
+}
+
+static void emit_scalar_cast(cg *c, hc_sb *sb, const hc_expr *x, hc_dtype to) {
+    hc_dtype from = x->type->dtype;
+    if (from == to) {
+        emit_expr(c, sb, x);
+    } else if (to == HC_BF16) {
+        hc_sb_puts(sb, "hc_f32_to_bf16(");
+        emit_f32_of(c, sb, x);
+        hc_sb_putc(sb, ')');
+    } else if (to == HC_BOOL) {
+        hc_sb_puts(sb, "(");
+        if (from == HC_BF16) emit_f32_of(c, sb, x);
+        else emit_expr(c, sb, x);
+        hc_sb_puts(sb, " != 0)");
+    } else if (from == HC_BF16) {
+        hc_sb_printf(sb, "((%s)hc_bf16_to_f32(", scalar_ctype(to));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+    } else {
+        hc_sb_printf(sb, "((%s)(", scalar_ctype(to));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+    }
+}
+
+static void emit_broadcast(cg *c, hc_sb *sb, const hc_expr *x, const hc_type *vt) {
+    int k = c->tmp++;
+    const char *vs = type_str(c, vt);
+    hc_sb_printf(sb, "({ %s _r%d; %s _x%d = ", vs, k, scalar_ctype(vt->dtype), k);
+    emit_scalar_cast(c, sb, x, vt->dtype);
+    hc_sb_printf(sb, "; for (int _l%d = 0; _l%d < %d; _l%d++) _r%d[_l%d] = _x%d; _r%d; })", k,
+                 k, vt->lanes, k, k, k, k, k);
+}
+
+static void emit_as(cg *c, hc_sb *sb, const hc_expr *x, const hc_type *to) {
+    const hc_type *from = x->type;
+    if (hc_type_equal(from, to)) {
+        emit_expr(c, sb, x);
+    } else if (to->kind == HC_TY_SCALAR && from->kind == HC_TY_SCALAR) {
+        emit_scalar_cast(c, sb, x, to->dtype);
+    } else if (is_vec(to) && !is_vec(from)) {
+        emit_broadcast(c, sb, x, to);
+    } else if (is_vec(to) && is_vec(from)) {
+        HC_ASSERT_MSG(to->lanes == from->lanes, "C target: vector conversion changes lanes");
+        if (to->dtype == HC_BOOL) {
+            hc_sb_puts(sb, "(__builtin_convertvector((");
+            emit_expr(c, sb, x);
+            hc_sb_printf(sb, ") != 0, %s) & 1)", type_str(c, to));
+        } else {
+            hc_sb_puts(sb, "__builtin_convertvector(");
+            emit_expr(c, sb, x);
+            hc_sb_printf(sb, ", %s)", type_str(c, to));
+        }
+    } else {
+        hc_sb_printf(sb, "((%s)(", type_str(c, to));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+    }
+}
+
+/* Operand of a vector operation of type vt: scalars stay scalars (GCC broadcasts them
+ * in vector arithmetic) but get the element type; vectors are converted lane-wise. */
+static void emit_vec_operand(cg *c, hc_sb *sb, const hc_expr *x, const hc_type *vt) {
+    if (!is_vec(x->type)) emit_scalar_cast(c, sb, x, vt->dtype);
+    else emit_as(c, sb, x, vt);
+}
+
+/* ---- math primitives ------------------------------------------------------------- */
+/* The libm (double) name of a math primitive, or NULL for ones with no libm function. */
+static const char *libm_name(hc_prim p) {
+    switch (p) {
+    case HC_PRIM_EXP: return "exp";
+    case HC_PRIM_LOG: return "log";
+    case HC_PRIM_SQRT: return "sqrt";
+    case HC_PRIM_RSQRT: return "hc_rsqrt";
+    case HC_PRIM_ABS: return "fabs";
+    case HC_PRIM_FLOOR: return "floor";
+    case HC_PRIM_CEIL: return "ceil";
+    case HC_PRIM_ROUND: return "nearbyint"; /* default rounding mode: half to even */
+    case HC_PRIM_TANH: return "tanh";
+    case HC_PRIM_ERF: return "erf";
+    case HC_PRIM_SIGMOID: return "hc_sigmoid";
+    case HC_PRIM_SIN: return "sin";
+    case HC_PRIM_COS: return "cos";
+    case HC_PRIM_TAN: return "tan";
+    case HC_PRIM_ASIN: return "asin";
+    case HC_PRIM_ACOS: return "acos";
+    case HC_PRIM_ATAN: return "atan";
+    case HC_PRIM_SINH: return "sinh";
+    case HC_PRIM_COSH: return "cosh";
+    case HC_PRIM_ASINH: return "asinh";
+    case HC_PRIM_ACOSH: return "acosh";
+    case HC_PRIM_ATANH: return "atanh";
+    case HC_PRIM_POW: return "pow";
+    case HC_PRIM_FMOD: return "fmod";
+    default: return NULL;
+    }
+}
+
+/* Scalar math of dtype d on argument texts x (and y). */
+static void math_scalar(hc_sb *sb, hc_prim p, hc_dtype d, const char *x, const char *y) {
+    bool two = hc_prim_arity(p) == 2;
+    if (p == HC_PRIM_ISNAN || p == HC_PRIM_ISINF) {
+        const char *fn = p == HC_PRIM_ISNAN ? "isnan" : "isinf";
+        if (!hc_dtype_is_float(d)) hc_sb_printf(sb, "((void)(%s), false)", x);
+        else if (d == HC_BF16) hc_sb_printf(sb, "(%s(hc_bf16_to_f32(%s)) != 0)", fn, x);
+        else hc_sb_printf(sb, "(%s(%s) != 0)", fn, x);
+        return;
+    }
+    const char *fn = libm_name(p);
+    HC_ASSERT_MSG(fn, "C target: unknown math primitive");
+    if (p == HC_PRIM_ABS && !hc_dtype_is_float(d)) {
+        hc_sb_printf(sb, "hc_abs_%s(%s)", hc_dtype_name(d), x);
+        return;
+    }
+    switch (d) {
+    case HC_F64:
+        if (two) hc_sb_printf(sb, "%s(%s, %s)", fn, x, y);
+        else hc_sb_printf(sb, "%s(%s)", fn, x);
+        return;
+    case HC_F32:
+        if (two) hc_sb_printf(sb, "%sf(%s, %s)", fn, x, y);
+        else hc_sb_printf(sb, "%sf(%s)", fn, x);
+        return;
+    case HC_F16:
+        if (two) hc_sb_printf(sb, "((hc_f16)%sf((float)(%s), (float)(%s)))", fn, x, y);
+        else hc_sb_printf(sb, "((hc_f16)%sf((float)(%s)))", fn, x);
+        return;
+    case HC_BF16:
+        if (two)
+            hc_sb_printf(sb, "hc_f32_to_bf16(%sf(hc_bf16_to_f32(%s), hc_bf16_to_f32(%s)))", fn,
+                         x, y);
+        else hc_sb_printf(sb, "hc_f32_to_bf16(%sf(hc_bf16_to_f32(%s)))", fn, x);
+        return;
+    default: /* integers and bool: compute in double, convert back */
+        if (two)
+            hc_sb_printf(sb, "((%s)%s((double)(%s), (double)(%s)))", scalar_ctype(d), fn, x, y);
+        else hc_sb_printf(sb, "((%s)%s((double)(%s)))", scalar_ctype(d), fn, x);
+        return;
+    }
+}
+
+/* ({ RT _r; AT _a = x; [AT _b = y;] for (l) _r[l] = math(_a[l], _b[l]); _r; }) */
+static void math_vector(cg *c, hc_sb *sb, const hc_expr *e) {
+    int k = c->tmp++;
+    const hc_expr *x = e->u.call.args[0];
+    const hc_type *vt = x->type;
+    HC_ASSERT_MSG(is_vec(vt), "C target: vector math on a scalar argument");
+    hc_sb_printf(sb, "({ %s _r%d; %s _a%d = ", type_str(c, e->type), k, type_str(c, vt), k);
+    emit_expr(c, sb, x);
+    hc_sb_putc(sb, ';');
+    char xa[32], ya[32];
+    snprintf(xa, sizeof xa, "_a%d[_l%d]", k, k);
+    snprintf(ya, sizeof ya, "_b%d[_l%d]", k, k);
+    if (e->u.call.nargs == 2) {
+        hc_sb_printf(sb, " %s _b%d = ", type_str(c, vt), k);
+        emit_vec_operand(c, sb, e->u.call.args[1], vt);
+        hc_sb_putc(sb, ';');
+    }
+    hc_sb_printf(sb, " for (int _l%d = 0; _l%d < %d; _l%d++) _r%d[_l%d] = ", k, k, vt->lanes, k,
+                 k, k);
+    math_scalar(sb, e->u.call.prim, vt->dtype, xa, ya);
+    hc_sb_printf(sb, "; _r%d; })", k);
+}
+
+static void emit_math(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_expr *x = e->u.call.args[0];
+    if (is_vec(x->type)) {
+        math_vector(c, sb, e);
+        return;
+    }
+    const char *xs = expr_str(c, x);
+    const char *ys = NULL;
+    if (e->u.call.nargs == 2) {
+        hc_sb tmp;
+        hc_sb_init(&tmp);
+        emit_as(c, &tmp, e->u.call.args[1], x->type);
+        ys = hc_arena_strdup(c->a, hc_sb_str(&tmp));
+        hc_sb_free(&tmp);
+    }
+    math_scalar(sb, e->u.call.prim, x->type->dtype, xs, ys);
+}
+
+/* ---- vector primitives ----------------------------------------------------------- */
+/* Which intrinsic family handles vectors of type vt on this target (0: none). */
+static int simd_width(const cg *c, const hc_type *vt) {
+    if (vt->kind != HC_TY_VECTOR || vt->dtype != HC_F32) return 0;
+    if (vt->lanes == 16 && c->t->isa == HC_ISA_AVX512) return 512;
+    if (vt->lanes == 8 && c->t->isa >= HC_ISA_AVX2) return 256;
+    return 0;
+}
+
+static void emit_args(cg *c, hc_sb *sb, const hc_expr *e) {
+    for (int i = 0; i < e->u.call.nargs; i++) {
+        if (i) hc_sb_puts(sb, ", ");
+        emit_expr(c, sb, e->u.call.args[i]);
+    }
+}
+
+static void emit_vload(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
+    const hc_type *vt = e->type;
+    int w = simd_width(c, vt);
+    const hc_expr *ptr = e->u.call.args[0];
+    if (w == 512 || w == 256) {
+        const char *p = expr_str(c, ptr);
+        if (!masked) hc_sb_printf(sb, "_mm%d_loadu_ps(%s)", w, p);
+        else if (w == 512)
+            hc_sb_printf(sb, "_mm512_maskz_loadu_ps(hc_mask16(%s), %s)",
+                         expr_str(c, e->u.call.args[1]), p);
+        else
+            hc_sb_printf(sb, "_mm256_maskload_ps(%s, hc_mask8(%s))", p,
+                         expr_str(c, e->u.call.args[1]));
+        return;
+    }
+    int k = c->tmp++;
+    hc_sb_printf(sb, "({ %s _r%d = {0}; const %s *_p%d = ", type_str(c, vt), k,
+                 scalar_ctype(vt->dtype), k);
+    emit_expr(c, sb, ptr);
+    hc_sb_printf(sb, "; int64_t _n%d = ", k);
+    if (masked) emit_expr(c, sb, e->u.call.args[1]);
+    else hc_sb_printf(sb, "%d", vt->lanes);
+    hc_sb_printf(sb, "; for (int _l%d = 0; _l%d < %d && _l%d < _n%d; _l%d++) "
+                     "_r%d[_l%d] = _p%d[_l%d]; _r%d; })",
+                 k, k, vt->lanes, k, k, k, k, k, k, k, k);
+}
+
+static void emit_vstore(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
+    const hc_expr *ptr = e->u.call.args[0], *v = e->u.call.args[1];
+    const hc_type *vt = v->type;
+    int w = simd_width(c, vt);
+    if (w == 512 || w == 256) {
+        const char *p = expr_str(c, ptr), *vs = expr_str(c, v);
+        if (!masked) hc_sb_printf(sb, "_mm%d_storeu_ps(%s, %s)", w, p, vs);
+        else if (w == 512)
+            hc_sb_printf(sb, "_mm512_mask_storeu_ps(%s, hc_mask16(%s), %s)", p,
+                         expr_str(c, e->u.call.args[2]), vs);
+        else
+            hc_sb_printf(sb, "_mm256_maskstore_ps(%s, hc_mask8(%s), %s)", p,
+                         expr_str(c, e->u.call.args[2]), vs);
+        return;
+    }
+    HC_ASSERT_MSG(is_vec(vt), "C target: vstore of a non-vector");
+    int k = c->tmp++;
+    hc_sb_printf(sb, "({ %s *_p%d = ", scalar_ctype(vt->dtype), k);
+    emit_expr(c, sb, ptr);
+    hc_sb_printf(sb, "; %s _v%d = ", type_str(c, vt), k);
+    emit_expr(c, sb, v);
+    hc_sb_printf(sb, "; int64_t _n%d = ", k);
+    if (masked) emit_expr(c, sb, e->u.call.args[2]);
+    else hc_sb_printf(sb, "%d", vt->lanes);
+    hc_sb_printf(sb, "; for (int _l%d = 0; _l%d < %d && _l%d < _n%d; _l%d++) "
+                     "_p%d[_l%d] = _v%d[_l%d]; (void)0; })",
+                 k, k, vt->lanes, k, k, k, k, k, k, k);
+}
+
+static void emit_vreduce(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_expr *v = e->u.call.args[0];
+    hc_prim p = e->u.call.prim;
+    if (simd_width(c, v->type) == 512) {
+        const char *fn = p == HC_PRIM_VREDUCE_ADD   ? "add"
+                         : p == HC_PRIM_VREDUCE_MAX ? "max"
+                                                    : "min";
+        hc_sb_printf(sb, "_mm512_reduce_%s_ps(%s)", fn, expr_str(c, v));
+        return;
+    }
+    int k = c->tmp++;
+    hc_dtype d = v->type->dtype;
+    const char *op = p == HC_PRIM_VREDUCE_ADD ? "+" : NULL;
+    hc_sb_printf(sb, "({ %s _v%d = ", type_str(c, v->type), k);
+    emit_expr(c, sb, v);
+    hc_sb_printf(sb, "; %s _s%d = _v%d[0]; for (int _l%d = 1; _l%d < %d; _l%d++) ",
+                 scalar_ctype(d), k, k, k, k, v->type->lanes, k);
+    if (op) hc_sb_printf(sb, "_s%d = _s%d + _v%d[_l%d];", k, k, k, k);
+    else
+        hc_sb_printf(sb, "_s%d = hc_%s_%s(_s%d, _v%d[_l%d]);", k,
+                     p == HC_PRIM_VREDUCE_MAX ? "max" : "min", hc_dtype_name(d), k, k, k);
+    hc_sb_printf(sb, " _s%d; })", k);
+}
+
+static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
+    switch (e->u.call.prim) {
+    case HC_PRIM_VLOAD: emit_vload(c, sb, e, false); return;
+    case HC_PRIM_VLOAD_MASK: emit_vload(c, sb, e, true); return;
+    case HC_PRIM_VSTORE: emit_vstore(c, sb, e, false); return;
+    case HC_PRIM_VSTORE_MASK: emit_vstore(c, sb, e, true); return;
+    case HC_PRIM_VBROADCAST: {
+        int w = simd_width(c, e->type);
+        if (w) {
+            hc_sb_printf(sb, "_mm%d_set1_ps(", w);
+            emit_scalar_cast(c, sb, e->u.call.args[0], HC_F32);
+            hc_sb_putc(sb, ')');
+        } else {
+            emit_broadcast(c, sb, e->u.call.args[0], e->type);
+        }
+        return;
+    }
+    case HC_PRIM_VFMA: {
+        int w = simd_width(c, e->type);
+        if (w) {
+            hc_sb_printf(sb, "_mm%d_fmadd_ps(", w);
+            emit_args(c, sb, e);
+            hc_sb_putc(sb, ')');
+            return;
+        }
+        /* GCC contracts a * b + c into an fma where the ISA has one. */
+        hc_sb_puts(sb, "(");
+        for (int i = 0; i < 3; i++) {
+            if (i) hc_sb_puts(sb, i == 1 ? " * " : " + ");
+            hc_sb_putc(sb, '(');
+            emit_vec_operand(c, sb, e->u.call.args[i], e->type);
+            hc_sb_putc(sb, ')');
+        }
+        hc_sb_puts(sb, ")");
+        return;
+    }
+    case HC_PRIM_VREDUCE_ADD:
+    case HC_PRIM_VREDUCE_MAX:
+    case HC_PRIM_VREDUCE_MIN: emit_vreduce(c, sb, e); return;
+    default: hc_unreachable();
+    }
+}
+
+/* ---- expressions ----------------------------------------------------------------- */
+static void emit_builtin(hc_sb *sb, const hc_var *v) {
+    switch (v->builtin) {
+    case HC_BUILTIN_CPU_THREAD: hc_sb_puts(sb, "((int64_t)omp_get_thread_num())"); return;
+    case HC_BUILTIN_CPU_NUM_THREADS: hc_sb_puts(sb, "((int64_t)omp_get_num_threads())"); return;
+    default: HC_ASSERT_MSG(0, "C target: CUDA builtin variable in a CPU program");
+    }
+}
+
+static void emit_index(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_var *buf = e->u.load.buf;
+    hc_sb_printf(sb, "%s[", var_name(c, buf));
+    if (buf->type->kind == HC_TY_TENSOR) {
+        HC_ASSERT_MSG(e->u.load.n == buf->type->ndim, "C target: index count != tensor rank");
+        hc_expr *off = hc_layout_offset(c->a, buf->type->layout, e->u.load.idx);
+        emit_expr(c, sb, hc_simplify_expr(c->a, off));
+    } else {
+        HC_ASSERT_MSG(e->u.load.n == 1, "C target: a pointer takes one index");
+        emit_expr(c, sb, e->u.load.idx[0]);
+    }
+    hc_sb_putc(sb, ']');
+}
+
+/* Vector binary operation C has no operator for: a lane loop. */
+static void binary_lanes(cg *c, hc_sb *sb, const hc_expr *e, const hc_type *vt) {
+    int k = c->tmp++;
+    const char *vs = type_str(c, vt);
+    hc_sb_printf(sb, "({ %s _a%d = ", vs, k);
+    emit_vec_operand(c, sb, e->u.bin.a, vt);
+    hc_sb_printf(sb, "; %s _b%d = ", vs, k);
+    emit_vec_operand(c, sb, e->u.bin.b, vt);
+    hc_sb_printf(sb, "; %s _r%d; for (int _l%d = 0; _l%d < %d; _l%d++) _r%d[_l%d] = ", vs, k, k,
+                 k, vt->lanes, k, k, k);
+    char xa[32], ya[32];
+    snprintf(xa, sizeof xa, "_a%d[_l%d]", k, k);
+    snprintf(ya, sizeof ya, "_b%d[_l%d]", k, k);
+    hc_binop op = e->u.bin.op;
+    if (op == HC_OP_MOD) math_scalar(sb, HC_PRIM_FMOD, vt->dtype, xa, ya);
+    else hc_sb_printf(sb, "hc_%s_%s(%s, %s)", op == HC_OP_MIN ? "min" : "max",
+                      hc_dtype_name(vt->dtype), xa, ya);
+    hc_sb_printf(sb, "; _r%d; })", k);
+}
+
+static void binary_vector(cg *c, hc_sb *sb, const hc_expr *e) {
+    hc_binop op = e->u.bin.op;
+    const hc_type *ot = hc_type_promote(c->a, e->u.bin.a->type, e->u.bin.b->type);
+    bool fl = hc_dtype_is_float(ot->dtype);
+    if (op == HC_OP_MIN || op == HC_OP_MAX || (op == HC_OP_MOD && fl)) {
+        binary_lanes(c, sb, e, ot);
+        return;
+    }
+    const char *sym = op == HC_OP_AND ? "&" : op == HC_OP_OR ? "|" : hc_binop_symbol(op);
+    bool cmp = hc_binop_is_comparison(op);
+    hc_sb_puts(sb, cmp ? "(__builtin_convertvector((" : "((");
+    emit_vec_operand(c, sb, e->u.bin.a, ot);
+    hc_sb_printf(sb, ") %s (", sym);
+    emit_vec_operand(c, sb, e->u.bin.b, ot);
+    if (cmp) hc_sb_printf(sb, "), %s) & 1)", type_str(c, e->type));
+    else hc_sb_puts(sb, "))");
+}
+
+static void binary_scalar(cg *c, hc_sb *sb, const hc_expr *e) {
+    hc_binop op = e->u.bin.op;
+    const hc_type *ot = hc_type_promote(c->a, e->u.bin.a->type, e->u.bin.b->type);
+    if (op == HC_OP_SHL || op == HC_OP_SHR) ot = e->type;
+    if (op == HC_OP_AND || op == HC_OP_OR) ot = hc_type_scalar(HC_BOOL);
+    hc_dtype d = ot->dtype;
+    /* bf16 has no C arithmetic: compute in f32 and round back. */
+    if (d == HC_BF16) {
+        hc_sb_puts(sb, e->type->dtype == HC_BF16 ? "hc_f32_to_bf16(" : "(");
+        binary_scalar(c, sb, hc_binary(c->a, op, hc_cast(c->a, hc_type_scalar(HC_F32), e->u.bin.a),
+                                       hc_cast(c->a, hc_type_scalar(HC_F32), e->u.bin.b)));
+        hc_sb_putc(sb, ')');
+        return;
+    }
+    if (op == HC_OP_MIN || op == HC_OP_MAX || (op == HC_OP_MOD && hc_dtype_is_float(d))) {
+        if (op == HC_OP_MOD)
+            hc_sb_printf(sb, "%s%s(", d == HC_F16 ? "(hc_f16)" : "",
+                         d == HC_F64 ? "fmod" : "fmodf");
+        else hc_sb_printf(sb, "hc_%s_%s(", op == HC_OP_MIN ? "min" : "max", hc_dtype_name(d));
+        emit_as(c, sb, e->u.bin.a, ot);
+        hc_sb_puts(sb, ", ");
+        emit_as(c, sb, e->u.bin.b, ot);
+        hc_sb_putc(sb, ')');
+        return;
+    }
+    bool narrow = !hc_binop_is_comparison(op) && op != HC_OP_AND && op != HC_OP_OR &&
+                  needs_narrowing(e->type->dtype);
+    if (narrow) hc_sb_printf(sb, "((%s)", scalar_ctype(e->type->dtype));
+    hc_sb_putc(sb, '(');
+    /* Two constants: make the first one typed so C does not compute in int. */
+    if (e->u.bin.a->kind == HC_E_CONST && e->u.bin.b->kind == HC_E_CONST)
+        hc_sb_printf(sb, "(%s)", scalar_ctype(d));
+    if (op == HC_OP_SHL || op == HC_OP_SHR) emit_expr(c, sb, e->u.bin.a);
+    else emit_as(c, sb, e->u.bin.a, ot);
+    hc_sb_printf(sb, " %s ", hc_binop_symbol(op));
+    if (op == HC_OP_SHL || op == HC_OP_SHR) emit_expr(c, sb, e->u.bin.b);
+    else emit_as(c, sb, e->u.bin.b, ot);
+    hc_sb_putc(sb, ')');
+    if (narrow) hc_sb_putc(sb, ')');
+}
+
+static void emit_unary(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_expr *x = e->u.un.a;
+    switch (e->u.un.op) {
+    case HC_OP_NEG:
+        if (is_bf16(x->type)) {
+            hc_sb_puts(sb, "hc_f32_to_bf16(-");
+            emit_f32_of(c, sb, x);
+            hc_sb_putc(sb, ')');
+            return;
+        }
+        break;
+    case HC_OP_NOT:
+        if (is_vec(x->type)) {
+            hc_sb_puts(sb, "((");
+            emit_expr(c, sb, x);
+            hc_sb_puts(sb, ") ^ 1)");
+            return;
+        }
+        hc_sb_puts(sb, "(!(");
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+        return;
+    case HC_OP_BITNOT: break;
+    }
+    bool narrow = e->type->kind == HC_TY_SCALAR && needs_narrowing(e->type->dtype);
+    if (narrow) hc_sb_printf(sb, "((%s)", scalar_ctype(e->type->dtype));
+    hc_sb_printf(sb, "(%s(", hc_unop_symbol(e->u.un.op));
+    emit_expr(c, sb, x);
+    hc_sb_puts(sb, "))");
+    if (narrow) hc_sb_putc(sb, ')');
+}
+
+static void emit_select(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_expr *cond = e->u.sel.cond;
+    if (!is_vec(cond->type)) {
+        hc_sb_puts(sb, "((");
+        emit_expr(c, sb, cond);
+        hc_sb_puts(sb, ") ? ");
+        emit_as(c, sb, e->u.sel.t, e->type);
+        hc_sb_puts(sb, " : ");
+        emit_as(c, sb, e->u.sel.f, e->type);
+        hc_sb_putc(sb, ')');
+        return;
+    }
+    int k = c->tmp++;
+    const char *vs = type_str(c, e->type);
+    hc_sb_printf(sb, "({ %s _c%d = ", type_str(c, cond->type), k);
+    emit_expr(c, sb, cond);
+    hc_sb_printf(sb, "; %s _a%d = ", vs, k);
+    emit_vec_operand(c, sb, e->u.sel.t, e->type);
+    hc_sb_printf(sb, "; %s _b%d = ", vs, k);
+    emit_vec_operand(c, sb, e->u.sel.f, e->type);
+    hc_sb_printf(sb, "; %s _r%d; for (int _l%d = 0; _l%d < %d; _l%d++) "
+                     "_r%d[_l%d] = _c%d[_l%d] ? _a%d[_l%d] : _b%d[_l%d]; _r%d; })",
+                 vs, k, k, k, e->type->lanes, k, k, k, k, k, k, k, k, k, k);
+}
+
+static void emit_expr(cg *c, hc_sb *sb, const hc_expr *e) {
+    switch (e->kind) {
+    case HC_E_CONST: emit_const(sb, e); return;
+    case HC_E_VAR:
+        if (e->u.var->builtin != HC_BUILTIN_NONE) emit_builtin(sb, e->u.var);
+        else hc_sb_puts(sb, var_name(c, e->u.var));
+        return;
+    case HC_E_BINARY:
+        if (is_vec(e->type) || is_vec(e->u.bin.a->type) || is_vec(e->u.bin.b->type))
+            binary_vector(c, sb, e);
+        else binary_scalar(c, sb, e);
+        return;
+    case HC_E_UNARY: emit_unary(c, sb, e); return;
+    case HC_E_SELECT: emit_select(c, sb, e); return;
+    case HC_E_CAST: emit_as(c, sb, e->u.cast.a, e->type); return;
+    case HC_E_CALL:
+        if (hc_prim_is_vector(e->u.call.prim)) emit_vector_prim(c, sb, e);
+        else emit_math(c, sb, e);
+        return;
+    case HC_E_LOAD: emit_index(c, sb, e); return;
+    case HC_E_ADDRESS:
+        hc_sb_puts(sb, "(&");
+        emit_index(c, sb, e);
+        hc_sb_putc(sb, ')');
+        return;
+    case HC_E_TENSOR_ACCESS:
+    case HC_E_REDUCE: HC_ASSERT_MSG(0, "C target: task-level expression in a program");
+    }
+}
+
+/* ---- statements ------------------------------------------------------------------ */
+static bool has_barrier(const hc_stmt *s) {
+    if (!s) return false;
+    switch (s->kind) {
+    case HC_S_BARRIER: return true;
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (has_barrier(s->u.seq.stmts[i])) return true;
+        return false;
+    case HC_S_LET: return has_barrier(s->u.let.body);
+    case HC_S_IF: return has_barrier(s->u.if_.then_s) || has_barrier(s->u.if_.else_s);
+    case HC_S_FOR: return has_barrier(s->u.for_.body);
+    case HC_S_FOR_MAPPING: return has_barrier(s->u.fmap.body);
+    default: return false;
+    }
+}
+
+/* A C block: heap temporaries declared directly in it are freed at its end. */
+static void block(cg *c, const hc_stmt *s) {
+    size_t mark = c->heap.len;
+    c->indent++;
+    if (s) emit_stmt(c, s);
+    while (c->heap.len > mark) line(c, "free(%s);", var_name(c, c->heap.data[--c->heap.len]));
+    c->indent--;
+}
+
+static void emit_declare(cg *c, const hc_stmt *s) {
+    const hc_var *v = s->u.decl.var;
+    const hc_type *t = v->type;
+    const char *name = var_name(c, v);
+    if (t->kind != HC_TY_TENSOR) {
+        if (!s->u.decl.init) {
+            line(c, "%s %s;", type_str(c, t), name);
+        } else {
+            hc_sb init;
+            hc_sb_init(&init);
+            emit_as(c, &init, s->u.decl.init, t);
+            line(c, "%s %s = %s;", type_str(c, t), name, hc_sb_str(&init));
+            hc_sb_free(&init);
+        }
+        return;
+    }
+    hc_expr *size = hc_simplify_expr(c->a, hc_layout_storage_size(c->a, t->layout));
+    const char *et = type_str(c, t);
+    if (t->scope != HC_SCOPE_GLOBAL) {
+        int64_t n = 0;
+        HC_ASSERT_MSG(hc_expr_is_const_int(size, &n),
+                      "C target: local tensor of non-constant size");
+        line(c, "%s %s[%lld] __attribute__((aligned(64)));", et, name, (long long)(n > 0 ? n : 1));
+        return;
+    }
+    /* Heap temporary: aligned_alloc needs a multiple of the alignment. */
+    line(c, "%s *restrict %s = (%s *)aligned_alloc(64, ((size_t)(%s) * sizeof(%s) + 63) / 64 * 64"
+            " + 64);", et, name, et, expr_str(c, size), et);
+    hc_vec_push(&c->heap, v);
+}
+
+static void emit_for(cg *c, const hc_stmt *s) {
+    const char *iv = var_name(c, s->u.for_.var);
+    const char *ext = expr_str(c, s->u.for_.extent);
+    hc_loop_attr at = s->u.for_.attr;
+    if (at.kind == HC_LOOP_PARALLEL && has_barrier(s->u.for_.body)) {
+        int64_t n = 0;
+        HC_ASSERT_MSG(hc_expr_is_const_int(s->u.for_.extent, &n),
+                      "C target: a parallel loop with barriers needs a constant extent");
+        line(c, "#pragma omp parallel num_threads(%lld)", (long long)n);
+        line(c, "{");
+        line(c, "    const int64_t %s = omp_get_thread_num();", iv);
+        block(c, s->u.for_.body);
+        line(c, "}");
+        return;
+    }
+    if (at.kind == HC_LOOP_PARALLEL) {
+        if (at.factor > 0) line(c, "#pragma omp parallel for schedule(static) num_threads(%d)",
+                                at.factor);
+        else line(c, "#pragma omp parallel for schedule(static)");
+        line(c, "for (int64_t %s = 0; %s < %s; %s++) {", iv, iv, ext, iv);
+    } else {
+        if (at.kind == HC_LOOP_UNROLL && at.factor > 0) line(c, "#pragma GCC unroll %d", at.factor);
+        int k = c->tmp++;
+        line(c, "for (int64_t %s = 0, _e%d = %s; %s < _e%d; %s++) {", iv, k, ext, iv, k, iv);
+    }
+    block(c, s->u.for_.body);
+    line(c, "}");
+}
+
+static void emit_store(cg *c, const hc_stmt *s) {
+    const hc_var *buf = s->u.store.buf;
+    hc_expr tmp = {.kind = HC_E_LOAD};
+    tmp.u.load.buf = (hc_var *)buf, tmp.u.load.n = s->u.store.n, tmp.u.load.idx = s->u.store.idx;
+    const hc_type *et = buf->type->kind == HC_TY_TENSOR
+                            ? (buf->type->lanes > 1 ? hc_type_vector(c->a, buf->type->dtype,
+                                                                     buf->type->lanes)
+                                                    : hc_type_scalar(buf->type->dtype))
+                            : buf->type->pointee;
+    hc_sb lhs, rhs;
+    hc_sb_init(&lhs), hc_sb_init(&rhs);
+    emit_index(c, &lhs, &tmp);
+    emit_as(c, &rhs, s->u.store.value, et);
+    line(c, "%s = %s;", hc_sb_str(&lhs), hc_sb_str(&rhs));
+    hc_sb_free(&lhs), hc_sb_free(&rhs);
+}
+
+static void emit_comment(cg *c, const char *text) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') hc_sb_putc(&sb, ' ');
+        else if (p[0] == '*' && p[1] == '/') hc_sb_puts(&sb, "* /"), p++;
+        else hc_sb_putc(&sb, *p);
+    }
+    line(c, "/* %s */", hc_sb_str(&sb));
+    hc_sb_free(&sb);
+}
+
+static void emit_stmt(cg *c, const hc_stmt *s) {
+    switch (s->kind) {
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) emit_stmt(c, s->u.seq.stmts[i]);
+        return;
+    case HC_S_DECLARE: emit_declare(c, s); return;
+    case HC_S_LET: {
+        const hc_type *t = s->u.let.var->type;
+        HC_ASSERT_MSG(t->kind != HC_TY_TENSOR, "C target: let of a tensor");
+        hc_sb v;
+        hc_sb_init(&v);
+        emit_as(c, &v, s->u.let.value, t);
+        line(c, "{");
+        line(c, "    %s const %s = %s;", type_str(c, t), var_name(c, s->u.let.var), hc_sb_str(&v));
+        hc_sb_free(&v);
+        block(c, s->u.let.body);
+        line(c, "}");
+        return;
+    }
+    case HC_S_ASSIGN: {
+        hc_sb v;
+        hc_sb_init(&v);
+        emit_as(c, &v, s->u.assign.value, s->u.assign.var->type);
+        line(c, "%s = %s;", var_name(c, s->u.assign.var), hc_sb_str(&v));
+        hc_sb_free(&v);
+        return;
+    }
+    case HC_S_STORE: emit_store(c, s); return;
+    case HC_S_EVAL: line(c, "%s;", expr_str(c, s->u.eval.e)); return;
+    case HC_S_IF:
+        line(c, "if (%s) {", expr_str(c, s->u.if_.cond));
+        block(c, s->u.if_.then_s);
+        if (s->u.if_.else_s) {
+            line(c, "} else {");
+            block(c, s->u.if_.else_s);
+        }
+        line(c, "}");
+        return;
+    case HC_S_FOR: emit_for(c, s); return;
+    case HC_S_FOR_MAPPING: HC_ASSERT_MSG(0, "C target: for-mapping left after lowering");
+    case HC_S_BARRIER: line(c, "#pragma omp barrier"); return;
+    case HC_S_COMMENT: emit_comment(c, s->u.comment.text); return;
+    }
+}
+
+/* ---- functions ------------------------------------------------------------------- */
+static void emit_param(cg *c, hc_sb *sb, const hc_var *p) {
+    const char *n = var_name(c, p);
+    if (p->type->kind == HC_TY_TENSOR) hc_sb_printf(sb, "%s *restrict %s", type_str(c, p->type), n);
+    else hc_sb_printf(sb, "%s %s", type_str(c, p->type), n);
+}
+
+static void emit_packed(cg *c, const hc_func *f) {
+    line(c, "void %s__packed(void **args) {", f->name);
+    hc_sb call;
+    hc_sb_init(&call);
+    hc_sb_printf(&call, "%s(", f->name);
+    for (int i = 0; i < f->nparams; i++) {
+        const hc_type *t = f->params[i]->type;
+        const char *ts = type_str(c, t);
+        if (i) hc_sb_puts(&call, ", ");
+        if (t->kind == HC_TY_TENSOR) hc_sb_printf(&call, "(%s *)args[%d]", ts, i);
+        else if (t->kind == HC_TY_POINTER) hc_sb_printf(&call, "(%s)args[%d]", ts, i);
+        else hc_sb_printf(&call, "*(%s *)args[%d]", ts, i);
+    }
+    line(c, "    %s);", hc_sb_str(&call));
+    hc_sb_free(&call);
+    line(c, "}");
+}
+
+static void emit_func(cg *c, const hc_func *f) {
+    HC_ASSERT_MSG(f->kind == HC_FN_CPU_KERNEL || f->kind == HC_FN_CPU_HELPER,
+                  "C target: CUDA function in a CPU module");
+    names_reset(c);
+    hc_sb head;
+    hc_sb_init(&head);
+    hc_sb_printf(&head, "%svoid %s(", f->kind == HC_FN_CPU_HELPER ? "static inline " : "", f->name);
+    for (int i = 0; i < f->nparams; i++) {
+        if (i) hc_sb_puts(&head, ", ");
+        emit_param(c, &head, f->params[i]);
+    }
+    if (!f->nparams) hc_sb_puts(&head, "void");
+    line(c, "%s) {", hc_sb_str(&head));
+    hc_sb_free(&head);
+    block(c, f->body);
+    line(c, "}");
+    if (f->kind == HC_FN_CPU_KERNEL) emit_packed(c, f);
+    line(c, "%s", "");
+}
+
+/* ---- prelude --------------------------------------------------------------------- */
+static const char prelude_common[] =
+    "#include <stdbool.h>\n"
+    "#include <stddef.h>\n"
+    "#include <stdint.h>\n"
+    "#include <stdlib.h>\n"
+    "#include <string.h>\n"
+    "#include <math.h>\n"
+    "#include <omp.h>\n"
+    "%s"
+    "\n"
+    "typedef _Float16 hc_f16;\n"
+    "typedef struct hc_bf16 { uint16_t bits; } hc_bf16;\n"
+    "static inline float hc_bf16_to_f32(hc_bf16 x) {\n"
+    "    uint32_t u = (uint32_t)x.bits << 16; float f; memcpy(&f, &u, 4); return f;\n"
+    "}\n"
+    "/* round to nearest even; NaN stays a (quiet) NaN */\n"
+    "static inline hc_bf16 hc_f32_to_bf16(float f) {\n"
+    "    uint32_t u; memcpy(&u, &f, 4); hc_bf16 r;\n"
+    "    if ((u & 0x7fffffffu) > 0x7f800000u) {\n"
+    "        r.bits = (uint16_t)((u >> 16) | 0x40); return r;\n"
+    "    }\n"
+    "    u += 0x7fffu + ((u >> 16) & 1u); r.bits = (uint16_t)(u >> 16); return r;\n"
+    "}\n"
+    "#define HC_MINMAX(T, N) \\\n"
+    "    static inline T hc_min_##N(T a, T b) { return a < b ? a : b; } \\\n"
+    "    static inline T hc_max_##N(T a, T b) { return a > b ? a : b; }\n"
+    "HC_MINMAX(bool, bool) HC_MINMAX(int8_t, i8) HC_MINMAX(int16_t, i16)\n"
+    "HC_MINMAX(int32_t, i32) HC_MINMAX(int64_t, i64) HC_MINMAX(uint8_t, u8)\n"
+    "HC_MINMAX(uint16_t, u16) HC_MINMAX(uint32_t, u32) HC_MINMAX(uint64_t, u64)\n"
+    "HC_MINMAX(hc_f16, f16) HC_MINMAX(float, f32) HC_MINMAX(double, f64)\n"
+    "#define HC_ABS(T, N) static inline T hc_abs_##N(T a) { return a < 0 ? (T)-a : a; }\n"
+    "HC_ABS(bool, bool) HC_ABS(int8_t, i8) HC_ABS(int16_t, i16) HC_ABS(int32_t, i32)\n"
+    "HC_ABS(int64_t, i64) HC_ABS(uint8_t, u8) HC_ABS(uint16_t, u16) HC_ABS(uint32_t, u32)\n"
+    "HC_ABS(uint64_t, u64)\n"
+    "static inline float hc_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "static inline double hc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+    "static inline float hc_rsqrtf(float x) { return 1.0f / sqrtf(x); }\n"
+    "static inline double hc_rsqrt(double x) { return 1.0 / sqrt(x); }\n"
+    "static inline int64_t hc_clamp_lanes(int64_t n, int64_t lanes) {\n"
+    "    return n < 0 ? 0 : n > lanes ? lanes : n;\n"
+    "}\n";
+
+static const char prelude_avx2[] =
+    "/* lanes [0, n) of an 8 x i32 mask for maskload/maskstore */\n"
+    "static inline __m256i hc_mask8(int64_t n) {\n"
+    "    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hc_clamp_lanes(n, 8)),\n"
+    "                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));\n"
+    "}\n";
+
+static const char prelude_avx512[] =
+    "static inline __mmask16 hc_mask16(int64_t n) {\n"
+    "    return (__mmask16)((1u << hc_clamp_lanes(n, 16)) - 1u);\n"
+    "}\n";
+
+static void emit_prelude(cg *c) {
+    bool avx = c->t->isa >= HC_ISA_AVX2;
+    hc_sb_printf(c->out, "/* generated by hidetc for target cpu/%s */\n", hc_isa_name(c->t->isa));
+    hc_sb_printf(c->out, prelude_common, avx ? "#include <immintrin.h>\n" : "");
+    if (avx) hc_sb_puts(c->out, prelude_avx2);
+    if (c->t->isa == HC_ISA_AVX512) hc_sb_puts(c->out, prelude_avx512);
+    /* Every vector type the IR can name; typedefs cost the compiler nothing. */
+    static const int lanes[] = {2, 4, 8, 16, 32, 64};
+    for (int d = HC_BOOL; d < HC_DTYPE_COUNT; d++) {
+        if (d == HC_BF16) continue;
+        const char *et = d == HC_BOOL ? "int32_t" : hc_dtype_ctype((hc_dtype)d);
+        int bytes = d == HC_BOOL ? 4 : hc_dtype_size((hc_dtype)d);
+        for (size_t i = 0; i < HC_ARRAY_LEN(lanes); i++)
+            hc_sb_printf(c->out, "typedef %s hc_%sx%d __attribute__((vector_size(%d)));\n", et,
+                         hc_dtype_name((hc_dtype)d), lanes[i], bytes * lanes[i]);
+    }
+    hc_sb_putc(c->out, '\n');
+}
+
+char *hc_codegen_c(hc_arena *a, const hc_module *m, const hc_target *t) {
+    hc_module *lm = hc_lower_module(a, m);
+    hc_error err;
+    if (hc_verify_module(lm, &err) != HC_OK) HC_ASSERT_MSG(0, err.msg);
+    hc_sb out;
+    hc_sb_init(&out);
+    cg c = {.a = a, .t = t, .out = &out};
+    emit_prelude(&c);
+    /* helpers first: kernels may call them */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < lm->nfuncs; i++)
+            if ((lm->funcs[i]->kind == HC_FN_CPU_HELPER) == (pass == 0))
+                emit_func(&c, lm->funcs[i]);
+    names_reset(&c);
+    hc_vec_free(&c.heap);
+    return hc_sb_take(&out);
+}

@@ -1,0 +1,341 @@
+/* jit.c — compile generated C into cached shared objects and dlopen them.
+ *
+ * Every file in the cache is written under a temporary name unique to this process and
+ * call, then renamed: rename is atomic, so concurrent builders (threads or processes)
+ * of the same source race harmlessly and a reader never sees half a file. */
+#include "jit/jit.h"
+
+#include "codegen/codegen.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct hc_jit_lib {
+    void *handle;
+    char *path;
+    bool cached;
+};
+
+/* Keeps logs readable inside hc_error's 4 KiB message, leaving room for the header. */
+#define LOG_EXCERPT 3000
+#define MAX_ARGS 128
+
+static atomic_uint tmp_counter;
+
+char *hc_jit_cache_dir(const hc_jit_options *opt) {
+    if (opt && opt->cache_dir && *opt->cache_dir) return hc_xstrdup(opt->cache_dir);
+    const char *env = getenv("HIDETC_CACHE_DIR");
+    if (env && *env) return hc_xstrdup(env);
+    const char *home = getenv("HOME");
+    hc_sb sb;
+    hc_sb_init(&sb);
+    if (home && *home) hc_sb_printf(&sb, "%s/.cache/hidetc", home);
+    else hc_sb_puts(&sb, "/tmp/hidetc-cache");
+    return hc_sb_take(&sb);
+}
+
+static const char *resolve_cc(const hc_jit_options *opt) {
+    if (opt && opt->cc && *opt->cc) return opt->cc;
+    const char *env = getenv("HIDETC_CC");
+    return env && *env ? env : "cc";
+}
+
+static const char *resolve_cflags(const hc_jit_options *opt) {
+    if (opt && opt->cflags) return opt->cflags;
+    return hc_target_host()->cflags;
+}
+
+/* Split on spaces into argv (pointers into the copy `buf`); returns the count. */
+static int split_words(char *buf, char **argv, int max) {
+    int n = 0;
+    for (char *p = buf; *p && n < max;) {
+        while (*p == ' ' || *p == '\t') *p++ = '\0';
+        if (!*p) break;
+        argv[n++] = p;
+        while (*p && *p != ' ' && *p != '\t') p++;
+    }
+    return n;
+}
+
+/* Start argv with stdout and stderr sent to out_path (or a pipe when out_fd_pipe). */
+static int spawn(char **argv, const char *out_path, int pipe_fd, pid_t *pid) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (out_path) {
+        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    } else {
+        posix_spawn_file_actions_adddup2(&fa, pipe_fd, 1);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    }
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    return rc;
+}
+
+static int wait_exit(pid_t pid) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* ---- compiler version, read once per compiler command ---------------------------- */
+typedef struct cc_version {
+    char *cc, *version;
+} cc_version;
+static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
+static HC_VEC(cc_version) versions;
+
+static char *run_version(const char *cc) {
+    char *buf = hc_xstrdup(cc);
+    char *argv[MAX_ARGS + 2];
+    int n = split_words(buf, argv, MAX_ARGS);
+    argv[n++] = "--version";
+    argv[n] = NULL;
+    int fds[2];
+    char line[512] = "";
+    if (n > 1 && pipe(fds) == 0) {
+        pid_t pid;
+        if (spawn(argv, NULL, fds[1], &pid) == 0) {
+            close(fds[1]);
+            FILE *f = fdopen(fds[0], "r");
+            if (f) {
+                if (!fgets(line, sizeof line, f)) line[0] = '\0';
+                while (fgetc(f) != EOF) { /* drain so the child can exit */ }
+                fclose(f);
+            } else {
+                close(fds[0]);
+            }
+            if (wait_exit(pid) != 0) line[0] = '\0';
+        } else {
+            close(fds[0]);
+            close(fds[1]);
+        }
+    }
+    free(buf);
+    line[strcspn(line, "\n")] = '\0';
+    return line[0] ? hc_xstrdup(line) : NULL;
+}
+
+/* The version string of cc (NULL if it cannot be run). */
+static const char *compiler_version(const char *cc) {
+    pthread_mutex_lock(&version_lock);
+    const char *v = NULL;
+    bool found = false;
+    for (size_t i = 0; i < versions.len && !found; i++)
+        if (!strcmp(versions.data[i].cc, cc)) v = versions.data[i].version, found = true;
+    if (!found) {
+        cc_version e = {hc_xstrdup(cc), run_version(cc)};
+        hc_vec_push(&versions, e);
+        v = e.version;
+    }
+    pthread_mutex_unlock(&version_lock);
+    return v;
+}
+
+/* ---- one build ------------------------------------------------------------------- */
+typedef struct job {
+    const char *source;
+    char key[33];
+    char *src_path, *so_path, *log_path, *tmp_so, *tmp_log;
+    pid_t pid;
+    bool running;
+} job;
+
+static char *path_with(const char *dir, const char *key, const char *suffix) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_sb_printf(&sb, "%s/%s%s", dir, key, suffix);
+    return hc_sb_take(&sb);
+}
+
+static char *tmp_name(const char *base) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    unsigned n = atomic_fetch_add(&tmp_counter, 1);
+    hc_sb_printf(&sb, "%s.tmp.%ld.%u", base, (long)getpid(), n);
+    return hc_sb_take(&sb);
+}
+
+static void job_free(job *j) {
+    free(j->src_path), free(j->so_path), free(j->log_path), free(j->tmp_so), free(j->tmp_log);
+}
+
+static void job_init(job *j, const char *source, const char *dir, const char *cc,
+                     const char *cflags, const char *version) {
+    memset(j, 0, sizeof *j);
+    j->source = source;
+    hc_hasher h;
+    hc_hash_init(&h);
+    hc_hash_str(&h, source);
+    hc_hash_str(&h, cflags);
+    hc_hash_str(&h, cc);
+    hc_hash_str(&h, version);
+    hc_hash_hex(&h, j->key);
+    j->src_path = path_with(dir, j->key, ".c");
+    j->so_path = path_with(dir, j->key, ".so");
+    j->log_path = path_with(dir, j->key, ".log");
+}
+
+static hc_status open_lib(const char *path, bool cached, hc_jit_lib **out, hc_error *err) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return hc_error_set(err, HC_ERR_COMPILE, "dlopen %s: %s", path, dlerror());
+    /* The kernel may be what brought libgomp into the process (the linker drops it from
+     * programs that call no omp_* function). Unloading it with the kernel would unmap
+     * the code its idle worker threads are running: pin it. */
+    dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    hc_jit_lib *lib = hc_xcalloc(1, sizeof *lib);
+    lib->handle = h, lib->path = hc_xstrdup(path), lib->cached = cached;
+    *out = lib;
+    return HC_OK;
+}
+
+/* Write the source (atomically) and start the compiler. */
+static hc_status job_start(job *j, const char *cc, const char *cflags, bool verbose,
+                           hc_error *err) {
+    char *tmp_src = tmp_name(j->src_path);
+    hc_status st = hc_write_file(tmp_src, j->source, strlen(j->source), err);
+    if (st == HC_OK && rename(tmp_src, j->src_path) != 0)
+        st = hc_error_set(err, HC_ERR_IO, "rename %s: %s", tmp_src, strerror(errno));
+    if (st != HC_OK) unlink(tmp_src);
+    free(tmp_src);
+    if (st != HC_OK) return st;
+
+    j->tmp_so = tmp_name(j->so_path);
+    j->tmp_log = tmp_name(j->log_path);
+    size_t len = strlen(cc) + strlen(cflags) + 2;
+    char *words = hc_xmalloc(len);
+    snprintf(words, len, "%s %s", cc, cflags);
+    char *argv[MAX_ARGS + 16];
+    int n = split_words(words, argv, MAX_ARGS);
+    const char *tail[] = {"-std=gnu11", "-fPIC", "-shared", "-fopenmp", "-o", j->tmp_so,
+                          j->src_path};
+    for (size_t i = 0; i < HC_ARRAY_LEN(tail); i++) argv[n++] = (char *)tail[i];
+    argv[n] = NULL;
+    if (verbose) {
+        for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? " " : "", argv[i]);
+        fputc('\n', stderr);
+    }
+    int rc = spawn(argv, j->tmp_log, -1, &j->pid);
+    free(words);
+    if (rc != 0)
+        return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s': %s (source kept in %s)",
+                            cc, strerror(rc), j->src_path);
+    j->running = true;
+    return HC_OK;
+}
+
+static hc_status compile_error(job *j, int code, hc_error *err) {
+    char *log = NULL;
+    size_t size = 0;
+    if (hc_read_file(j->log_path, &log, &size, NULL) != HC_OK) log = hc_xstrdup("(no output)");
+    bool cut = size > LOG_EXCERPT;
+    if (cut) log[LOG_EXCERPT] = '\0';
+    hc_status st = hc_error_set(err, HC_ERR_COMPILE,
+                                "compiling %s failed (exit %d):\n%s%s", j->src_path, code, log,
+                                cut ? "\n[... compiler output truncated; full log in .log]" : "");
+    free(log);
+    return st;
+}
+
+/* Wait for the compiler, publish its log and object, and load the object. */
+static hc_status job_finish(job *j, hc_jit_lib **out, hc_error *err) {
+    int code = wait_exit(j->pid);
+    j->running = false;
+    rename(j->tmp_log, j->log_path);
+    if (code != 0) {
+        unlink(j->tmp_so);
+        return compile_error(j, code, err);
+    }
+    if (rename(j->tmp_so, j->so_path) != 0) {
+        hc_status st = hc_error_set(err, HC_ERR_IO, "rename %s: %s", j->tmp_so, strerror(errno));
+        unlink(j->tmp_so);
+        return st;
+    }
+    return open_lib(j->so_path, false, out, err);
+}
+
+static void keep_first(hc_status *first, hc_status st, hc_error *err, const hc_error *local) {
+    *first = st;
+    if (err) *err = *local;
+}
+
+static int default_jobs(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_options *opt,
+                            int jobs, hc_jit_lib **out, hc_error *err) {
+    const char *cc = resolve_cc(opt), *cflags = resolve_cflags(opt);
+    bool verbose = opt && opt->verbose;
+    for (int i = 0; i < n; i++) out[i] = NULL;
+    const char *version = compiler_version(cc);
+    if (!version)
+        return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' (`%s --version` failed)",
+                            cc, cc);
+    char *dir = hc_jit_cache_dir(opt);
+    hc_status first = hc_mkdirs(dir, err);
+    if (first != HC_OK) {
+        free(dir);
+        return first;
+    }
+    if (jobs <= 0) jobs = default_jobs();
+    job *js = hc_xcalloc((size_t)(n > 0 ? n : 1), sizeof *js);
+    hc_error local;
+    int next_wait = 0, running = 0;
+    for (int i = 0; i <= n; i++) {
+        /* Keep at most `jobs` compilers running; wait for the oldest (FIFO) so we only
+         * ever reap our own children. At the end (i == n), drain all. */
+        while (next_wait < i && (running >= jobs || i == n)) {
+            job *w = &js[next_wait++];
+            if (!w->running) continue;
+            running--;
+            hc_status st = job_finish(w, &out[w - js], &local);
+            if (st != HC_OK && first == HC_OK) keep_first(&first, st, err, &local);
+        }
+        if (i == n) break;
+        job *j = &js[i];
+        job_init(j, sources[i], dir, cc, cflags, version);
+        if (access(j->so_path, F_OK) == 0 && open_lib(j->so_path, true, &out[i], NULL) == HC_OK)
+            continue;
+        hc_status st = job_start(j, cc, cflags, verbose, &local);
+        if (st != HC_OK && first == HC_OK) keep_first(&first, st, err, &local);
+        if (st == HC_OK) running++;
+    }
+    for (int i = 0; i < n; i++) job_free(&js[i]);
+    free(js);
+    free(dir);
+    return first;
+}
+
+hc_status hc_jit_build(const char *source, const hc_jit_options *opt, hc_jit_lib **out,
+                       hc_error *err) {
+    return hc_jit_build_many(1, &source, opt, 1, out, err);
+}
+
+void *hc_jit_symbol(hc_jit_lib *lib, const char *name) {
+    return lib ? dlsym(lib->handle, name) : NULL;
+}
+
+const char *hc_jit_path(const hc_jit_lib *lib) { return lib->path; }
+bool hc_jit_was_cached(const hc_jit_lib *lib) { return lib->cached; }
+
+void hc_jit_close(hc_jit_lib *lib) {
+    if (!lib) return;
+    dlclose(lib->handle);
+    free(lib->path);
+    free(lib);
+}

@@ -1,0 +1,528 @@
+/* test_codegen.c — programs built with the IR builder, lowered, printed as C, compiled
+ * by the JIT and run; results are compared with values computed here. */
+#include "codegen/codegen.h"
+#include "ir/mapping.h"
+#include "jit/jit.h"
+#include "test.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static hc_arena A_;
+static hc_arena *A = &A_;
+
+#define IDX1(x) ((hc_expr *[]){(x)})
+#define REF(v) hc_ref(A, (v))
+#define INT(v) hc_int(A, (v))
+
+static hc_var *tensor1(const char *name, hc_dtype d, int64_t n) {
+    return hc_var_new(A, name, hc_type_tensor_c(A, d, 1, (int64_t[]){n}, HC_SCOPE_GLOBAL));
+}
+
+static hc_expr *ld(hc_var *buf, hc_expr *i) { return hc_load(A, buf, 1, IDX1(i)); }
+static hc_expr *addr(hc_var *buf, hc_expr *i) { return hc_address(A, buf, 1, IDX1(i)); }
+
+static hc_func *kernel(const char *name, int n, hc_var **params, hc_stmt *body) {
+    return hc_func_new(A, name, HC_FN_CPU_KERNEL, n, params, body);
+}
+
+/* Generate, compile and load a module of kernels for target t; NULL on failure. */
+static hc_jit_lib *build(int n, hc_func **fs, const hc_target *t, char **src_out) {
+    hc_module *m = hc_module_new(A, "test", n, fs);
+    char *src = hc_codegen_c(A, m, t);
+    hc_jit_options opt = {.cflags = t->cflags};
+    hc_jit_lib *lib = NULL;
+    hc_error err;
+    hc_status st = hc_jit_build(src, &opt, &lib, &err);
+    CHECK_MSG(st == HC_OK, "%s", err.msg);
+    if (src_out) *src_out = src;
+    else free(src);
+    return st == HC_OK ? lib : NULL;
+}
+
+static hc_packed_fn packed(hc_jit_lib *lib, const char *name) {
+    char sym[128];
+    snprintf(sym, sizeof sym, "%s__packed", name);
+    hc_packed_fn f = (hc_packed_fn)hc_jit_symbol(lib, sym);
+    CHECK_MSG(f != NULL, "missing %s", sym);
+    return f;
+}
+
+/* ---- scalar programs ------------------------------------------------------------- */
+/* out[i] = a[i] * 2 + 1 for i < n (n a scalar parameter, here 37: no multiple of
+ * anything) and a parallel loop out2[i] = i * 3. */
+static hc_func *f_elementwise(void) {
+    hc_var *a = tensor1("a", HC_F32, 37), *out = tensor1("out", HC_F32, 37);
+    hc_var *n = hc_var_new(A, "n", hc_type_scalar(HC_I64));
+    hc_var *out2 = tensor1("out2", HC_I64, 1000);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, i, "i", REF(n), hc_serial()) {
+        hc_b_store(&b, out, 1, IDX1(REF(i)),
+                   hc_add(A, hc_mul(A, ld(a, REF(i)), hc_f32(A, 2)), hc_f32(A, 1)));
+    }
+    HC_FOR(&b, i, "i", INT(1000), hc_parallel(0)) {
+        hc_b_store(&b, out2, 1, IDX1(REF(i)), hc_mul(A, REF(i), INT(3)));
+    }
+    HC_FOR(&b, i, "i", INT(10), hc_parallel(2)) {
+        hc_b_store(&b, out2, 1, IDX1(REF(i)), hc_add(A, hc_mul(A, REF(i), INT(3)), INT(1)));
+    }
+    return kernel("elementwise", 4, (hc_var *[]){a, out, n, out2}, hc_builder_finish(&b));
+}
+
+static void run_elementwise(hc_jit_lib *lib) {
+    float a[37], out[37];
+    int64_t out2[1000], n = 37;
+    for (int i = 0; i < 37; i++) a[i] = (float)i * 0.5f - 3, out[i] = -1;
+    packed(lib, "elementwise")((void *[]){a, out, &n, out2});
+    int bad = 0;
+    for (int i = 0; i < 37; i++) bad += out[i] != a[i] * 2 + 1;
+    for (int i = 0; i < 1000; i++) bad += out2[i] != i * 3 + (i < 10);
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Full unroll of a loop whose body declares a variable, plus a let/if/select. */
+static hc_func *f_control(void) {
+    hc_var *a = tensor1("a", HC_F32, 16), *out = tensor1("out", HC_F32, 16);
+    hc_var *u = tensor1("u", HC_I32, 4);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, j, "j", INT(4), hc_unroll(0)) {
+        hc_var *t = hc_b_declare(&b, "t", hc_type_scalar(HC_I32),
+                                 hc_cast(A, hc_type_scalar(HC_I32), hc_mul(A, REF(j), REF(j))));
+        hc_b_store(&b, u, 1, IDX1(REF(j)), hc_add(A, REF(t), hc_i32(A, 5)));
+    }
+    HC_FOR(&b, i, "i", INT(16), hc_unroll(4)) {
+        hc_var *t = hc_var_new(A, "t", hc_type_scalar(HC_F32));
+        hc_expr *neg = hc_unary(A, HC_OP_NEG, REF(t));
+        hc_expr *even = hc_eq(A, hc_mod(A, REF(i), INT(2)), INT(0));
+        hc_stmt *then_s = hc_store(A, out, 1, IDX1(REF(i)), hc_select(A, even, REF(t), neg));
+        hc_stmt *else_s = hc_store(A, out, 1, IDX1(REF(i)), hc_f32(A, 0));
+        hc_expr *big = hc_binary(A, HC_OP_GT, REF(t), hc_f32(A, 3));
+        hc_b_emit(&b, hc_let(A, t, hc_mul(A, ld(a, REF(i)), hc_f32(A, 2)),
+                             hc_if(A, big, then_s, else_s)));
+    }
+    return kernel("control", 3, (hc_var *[]){a, out, u}, hc_builder_finish(&b));
+}
+
+static void run_control(hc_jit_lib *lib, const char *src) {
+    float a[16], out[16];
+    int32_t u[4];
+    for (int i = 0; i < 16; i++) a[i] = (float)i - 4;
+    packed(lib, "control")((void *[]){a, out, u});
+    int bad = 0;
+    for (int i = 0; i < 16; i++) {
+        float t = a[i] * 2, want = t > 3 ? (i % 2 == 0 ? t : -t) : 0;
+        bad += out[i] != want;
+    }
+    for (int j = 0; j < 4; j++) bad += u[j] != j * j + 5;
+    CHECK_EQ_INT(bad, 0);
+    CHECK(strstr(src, "#pragma GCC unroll 4") != NULL);
+    /* the fully unrolled loop is gone: no loop over an induction variable named j */
+    const char *body = strstr(src, "void control("), *end = strstr(src, "void control__packed");
+    CHECK(body && end);
+    const char *loop = body ? strstr(body, "for (int64_t j_") : NULL;
+    CHECK(!loop || loop > end);
+}
+
+/* ---- casts ----------------------------------------------------------------------- */
+static float bf16_round(float f) { /* reference: round to nearest even, then back */
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+#define NCAST 12
+static hc_func *f_casts(void) {
+    hc_var *x = tensor1("x", HC_F32, NCAST);
+    hc_var *h = tensor1("h", HC_F32, NCAST), *bf = tensor1("bf", HC_F32, NCAST);
+    hc_var *bfs = tensor1("bfs", HC_BF16, NCAST), *i32 = tensor1("i32", HC_I32, NCAST);
+    hc_var *back = tensor1("back", HC_F64, NCAST), *bo = tensor1("bo", HC_U8, NCAST);
+    hc_var *hsum = tensor1("hsum", HC_F32, NCAST);
+    const hc_type *f32 = hc_type_scalar(HC_F32), *f16 = hc_type_scalar(HC_F16);
+    const hc_type *b16 = hc_type_scalar(HC_BF16);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, i, "i", INT(NCAST), hc_serial()) {
+        hc_expr *xi = ld(x, REF(i));
+        hc_b_store(&b, h, 1, IDX1(REF(i)), hc_cast(A, f32, hc_cast(A, f16, xi)));
+        hc_b_store(&b, bfs, 1, IDX1(REF(i)), hc_cast(A, b16, xi));
+        hc_b_store(&b, bf, 1, IDX1(REF(i)), hc_cast(A, f32, ld(bfs, REF(i))));
+        hc_expr *iv = hc_cast(A, hc_type_scalar(HC_I32), xi);
+        hc_b_store(&b, i32, 1, IDX1(REF(i)), iv);
+        hc_b_store(&b, back, 1, IDX1(REF(i)), hc_cast(A, hc_type_scalar(HC_F64), iv));
+        hc_b_store(&b, bo, 1, IDX1(REF(i)),
+                   hc_cast(A, hc_type_scalar(HC_U8), hc_cast(A, hc_type_scalar(HC_BOOL), xi)));
+        /* f16 arithmetic: (h + h) in half precision */
+        hc_expr *hh = hc_cast(A, f16, xi);
+        hc_b_store(&b, hsum, 1, IDX1(REF(i)), hc_cast(A, f32, hc_add(A, hh, hh)));
+    }
+    return kernel("casts", 8, (hc_var *[]){x, h, bf, bfs, i32, back, bo, hsum},
+                  hc_builder_finish(&b));
+}
+
+static void run_casts(hc_jit_lib *lib) {
+    float x[NCAST] = {0, 1, -1.5f, 2.7f, -2.7f, 1000.25f, 3.14159265f, 1e-3f,
+                      65504, 1.00390625f, -0.0f, 123456.789f};
+    float h[NCAST], bf[NCAST], hsum[NCAST];
+    uint16_t bfs[NCAST];
+    int32_t i32[NCAST];
+    double back[NCAST];
+    uint8_t bo[NCAST];
+    packed(lib, "casts")((void *[]){x, h, bf, bfs, i32, back, bo, hsum});
+    int bad = 0;
+    for (int i = 0; i < NCAST; i++) {
+        float want_h = (float)(_Float16)x[i];
+        bad += h[i] != want_h;
+        bad += bf[i] != bf16_round(x[i]);
+        bad += i32[i] != (int32_t)x[i];
+        bad += back[i] != (double)(int32_t)x[i];
+        bad += bo[i] != (x[i] != 0);
+        bad += hsum[i] != (float)(_Float16)((_Float16)x[i] + (_Float16)x[i]);
+        if (bad) fprintf(stderr, "cast mismatch at %d (x=%g)\n", i, x[i]), bad = 0, test_failed++;
+    }
+    CHECK(bf[9] == 1.0f); /* 1 + 2^-8 is a tie: rounds to the even 1.0 */
+    CHECK(h[2] == -1.5f);
+}
+
+/* ---- math ------------------------------------------------------------------------ */
+static const hc_prim math_prims[] = {
+    HC_PRIM_EXP, HC_PRIM_LOG, HC_PRIM_SQRT, HC_PRIM_RSQRT, HC_PRIM_ABS, HC_PRIM_FLOOR,
+    HC_PRIM_CEIL, HC_PRIM_ROUND, HC_PRIM_TANH, HC_PRIM_ERF, HC_PRIM_SIGMOID, HC_PRIM_SIN,
+    HC_PRIM_ATAN, HC_PRIM_POW, HC_PRIM_FMOD,
+};
+#define NPRIM ((int)HC_ARRAY_LEN(math_prims))
+#define NMATH 8
+
+static double ref_math(hc_prim p, double x, double y) {
+    switch (p) {
+    case HC_PRIM_EXP: return exp(x);
+    case HC_PRIM_LOG: return log(x);
+    case HC_PRIM_SQRT: return sqrt(x);
+    case HC_PRIM_RSQRT: return 1 / sqrt(x);
+    case HC_PRIM_ABS: return fabs(x);
+    case HC_PRIM_FLOOR: return floor(x);
+    case HC_PRIM_CEIL: return ceil(x);
+    case HC_PRIM_ROUND: return nearbyint(x);
+    case HC_PRIM_TANH: return tanh(x);
+    case HC_PRIM_ERF: return erf(x);
+    case HC_PRIM_SIGMOID: return 1 / (1 + exp(-x));
+    case HC_PRIM_SIN: return sin(x);
+    case HC_PRIM_ATAN: return atan(x);
+    case HC_PRIM_POW: return pow(x, y);
+    case HC_PRIM_FMOD: return fmod(x, y);
+    default: return NAN;
+    }
+}
+
+/* out[p][i] = prim(x[i], y[i]) in dtype d (f32 or f64). */
+static hc_func *f_math(const char *name, hc_dtype d) {
+    hc_var *x = tensor1("x", d, NMATH), *y = tensor1("y", d, NMATH);
+    hc_var *out = tensor1("out", d, NMATH * NPRIM);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, i, "i", INT(NMATH), hc_serial()) {
+        for (int p = 0; p < NPRIM; p++) {
+            bool two = hc_prim_arity(math_prims[p]) == 2;
+            hc_expr *v = hc_math(A, math_prims[p], ld(x, REF(i)), two ? ld(y, REF(i)) : NULL);
+            hc_b_store(&b, out, 1, IDX1(hc_add(A, INT(p * NMATH), REF(i))), v);
+        }
+    }
+    return kernel(name, 3, (hc_var *[]){x, y, out}, hc_builder_finish(&b));
+}
+
+static void run_math(hc_jit_lib *lib) {
+    double xs[NMATH] = {0.5, 1.5, 2.5, 3.7, 0.01, 7.25, 1.0, 2.0};
+    double ys[NMATH] = {2, 0.5, 1.5, 2, 3, -1, 0.3, 0.75};
+    float xf[NMATH], yf[NMATH], of[NMATH * NPRIM];
+    double od[NMATH * NPRIM];
+    for (int i = 0; i < NMATH; i++) xf[i] = (float)xs[i], yf[i] = (float)ys[i];
+    packed(lib, "math_f32")((void *[]){xf, yf, of});
+    packed(lib, "math_f64")((void *[]){xs, ys, od});
+    for (int p = 0; p < NPRIM; p++) {
+        for (int i = 0; i < NMATH; i++) {
+            double rd = ref_math(math_prims[p], xs[i], ys[i]);
+            double rf = ref_math(math_prims[p], xf[i], yf[i]);
+            CHECK_MSG(fabs(od[p * NMATH + i] - rd) <= 1e-14 * (1 + fabs(rd)), "%s f64(%g)",
+                      hc_prim_name(math_prims[p]), xs[i]);
+            CHECK_MSG(fabs(of[p * NMATH + i] - rf) <= 2e-6 * (1 + fabs(rf)), "%s f32(%g): %g vs %g",
+                      hc_prim_name(math_prims[p]), xs[i], of[p * NMATH + i], rf);
+        }
+    }
+    /* round is half to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2 */
+    int r = 7 * NMATH;
+    CHECK(math_prims[7] == HC_PRIM_ROUND);
+    CHECK(of[r + 0] == 0 && of[r + 1] == 2 && of[r + 2] == 2);
+}
+
+/* ---- heap temporary, mapping, barrier --------------------------------------------- */
+static hc_func *f_heap(void) {
+    enum { N = 300 };
+    hc_var *a = tensor1("a", HC_F32, N), *out = tensor1("out", HC_F32, N);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    hc_var *tmp = hc_b_declare(&b, "tmp", hc_type_tensor_c(A, HC_F32, 1, (int64_t[]){N},
+                                                           HC_SCOPE_GLOBAL), NULL);
+    HC_FOR(&b, i, "i", INT(N), hc_serial()) {
+        hc_b_store(&b, tmp, 1, IDX1(REF(i)), hc_add(A, ld(a, REF(i)), hc_f32(A, 1)));
+    }
+    HC_FOR(&b, i, "i", INT(N), hc_serial()) {
+        hc_b_store(&b, out, 1, IDX1(REF(i)), ld(tmp, hc_sub(A, INT(N - 1), REF(i))));
+    }
+    return kernel("heap", 2, (hc_var *[]){a, out}, hc_builder_finish(&b));
+}
+
+static void run_heap(hc_jit_lib *lib, const char *src) {
+    float a[300], out[300];
+    for (int i = 0; i < 300; i++) a[i] = (float)i;
+    packed(lib, "heap")((void *[]){a, out});
+    int bad = 0;
+    for (int i = 0; i < 300; i++) bad += out[i] != a[299 - i] + 1;
+    CHECK_EQ_INT(bad, 0);
+    CHECK(strstr(src, "aligned_alloc(64") != NULL && strstr(src, "free(tmp_") != NULL);
+}
+
+/* spatial(4, 2).repeat(2, 3): 8 workers over a 8 x 6 task grid; each task records the
+ * worker that ran it. Workers run as a parallel loop over the worker index. */
+static hc_func *f_mapping(void) {
+    hc_var *owner = hc_var_new(A, "owner", hc_type_tensor_c(A, HC_I32, 2, (int64_t[]){8, 6},
+                                                              HC_SCOPE_GLOBAL));
+    const hc_mapping *m = hc_map_compose(A, hc_map_spatial2(A, 4, 2), hc_map_repeat2(A, 2, 3));
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, w, "w", INT(8), hc_parallel(0)) {
+        hc_var *ij[2];
+        HC_FOR_MAP(&b, m, REF(w), 2, ij, ((const char *[]){"i", "j"})) {
+            hc_b_store(&b, owner, 2, ((hc_expr *[]){REF(ij[0]), REF(ij[1])}),
+                       hc_cast(A, hc_type_scalar(HC_I32), REF(w)));
+        }
+    }
+    return kernel("mapping", 1, (hc_var *[]){owner}, hc_builder_finish(&b));
+}
+
+static void run_mapping(hc_jit_lib *lib) {
+    int32_t owner[48];
+    for (int i = 0; i < 48; i++) owner[i] = -1;
+    packed(lib, "mapping")((void *[]){owner});
+    /* worker w = (w / 2, w % 2) of spatial(4,2) owns rows 2*(w/2)..+1, cols 3*(w%2)..+2 */
+    int bad = 0;
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 6; j++) bad += owner[i * 6 + j] != (i / 2) * 2 + j / 3;
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Two threads: each writes its slot, waits at the barrier, then reads the other's. */
+static hc_func *f_barrier(void) {
+    hc_var *out = tensor1("out", HC_I64, 2), *nt = tensor1("nt", HC_I64, 2);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, t, "t", INT(2), hc_parallel(0)) {
+        hc_b_store(&b, nt, 1, IDX1(REF(t)), REF(hc_var_builtin(A, HC_BUILTIN_CPU_NUM_THREADS)));
+        hc_b_store(&b, out, 1, IDX1(REF(t)), hc_add(A, REF(t), INT(100)));
+        hc_b_emit(&b, hc_barrier(A, HC_SCOPE_GLOBAL));
+        hc_var *other = hc_b_declare(&b, "other", hc_type_scalar(HC_I64),
+                                     ld(out, hc_sub(A, INT(1), REF(t))));
+        hc_b_emit(&b, hc_barrier(A, HC_SCOPE_GLOBAL));
+        hc_b_store(&b, out, 1, IDX1(REF(t)), REF(other));
+    }
+    return kernel("barrier", 2, (hc_var *[]){out, nt}, hc_builder_finish(&b));
+}
+
+static void run_barrier(hc_jit_lib *lib, const char *src) {
+    int64_t out[2] = {0, 0}, nt[2] = {0, 0};
+    packed(lib, "barrier")((void *[]){out, nt});
+    CHECK_EQ_INT(out[0], 101);
+    CHECK_EQ_INT(out[1], 100);
+    CHECK_EQ_INT(nt[0], 2);
+    CHECK(strstr(src, "#pragma omp barrier") != NULL);
+}
+
+/* ---- vectors --------------------------------------------------------------------- */
+#define VN 37 /* elements: a multiple of neither 8 nor 16 */
+
+/* out[i] = a[i] * s + b[i] with masked tails; red = {sum, max, min} of a. */
+static hc_func *f_vector(const char *name, int lanes) {
+    hc_var *a = tensor1("a", HC_F32, VN), *bb = tensor1("b", HC_F32, VN);
+    hc_var *out = tensor1("out", HC_F32, VN), *red = tensor1("red", HC_F32, 3);
+    hc_var *s = hc_var_new(A, "s", hc_type_scalar(HC_F32));
+    const hc_type *vt = hc_type_vector(A, HC_F32, lanes);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    hc_var *acc = hc_b_declare(&b, "acc", vt, hc_call(A, HC_PRIM_VBROADCAST, vt, 1,
+                                                        (hc_expr *[]){hc_f32(A, 0)}));
+    hc_var *mx = hc_b_declare(&b, "mx", vt, hc_call(A, HC_PRIM_VBROADCAST, vt, 1,
+                                                     (hc_expr *[]){hc_f32(A, -1e30)}));
+    hc_var *mn = hc_b_declare(&b, "mn", vt, hc_call(A, HC_PRIM_VBROADCAST, vt, 1,
+                                                     (hc_expr *[]){hc_f32(A, 1e30)}));
+    int64_t chunks = (VN + lanes - 1) / lanes;
+    HC_FOR(&b, i, "i", INT(chunks), hc_serial()) {
+        hc_expr *base = hc_mul(A, REF(i), INT(lanes));
+        hc_expr *rem = hc_sub(A, INT(VN), base);
+        hc_expr *va = hc_call(A, HC_PRIM_VLOAD_MASK, vt, 2, (hc_expr *[]){addr(a, base), rem});
+        hc_expr *vb = hc_call(A, HC_PRIM_VLOAD_MASK, vt, 2, (hc_expr *[]){addr(bb, base), rem});
+        hc_expr *vs = hc_call(A, HC_PRIM_VBROADCAST, vt, 1, (hc_expr *[]){REF(s)});
+        hc_var *x = hc_b_declare(&b, "x", vt, va);
+        hc_expr *f = hc_call(A, HC_PRIM_VFMA, vt, 3, (hc_expr *[]){REF(x), vs, vb});
+        hc_b_eval(&b, hc_call(A, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3,
+                              (hc_expr *[]){addr(out, base), f, rem}));
+        hc_b_assign(&b, acc, hc_add(A, REF(acc), REF(x)));
+        /* lanes past the tail hold 0 after the masked load: keep them out of max/min */
+        HC_IF(&b, hc_le(A, INT(lanes), rem)) {
+            hc_b_assign(&b, mx, hc_max(A, REF(mx), REF(x)));
+            hc_b_assign(&b, mn, hc_min(A, REF(mn), REF(x)));
+        }
+    }
+    const hc_type *f32 = hc_type_scalar(HC_F32);
+    hc_b_store(&b, red, 1, IDX1(INT(0)), hc_call(A, HC_PRIM_VREDUCE_ADD, f32, 1,
+                                                 (hc_expr *[]){REF(acc)}));
+    hc_b_store(&b, red, 1, IDX1(INT(1)), hc_call(A, HC_PRIM_VREDUCE_MAX, f32, 1,
+                                                 (hc_expr *[]){REF(mx)}));
+    hc_b_store(&b, red, 1, IDX1(INT(2)), hc_call(A, HC_PRIM_VREDUCE_MIN, f32, 1,
+                                                 (hc_expr *[]){REF(mn)}));
+    return kernel(name, 5, (hc_var *[]){a, bb, out, red, s}, hc_builder_finish(&b));
+}
+
+static void run_vector(hc_jit_lib *lib, const char *name, int lanes, const char *isa) {
+    float a[VN + 16], bv[VN + 16], out[VN + 16], red[3], s = 1.5f;
+    for (int i = 0; i < VN + 16; i++) a[i] = (float)((i * 7) % 11) - 5, bv[i] = (float)i;
+    for (int i = 0; i < VN + 16; i++) out[i] = -777;
+    packed(lib, name)((void *[]){a, bv, out, red, &s});
+    int bad = 0;
+    for (int i = 0; i < VN; i++) bad += fabsf(out[i] - (a[i] * s + bv[i])) > 1e-5f;
+    for (int i = VN; i < VN + 16; i++) bad += out[i] != -777; /* masked tail untouched */
+    CHECK_MSG(bad == 0, "%s lanes %d: %d bad", isa, lanes, bad);
+    float sum = 0, mx = -1e30f, mn = 1e30f;
+    int full = VN / lanes * lanes;
+    for (int i = 0; i < VN; i++) sum += a[i];
+    for (int i = 0; i < full; i++) mx = fmaxf(mx, a[i]), mn = fminf(mn, a[i]);
+    CHECK_MSG(fabsf(red[0] - sum) < 1e-4f, "%s sum %g vs %g", isa, red[0], sum);
+    CHECK_MSG(red[1] == mx && red[2] == mn, "%s max/min %g %g vs %g %g", isa, red[1], red[2],
+              mx, mn);
+}
+
+/* A 2 x 2 tile of f32xL accumulators in a REGISTER tensor, indexed only by fully
+ * unrolled loop variables: C[2][2L] = A[2][K] x B[K][2L]. */
+static hc_func *f_regtile(const char *name, int lanes) {
+    enum { K = 5 };
+    int nc = 2 * lanes;
+    hc_var *a = tensor1("a", HC_F32, 2 * K), *bm = tensor1("bm", HC_F32, K * nc);
+    hc_var *c = tensor1("c", HC_F32, 2 * nc);
+    const hc_type *vt = hc_type_vector(A, HC_F32, lanes);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    hc_expr *two[2] = {INT(2), INT(2)};
+    hc_var *acc = hc_b_declare(&b, "acc", hc_type_tensor_vec(A, HC_F32, lanes, 2, two, NULL,
+                                                              HC_SCOPE_REGISTER), NULL);
+    HC_FOR(&b, i, "i", INT(2), hc_unroll(0)) {
+        HC_FOR(&b, j, "j", INT(2), hc_unroll(0)) {
+            hc_b_store(&b, acc, 2, ((hc_expr *[]){REF(i), REF(j)}),
+                       hc_call(A, HC_PRIM_VBROADCAST, vt, 1, (hc_expr *[]){hc_f32(A, 0)}));
+        }
+    }
+    HC_FOR(&b, k, "k", INT(K), hc_serial()) {
+        HC_FOR(&b, i, "i", INT(2), hc_unroll(0)) {
+            hc_expr *aik = ld(a, hc_add(A, hc_mul(A, REF(i), INT(K)), REF(k)));
+            hc_expr *ai = hc_call(A, HC_PRIM_VBROADCAST, vt, 1, (hc_expr *[]){aik});
+            HC_FOR(&b, j, "j", INT(2), hc_unroll(0)) {
+                hc_expr *boff =
+                    hc_add(A, hc_mul(A, REF(k), INT(nc)), hc_mul(A, REF(j), INT(lanes)));
+                hc_expr *bj = hc_call(A, HC_PRIM_VLOAD, vt, 1, (hc_expr *[]){addr(bm, boff)});
+                hc_expr *ij[2] = {REF(i), REF(j)};
+                hc_expr *old = hc_load(A, acc, 2, ij);
+                hc_b_store(&b, acc, 2, ij,
+                           hc_call(A, HC_PRIM_VFMA, vt, 3, (hc_expr *[]){ai, bj, old}));
+            }
+        }
+    }
+    HC_FOR(&b, i, "i", INT(2), hc_unroll(0)) {
+        HC_FOR(&b, j, "j", INT(2), hc_unroll(0)) {
+            hc_expr *coff = hc_add(A, hc_mul(A, REF(i), INT(nc)), hc_mul(A, REF(j), INT(lanes)));
+            hc_expr *v = hc_load(A, acc, 2, ((hc_expr *[]){REF(i), REF(j)}));
+            hc_b_eval(&b, hc_call(A, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2,
+                                  (hc_expr *[]){addr(c, coff), v}));
+        }
+    }
+    return kernel(name, 3, (hc_var *[]){a, bm, c}, hc_builder_finish(&b));
+}
+
+static void run_regtile(hc_jit_lib *lib, const char *name, int lanes, const char *src) {
+    enum { K = 5 };
+    int nc = 2 * lanes;
+    float a[2 * K], bm[K * 32], c[2 * 32];
+    for (int i = 0; i < 2 * K; i++) a[i] = (float)(i % 4) - 1.5f;
+    for (int i = 0; i < K * nc; i++) bm[i] = (float)((i * 5) % 9) * 0.25f;
+    packed(lib, name)((void *[]){a, bm, c});
+    int bad = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < nc; j++) {
+            float want = 0;
+            for (int k = 0; k < K; k++) want += a[i * K + k] * bm[k * nc + j];
+            bad += fabsf(c[i * nc + j] - want) > 1e-4f;
+        }
+    CHECK_MSG(bad == 0, "%s: %d bad", name, bad);
+    /* promoted: the accumulators are 4 locals, not an array */
+    char decl[64];
+    snprintf(decl, sizeof decl, "hc_f32x%d acc_", lanes);
+    const char *p = strstr(src, decl);
+    CHECK_MSG(p != NULL, "no accumulator locals in %s", name);
+    int arrays = 0;
+    for (; p; p = strstr(p + 1, decl)) arrays += p[strcspn(p, ";[")] == '[';
+    CHECK_EQ_INT(arrays, 0);
+}
+
+static void test_vectors(hc_isa isa) {
+    const hc_target *t = hc_target_cpu(isa);
+    if (t->isa != isa) {
+        printf("skipping vector tests for %s: the CPU lacks it\n", hc_isa_name(isa));
+        return;
+    }
+    hc_func *fs[4] = {f_vector("vec16", 16), f_vector("vec8", 8), f_regtile("tile16", 16),
+                      f_regtile("tile8", 8)};
+    char *src = NULL;
+    hc_jit_lib *lib = build(4, fs, t, &src);
+    if (lib) {
+        run_vector(lib, "vec16", 16, hc_isa_name(isa));
+        run_vector(lib, "vec8", 8, hc_isa_name(isa));
+        run_regtile(lib, "tile16", 16, src);
+        run_regtile(lib, "tile8", 8, src);
+        bool intrin512 = strstr(src, "_mm512_fmadd_ps") != NULL;
+        bool intrin256 = strstr(src, "_mm256_maskload_ps") != NULL;
+        CHECK_EQ_INT(intrin512, isa == HC_ISA_AVX512);
+        CHECK_EQ_INT(intrin256, isa >= HC_ISA_AVX2);
+        CHECK_EQ_INT(strstr(src, "immintrin.h") != NULL, isa != HC_ISA_SCALAR);
+        hc_jit_close(lib);
+    }
+    free(src);
+}
+
+int main(void) {
+    hc_arena_init(A);
+    const hc_target *host = hc_target_host();
+    CHECK(host->num_cores >= 1 && host->l1_bytes > 0 && host->l2_bytes > 0);
+    CHECK(host->num_regs == (host->isa == HC_ISA_AVX512 ? 32 : 16));
+    CHECK_EQ_INT(hc_target_f32_lanes(hc_target_cpu(HC_ISA_SCALAR)), 4);
+    CHECK(strstr(hc_target_cpu(HC_ISA_SCALAR)->cflags, "march") == NULL);
+
+    hc_func *fs[] = {f_elementwise(), f_control(), f_casts(), f_math("math_f32", HC_F32),
+                     f_math("math_f64", HC_F64), f_heap(), f_mapping(), f_barrier()};
+    char *src = NULL;
+    hc_jit_lib *lib = build((int)HC_ARRAY_LEN(fs), fs, host, &src);
+    if (lib) {
+        run_elementwise(lib);
+        run_control(lib, src);
+        run_casts(lib);
+        run_math(lib);
+        run_heap(lib, src);
+        run_mapping(lib);
+        run_barrier(lib, src);
+        hc_jit_close(lib);
+    }
+    if (getenv("HC_TEST_DUMP")) fputs(src, stderr);
+    free(src);
+    for (int isa = HC_ISA_SCALAR; isa <= HC_ISA_AVX512; isa++) test_vectors((hc_isa)isa);
+    hc_arena_free(A);
+    TEST_DONE();
+}
