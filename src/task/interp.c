@@ -192,8 +192,9 @@ static hc_status float_binary(interp *ip, hc_binop op, double x, double y, doubl
     case HC_OP_MUL: *r = x * y; break;
     case HC_OP_DIV: *r = x / y; break;
     case HC_OP_MOD: *r = fmod(x, y); break;
-    case HC_OP_MIN: *r = y < x ? y : x; break;
-    case HC_OP_MAX: *r = y > x ? y : x; break;
+    /* As the generated code: a NaN on the left loses, on the right wins. */
+    case HC_OP_MIN: *r = x < y ? x : y; break;
+    case HC_OP_MAX: *r = x > y ? x : y; break;
     default: return fail(ip, HC_ERR_INVALID, "bitwise operator on a float");
     }
     return HC_OK;
