@@ -227,6 +227,11 @@ static hc_module *build_cuda_module(void) {
     return hc_module_new(&A, "cuda_demo", 3, (hc_func *[]){helper, k, empty});
 }
 
+/* Index lists stored in nodes must outlive the builder function. */
+static hc_expr **arena_idx(int n, hc_expr *const *idx) {
+    return hc_arena_memdup(&A, idx, sizeof(hc_expr *) * (size_t)n);
+}
+
 /* Task-level nodes: a compute body with tensor accesses and reductions. */
 static hc_func *build_task_level(void) {
     static hc_tnode X = {.kind = HC_TN_INPUT, .name = "X", .dtype = HC_F32, .ndim = 2,
@@ -238,14 +243,14 @@ static hc_func *build_task_level(void) {
     hc_var *p = hc_var_new(&A, "p", scalar(HC_I64)), *q = hc_var_new(&A, "q", scalar(HC_I64));
     hc_expr *ax = HC_NEW(&A, hc_expr);
     ax->kind = HC_E_TENSOR_ACCESS, ax->type = scalar(HC_F32);
-    ax->u.access.tensor = &X, ax->u.access.n = 2, ax->u.access.idx = IDX(V(i), V(k));
+    ax->u.access.tensor = &X, ax->u.access.n = 2, ax->u.access.idx = arena_idx(2, IDX(V(i), V(k)));
     hc_expr *aw = HC_NEW(&A, hc_expr);
     aw->kind = HC_E_TENSOR_ACCESS, aw->type = scalar(HC_F32);
-    aw->u.access.tensor = &W, aw->u.access.n = 1, aw->u.access.idx = IDX(V(k));
+    aw->u.access.tensor = &W, aw->u.access.n = 1, aw->u.access.idx = arena_idx(1, IDX(V(k)));
     hc_expr *sum = hc_reduce(&A, HC_REDUCE_SUM, 1, &k, (int64_t[]){8}, hc_mul(&A, ax, aw));
     hc_expr *ax2 = HC_NEW(&A, hc_expr);
     *ax2 = *ax;
-    ax2->u.access.idx = IDX(V(p), V(q));
+    ax2->u.access.idx = arena_idx(2, IDX(V(p), V(q)));
     hc_expr *mx = hc_reduce(&A, HC_REDUCE_MAX, 2, (hc_var *[]){p, q}, (int64_t[]){4, 8}, ax2);
     hc_var *Y = hc_var_new(&A, "Y", hc_type_tensor_c(&A, HC_F32, 1, (int64_t[]){4},
                                                       HC_SCOPE_GLOBAL));
