@@ -107,6 +107,30 @@ static void cpu_model(char *out, size_t cap) {
     fclose(f);
 }
 
+/* "L1d 32K, L2 1024K, ..." as the kernel reports them (sysconf can disagree in VMs) */
+static void sys_caches(char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < 8 && len < cap; i++) {
+        char path[128], level[16] = "", type[32] = "", size[32] = "";
+        const char *fields[3] = {"level", "type", "size"};
+        char *vals[3] = {level, type, size};
+        for (int j = 0; j < 3; j++) {
+            snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", i,
+                     fields[j]);
+            FILE *f = fopen(path, "r");
+            if (!f) continue;
+            if (!fgets(vals[j], 16, f)) vals[j][0] = 0;
+            vals[j][strcspn(vals[j], "\n")] = 0;
+            fclose(f);
+        }
+        if (!size[0] || !strcmp(type, "Instruction")) continue;
+        len += (size_t)snprintf(out + len, cap - len, "%sL%s%s %s", len ? ", " : "", level,
+                                !strcmp(type, "Data") ? "d" : "", size);
+    }
+    if (!len) snprintf(out, cap, "unknown");
+}
+
 static double group_median(const result *rs, int n, int threads, const char *group,
                            int64_t min_dim) {
     double v[64];
@@ -126,9 +150,10 @@ static void write_report(FILE *f, const result *rs, int n, const char *command) 
     const char *cflags = t->cflags ? t->cflags : "";
     fprintf(f, "# GEMM: hidetc matmul template vs OpenBLAS sgemm\n\n");
     fprintf(f, "- Date: %s\n", date);
-    fprintf(f, "- Machine: %s, %d cores, ISA %s, L1d %lld KiB, L2 %lld KiB, L3 %lld KiB\n", cpu,
-            t->num_cores, hc_isa_name(t->isa), (long long)t->l1_bytes / 1024,
-            (long long)t->l2_bytes / 1024, (long long)t->l3_bytes / 1024);
+    char caches[256];
+    sys_caches(caches, sizeof caches);
+    fprintf(f, "- Machine: %s, %d cores, ISA %s, caches (sysfs, cpu0): %s\n", cpu, t->num_cores,
+            hc_isa_name(t->isa), caches);
     fprintf(f, "- OpenBLAS: %s; core type %s\n", openblas_get_config(), openblas_get_corename());
     fprintf(f, "- hidetc kernels: default config per shape and thread count, compiled with `%s`\n",
             cflags);
