@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static hc_arena A_;
 static hc_arena *A = &A_;
@@ -340,6 +342,151 @@ static void run_barrier(hc_jit_lib *lib, const char *src) {
     CHECK(strstr(src, "#pragma omp barrier") != NULL);
 }
 
+
+/* ---- integers, parameters, layouts ----------------------------------------------- */
+/* C integer semantics: narrow types wrap, division truncates, wide constants. */
+static hc_func *f_ints(void) {
+    hc_var *out = tensor1("out", HC_I64, 12);
+    hc_var *x = hc_var_new(A, "x", hc_type_scalar(HC_I32)); /* -7 at run time */
+    hc_var *scale = hc_var_new(A, "scale", hc_type_scalar(HC_F64));
+    hc_var *flag = hc_var_new(A, "flag", hc_type_scalar(HC_BOOL));
+    hc_var *p = hc_var_new(A, "p", hc_type_pointer(A, hc_type_scalar(HC_F32)));
+    const hc_type *i8 = hc_type_scalar(HC_I8), *i64 = hc_type_scalar(HC_I64);
+    hc_expr *c100 = hc_const(A, HC_I8, (hc_value){.i = 100});
+    hc_expr *vals[12] = {
+        hc_binary(A, HC_OP_ADD, c100, hc_cast(A, i8, REF(x))), /* 93 */
+        /* (i8)100 + 100 wraps */
+        hc_binary(A, HC_OP_ADD, hc_cast(A, i8, hc_add(A, REF(x), hc_i32(A, 107))), c100),
+        hc_div(A, REF(x), hc_i32(A, 2)),
+        hc_mod(A, REF(x), hc_i32(A, 2)),
+        hc_binary(A, HC_OP_SHL, hc_cast(A, i64, REF(x)), INT(40)),
+        hc_add(A, INT(INT64_C(5000000000)), REF(x)),
+        hc_min(A, REF(x), hc_i32(A, 3)),
+        hc_max(A, REF(x), hc_i32(A, 3)),
+        hc_math(A, HC_PRIM_ABS, REF(x), NULL),
+        hc_binary(A, HC_OP_BITXOR, REF(x), hc_i32(A, 0xff)),
+        hc_cast(A, i64, hc_mul(A, REF(scale), hc_f64(A, 10))),
+        hc_select(A, REF(flag), hc_cast(A, i64, hc_load(A, p, 1, IDX1(INT(1)))), INT(-1)),
+    };
+    hc_builder b;
+    hc_builder_init(&b, A);
+    for (int i = 0; i < 12; i++) hc_b_store(&b, out, 1, IDX1(INT(i)), hc_cast(A, i64, vals[i]));
+    hc_b_store(&b, p, 1, IDX1(INT(0)), hc_f32(A, 2.5));
+    return kernel("ints", 5, (hc_var *[]){out, x, scale, flag, p}, hc_builder_finish(&b));
+}
+
+static void run_ints(hc_jit_lib *lib) {
+    int64_t out[12];
+    int32_t x = -7;
+    double scale = 4.25;
+    bool flag = true;
+    float pbuf[2] = {0, 9.75f};
+    packed(lib, "ints")((void *[]){out, &x, &scale, &flag, pbuf});
+    int64_t want[12] = {93, (int8_t)(int8_t)(100 + 100), -3, -1, (int64_t)-7 * ((int64_t)1 << 40),
+                        5000000000 - 7, -7, 3, 7, -7 ^ 0xff, 42, 9};
+    for (int i = 0; i < 12; i++) CHECK_MSG(out[i] == want[i], "ints[%d]: %lld vs %lld", i,
+                                           (long long)out[i], (long long)want[i]);
+    CHECK(pbuf[0] == 2.5f);
+}
+
+/* Column-major and strided parameters; a REGISTER tensor indexed by a loop variable
+ * (cannot be promoted: stays an array); a SHARED tensor (a local array on CPU); a
+ * helper function. */
+static hc_func *f_layouts(void) {
+    hc_expr *shape[2] = {INT(3), INT(4)};
+    hc_var *cm = hc_var_new(A, "cm", hc_type_tensor(A, HC_F32, 2, shape,
+                                                    hc_layout_col_major(A, 2, shape),
+                                                    HC_SCOPE_GLOBAL));
+    hc_expr *strides[2] = {INT(10), INT(2)};
+    hc_var *st = hc_var_new(A, "st", hc_type_tensor(A, HC_F32, 2, shape,
+                                                    hc_layout_strided(A, 2, shape, strides),
+                                                    HC_SCOPE_GLOBAL));
+    hc_var *out = hc_var_new(A, "out", hc_type_tensor_c(A, HC_F32, 2, (int64_t[]){3, 4},
+                                                        HC_SCOPE_GLOBAL));
+    hc_builder b;
+    hc_builder_init(&b, A);
+    hc_var *row = hc_b_declare(&b, "rowbuf", hc_type_tensor_c(A, HC_F32, 1, (int64_t[]){4},
+                                                              HC_SCOPE_REGISTER), NULL);
+    hc_var *sh = hc_b_declare(&b, "sh", hc_type_tensor_c(A, HC_F32, 1, (int64_t[]){4},
+                                                         HC_SCOPE_SHARED), NULL);
+    HC_FOR(&b, i, "i", INT(3), hc_serial()) {
+        HC_FOR(&b, j, "j", INT(4), hc_serial()) {
+            hc_expr *ij[2] = {REF(i), REF(j)};
+            hc_b_store(&b, row, 1, IDX1(REF(j)), hc_load(A, cm, 2, ij));
+            hc_b_store(&b, sh, 1, IDX1(REF(j)), hc_load(A, st, 2, ij));
+        }
+        HC_FOR(&b, j, "j", INT(4), hc_serial()) {
+            hc_b_store(&b, out, 2, ((hc_expr *[]){REF(i), REF(j)}),
+                       hc_add(A, hc_mul(A, ld(row, REF(j)), hc_f32(A, 100)), ld(sh, REF(j))));
+        }
+    }
+    return kernel("layouts", 3, (hc_var *[]){cm, st, out}, hc_builder_finish(&b));
+}
+
+static hc_func *f_helper(void) {
+    hc_var *o = tensor1("o", HC_F32, 1);
+    hc_stmt *body = hc_store(A, o, 1, IDX1(INT(0)), hc_f32(A, 1));
+    return hc_func_new(A, "a_helper", HC_FN_CPU_HELPER, 1, (hc_var *[]){o}, body);
+}
+
+static void run_layouts(hc_jit_lib *lib, const char *src) {
+    float cm[12], st[40], out[12];
+    for (int i = 0; i < 12; i++) cm[i] = (float)i;
+    for (int i = 0; i < 40; i++) st[i] = (float)i * 0.5f;
+    packed(lib, "layouts")((void *[]){cm, st, out});
+    int bad = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            bad += out[i * 4 + j] != cm[j * 3 + i] * 100 + st[i * 10 + j * 2];
+    CHECK_EQ_INT(bad, 0);
+    CHECK(strstr(src, "float rowbuf_") != NULL && strstr(src, "float sh_") != NULL);
+    CHECK(strstr(src, "static inline void a_helper(") != NULL);
+    CHECK(hc_jit_symbol(lib, "a_helper__packed") == NULL);
+}
+
+/* ---- vector comparisons, selects, casts, math ------------------------------------- */
+#define VM 5 /* outputs per lane block */
+static hc_func *f_vec_misc(const char *name, int lanes) {
+    hc_var *a = tensor1("a", HC_F32, lanes), *bb = tensor1("b", HC_F32, lanes);
+    hc_var *out = tensor1("out", HC_F32, VM * lanes);
+    const hc_type *vt = hc_type_vector(A, HC_F32, lanes);
+    const hc_type *it = hc_type_vector(A, HC_I32, lanes);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    hc_var *x = hc_b_declare(&b, "x", vt, hc_call(A, HC_PRIM_VLOAD, vt, 1,
+                                                   (hc_expr *[]){addr(a, INT(0))}));
+    hc_var *y = hc_b_declare(&b, "y", vt, hc_call(A, HC_PRIM_VLOAD, vt, 1,
+                                                   (hc_expr *[]){addr(bb, INT(0))}));
+    hc_expr *lt = hc_lt(A, REF(x), REF(y));
+    hc_expr *res[VM] = {
+        hc_select(A, lt, REF(x), REF(y)),
+        hc_cast(A, vt, hc_cast(A, it, REF(x))),
+        hc_math(A, HC_PRIM_EXP, REF(x), NULL),
+        hc_cast(A, vt, hc_and(A, lt, hc_binary(A, HC_OP_GT, REF(x), hc_f32(A, -1)))),
+        hc_sub(A, hc_mul(A, REF(x), hc_f64(A, 2)), hc_i32(A, 1)),
+    };
+    for (int k = 0; k < VM; k++)
+        hc_b_eval(&b, hc_call(A, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2,
+                              (hc_expr *[]){addr(out, INT(k * lanes)), res[k]}));
+    return kernel(name, 3, (hc_var *[]){a, bb, out}, hc_builder_finish(&b));
+}
+
+static void run_vec_misc(hc_jit_lib *lib, const char *name, int lanes, const char *isa) {
+    float a[16], bv[16], out[VM * 16];
+    for (int i = 0; i < lanes; i++)
+        a[i] = (float)(i % 5) * 0.75f - 1.6f, bv[i] = (float)(i % 3) - 1;
+    packed(lib, name)((void *[]){a, bv, out});
+    int bad = 0;
+    for (int i = 0; i < lanes; i++) {
+        bad += out[i] != (a[i] < bv[i] ? a[i] : bv[i]);
+        bad += out[lanes + i] != (float)(int32_t)a[i];
+        bad += fabsf(out[2 * lanes + i] - expf(a[i])) > 1e-6f * expf(a[i]);
+        bad += out[3 * lanes + i] != (float)(a[i] < bv[i] && a[i] > -1);
+        bad += out[4 * lanes + i] != a[i] * 2 - 1;
+    }
+    CHECK_MSG(bad == 0, "%s %s: %d bad", isa, name, bad);
+}
+
 /* ---- vectors --------------------------------------------------------------------- */
 #define VN 37 /* elements: a multiple of neither 8 nor 16 */
 
@@ -479,11 +626,13 @@ static void test_vectors(hc_isa isa) {
         printf("skipping vector tests for %s: the CPU lacks it\n", hc_isa_name(isa));
         return;
     }
-    hc_func *fs[4] = {f_vector("vec16", 16), f_vector("vec8", 8), f_regtile("tile16", 16),
-                      f_regtile("tile8", 8)};
+    hc_func *fs[6] = {f_vector("vec16", 16),  f_vector("vec8", 8),     f_regtile("tile16", 16),
+                      f_regtile("tile8", 8),   f_vec_misc("misc16", 16), f_vec_misc("misc8", 8)};
     char *src = NULL;
-    hc_jit_lib *lib = build(4, fs, t, &src);
+    hc_jit_lib *lib = build(6, fs, t, &src);
     if (lib) {
+        run_vec_misc(lib, "misc16", 16, hc_isa_name(isa));
+        run_vec_misc(lib, "misc8", 8, hc_isa_name(isa));
         run_vector(lib, "vec16", 16, hc_isa_name(isa));
         run_vector(lib, "vec8", 8, hc_isa_name(isa));
         run_regtile(lib, "tile16", 16, src);
@@ -498,8 +647,33 @@ static void test_vectors(hc_isa isa) {
     free(src);
 }
 
+/* HIDETC_ISA is read once per process: check it in children. */
+static int isa_in_child(const char *value) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("HIDETC_ISA", value, 1);
+        _exit((int)hc_target_host()->isa);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_isa_env(void) {
+    int cpu = isa_in_child("");
+    CHECK(cpu >= HC_ISA_SCALAR && cpu <= HC_ISA_AVX512);
+    CHECK_EQ_INT(isa_in_child("scalar"), HC_ISA_SCALAR);
+    CHECK_EQ_INT(isa_in_child("avx2"), HC_MIN(cpu, HC_ISA_AVX2));
+    CHECK_EQ_INT(isa_in_child("avx512"), cpu); /* never raises the ISA */
+    CHECK_EQ_INT(isa_in_child("sse9"), cpu);   /* unknown: warning, ignored */
+    if (cpu == HC_ISA_AVX512)
+        CHECK(strstr(hc_target_cpu(HC_ISA_AVX2)->cflags, "-mno-avx512f") != NULL);
+}
+
 int main(void) {
     hc_arena_init(A);
+    test_isa_env();
     const hc_target *host = hc_target_host();
     CHECK(host->num_cores >= 1 && host->l1_bytes > 0 && host->l2_bytes > 0);
     CHECK(host->num_regs == (host->isa == HC_ISA_AVX512 ? 32 : 16));
@@ -507,7 +681,8 @@ int main(void) {
     CHECK(strstr(hc_target_cpu(HC_ISA_SCALAR)->cflags, "march") == NULL);
 
     hc_func *fs[] = {f_elementwise(), f_control(), f_casts(), f_math("math_f32", HC_F32),
-                     f_math("math_f64", HC_F64), f_heap(), f_mapping(), f_barrier()};
+                     f_math("math_f64", HC_F64), f_heap(), f_mapping(), f_barrier(),
+                     f_ints(), f_layouts(), f_helper()};
     char *src = NULL;
     hc_jit_lib *lib = build((int)HC_ARRAY_LEN(fs), fs, host, &src);
     if (lib) {
@@ -518,6 +693,8 @@ int main(void) {
         run_heap(lib, src);
         run_mapping(lib);
         run_barrier(lib, src);
+        run_ints(lib);
+        run_layouts(lib, src);
         hc_jit_close(lib);
     }
     if (getenv("HC_TEST_DUMP")) fputs(src, stderr);
