@@ -270,6 +270,10 @@ static void build_cases(void) {
     reduce_case("r_all", HC_F32, HC_REDUCE_SUM, SHAPE(1000), 0, NULL, false);
     reduce_case("r_all_avg", HC_F32, HC_REDUCE_AVG, SHAPE(5, 7), 0, NULL, true);
     reduce_case("r_1x1", HC_F32, HC_REDUCE_SUM, SHAPE(1, 1), 1, (int[]){1}, false);
+    reduce_case("r_lane_2ax", HC_F32, HC_REDUCE_SUM, SHAPE(5, 3, 67), 2, (int[]){0, 2}, false);
+    reduce_case("r_lane_i32", HC_I32, HC_REDUCE_SUM, SHAPE(3, 100), 1, (int[]){1}, false);
+    reduce_case("r_lane_f64", HC_F64, HC_REDUCE_MIN, SHAPE(2, 37), 1, (int[]){1}, true);
+    reduce_case("r_lane_prod", HC_F32, HC_REDUCE_PROD, SHAPE(2, 2, 97), 1, (int[]){2}, false);
     reduce_case("r_i64_sum", HC_I64, HC_REDUCE_SUM, SHAPE(13, 31), 1, (int[]){0}, false);
     reduce_case("r_i32_avg", HC_I32, HC_REDUCE_AVG, SHAPE(13, 7), 1, (int[]){1}, false);
     reduce_case("r_u8_max", HC_U8, HC_REDUCE_MAX, SHAPE(3, 5, 7, 11), 2, (int[]){1, 3}, false);

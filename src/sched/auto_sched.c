@@ -339,18 +339,84 @@ static hc_expr *replace_exprs(hc_arena *a, hc_expr *e, int n, hc_expr **from, hc
     return hc_mutate_expr(&m, e);
 }
 
-/* Emit scalar accumulation loops for every reduce of e (nested ones inside their parent's
- * loop) and return e with the reduces replaced by their results. */
-static hc_expr *emit_scalar_reduces(hc_builder *b, hc_expr *e) {
+/* Open serial loops over the reduce's axes except the innermost; returns the value over
+ * the fresh loop variables and `last` (an expression for the innermost reduce axis). */
+static hc_expr *open_outer_reduce_loops(hc_builder *b, const hc_expr *r, hc_expr *last) {
+    hc_expr *to[HC_MAX_DIMS];
+    int n = r->u.reduce.naxes;
+    for (int i = 0; i + 1 < n; i++) {
+        hc_var *v = hc_b_for_begin(b, r->u.reduce.axes[i]->name,
+                                   hc_int(b->a, r->u.reduce.extents[i]), hc_serial());
+        to[i] = hc_ref(b->a, v);
+    }
+    to[n - 1] = last;
+    return hc_subst_expr(b->a, r->u.reduce.value, n, r->u.reduce.axes, to);
+}
+
+/* Lanes of partial accumulators for a reduction along contiguous data: the lane loop
+ * is elementwise, so it vectorizes; 0 when the plain scalar loop is used instead. */
+static int partial_lanes(const hc_expr *r, int vector_bits) {
+    int n = r->u.reduce.naxes;
+    int lanes = vector_bits / (8 * hc_dtype_size(acc_dtype(r->type->dtype)));
+    if (lanes < 2 || r->u.reduce.extents[n - 1] < 2 * lanes) return 0;
+    if (hc_expr_has_reduce(r->u.reduce.value)) return 0;
+    return contiguous_in(r->u.reduce.value, r->u.reduce.axes[n - 1]) ? lanes : 0;
+}
+
+/* acc[l] = combine(acc[l], v at kk = base + l) for l < count */
+static void lane_update(hc_builder *b, hc_reduce_kind k, hc_var *acc, hc_expr *v, hc_var *kk,
+                        hc_expr *base, int64_t count) {
+    hc_arena *a = b->a;
+    hc_var *l = hc_b_for_begin(b, "l", hc_int(a, count), hc_serial());
+    hc_expr *li[1] = {hc_ref(a, l)};
+    v = hc_subst_expr(a, v, 1, &kk, (hc_expr *[]){hc_add(a, base, li[0])});
+    hc_b_store(b, acc, 1, li, reduce_combine(a, k, hc_load(a, acc, 1, li), v));
+    hc_b_end(b);
+}
+
+static hc_expr *emit_lane_reduce(hc_builder *b, const hc_expr *r, int lanes) {
+    hc_arena *a = b->a;
+    hc_reduce_kind k = r->u.reduce.kind;
+    hc_dtype at = acc_dtype(r->type->dtype);
+    int64_t L = lanes, K = r->u.reduce.extents[r->u.reduce.naxes - 1];
+    hc_var *acc = hc_b_declare(b, "acc", hc_type_tensor_c(a, at, 1, &L, HC_SCOPE_REGISTER), NULL);
+    hc_var *l = hc_b_for_begin(b, "l", hc_int(a, L), hc_serial());
+    hc_b_store(b, acc, 1, (hc_expr *[]){hc_ref(a, l)}, reduce_init(a, k, at));
+    hc_b_end(b);
+    /* outer reduce axes, then blocks of L along the innermost, then the lane loop */
+    hc_var *kk = hc_axis(a, "kk");
+    hc_expr *v = open_outer_reduce_loops(b, r, hc_ref(a, kk));
+    hc_var *kb = hc_b_for_begin(b, "kb", hc_int(a, K / L), hc_serial());
+    lane_update(b, k, acc, v, kk, hc_mul(a, hc_ref(a, kb), hc_int(a, L)), L);
+    hc_b_end(b);
+    if (K % L) lane_update(b, k, acc, v, kk, hc_int(a, K / L * L), K % L);
+    close_loops(b, r->u.reduce.naxes - 1);
+    hc_var *sum = hc_b_declare(b, "acc", hc_type_scalar(at),
+                               hc_load(a, acc, 1, (hc_expr *[]){hc_int(a, 0)}));
+    l = hc_b_for_begin(b, "l", hc_int(a, L - 1), hc_serial());
+    hc_expr *next = hc_load(a, acc, 1, (hc_expr *[]){hc_add(a, hc_ref(a, l), hc_int(a, 1))});
+    hc_b_assign(b, sum, reduce_combine(a, k, hc_ref(a, sum), next));
+    hc_b_end(b);
+    return reduce_finish(a, r, hc_ref(a, sum));
+}
+
+/* Emit accumulation loops for every reduce of e (nested ones inside their parent's loop)
+ * and return e with the reduces replaced by their results. */
+static hc_expr *emit_scalar_reduces(hc_builder *b, hc_expr *e, int vector_bits) {
     expr_vec rs = {0};
     top_reduces(e, &rs);
     if (!rs.len) return e;
     hc_expr **res = HC_NEW_ARRAY(b->a, hc_expr *, rs.len);
     for (size_t i = 0; i < rs.len; i++) {
         hc_expr *r = rs.data[i];
+        int lanes = partial_lanes(r, vector_bits);
+        if (lanes) {
+            res[i] = emit_lane_reduce(b, r, lanes);
+            continue;
+        }
         hc_dtype at = acc_dtype(r->type->dtype);
         hc_var *acc = hc_b_declare(b, "acc", hc_type_scalar(at), reduce_init(b->a, r->u.reduce.kind, at));
-        hc_expr *v = emit_scalar_reduces(b, open_reduce_loops(b, r));
+        hc_expr *v = emit_scalar_reduces(b, open_reduce_loops(b, r), vector_bits);
         hc_b_assign(b, acc, reduce_combine(b->a, r->u.reduce.kind, hc_ref(b->a, acc), v));
         close_loops(b, r->u.reduce.naxes);
         res[i] = reduce_finish(b->a, r, hc_ref(b->a, acc));
@@ -368,6 +434,7 @@ typedef struct body {
     hc_var *jph;               /* placeholder for the position inside the inner block */
     hc_expr *jn;               /* extent of the inner loop */
     hc_expr *value;            /* node value over idx */
+    int vector_bits;           /* of the target: sizes partial accumulators */
 } body;
 
 static hc_expr *at_j(hc_arena *a, const body *bd, hc_expr *e, hc_var *jj) {
@@ -383,7 +450,7 @@ static void store_at_j(hc_builder *b, const body *bd, hc_var *jj, hc_expr *v) {
 
 static void emit_scalar_body(hc_builder *b, const body *bd) {
     hc_var *jj = hc_b_for_begin(b, "j", bd->jn, hc_serial());
-    hc_expr *v = emit_scalar_reduces(b, at_j(b->a, bd, bd->value, jj));
+    hc_expr *v = emit_scalar_reduces(b, at_j(b->a, bd, bd->value, jj), bd->vector_bits);
     store_at_j(b, bd, jj, v);
     hc_b_end(b);
 }
@@ -473,6 +540,7 @@ static void emit_node(sched *s, hc_builder *b, const node_info *ni) {
     hc_b_comment(b, hc_arena_printf(a, "%s: %s%s", n->name, p.parallel ? "parallel" : "serial",
                                     vec ? ", vector of accumulators" : ""));
     body bd = {.ni = ni, .p = &p, .jph = hc_axis(a, "jj")};
+    bd.vector_bits = s->target ? s->target->vector_bits : 256;
     hc_expr *j0;
     int opened = open_outer(b, &p, n, bd.idx, &j0);
     bd.idx[p.ndim - 1] = hc_add(a, j0, hc_ref(a, bd.jph));
