@@ -1,7 +1,7 @@
 /* jit.h — compile generated C with the system compiler into a cached shared object and
  * load it.
  *
- * Cache: $HIDETC_CACHE_DIR, else the option, else ~/.cache/hidetc (the option wins
+ * Cache: the option, else $HIDETC_CACHE_DIR, else ~/.cache/hidetc (the option wins
  * over the environment when both are given). The key is a hash of the source, the flags
  * and the compiler's version string. An object is compiled to a temporary name in the
  * cache and renamed into place, so concurrent processes never see half a file. */
@@ -24,7 +24,8 @@ typedef struct hc_jit_lib hc_jit_lib;
 hc_status hc_jit_build(const char *source, const hc_jit_options *opt, hc_jit_lib **out,
                        hc_error *err);
 /* Build several sources with up to `jobs` compiler processes at once (jobs <= 0: number
- * of cores). out[i] is set for each; on failure the first error is returned. */
+ * of cores). out[i] is set for each (NULL where source i failed: the others are still
+ * built and must be closed); on failure the first error is returned. */
 hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_options *opt,
                             int jobs, hc_jit_lib **out, hc_error *err);
 void *hc_jit_symbol(hc_jit_lib *lib, const char *name); /* NULL if absent */
