@@ -135,12 +135,23 @@ static void test_configs(void) {
         hc_matmul_config c = hc_matmul_default_config(t, &shapes[i]);
         CHECK_MSG(hc_matmul_validate(&c, &err) == HC_OK, "%s", err.msg);
         CHECK_EQ_INT(c.lanes, hc_target_f32_lanes(t));
-        CHECK(c.tm * c.tn == HC_MAX(t->num_cores, 1));
+        CHECK(c.tb * c.tm * c.tn == HC_MAX(t->num_cores, 1));
         for (int th = 1; th <= 6; th++) {
             hc_matmul_config_set_threads(&c, &shapes[i], th);
-            CHECK_EQ_INT(c.tm * c.tn, th);
+            CHECK_EQ_INT(c.tb * c.tm * c.tn, th);
         }
     }
+    /* many small matrices: threads take whole batches; one tall-thin matrix: rows */
+    hc_matmul_shape many = {8, 16, 16, 16}, tall = {1, 4096, 32, 64}, wide = {1, 8, 4096, 64};
+    hc_matmul_config c = hc_matmul_default_config(t, &many);
+    hc_matmul_config_set_threads(&c, &many, 2);
+    CHECK(c.tb == 2 && c.tm == 1 && c.tn == 1);
+    c = hc_matmul_default_config(t, &tall);
+    hc_matmul_config_set_threads(&c, &tall, 2);
+    CHECK(c.tb == 1 && c.tm == 2 && c.tn == 1);
+    c = hc_matmul_default_config(t, &wide);
+    hc_matmul_config_set_threads(&c, &wide, 2);
+    CHECK(c.tb == 1 && c.tm == 1 && c.tn == 2);
     hc_matmul_shape s = {1, 64, 64, 64};
     hc_matmul_config good = hc_matmul_default_config(t, &s);
     struct {
@@ -154,7 +165,7 @@ static void test_configs(void) {
     bad[3].field = "mc", bad[3].c.mc = good.mr * 3 + (good.mr > 1);
     bad[4].field = "nc", bad[4].c.nc = good.nr + 1;
     bad[5].field = "kc", bad[5].c.kc = 0;
-    bad[6].field = "thread", bad[6].c.tm = 0;
+    bad[6].field = "thread", bad[6].c.tb = 0;
     bad[7].field = "thread", bad[7].c.tm = 300;
     bad[8].field = "register tile", bad[8].c.mr = 32, bad[8].c.nr = good.lanes * 4;
     for (int i = 0; i < 9; i++) {
@@ -189,6 +200,7 @@ typedef struct mm_case {
     hc_matmul_shape s;
     cfg_kind kind;
     int tm, tn; /* tn == 0: tm threads split by hc_matmul_config_set_threads */
+    int tb;     /* with tn != 0: batch split (0 = 1) */
 } mm_case;
 
 static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
@@ -206,7 +218,7 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
     case WIDE: c.mr = 1, c.nr = 4 * L, c.mc = 4, c.nc = 8 * L, c.kc = 16; break;
     case TALL: c.mr = 14, c.nr = 2 * L, c.mc = 28, c.kc = 32, c.nc = 4 * L; break;
     }
-    if (mc->tn) c.tm = mc->tm, c.tn = mc->tn;
+    if (mc->tn) c.tb = mc->tb ? mc->tb : 1, c.tm = mc->tm, c.tn = mc->tn;
     else hc_matmul_config_set_threads(&c, &mc->s, mc->tm ? mc->tm : 1);
     return c;
 }
@@ -245,6 +257,9 @@ static const mm_case cases[] = {
     {{1, 13, 70, 21}, SMALL, 1, 2},      {{1, 41, 83, 19}, SMALL_NP, 1, 2},
     {{3, 29, 71, 37}, NOPACK_A, 2, 1},   {{1, 33, 140, 20}, WIDE, 2, 1},
     {{1, 100, 30, 10}, TALL, 1, 2},      {{2, 50, 50, 50}, DEFAULT, 2, 0},
+    /* threads over batches (an odd batch leaves the last thread short) */
+    {{5, 9, 21, 13}, DEFAULT, 1, 1, 2},  {{3, 17, 40, 9}, SMALL, 1, 1, 2},
+    {{8, 16, 16, 16}, DEFAULT, 2, 0},    {{1, 7, 13, 11}, DEFAULT, 1, 1, 2},
 };
 
 static float *random_buffer(int64_t n, uint64_t seed) {

@@ -25,15 +25,15 @@ typedef struct kernel_args {
     bool print_ir, print_source, bench;
     const char *dump;
     /* config overrides; -1 = default */
-    int64_t mr, nr, kc, mc, nc, tm, tn, pack_a, pack_b;
+    int64_t mr, nr, kc, mc, nc, tb, tm, tn, pack_a, pack_b;
 } kernel_args;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: hidetc kernel matmul --m M --n N --k K [--batch B] [--threads T]\n"
             "                            [--print-ir] [--print-source] [--dump DIR] [--bench]\n"
-            "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tm T]\n"
-            "                    [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n");
+            "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
+            "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n");
 }
 
 static bool parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -53,10 +53,10 @@ static bool parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, in
 static int parse_args(int argc, char **argv, kernel_args *k) {
     memset(k, 0, sizeof *k);
     k->shape.batch = 1;
-    int64_t *overrides[] = {&k->mr, &k->nr, &k->kc, &k->mc, &k->nc, &k->tm, &k->tn, &k->pack_a,
-                            &k->pack_b};
+    int64_t *overrides[] = {&k->mr, &k->nr, &k->kc, &k->mc, &k->nc,
+                            &k->tb, &k->tm, &k->tn, &k->pack_a, &k->pack_b};
     static const char *const override_names[] = {"--mr", "--nr", "--kc", "--mc", "--nc",
-                                                  "--tm", "--tn", "--pack-a", "--pack-b"};
+                                                  "--tb", "--tm", "--tn", "--pack-a", "--pack-b"};
     for (size_t i = 0; i < HC_ARRAY_LEN(overrides); i++) *overrides[i] = -1;
     int64_t threads = 0;
     for (int i = 2; i < argc; i++) {
@@ -107,6 +107,7 @@ static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
     if (k->pack_a >= 0) c.pack_a = k->pack_a;
     if (k->pack_b >= 0) c.pack_b = k->pack_b;
     if (k->threads > 0) hc_matmul_config_set_threads(&c, &k->shape, k->threads);
+    if (k->tb > 0) c.tb = (int)k->tb;
     if (k->tm > 0) c.tm = (int)k->tm;
     if (k->tn > 0) c.tn = (int)k->tn;
     return c;

@@ -29,7 +29,7 @@ typedef struct hc_matmul_config {
     int lanes;          /* f32 lanes per vector; must be the target's (16, 8 or 4) */
     int mr, nr;         /* register tile: mr rows x nr columns, nr a multiple of lanes */
     int64_t kc, mc, nc; /* cache blocks; mc a multiple of mr, nc a multiple of nr */
-    int tm, tn;         /* thread grid: tm x tn threads split the rows x columns of C */
+    int tb, tm, tn;     /* thread grid: tb x tm x tn threads split batches x rows x columns */
     bool pack_a;        /* copy A blocks into mr-interleaved panels (else read A in place) */
     bool pack_b;        /* copy B blocks into nr-wide panels (else read B rows in place) */
 } hc_matmul_config;
@@ -42,11 +42,11 @@ typedef struct hc_matmul_config {
 /* A config from the target's vector width, register count and cache sizes, with
  * t->num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
-/* Choose the tm x tn split of `threads` for this shape (threads >= 1). */
+/* Choose the tb x tm x tn split of `threads` for this shape (threads >= 1). */
 void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads);
 hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err);
 hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err);
-/* "mr8 nr32 kc384 mc96 nc2048 t1x2 pa1 pb1" */
+/* "mr8 nr32 kc384 mc96 nc2048 t1x1x2 pa1 pb1" (threads tb x tm x tn) */
 void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c);
 
 /* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "matmul") with params

@@ -1,7 +1,7 @@
 /* matmul_cpu.c — the CPU fp32 batched matmul template (BLIS structure).
  *
- *   for t in [0, T) parallel:                        T = tm * tn OpenMP threads
- *     for (ti, tj) in spatial(tm, tn) on t:          a macro tile of C per thread
+ *   for t in [0, T) parallel:                        T = tb * tm * tn OpenMP threads
+ *     for (tbi, ti, tj) in spatial(tb, tm, tn) on t: batches x macro tile of C per thread
  *       for b, jc (NC), pc (KC):  pack B block -> Bp[NC/NR][KC][NR]
  *         for ic (MC):            pack A block -> Ap[MC/MR][KC][MR]
  *           for (jr, ir) in repeat(NC/NR, MC/MR):    register tiles, in order
@@ -29,24 +29,28 @@ static int64_t part_extent(int64_t extent, int64_t tile, int parts) {
 
 /* A rough cost of a split: the padded work of the slowest thread plus the packing every
  * thread repeats (each thread row packs its own B columns, each column its A rows). */
-static double split_cost(const hc_matmul_config *c, const hc_matmul_shape *s, int tm, int tn) {
+static double split_cost(const hc_matmul_config *c, const hc_matmul_shape *s, int tb, int tm,
+                         int tn) {
+    double batches = (double)cdiv(s->batch, tb);
     double rows = (double)part_extent(s->m, c->mr, tm);
     double cols = (double)part_extent(s->n, c->nr, tn);
     double compute = rows * cols * (double)s->k;
     double packing = (c->pack_b ? cols * (double)s->k : 0) + (c->pack_a ? rows * (double)s->k : 0);
-    return compute + 8.0 * packing;
+    return batches * (compute + 8.0 * packing);
 }
 
 void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads) {
     if (threads < 1) threads = 1;
-    int best_tm = threads, best_tn = 1;
+    c->tb = 1, c->tm = threads, c->tn = 1;
     double best = -1;
-    for (int tm = 1; tm <= threads; tm++) {
-        if (threads % tm) continue;
-        double cost = split_cost(c, s, tm, threads / tm);
-        if (best < 0 || cost < best) best = cost, best_tm = tm, best_tn = threads / tm;
+    for (int tb = threads; tb >= 1; tb--) { /* ties go to whole batches per thread */
+        for (int tm = 1; tm <= threads / tb; tm++) {
+            if (threads % (tb * tm)) continue;
+            int tn = threads / (tb * tm);
+            double cost = split_cost(c, s, tb, tm, tn);
+            if (best < 0 || cost < best) best = cost, c->tb = tb, c->tm = tm, c->tn = tn;
+        }
     }
-    c->tm = best_tm, c->tn = best_tn;
 }
 
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
@@ -56,7 +60,11 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     c.nr = nvec * c.lanes;
     /* accumulators + the B vectors + one broadcast must fit the registers; past 8 rows
      * GCC gains nothing on Zen 4 (measured: 8x32 ~ 12x32 ~ 14x32) */
-    c.mr = (int)HC_MIN((t->num_regs - nvec - 1) / nvec, 8);
+    int mr_max = (int)HC_MIN((t->num_regs - nvec - 1) / nvec, 8);
+    /* the fewest padded rows among the tallest tiles (49 rows: 7 x 7, not 7 x 8 - 7) */
+    c.mr = mr_max;
+    for (int mr = mr_max - 1; mr >= HC_MAX(mr_max - 3, 1); mr--)
+        if (round_up(s->m, mr) < round_up(s->m, c.mr)) c.mr = mr;
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
     int64_t l1 = t->l1_bytes > 0 ? t->l1_bytes : 32768;
@@ -101,10 +109,11 @@ hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err) {
         return hc_error_set(err, HC_ERR_INVALID,
                             "matmul config: nc %lld is not a multiple of nr %d (at most 2^20)",
                             (long long)c->nc, c->nr);
-    if (c->tm < 1 || c->tn < 1 || (int64_t)c->tm * c->tn > HC_MATMUL_MAX_THREADS)
+    if (c->tb < 1 || c->tm < 1 || c->tn < 1 ||
+        (int64_t)c->tb * c->tm * c->tn > HC_MATMUL_MAX_THREADS)
         return hc_error_set(err, HC_ERR_INVALID,
-                            "matmul config: thread grid %dx%d is not in [1, %d] threads", c->tm,
-                            c->tn, HC_MATMUL_MAX_THREADS);
+                            "matmul config: thread grid %dx%dx%d is not in [1, %d] threads",
+                            c->tb, c->tm, c->tn, HC_MATMUL_MAX_THREADS);
     return HC_OK;
 }
 
@@ -119,9 +128,9 @@ hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err) {
 }
 
 void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c) {
-    hc_sb_printf(sb, "mr%d nr%d kc%lld mc%lld nc%lld t%dx%d pa%d pb%d", c->mr, c->nr,
-                 (long long)c->kc, (long long)c->mc, (long long)c->nc, c->tm, c->tn, c->pack_a,
-                 c->pack_b);
+    hc_sb_printf(sb, "mr%d nr%d kc%lld mc%lld nc%lld t%dx%dx%d pa%d pb%d", c->mr, c->nr,
+                 (long long)c->kc, (long long)c->mc, (long long)c->nc, c->tb, c->tm, c->tn,
+                 c->pack_a, c->pack_b);
 }
 
 /* ---- the program ---------------------------------------------------------------------- */
@@ -355,13 +364,17 @@ static void register_tiles(mm *g) {
     }
 }
 
-/* The loops of one thread over its macro tile [ti*mpt, ...) x [tj*npt, ...). */
-static void thread_body(mm *g, hc_expr *ti, hc_expr *tj) {
+/* The loops of one thread over its batches [tbi*bpt, ...) and its macro tile
+ * [ti*mpt, ...) x [tj*npt, ...). */
+static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
     const hc_matmul_shape *s = g->s;
     hc_expr *m_end = MIN(MUL(ADD(ti, I(g, 1)), I(g, g->mpt)), I(g, s->m));
     hc_expr *n_end = MIN(MUL(ADD(tj, I(g, 1)), I(g, g->npt)), I(g, s->n));
-    HC_FOR(g->b, bi, "bi", I(g, s->batch), hc_serial()) {
-        g->bi = R(g, bi);
+    int64_t bpt = cdiv(s->batch, g->c->tb);
+    HC_FOR(g->b, bj, "bj", I(g, bpt), hc_serial()) {
+        hc_expr *bi = ADD(MUL(tbi, I(g, bpt)), R(g, bj));
+        hc_b_if_begin(g->b, LT(bi, I(g, s->batch)));
+        g->bi = let(g, "bi", bi);
         HC_FOR(g->b, jc, "jc", I(g, cdiv(g->npt, g->ncb)), hc_serial()) {
             hc_expr *n0 = ADD(MUL(tj, I(g, g->npt)), MUL(R(g, jc), I(g, g->ncb)));
             HC_IF(g->b, LT(n0, n_end)) {
@@ -384,6 +397,7 @@ static void thread_body(mm *g, hc_expr *ti, hc_expr *tj) {
                 }
             }
         }
+        hc_b_end(g->b); /* if bi < batch */
     }
 }
 
@@ -418,16 +432,16 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
     g.B = param(&g, "B", s->batch, s->k, s->n);
     g.C = param(&g, "C", s->batch, s->m, s->n);
 
-    int threads = c->tm * c->tn;
+    int threads = c->tb * c->tm * c->tn;
     hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
     HC_FOR(&b, th, "t", I(&g, threads), attr) {
-        hc_var *tv[2];
-        const hc_mapping *grid = hc_map_spatial2(a, c->tm, c->tn);
-        static const char *const names[2] = {"ti", "tj"};
-        HC_FOR_MAP(&b, grid, R(&g, th), 2, tv, names) {
+        hc_var *tv[3];
+        const hc_mapping *grid = hc_map_spatial(a, 3, (int64_t[]){c->tb, c->tm, c->tn});
+        static const char *const names[3] = {"tb", "ti", "tj"};
+        HC_FOR_MAP(&b, grid, R(&g, th), 3, tv, names) {
             if (c->pack_a) g.Ap = heap_buffer(&g, "Ap", g.mcb / c->mr, g.kcb, c->mr);
             if (c->pack_b) g.Bp = heap_buffer(&g, "Bp", g.ncb / c->nr, g.kcb, c->nr);
-            thread_body(&g, R(&g, tv[0]), R(&g, tv[1]));
+            thread_body(&g, R(&g, tv[0]), R(&g, tv[1]), R(&g, tv[2]));
         }
     }
     hc_stmt *body = hc_builder_finish(&b);
