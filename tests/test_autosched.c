@@ -110,7 +110,8 @@ static void layernorm_case(const char *name, int64_t rows, int64_t cols) {
     hc_tnode *d = hc_compute_binop(&A, "d", HC_OP_SUB, x, mean, &err);
     hc_tnode *sq = hc_compute_binop(&A, "sq", HC_OP_MUL, d, d, &err);
     hc_tnode *var = hc_compute_reduce(&A, "var", sq, 1, (int[]){-1}, true, HC_REDUCE_AVG, &err);
-    hc_tnode *r = hc_compute_prim(&A, "r", HC_PRIM_RSQRT, hc_compute_map1(&A, "ve", var, add_eps, NULL));
+    hc_tnode *ve = hc_compute_map1(&A, "ve", var, add_eps, NULL);
+    hc_tnode *r = hc_compute_prim(&A, "r", HC_PRIM_RSQRT, ve);
     hc_tnode *n = hc_compute_binop(&A, "n", HC_OP_MUL, d, r, &err);
     hc_tnode *y = hc_compute_binop(&A, "y", HC_OP_MUL, n, g, &err);
     add(hc_task_new(&A, name, 2, (hc_tnode *[]){x, g}, 1, &y), -2, 2, 1e-4);
@@ -127,8 +128,9 @@ static hc_expr *pool_body(hc_arena *a, hc_var *const *r, void *ctx) {
                         hc_ref(a, r[0]));
     hc_expr *w = hc_add(a, hc_sub(a, hc_mul(a, hc_ref(a, c->ax[2]), hc_int(a, 2)), hc_int(a, 1)),
                         hc_ref(a, r[1]));
-    hc_expr *ok = hc_and(a, hc_and(a, hc_le(a, hc_int(a, 0), h), hc_lt(a, h, hc_int(a, c->x->shape[1]))),
-                         hc_and(a, hc_le(a, hc_int(a, 0), w), hc_lt(a, w, hc_int(a, c->x->shape[2]))));
+    hc_expr *hin = hc_and(a, hc_le(a, hc_int(a, 0), h), hc_lt(a, h, hc_int(a, c->x->shape[1])));
+    hc_expr *win = hc_and(a, hc_le(a, hc_int(a, 0), w), hc_lt(a, w, hc_int(a, c->x->shape[2])));
+    hc_expr *ok = hc_and(a, hin, win);
     return hc_select(a, ok, hc_at(a, c->x, (hc_expr *[]){hc_ref(a, c->ax[0]), h, w}),
                      hc_f32(a, -INFINITY));
 }

@@ -38,7 +38,8 @@ static void test_broadcast_add(void) {
     int bad = 0;
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 4; j++)
-            for (int k = 0; k < 5; k++) bad += z[(i * 4 + j) * 5 + k] != x[i * 5 + k] + y[j * 5 + k];
+            for (int k = 0; k < 5; k++)
+                bad += z[(i * 4 + j) * 5 + k] != x[i * 5 + k] + y[j * 5 + k];
     CHECK_EQ_INT(bad, 0);
     /* a is broadcast along dim 1, so it has no inverse map; b neither (missing dim 0) */
     CHECK(t->inverse[0] == NULL && t->inverse[1] == NULL);
@@ -109,7 +110,10 @@ static void ref_reduce(const float *x, const bool *mask, hc_reduce_kind k, doubl
     double cnt = 1;
     for (int d = 0; d < 3; d++) cnt *= mask[d] ? (double)s[d] : 1;
     for (int64_t o = 0; o < on; o++) {
-        double acc = k == HC_REDUCE_PROD ? 1 : k == HC_REDUCE_MAX ? -1e30 : k == HC_REDUCE_MIN ? 1e30 : 0;
+        double acc = k == HC_REDUCE_PROD  ? 1
+                     : k == HC_REDUCE_MAX ? -1e30
+                     : k == HC_REDUCE_MIN ? 1e30
+                                          : 0;
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 4; j++)
                 for (int l = 0; l < 5; l++) {
@@ -256,8 +260,9 @@ static hc_expr *pool_body(hc_arena *a, hc_var *const *r, void *ctx) {
                         hc_ref(a, r[0]));
     hc_expr *w = hc_add(a, hc_sub(a, hc_mul(a, hc_ref(a, c->ax[2]), hc_int(a, 2)), hc_int(a, 1)),
                         hc_ref(a, r[1]));
-    hc_expr *in = hc_and(a, hc_and(a, hc_le(a, hc_int(a, 0), h), hc_lt(a, h, hc_int(a, c->x->shape[1]))),
-                         hc_and(a, hc_le(a, hc_int(a, 0), w), hc_lt(a, w, hc_int(a, c->x->shape[2]))));
+    hc_expr *hin = hc_and(a, hc_le(a, hc_int(a, 0), h), hc_lt(a, h, hc_int(a, c->x->shape[1])));
+    hc_expr *win = hc_and(a, hc_le(a, hc_int(a, 0), w), hc_lt(a, w, hc_int(a, c->x->shape[2])));
+    hc_expr *in = hc_and(a, hin, win);
     hc_expr *v = hc_at(a, c->x, (hc_expr *[]){hc_ref(a, c->ax[0]), h, w});
     return hc_select(a, in, v, hc_f32(a, -INFINITY));
 }
@@ -315,7 +320,8 @@ static void test_concat(void) {
     CHECK(run(t, (void *[]){a, b}, (void *[]){out}) == HC_OK);
     int bad = 0;
     for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 8; j++) bad += out[i * 8 + j] != (j < 3 ? a[i * 3 + j] : b[i * 5 + j - 3]);
+        for (int j = 0; j < 8; j++)
+            bad += out[i * 8 + j] != (j < 3 ? a[i * 3 + j] : b[i * 5 + j - 3]);
     CHECK_EQ_INT(bad, 0);
 }
 

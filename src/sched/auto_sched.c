@@ -415,7 +415,8 @@ static hc_expr *emit_scalar_reduces(hc_builder *b, hc_expr *e, int vector_bits) 
             continue;
         }
         hc_dtype at = acc_dtype(r->type->dtype);
-        hc_var *acc = hc_b_declare(b, "acc", hc_type_scalar(at), reduce_init(b->a, r->u.reduce.kind, at));
+        hc_expr *init = reduce_init(b->a, r->u.reduce.kind, at);
+        hc_var *acc = hc_b_declare(b, "acc", hc_type_scalar(at), init);
         hc_expr *v = emit_scalar_reduces(b, open_reduce_loops(b, r), vector_bits);
         hc_b_assign(b, acc, reduce_combine(b->a, r->u.reduce.kind, hc_ref(b->a, acc), v));
         close_loops(b, r->u.reduce.naxes);
@@ -543,7 +544,7 @@ static void emit_node(sched *s, hc_builder *b, const node_info *ni) {
     bd.vector_bits = s->target ? s->target->vector_bits : 256;
     hc_expr *j0;
     int opened = open_outer(b, &p, n, bd.idx, &j0);
-    bd.idx[p.ndim - 1] = hc_add(a, j0, hc_ref(a, bd.jph));
+    bd.idx[p.ndim - 1] = p.nblk > 1 ? hc_add(a, j0, hc_ref(a, bd.jph)) : hc_ref(a, bd.jph);
     bd.jn = p.nblk > 1 ? hc_min(a, hc_int(a, p.blk), hc_sub(a, hc_int(a, p.inner), j0))
                        : hc_int(a, p.inner);
     bd.value = n->ndim ? hc_subst_expr(a, ni->value, n->ndim, n->axes, bd.idx) : ni->value;
@@ -603,8 +604,10 @@ hc_func *hc_auto_schedule(hc_arena *a, const hc_task *t, const struct hc_target 
         if (ni->role == ROLE_MATERIALIZE && !is_output(t, ni->node))
             hc_b_emit(&b, hc_declare(a, ni->buf, NULL));
     }
-    for (int k = 0; k < nnodes; k++)
-        if (s.info[t->ninputs + k].role == ROLE_MATERIALIZE) emit_node(&s, &b, &s.info[t->ninputs + k]);
+    for (int k = 0; k < nnodes; k++) {
+        node_info *ni = &s.info[t->ninputs + k];
+        if (ni->role == ROLE_MATERIALIZE) emit_node(&s, &b, ni);
+    }
     hc_stmt *body = hc_builder_finish(&b);
     return hc_func_new(a, hc_sched_func_name(a, t->name), HC_FN_CPU_KERNEL, np, params, body);
 }

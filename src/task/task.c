@@ -383,7 +383,8 @@ hc_expr *hc_const_num(hc_arena *a, hc_dtype t, double v) {
 /* ---- printing -------------------------------------------------------------------- */
 static void print_shape(hc_sb *sb, const hc_tnode *n) {
     hc_sb_printf(sb, "%s[", hc_dtype_name(n->dtype));
-    for (int i = 0; i < n->ndim; i++) hc_sb_printf(sb, "%s%lld", i ? ", " : "", (long long)n->shape[i]);
+    for (int i = 0; i < n->ndim; i++)
+        hc_sb_printf(sb, "%s%lld", i ? ", " : "", (long long)n->shape[i]);
     hc_sb_puts(sb, "]");
 }
 
