@@ -244,7 +244,28 @@ static void two_outputs_case(const char *name, int64_t r, int64_t c) {
     add(hc_task_new(&A, name, 1, &x, 2, (hc_tnode *[]){e, s}), -2, 2, 1e-5);
 }
 
+static hc_expr *where_fn(hc_arena *a, hc_expr *const *xs, void *ctx) {
+    return hc_select(a, hc_lt(a, xs[0], hc_const_num(a, xs[0]->type->dtype, 0)), xs[1], xs[2]);
+}
+
+static void where_case(const char *name) {
+    hc_tnode *c = in("c", HC_F32, SHAPE(5, 1, 1)), *x = in("x", HC_F32, SHAPE(1, 7, 33));
+    hc_tnode *y = in("y", HC_F32, SHAPE(33));
+    hc_tnode *w = hc_compute_mapn(&A, "w", 3, (const hc_tnode *[]){c, x, y}, where_fn, NULL, &err);
+    add(hc_task_new(&A, name, 3, (hc_tnode *[]){c, x, y}, 1, &w), -1, 1, 0);
+}
+
+static void reshape_case(const char *name, int n, const int64_t *s, int m, const int64_t *to) {
+    hc_tnode *x = in("x", HC_F32, n, s);
+    hc_tnode *y = hc_compute_reshape(&A, "y", x, m, to, &err);
+    HC_ASSERT(y);
+    add(hc_task1(&A, name, 1, &x, y), -1, 1, 0);
+}
+
 static void build_cases(void) {
+    where_case("where3");
+    reshape_case("reshape", SHAPE(6, 35), SHAPE(5, 42));
+    reshape_case("reshape_4d", SHAPE(3, 1, 10, 7), SHAPE(2, 105));
     /* elementwise and broadcast */
     binop_case("add_bcast", HC_OP_ADD, HC_F32, SHAPE(7, 1, 13), SHAPE(5, 1));
     binop_case("add_one", HC_OP_ADD, HC_F32, SHAPE(1), SHAPE(1));
@@ -257,6 +278,7 @@ static void build_cases(void) {
     relu_case("relu_wide", HC_F32, SHAPE(2, 40009));
     relu_case("relu_flat", HC_F32, SHAPE(100003));
     relu_case("relu_i16", HC_I16, SHAPE(7, 13));
+    relu_case("relu_empty", HC_F32, SHAPE(0, 5));
     transpose_case("transpose4d", HC_I32, SHAPE(2, 3, 5, 7), (int[]){0, 2, 3, 1});
     transpose_case("transpose2d", HC_F32, SHAPE(257, 129), (int[]){1, 0});
     /* reductions: every kind over different axes */

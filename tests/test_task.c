@@ -489,6 +489,57 @@ static void test_matmul(void) {
     CHECK_MSG(maxerr < 1e-5, "matmul err %g", maxerr);
 }
 
+static hc_expr *where_fn(hc_arena *a, hc_expr *const *xs, void *ctx) {
+    return hc_select(a, xs[0], xs[1], xs[2]);
+}
+
+static void test_shape_helpers(void) {
+    hc_error err = {0};
+    /* Where(cond[4, 1], x[1, 5], y[5]) -> [4, 5] */
+    hc_tnode *c = input("c", HC_BOOL, 2, 4, 1, 0), *x = input("x", HC_F32, 2, 1, 5, 0);
+    hc_tnode *y = input("y", HC_F32, 1, 5, 0, 0);
+    hc_tnode *w = hc_compute_mapn(&A, "w", 3, (const hc_tnode *[]){c, x, y}, where_fn, NULL, &err);
+    CHECK(w && w->ndim == 2 && w->shape[0] == 4 && w->shape[1] == 5);
+    hc_task *t = hc_task_new(&A, "where", 3, (hc_tnode *[]){c, x, y}, 1, &w);
+    uint8_t cv[4] = {1, 0, 0, 1};
+    float xv[5], yv[5], out[20];
+    fill(xv, 5, -1, 1), fill(yv, 5, -1, 1);
+    CHECK(run(t, (void *[]){cv, xv, yv}, (void *[]){out}) == HC_OK);
+    int bad = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 5; j++) bad += out[i * 5 + j] != (cv[i] ? xv[j] : yv[j]);
+    CHECK_EQ_INT(bad, 0);
+    hc_tnode *z = input("z", HC_F32, 1, 3, 0, 0);
+    CHECK(!hc_compute_mapn(&A, "w2", 2, (const hc_tnode *[]){x, z}, where_fn, NULL, &err));
+    CHECK(strstr(err.msg, "w2") != NULL);
+
+    /* transpose helper: y dim d = x dim perm[d]; its inverse map is derived */
+    hc_tnode *x3 = input("x3", HC_I32, 3, 2, 3, 4);
+    hc_tnode *tr = hc_compute_transpose(&A, "tr", x3, (int[]){2, 0, 1}, &err);
+    CHECK(tr && tr->shape[0] == 4 && tr->shape[1] == 2 && tr->shape[2] == 3);
+    hc_task *tt = hc_task1(&A, "tr", 1, &x3, tr);
+    CHECK(tt->inverse[0] != NULL);
+    int32_t in[24], o[24];
+    for (int i = 0; i < 24; i++) in[i] = i * 7 - 50;
+    CHECK(run(tt, (void *[]){in}, (void *[]){o}) == HC_OK);
+    bad = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) bad += o[(i * 2 + j) * 3 + k] != in[(j * 3 + k) * 4 + i];
+    CHECK_EQ_INT(bad, 0);
+    CHECK(!hc_compute_transpose(&A, "bad", x3, (int[]){0, 0, 1}, &err));
+    CHECK(strstr(err.msg, "permutation") != NULL);
+
+    /* reshape keeps the row-major order */
+    hc_tnode *rs = hc_compute_reshape(&A, "rs", x3, 2, (int64_t[]){6, 4}, &err);
+    CHECK(rs != NULL);
+    hc_task *tr2 = hc_task1(&A, "reshape", 1, &x3, rs);
+    CHECK(run(tr2, (void *[]){in}, (void *[]){o}) == HC_OK);
+    CHECK(memcmp(in, o, sizeof in) == 0);
+    CHECK(!hc_compute_reshape(&A, "rs2", x3, 2, (int64_t[]){5, 5}, &err));
+    CHECK(strstr(err.msg, "rs2") && strstr(err.msg, "24"));
+}
+
 /* shift by one reads past the end: the error names the tensor and the index */
 static hc_expr *shift_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
     return hc_at(a, ctx, (hc_expr *[]){hc_add(a, hc_ref(a, ax[0]), hc_int(a, 1))});
@@ -540,6 +591,7 @@ int main(void) {
     test_int_semantics();
     test_f16_arith();
     test_matmul();
+    test_shape_helpers();
     test_out_of_bounds();
     test_materialize_once();
     hc_arena_free(&A);

@@ -302,6 +302,69 @@ hc_tnode *hc_compute_map2(hc_arena *a, const char *name, const hc_tnode *x, cons
     return hc_compute_with_axes(a, name, n, shape, axes, v);
 }
 
+hc_tnode *hc_compute_mapn(hc_arena *a, const char *name, int n, const hc_tnode *const *xs,
+                          hc_mapn_fn f, void *ctx, hc_error *err) {
+    int nd = 0;
+    int64_t shape[HC_MAX_DIMS];
+    for (int i = 0; i < n; i++) {
+        int64_t next[HC_MAX_DIMS];
+        if (hc_broadcast_shape(nd, shape, xs[i]->ndim, xs[i]->shape, &nd, next, err)) {
+            size_t len = strlen(err ? err->msg : "");
+            if (err) snprintf(err->msg + len, sizeof err->msg - len, " in %s", name);
+            return NULL;
+        }
+        memcpy(shape, next, sizeof(int64_t) * (size_t)nd);
+    }
+    hc_var *axes[HC_MAX_DIMS];
+    make_axes(a, nd, axes, NULL);
+    hc_expr **vals = HC_NEW_ARRAY(a, hc_expr *, n + 1);
+    for (int i = 0; i < n; i++) vals[i] = hc_at_broadcast(a, xs[i], nd, axes);
+    return hc_compute_with_axes(a, name, nd, shape, axes, f(a, vals, ctx));
+}
+
+hc_tnode *hc_compute_transpose(hc_arena *a, const char *name, const hc_tnode *x,
+                               const int *perm, hc_error *err) {
+    bool seen[HC_MAX_DIMS] = {false};
+    int64_t shape[HC_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) {
+        if (perm[d] < 0 || perm[d] >= x->ndim || seen[perm[d]]) {
+            hc_error_set(err, HC_ERR_INVALID, "%s: perm[%d] = %d is not a permutation of %d dims",
+                         name, d, perm[d], x->ndim);
+            return NULL;
+        }
+        seen[perm[d]] = true;
+        shape[d] = x->shape[perm[d]];
+    }
+    hc_var *axes[HC_MAX_DIMS];
+    hc_expr *idx[HC_MAX_DIMS];
+    make_axes(a, x->ndim, axes, NULL);
+    for (int d = 0; d < x->ndim; d++) idx[perm[d]] = hc_ref(a, axes[d]);
+    return hc_compute_with_axes(a, name, x->ndim, shape, axes, hc_at(a, x, idx));
+}
+
+hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
+                             const int64_t *shape, hc_error *err) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    if (ndim < 0 || ndim > HC_MAX_DIMS || n != hc_tnode_numel(x)) {
+        hc_error_set(err, HC_ERR_INVALID, "%s: cannot reshape %s (%lld elements) to %d dims "
+                     "of %lld elements", name, x->name, (long long)hc_tnode_numel(x), ndim,
+                     (long long)n);
+        return NULL;
+    }
+    hc_var *axes[HC_MAX_DIMS];
+    make_axes(a, ndim, axes, NULL);
+    hc_expr *flat = hc_int(a, 0), *idx[HC_MAX_DIMS];
+    for (int d = 0; d < ndim; d++)
+        flat = hc_add(a, hc_mul(a, flat, hc_int(a, shape[d])), hc_ref(a, axes[d]));
+    int64_t stride = 1;
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        idx[d] = hc_mod(a, hc_div(a, flat, hc_int(a, stride)), hc_int(a, x->shape[d]));
+        stride *= x->shape[d];
+    }
+    return hc_compute_with_axes(a, name, ndim, shape, axes, hc_at(a, x, idx));
+}
+
 static hc_expr *binop_fn(hc_arena *a, hc_expr *x, hc_expr *y, void *ctx) {
     return hc_binary(a, *(const hc_binop *)ctx, x, y);
 }

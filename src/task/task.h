@@ -90,6 +90,16 @@ hc_tnode *hc_compute_map1(hc_arena *a, const char *name, const hc_tnode *x, hc_m
                           void *ctx);
 hc_tnode *hc_compute_map2(hc_arena *a, const char *name, const hc_tnode *x, const hc_tnode *y,
                           hc_map2_fn f, void *ctx, hc_error *err);
+/* n-ary elementwise map with broadcasting over all inputs (Where, Clip, fused chains). */
+typedef hc_expr *(*hc_mapn_fn)(hc_arena *a, hc_expr *const *xs, void *ctx);
+hc_tnode *hc_compute_mapn(hc_arena *a, const char *name, int n, const hc_tnode *const *xs,
+                          hc_mapn_fn f, void *ctx, hc_error *err);
+/* y's dimension d is x's dimension perm[d] (ONNX Transpose). */
+hc_tnode *hc_compute_transpose(hc_arena *a, const char *name, const hc_tnode *x,
+                               const int *perm, hc_error *err);
+/* Same elements in row-major order, new shape (element counts must agree). */
+hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
+                             const int64_t *shape, hc_error *err);
 /* out = x OP y with broadcasting; out = prim(x); out = (dtype)x. */
 hc_tnode *hc_compute_binop(hc_arena *a, const char *name, hc_binop op, const hc_tnode *x,
                            const hc_tnode *y, hc_error *err);
