@@ -260,6 +260,36 @@ static void run_math(hc_jit_lib *lib) {
     CHECK(of[r + 0] == 0 && of[r + 1] == 2 && of[r + 2] == 2);
 }
 
+/* f32 exp is the generated code's own (vectorizable) one: sweep it against libm. */
+#define NEXP 4100
+static hc_func *f_exp_sweep(void) {
+    hc_var *x = tensor1("x", HC_F32, NEXP), *out = tensor1("out", HC_F32, NEXP);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, i, "i", INT(NEXP), hc_serial()) {
+        hc_b_store(&b, out, 1, IDX1(REF(i)), hc_math(A, HC_PRIM_EXP, ld(x, REF(i)), NULL));
+    }
+    return kernel("exp_sweep", 2, (hc_var *[]){x, out}, hc_builder_finish(&b));
+}
+
+static void run_exp_sweep(hc_jit_lib *lib) {
+    static float x[NEXP], out[NEXP];
+    for (int i = 0; i < NEXP - 4; i++) x[i] = -106.0f + 196.0f * (float)i / (NEXP - 4);
+    x[NEXP - 4] = NAN, x[NEXP - 3] = INFINITY, x[NEXP - 2] = -INFINITY, x[NEXP - 1] = 0;
+    packed(lib, "exp_sweep")((void *[]){x, out});
+    int bad = 0;
+    for (int i = 0; i < NEXP - 4; i++) {
+        float ref = (float)exp((double)x[i]);
+        float ulp = nextafterf(ref, INFINITY) - ref;
+        if (isinf(ref) ? !isinf(out[i]) : fabsf(out[i] - ref) > ulp) {
+            if (bad++ < 5) fprintf(stderr, "exp(%.9g) = %.9g, libm %.9g\n", x[i], out[i], ref);
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(isnan(out[NEXP - 4]) && isinf(out[NEXP - 3]) && out[NEXP - 2] == 0 &&
+          out[NEXP - 1] == 1);
+}
+
 /* ---- heap temporary, mapping, barrier --------------------------------------------- */
 static hc_func *f_heap(void) {
     enum { N = 300 };
@@ -682,7 +712,7 @@ int main(void) {
 
     hc_func *fs[] = {f_elementwise(), f_control(), f_casts(), f_math("math_f32", HC_F32),
                      f_math("math_f64", HC_F64), f_heap(), f_mapping(), f_barrier(),
-                     f_ints(), f_layouts(), f_helper()};
+                     f_ints(), f_layouts(), f_helper(), f_exp_sweep()};
     char *src = NULL;
     hc_jit_lib *lib = build((int)HC_ARRAY_LEN(fs), fs, host, &src);
     if (lib) {
@@ -695,6 +725,7 @@ int main(void) {
         run_barrier(lib, src);
         run_ints(lib);
         run_layouts(lib, src);
+        run_exp_sweep(lib);
         hc_jit_close(lib);
     }
     if (getenv("HC_TEST_DUMP")) fputs(src, stderr);

@@ -326,6 +326,8 @@ static void math_scalar(hc_sb *sb, hc_prim p, hc_dtype d, const char *x, const c
     }
     const char *fn = libm_name(p);
     HC_ASSERT_MSG(fn, "C target: unknown math primitive");
+    /* f32 (and f16/bf16, computed in f32) exp is our vectorizable one */
+    const char *fnf = p == HC_PRIM_EXP ? "hc_exp" : fn;
     if (p == HC_PRIM_ABS && !hc_dtype_is_float(d)) {
         hc_sb_printf(sb, "hc_abs_%s(%s)", hc_dtype_name(d), x);
         return;
@@ -336,18 +338,18 @@ static void math_scalar(hc_sb *sb, hc_prim p, hc_dtype d, const char *x, const c
         else hc_sb_printf(sb, "%s(%s)", fn, x);
         return;
     case HC_F32:
-        if (two) hc_sb_printf(sb, "%sf(%s, %s)", fn, x, y);
-        else hc_sb_printf(sb, "%sf(%s)", fn, x);
+        if (two) hc_sb_printf(sb, "%sf(%s, %s)", fnf, x, y);
+        else hc_sb_printf(sb, "%sf(%s)", fnf, x);
         return;
     case HC_F16:
-        if (two) hc_sb_printf(sb, "((hc_f16)%sf((float)(%s), (float)(%s)))", fn, x, y);
-        else hc_sb_printf(sb, "((hc_f16)%sf((float)(%s)))", fn, x);
+        if (two) hc_sb_printf(sb, "((hc_f16)%sf((float)(%s), (float)(%s)))", fnf, x, y);
+        else hc_sb_printf(sb, "((hc_f16)%sf((float)(%s)))", fnf, x);
         return;
     case HC_BF16:
         if (two)
-            hc_sb_printf(sb, "hc_f32_to_bf16(%sf(hc_bf16_to_f32(%s), hc_bf16_to_f32(%s)))", fn,
+            hc_sb_printf(sb, "hc_f32_to_bf16(%sf(hc_bf16_to_f32(%s), hc_bf16_to_f32(%s)))", fnf,
                          x, y);
-        else hc_sb_printf(sb, "hc_f32_to_bf16(%sf(hc_bf16_to_f32(%s)))", fn, x);
+        else hc_sb_printf(sb, "hc_f32_to_bf16(%sf(hc_bf16_to_f32(%s)))", fnf, x);
         return;
     default: /* integers and bool: compute in double, convert back */
         if (two)
@@ -966,7 +968,29 @@ static const char prelude_common[] =
     "HC_ABS(bool, bool) HC_ABS(int8_t, i8) HC_ABS(int16_t, i16) HC_ABS(int32_t, i32)\n"
     "HC_ABS(int64_t, i64) HC_ABS(uint8_t, u8) HC_ABS(uint16_t, u16) HC_ABS(uint32_t, u32)\n"
     "HC_ABS(uint64_t, u64)\n"
-    "static inline float hc_sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "/* exp without calls or branches, so that loops around it vectorize (expf does not\n"
+    " * without -ffast-math). x = n ln2 + r with |r| <= ln2/2 (two-part ln2: n * hi is\n"
+    " * exact), e^r by its degree-7 Taylor polynomial (truncation < 1e-8 relative), 2^n\n"
+    " * applied in two halves so that subnormal results round once. Error < 1 ulp.\n"
+    " * n is rounded by adding and subtracting 1.5 * 2^23 (needs no -ffast-math). */\n"
+    "static inline float hc_expf(float x) {\n"
+    "    float xs = x == x ? x : 0.0f;\n"
+    "    xs = xs < -104.0f ? -104.0f : xs;\n"
+    "    xs = xs > 89.0f ? 89.0f : xs;\n"
+    "    float n = (xs * 1.44269504f + 12582912.0f) - 12582912.0f;\n"
+    "    int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;\n"
+    "    float r = xs - n * 0.693145752f;\n"
+    "    r = r - n * 1.42860682e-06f;\n"
+    "    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.66666667e-1f + r * (4.16666667e-2f\n"
+    "              + r * (8.33333333e-3f + r * (1.38888889e-3f + r * 1.98412698e-4f))))));\n"
+    "    uint32_t b1 = (uint32_t)(n1 + 127) << 23, b2 = (uint32_t)(n2 + 127) << 23;\n"
+    "    float s1, s2;\n"
+    "    memcpy(&s1, &b1, 4);\n"
+    "    memcpy(&s2, &b2, 4);\n"
+    "    float res = p * s1 * s2;\n"
+    "    return x == x ? res : x;\n"
+    "}\n"
+    "static inline float hc_sigmoidf(float x) { return 1.0f / (1.0f + hc_expf(-x)); }\n"
     "static inline double hc_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
     "static inline float hc_rsqrtf(float x) { return 1.0f / sqrtf(x); }\n"
     "static inline double hc_rsqrt(double x) { return 1.0 / sqrt(x); }\n"
