@@ -221,6 +221,21 @@ static hc_expr *nested_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
     return hc_reduce_expr(a, 1, &c.a->shape[1], nested_body, &c, HC_REDUCE_SUM);
 }
 
+/* out[i] = i < rows(x) ? sum_k x[i, k] : -1 over more rows than x has: the reduce may
+ * only run for valid rows */
+static hc_expr *guarded_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
+    mm_ctx c = {ctx, NULL, ax};
+    hc_expr *sum = hc_reduce_expr(a, 1, &c.a->shape[1], row_max, &c, HC_REDUCE_SUM);
+    hc_expr *ok = hc_lt(a, hc_ref(a, ax[0]), hc_int(a, c.a->shape[0]));
+    return hc_select(a, ok, sum, hc_f32(a, -1));
+}
+
+static void guarded_case(const char *name, int64_t r, int64_t cols, int64_t out_rows) {
+    hc_tnode *x = in("x", HC_F32, SHAPE(r, cols));
+    hc_tnode *y = hc_compute(&A, "y", 1, (int64_t[]){out_rows}, guarded_fn, x);
+    add(hc_task1(&A, name, 1, &x, y), -2, 2, 1e-5);
+}
+
 static void row_case(const char *name, hc_compute_fn f, int64_t r, int64_t cols) {
     hc_tnode *x = in("x", HC_F32, SHAPE(r, cols));
     add(hc_task1(&A, name, 1, &x, hc_compute(&A, "y", 1, (int64_t[]){r}, f, x)), -2, 2, 1e-5);
@@ -315,6 +330,8 @@ static void build_cases(void) {
     two_outputs_case("two_outputs", 29, 37);
     row_case("range", range_fn, 11, 23);
     row_case("nested", nested_fn, 7, 13);
+    guarded_case("guarded", 5, 33, 8);
+    guarded_case("guarded_short", 3, 7, 11);
     matmul_case("matmul_small", HC_F32, 13, 31, 7);
     matmul_case("matmul_big", HC_F32, 64, 128, 96);
     matmul_case("matmul_i32", HC_I32, 5, 7, 3);
@@ -482,6 +499,9 @@ static void check_structure(void) {
     free(p);
     p = print_func(find("r_sum_2")->f); /* reduce over the innermost axis: scalar */
     CHECK_MSG(!strstr(p, "vector of accumulators"), "%s", p);
+    free(p);
+    p = print_func(find("guarded")->f); /* the conditional reduce runs under an if */
+    CHECK_MSG(strstr(p, "if ") != NULL, "%s", p);
     free(p);
     CHECK_STR(find("r_sum_0")->f->name, "r_sum_0");
     CHECK_STR(hc_sched_func_name(&A, "3x3 pool/v2"), "_3x3_pool_v2");

@@ -400,30 +400,87 @@ static hc_expr *emit_lane_reduce(hc_builder *b, const hc_expr *r, int lanes) {
     return reduce_finish(a, r, hc_ref(a, sum));
 }
 
-/* Emit accumulation loops for every reduce of e (nested ones inside their parent's loop)
- * and return e with the reduces replaced by their results. */
+/* Top-level reduces of e with the condition under which C semantics evaluate them
+ * (select branches and the right side of && / ||); guard NULL means always. */
+typedef struct guarded {
+    expr_vec rs, guards;
+} guarded;
+
+static hc_expr *guard_and(hc_arena *a, hc_expr *g, hc_expr *c) { return g ? hc_and(a, g, c) : c; }
+
+static void collect_guarded(hc_arena *a, hc_expr *e, hc_expr *g, guarded *out) {
+    if (e->kind == HC_E_REDUCE) {
+        for (size_t i = 0; i < out->rs.len; i++) {
+            if (out->rs.data[i] != e) continue;
+            hc_expr *old = out->guards.data[i];
+            if (old != g) /* needed under either condition */
+                out->guards.data[i] = old && g ? hc_binary(a, HC_OP_OR, old, g) : NULL;
+            return;
+        }
+        hc_vec_push(&out->rs, e);
+        hc_vec_push(&out->guards, g);
+        return;
+    }
+    if (e->kind == HC_E_SELECT) {
+        hc_expr *c = e->u.sel.cond;
+        collect_guarded(a, c, g, out);
+        collect_guarded(a, e->u.sel.t, guard_and(a, g, c), out);
+        collect_guarded(a, e->u.sel.f, guard_and(a, g, hc_unary(a, HC_OP_NOT, c)), out);
+        return;
+    }
+    if (e->kind == HC_E_BINARY && (e->u.bin.op == HC_OP_AND || e->u.bin.op == HC_OP_OR)) {
+        hc_expr *l = e->u.bin.a;
+        collect_guarded(a, l, g, out);
+        hc_expr *c = e->u.bin.op == HC_OP_AND ? l : hc_unary(a, HC_OP_NOT, l);
+        collect_guarded(a, e->u.bin.b, guard_and(a, g, c), out);
+        return;
+    }
+    hc_expr *c[MAX_CHILDREN];
+    int n = children(e, c);
+    for (int i = 0; i < n; i++) collect_guarded(a, c[i], g, out);
+}
+
+static hc_expr *emit_scalar_reduces(hc_builder *b, hc_expr *e, int vector_bits);
+
+/* Accumulate one reduce; returns the expression of its result. */
+static hc_expr *emit_one_reduce(hc_builder *b, hc_expr *r, int vector_bits) {
+    int lanes = partial_lanes(r, vector_bits);
+    if (lanes) return emit_lane_reduce(b, r, lanes);
+    hc_dtype at = acc_dtype(r->type->dtype);
+    hc_expr *init = reduce_init(b->a, r->u.reduce.kind, at);
+    hc_var *acc = hc_b_declare(b, "acc", hc_type_scalar(at), init);
+    hc_expr *v = emit_scalar_reduces(b, open_reduce_loops(b, r), vector_bits);
+    hc_b_assign(b, acc, reduce_combine(b->a, r->u.reduce.kind, hc_ref(b->a, acc), v));
+    close_loops(b, r->u.reduce.naxes);
+    return reduce_finish(b->a, r, hc_ref(b->a, acc));
+}
+
+/* Emit accumulation loops for every reduce of e (nested ones inside their parent's loop;
+ * conditional ones inside an if, so they read only what C semantics would read) and
+ * return e with the reduces replaced by their results. */
 static hc_expr *emit_scalar_reduces(hc_builder *b, hc_expr *e, int vector_bits) {
-    expr_vec rs = {0};
-    top_reduces(e, &rs);
-    if (!rs.len) return e;
-    hc_expr **res = HC_NEW_ARRAY(b->a, hc_expr *, rs.len);
-    for (size_t i = 0; i < rs.len; i++) {
-        hc_expr *r = rs.data[i];
-        int lanes = partial_lanes(r, vector_bits);
-        if (lanes) {
-            res[i] = emit_lane_reduce(b, r, lanes);
+    hc_arena *a = b->a;
+    guarded gs = {{0}, {0}};
+    collect_guarded(a, e, NULL, &gs);
+    size_t n = gs.rs.len;
+    hc_expr **res = HC_NEW_ARRAY(a, hc_expr *, n + 1);
+    for (size_t i = 0; i < n; i++) {
+        hc_expr *r = gs.rs.data[i], *g = gs.guards.data[i];
+        if (!g) {
+            res[i] = emit_one_reduce(b, r, vector_bits);
             continue;
         }
-        hc_dtype at = acc_dtype(r->type->dtype);
-        hc_expr *init = reduce_init(b->a, r->u.reduce.kind, at);
-        hc_var *acc = hc_b_declare(b, "acc", hc_type_scalar(at), init);
-        hc_expr *v = emit_scalar_reduces(b, open_reduce_loops(b, r), vector_bits);
-        hc_b_assign(b, acc, reduce_combine(b->a, r->u.reduce.kind, hc_ref(b->a, acc), v));
-        close_loops(b, r->u.reduce.naxes);
-        res[i] = reduce_finish(b->a, r, hc_ref(b->a, acc));
+        /* guards only mention reduces collected before this one */
+        g = replace_exprs(a, g, (int)i, gs.rs.data, res);
+        hc_var *out = hc_b_declare(b, "red", r->type, hc_const_num(a, r->type->dtype, 0));
+        hc_b_if_begin(b, g);
+        hc_b_assign(b, out, emit_one_reduce(b, r, vector_bits));
+        hc_b_end(b);
+        res[i] = hc_ref(a, out);
     }
-    hc_expr *out = replace_exprs(b->a, e, (int)rs.len, rs.data, res);
-    hc_vec_free(&rs);
+    hc_expr *out = n ? replace_exprs(a, e, (int)n, gs.rs.data, res) : e;
+    hc_vec_free(&gs.rs);
+    hc_vec_free(&gs.guards);
     return out;
 }
 
