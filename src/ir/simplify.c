@@ -385,7 +385,11 @@ static hc_expr *fold_unary(simp *S, const hc_expr *e) {
 }
 
 /* ---- construction helpers ----------------------------------------------------------- */
+/* Rewrites build their results with simp_top, which applies the rules to one new node
+ * whose children are already simplified: re-simplifying whole subtrees after each
+ * rewrite would cost time exponential in the expression's depth. */
 static hc_expr *simp_expr(simp *S, hc_expr *e);
+static hc_expr *simp_top(simp *S, hc_expr *e);
 
 static hc_expr *int_const(simp *S, hc_dtype d, int64_t v) {
     return hc_const(S->a, d, (hc_value){.i = v});
@@ -423,8 +427,8 @@ static bool is_bool_const(const hc_expr *e, bool *v) {
 static hc_expr *add_offset(simp *S, hc_expr *x, int64_t k) {
     hc_dtype d = x->type->dtype;
     if (k == 0) return x;
-    if (k < 0 && k != INT64_MIN) return hc_sub(S->a, x, int_const(S, d, -k));
-    return hc_add(S->a, x, int_const(S, d, k));
+    if (k < 0 && k != INT64_MIN) return simp_top(S, hc_sub(S->a, x, int_const(S, d, -k)));
+    return simp_top(S, hc_add(S->a, x, int_const(S, d, k)));
 }
 
 /* Splits e into base + offset when e is (base +/- constant) of e's own type. */
@@ -455,20 +459,20 @@ static hc_expr *reassociate(simp *S, hc_expr *e) {
         split_offset(a, &base, &off)) {
         i128 t = (i128)off + (op == HC_OP_ADD ? (i128)k : -(i128)k);
         if (!fits_type(t, d)) return NULL;
-        return simp_expr(S, add_offset(S, base, (int64_t)t));
+        return add_offset(S, base, (int64_t)t);
     }
     if (op == HC_OP_MUL && is_int_const(b, &k) && a->kind == HC_E_BINARY &&
         a->u.bin.op == HC_OP_MUL && is_int_const(a->u.bin.b, &off) &&
         hc_type_equal(a->u.bin.a->type, e->type)) {
         i128 t = (i128)off * k;
         if (!fits_type(t, d)) return NULL;
-        return simp_expr(S, hc_mul(S->a, a->u.bin.a, int_const(S, d, (int64_t)t)));
+        return simp_top(S, hc_mul(S->a, a->u.bin.a, int_const(S, d, (int64_t)t)));
     }
     if (op == HC_OP_ADD && b->kind != HC_E_CONST && split_offset(a, &base, &off))
-        return simp_expr(S, add_offset(S, hc_add(S->a, base, b), off));
+        return add_offset(S, simp_top(S, hc_add(S->a, base, b)), off);
     if ((op == HC_OP_ADD || op == HC_OP_SUB) && split_offset(b, &base, &off)) {
-        hc_expr *inner = hc_binary(S->a, op, a, base);
-        return simp_expr(S, add_offset(S, inner, op == HC_OP_ADD ? off : -off));
+        hc_expr *inner = simp_top(S, hc_binary(S->a, op, a, base));
+        return add_offset(S, inner, op == HC_OP_ADD ? off : -off);
     }
     return NULL;
 }
@@ -493,7 +497,7 @@ static void split_multiple(simp *S, hc_expr *n, int64_t c, hc_expr **q, hc_expr 
     }
     hc_binop op = n->u.bin.op;
     if (op == HC_OP_MUL && is_int_const(n->u.bin.b, &k) && k % c == 0) {
-        *q = k == c ? n->u.bin.a : hc_mul(S->a, n->u.bin.a, int_const(S, d, k / c));
+        *q = k == c ? n->u.bin.a : simp_top(S, hc_mul(S->a, n->u.bin.a, int_const(S, d, k / c)));
         return;
     }
     if (op != HC_OP_ADD && op != HC_OP_SUB) {
@@ -504,8 +508,8 @@ static void split_multiple(simp *S, hc_expr *n, int64_t c, hc_expr **q, hc_expr 
     split_multiple(S, n->u.bin.a, c, &qa, &ra);
     split_multiple(S, n->u.bin.b, c, &qb, &rb);
     hc_expr *zero = int_const(S, d, 0);
-    *q = qa || qb ? hc_binary(S->a, op, qa ? qa : zero, qb ? qb : zero) : NULL;
-    *r = ra || rb ? hc_binary(S->a, op, ra ? ra : zero, rb ? rb : zero) : NULL;
+    *q = qa || qb ? simp_top(S, hc_binary(S->a, op, qa ? qa : zero, qb ? qb : zero)) : NULL;
+    *r = ra || rb ? simp_top(S, hc_binary(S->a, op, ra ? ra : zero, rb ? rb : zero)) : NULL;
 }
 
 /* x / c and x % c for a positive constant c, by bounds and by splitting multiples. */
@@ -522,13 +526,11 @@ static hc_expr *divmod_by_bounds(simp *S, hc_expr *e, int64_t c) {
     hc_expr *q, *r;
     split_multiple(S, x, c, &q, &r);
     if (!q) return NULL;
-    if (r) {
-        r = simp_expr(S, r);
-        if (bound(S, r).lo < 0) return NULL;
-    }
+    if (r && bound(S, r).lo < 0) return NULL;
     hc_expr *cc = e->u.bin.b;
-    if (div) return simp_expr(S, r ? hc_add(S->a, q, hc_div(S->a, r, cc)) : q);
-    return simp_expr(S, r ? hc_mod(S->a, r, cc) : int_const(S, e->type->dtype, 0));
+    if (!r) return div ? q : int_const(S, e->type->dtype, 0);
+    if (!div) return simp_top(S, hc_mod(S->a, r, cc));
+    return simp_top(S, hc_add(S->a, q, simp_top(S, hc_div(S->a, r, cc))));
 }
 
 /* Comparisons and min/max decided by intervals. */
@@ -738,8 +740,10 @@ static hc_expr *simp_children(simp *S, hc_expr *e) {
 }
 
 static hc_expr *simp_expr(simp *S, hc_expr *e) {
-    if (!e) return NULL;
-    e = simp_children(S, e);
+    return e ? simp_top(S, simp_children(S, e)) : NULL;
+}
+
+static hc_expr *simp_top(simp *S, hc_expr *e) {
     switch (e->kind) {
     case HC_E_BINARY: return simp_binary(S, e);
     case HC_E_UNARY: return simp_unary(S, e);
