@@ -277,7 +277,29 @@ static void reshape_case(const char *name, int n, const int64_t *s, int m, const
     add(hc_task1(&A, name, 1, &x, y), -1, 1, 0);
 }
 
+/* Gather along axis 0 with ONNX negative-index normalization: y[i, j] = x[idx[i], j] */
+typedef struct gather_ctx {
+    const hc_tnode *x, *idx;
+} gather_ctx;
+
+static hc_expr *gather_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
+    const gather_ctx *c = ctx;
+    hc_expr *k = hc_at(a, c->idx, (hc_expr *[]){hc_ref(a, ax[0])});
+    hc_expr *n = hc_int(a, c->x->shape[0]);
+    k = hc_select(a, hc_lt(a, k, hc_int(a, 0)), hc_add(a, k, n), k);
+    return hc_at(a, c->x, (hc_expr *[]){k, hc_ref(a, ax[1])});
+}
+
+static void gather_case(const char *name, int64_t rows, int64_t cols, int64_t n) {
+    gather_ctx c = {in("x", HC_F32, SHAPE(rows, cols)), in("idx", HC_I64, SHAPE(n))};
+    hc_tnode *y = hc_compute(&A, "y", 2, (int64_t[]){n, cols}, gather_fn, &c);
+    /* inputs in [-rows, rows): valid after normalization */
+    add(hc_task_new(&A, name, 2, (hc_tnode *[]){(hc_tnode *)c.x, (hc_tnode *)c.idx}, 1, &y),
+        (double)-rows, (double)rows, 0);
+}
+
 static void build_cases(void) {
+    gather_case("gather", 5, 37, 11);
     where_case("where3");
     reshape_case("reshape", SHAPE(6, 35), SHAPE(5, 42));
     reshape_case("reshape_4d", SHAPE(3, 1, 10, 7), SHAPE(2, 105));
