@@ -61,10 +61,12 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     /* accumulators + the B vectors + one broadcast must fit the registers; past 8 rows
      * GCC gains nothing on Zen 4 (measured: 8x32 ~ 12x32 ~ 14x32) */
     int mr_max = (int)HC_MIN((t->num_regs - nvec - 1) / nvec, 8);
-    /* the fewest padded rows among the tallest tiles (49 rows: 7 x 7, not 7 x 8 - 7) */
+    /* when the padding costs more than 5%, the fewest padded rows among the tallest tiles
+     * (49 rows: 7 tiles of 7, not 7 tiles of 8) */
     c.mr = mr_max;
-    for (int mr = mr_max - 1; mr >= HC_MAX(mr_max - 3, 1); mr--)
-        if (round_up(s->m, mr) < round_up(s->m, c.mr)) c.mr = mr;
+    if ((round_up(s->m, mr_max) - s->m) * 20 > s->m)
+        for (int mr = mr_max - 1; mr >= HC_MAX(mr_max - 3, 1); mr--)
+            if (round_up(s->m, mr) < round_up(s->m, c.mr)) c.mr = mr;
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
     int64_t l1 = t->l1_bytes > 0 ? t->l1_bytes : 32768;
