@@ -318,6 +318,8 @@ static void build_cases(void) {
     relu_case("relu_empty", HC_F32, SHAPE(0, 5));
     transpose_case("transpose4d", HC_I32, SHAPE(2, 3, 5, 7), (int[]){0, 2, 3, 1});
     transpose_case("transpose2d", HC_F32, SHAPE(257, 129), (int[]){1, 0});
+    transpose_case("transpose_f64", HC_F64, SHAPE(3, 37, 17), (int[]){0, 2, 1});
+    transpose_case("transpose_3d", HC_I16, SHAPE(33, 2, 65), (int[]){2, 1, 0});
     /* reductions: every kind over different axes */
     const int sets[][2] = {{0}, {1}, {2}, {0, 2}};
     const int nsets[] = {1, 1, 1, 2};
@@ -512,6 +514,12 @@ static void check_structure(void) {
     p = print_func(find("relu_wide")->f);
     /* 2 rows are too few work items for 2 threads: the inner dimension is blocked */
     if (multi) CHECK_MSG(strstr(p, "parallel") && strstr(p, "jb"), "%s", p);
+    free(p);
+    p = print_func(find("transpose2d")->f); /* reads along i, writes along j: tiles */
+    CHECK_MSG(strstr(p, "tiled") != NULL, "%s", p);
+    free(p);
+    p = print_func(find("transpose4d")->f); /* too small to tile */
+    CHECK_MSG(strstr(p, "tiled") == NULL, "%s", p);
     free(p);
     p = print_func(find("r_nchw_c")->f);
     CHECK_MSG(strstr(p, "vector of accumulators") && strstr(p, "register"), "%s", p);

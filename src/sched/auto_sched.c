@@ -229,19 +229,26 @@ typedef struct nest {
     int64_t dims[HC_MAX_DIMS];
     int64_t inner, outer, blk, nblk, nwork;
     bool parallel, vector_acc;
+    int tile_dim; /* >= 0: tiles of tile x tile over (tile_dim, innermost) */
+    int64_t tile;
 } nest;
 
-static void plan_nest(const sched *s, const hc_tnode *n, int64_t work, bool vector_acc, nest *p) {
+static void plan_nest(const sched *s, const hc_tnode *n, int64_t work, bool vector_acc,
+                      int tile_dim, nest *p) {
     p->ndim = n->ndim ? n->ndim : 1;
     for (int i = 0; i < p->ndim; i++) p->dims[i] = n->ndim ? n->shape[i] : 1;
     p->inner = p->dims[p->ndim - 1];
+    p->tile_dim = tile_dim;
+    p->tile = hc_dtype_size(n->dtype) <= 4 ? 32 : 16;
     p->outer = 1;
-    for (int i = 0; i + 1 < p->ndim; i++) p->outer *= p->dims[i];
+    for (int i = 0; i + 1 < p->ndim; i++)
+        p->outer *= i == tile_dim ? (p->dims[i] + p->tile - 1) / p->tile : p->dims[i];
     int threads = s->target ? HC_MAX(1, s->target->num_cores) : 1;
     int lanes = s->target ? HC_MAX(1, hc_target_f32_lanes(s->target)) : 8;
     p->vector_acc = vector_acc;
     p->parallel = threads > 1 && work >= HC_AUTOSCHED_PARALLEL_MIN_WORK;
     p->blk = vector_acc ? HC_MIN(p->inner, HC_AUTOSCHED_MAX_ACC) : p->inner;
+    if (tile_dim >= 0) p->blk = HC_MIN(p->inner, p->tile);
     /* Too few outer work items for the threads: also split the innermost dimension, in
      * blocks that stay multiples of the vector width. */
     if (p->parallel && p->outer * ((p->inner + p->blk - 1) / p->blk) < 2 * threads) {
@@ -561,6 +568,31 @@ static bool want_vector_acc(const node_info *ni) {
     return !nested && contiguous;
 }
 
+/* The output dimension along which some load is contiguous while it strides along the
+ * innermost one (a transpose): tiling both keeps the reads and the writes in cache.
+ * Loads that do not depend on the innermost axis (broadcasts) do not count. */
+static int load_transposed_dim(const hc_expr *e, const hc_tnode *n) {
+    int found = -1, m = e->kind == HC_E_LOAD ? e->u.load.n : 0;
+    const hc_var *j = n->axes[n->ndim - 1];
+    bool strided = false;
+    for (int i = 0; i + 1 < m; i++) strided |= mentions(e->u.load.idx[i], j);
+    if (strided && !mentions(e->u.load.idx[m - 1], j))
+        for (int d = 0; d + 1 < n->ndim; d++)
+            if (mentions(e->u.load.idx[m - 1], n->axes[d])) found = d;
+    hc_expr *c[MAX_CHILDREN];
+    int k = children(e, c);
+    for (int i = 0; i < k; i++) found = HC_MAX(found, load_transposed_dim(c[i], n));
+    return found;
+}
+
+static int transposed_dim(const node_info *ni) {
+    const hc_tnode *n = ni->node;
+    if (n->ndim < 2 || hc_expr_has_reduce(ni->value)) return -1;
+    int d = load_transposed_dim(ni->value, n);
+    int64_t t = hc_dtype_size(n->dtype) <= 4 ? 32 : 16;
+    return d >= 0 && n->shape[d] >= t && n->shape[n->ndim - 1] >= t ? d : -1;
+}
+
 /* Loops over work items; returns the number of blocks opened. Sets the outer indices
  * and the inner block's start. */
 static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr **idx,
@@ -569,7 +601,11 @@ static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr *
     int64_t md[HC_MAX_DIMS + 1];
     const char *names[HC_MAX_DIMS + 1];
     int nm = 0;
-    for (int i = 0; i + 1 < p->ndim; i++) md[nm] = p->dims[i], names[nm++] = n->axes[i]->name;
+    for (int i = 0; i + 1 < p->ndim; i++) {
+        bool t = i == p->tile_dim;
+        md[nm] = t ? (p->dims[i] + p->tile - 1) / p->tile : p->dims[i];
+        names[nm++] = t ? "tb" : n->axes[i]->name;
+    }
     if (p->nblk > 1) md[nm] = p->nblk, names[nm++] = "jb";
     *j0 = hc_int(a, 0);
     if (nm == 0) return 0;
@@ -585,6 +621,13 @@ static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr *
     }
     for (int i = 0; i + 1 < p->ndim; i++) idx[i] = hc_ref(a, vars[i]);
     if (p->nblk > 1) *j0 = hc_mul(a, hc_ref(a, vars[nm - 1]), hc_int(a, p->blk));
+    if (p->tile_dim >= 0) { /* the rows of a tile, outside the contiguous inner loop */
+        int d = p->tile_dim;
+        hc_expr *t0 = hc_mul(a, idx[d], hc_int(a, p->tile));
+        hc_expr *ext = hc_min(a, hc_int(a, p->tile), hc_sub(a, hc_int(a, p->dims[d]), t0));
+        idx[d] = hc_add(a, t0, hc_ref(a, hc_b_for_begin(b, "t", ext, hc_serial())));
+        opened++;
+    }
     return opened;
 }
 
@@ -594,9 +637,11 @@ static void emit_node(sched *s, hc_builder *b, const node_info *ni) {
     if (hc_tnode_numel(n) == 0) return;
     nest p;
     bool vec = want_vector_acc(ni);
-    plan_nest(s, n, hc_tnode_numel(n) * HC_MAX(1, reduce_work(ni->value)), vec, &p);
-    hc_b_comment(b, hc_arena_printf(a, "%s: %s%s", n->name, p.parallel ? "parallel" : "serial",
-                                    vec ? ", vector of accumulators" : ""));
+    int tile_dim = vec ? -1 : transposed_dim(ni);
+    plan_nest(s, n, hc_tnode_numel(n) * HC_MAX(1, reduce_work(ni->value)), vec, tile_dim, &p);
+    hc_b_comment(b, hc_arena_printf(a, "%s: %s%s%s", n->name, p.parallel ? "parallel" : "serial",
+                                    vec ? ", vector of accumulators" : "",
+                                    tile_dim >= 0 ? ", tiled" : ""));
     body bd = {.ni = ni, .p = &p, .jph = hc_axis(a, "jj")};
     bd.vector_bits = s->target ? s->target->vector_bits : 256;
     hc_expr *j0;
