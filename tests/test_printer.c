@@ -34,13 +34,13 @@ static void check_golden(const char *name, const char *text) {
 }
 
 static char *show_expr(const hc_expr *e) {
-    static char buf[8][256];
+    static char buf[8][8192];
     static int k;
     hc_sb sb;
     hc_sb_init(&sb);
     hc_print_expr(&sb, e);
     char *out = buf[k++ % 8];
-    snprintf(out, 256, "%s", hc_sb_str(&sb));
+    snprintf(out, 8192, "%s", hc_sb_str(&sb));
     hc_sb_free(&sb);
     return out;
 }
@@ -112,6 +112,16 @@ static void test_names(void) {
                         V(hc_var_builtin(&A, HC_BUILTIN_THREAD_IDX_X)));
     CHECK_STR(show_expr(t), "(threadIdx.x + threadIdx.x)");
     CHECK_STR(show_expr(V(hc_var_new(&A, "", scalar(HC_I64)))), "v");
+    /* enough names to grow the printer's tables while earlier names are in use */
+    hc_var *first = hc_var_new(&A, "y", scalar(HC_I64));
+    hc_expr *sum = V(first);
+    for (int k = 1; k < 300; k++) sum = hc_add(&A, sum, V(hc_var_new(&A, "y", scalar(HC_I64))));
+    sum = hc_add(&A, sum, V(first));
+    const char *text = show_expr(sum);
+    CHECK(strncmp(text, "((((", 4) == 0);
+    size_t len = strlen(text);
+    const char *tail = " + y_299) + y)";
+    CHECK_MSG(len > strlen(tail) && !strcmp(text + len - strlen(tail), tail), "%s", text);
 }
 
 /* ---- golden programs ---------------------------------------------------------------- */

@@ -54,8 +54,15 @@ static bool name_used(const printer *p, const char *s) {
     }
 }
 
-static const char *name_add(printer *p, const char *s);
+/* Stores an owned string (which must not be present yet) in the used-name set. */
+static void used_insert(printer *p, char *s) {
+    size_t i = hash_str(s) & (p->ucap - 1);
+    while (p->used[i]) i = (i + 1) & (p->ucap - 1);
+    p->used[i] = s;
+    p->ulen++;
+}
 
+/* Rehashing moves the strings: variables keep pointing at them. */
 static void used_grow(printer *p) {
     char **old = p->used;
     size_t ocap = p->ucap;
@@ -63,20 +70,15 @@ static void used_grow(printer *p) {
     p->used = hc_xcalloc(p->ucap, sizeof(char *));
     p->ulen = 0;
     for (size_t i = 0; i < ocap; i++)
-        if (old[i]) {
-            name_add(p, old[i]);
-            free(old[i]);
-        }
+        if (old[i]) used_insert(p, old[i]);
     free(old);
 }
 
-/* Inserts a copy of s (which must not be present) and returns the stored copy. */
 static const char *name_add(printer *p, const char *s) {
     if (2 * (p->ulen + 1) > p->ucap) used_grow(p);
-    size_t i = hash_str(s) & (p->ucap - 1);
-    while (p->used[i]) i = (i + 1) & (p->ucap - 1);
-    p->ulen++;
-    return p->used[i] = hc_xstrdup(s);
+    char *copy = hc_xstrdup(s);
+    used_insert(p, copy);
+    return copy;
 }
 
 static void vars_grow(printer *p) {
