@@ -189,9 +189,9 @@ static void emit_const(hc_sb *sb, const hc_expr *e) {
     case HC_U16: hc_sb_printf(sb, "((%s)%llu)", scalar_ctype(d), (unsigned long long)v.u); return;
     case HC_F32: emit_float(sb, v.f, true); return;
     case HC_F64: emit_float(sb, v.f, false); return;
-    case HC_F16:
+    case HC_F16: /* from a double literal: one rounding, not two */
         hc_sb_puts(sb, "((hc_f16)");
-        emit_float(sb, v.f, true);
+        emit_float(sb, v.f, false);
         hc_sb_putc(sb, ')');
         return;
     case HC_BF16: hc_sb_printf(sb, "((hc_bf16){0x%04x})", f32_to_bf16_bits((float)v.f)); return;
@@ -965,9 +965,10 @@ static const char prelude_common[] =
     "HC_MINMAX(uint16_t, u16) HC_MINMAX(uint32_t, u32) HC_MINMAX(uint64_t, u64)\n"
     "HC_MINMAX(hc_f16, f16) HC_MINMAX(float, f32) HC_MINMAX(double, f64)\n"
     "#define HC_ABS(T, N) static inline T hc_abs_##N(T a) { return a < 0 ? (T)-a : a; }\n"
-    "HC_ABS(bool, bool) HC_ABS(int8_t, i8) HC_ABS(int16_t, i16) HC_ABS(int32_t, i32)\n"
-    "HC_ABS(int64_t, i64) HC_ABS(uint8_t, u8) HC_ABS(uint16_t, u16) HC_ABS(uint32_t, u32)\n"
-    "HC_ABS(uint64_t, u64)\n"
+    "#define HC_ABS_U(T, N) static inline T hc_abs_##N(T a) { return a; }\n"
+    "HC_ABS(int8_t, i8) HC_ABS(int16_t, i16) HC_ABS(int32_t, i32) HC_ABS(int64_t, i64)\n"
+    "HC_ABS_U(bool, bool) HC_ABS_U(uint8_t, u8) HC_ABS_U(uint16_t, u16)\n"
+    "HC_ABS_U(uint32_t, u32) HC_ABS_U(uint64_t, u64)\n"
     "/* exp without calls or branches, so that loops around it vectorize (expf does not\n"
     " * without -ffast-math). x = n ln2 + r with |r| <= ln2/2 (two-part ln2: n * hi is\n"
     " * exact), e^r by its degree-7 Taylor polynomial (truncation < 1e-8 relative), 2^n\n"
