@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what a fresh machine of this kind lacks (Debian packages), once. Safe to rerun:
+# it installs only what is missing. Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+have_cmd cc || need+=(gcc)
+have_cmd cmake || need+=(cmake)
+have_cmd make || need+=(make)
+have_cmd python3 || need+=(python3)
+# OpenBLAS is only for the GEMM benchmark baseline, but cheap; numpy is used by CLI tests.
+for p in libopenblas-dev python3-numpy; do have_pkg "$p" || need+=("$p"); done
+
+if [ ${#need[@]} -gt 0 ]; then
+    echo "install-deps: installing ${need[*]}"
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
