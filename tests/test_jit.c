@@ -2,6 +2,7 @@
 #include "jit/jit.h"
 #include "test.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -162,6 +163,23 @@ static void test_threads(void) {
     free(src);
 }
 
+/* Remove this run's cache (files and one level of subdirectories). */
+static void remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) remove_tree(p);
+        else unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
 int main(void) {
     const char *base = getenv("HIDETC_CACHE_DIR");
     snprintf(cache, sizeof cache, "%s/jit-test-%ld", base && *base ? base : "/tmp",
@@ -171,5 +189,6 @@ int main(void) {
     test_env();
     test_many();
     test_threads();
+    remove_tree(cache);
     TEST_DONE();
 }
