@@ -269,9 +269,36 @@ static float *random_buffer(int64_t n, uint64_t seed) {
     return x;
 }
 
-/* Run case i with kernel `fn` and compare with the interpreter. */
-static void check_case(int i, const mm_case *mc, hc_jit_lib *lib) {
-    const hc_matmul_shape *s = &mc->s;
+/* A kernel to test: a shape and a config. */
+typedef struct job {
+    hc_matmul_shape s;
+    hc_matmul_config c;
+} job;
+
+/* Valid but unusual configs on random small shapes: every knob the tuner may turn. */
+static void random_job(hc_rng *r, const hc_target *t, job *j) {
+    int L = hc_target_f32_lanes(t);
+    hc_matmul_config *c = &j->c;
+    j->s.batch = 1 + (int64_t)(hc_rng_next(r) % 3); /* one statement each: a fixed order */
+    j->s.m = 1 + (int64_t)(hc_rng_next(r) % 70);
+    j->s.n = 1 + (int64_t)(hc_rng_next(r) % 90);
+    j->s.k = 1 + (int64_t)(hc_rng_next(r) % 80);
+    *c = hc_matmul_default_config(t, &j->s);
+    int nv = 1 + (int)(hc_rng_next(r) % 4);
+    c->nr = nv * L;
+    c->mr = 1 + (int)(hc_rng_next(r) % (uint64_t)HC_MIN(16, HC_MATMUL_MAX_VECS / nv));
+    c->kc = 1 + (int64_t)(hc_rng_next(r) % 40);
+    c->mc = c->mr * (1 + (int64_t)(hc_rng_next(r) % 4));
+    c->nc = c->nr * (1 + (int64_t)(hc_rng_next(r) % 3));
+    c->tb = 1 + (int)(hc_rng_next(r) % 2);
+    c->tm = 1 + (int)(hc_rng_next(r) % 2);
+    c->tn = 1 + (int)(hc_rng_next(r) % 2);
+    c->pack_a = hc_rng_next(r) % 2, c->pack_b = hc_rng_next(r) % 2;
+}
+
+/* Run job i from `lib` and compare with the interpreter. */
+static void check_job(int i, const job *jb, hc_jit_lib *lib) {
+    const hc_matmul_shape *s = &jb->s;
     int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n, nc = s->batch * s->m * s->n;
     float *A = random_buffer(na, 100 + i), *B = random_buffer(nb, 200 + i);
     float *C = malloc(sizeof(float) * (size_t)nc), *R = malloc(sizeof(float) * (size_t)nc);
@@ -294,10 +321,13 @@ static void check_case(int i, const mm_case *mc, hc_jit_lib *lib) {
             double e = fabs((double)C[j] - (double)R[j]);
             if (!(e <= maxerr)) maxerr = isnan(e) ? INFINITY : e, where = j;
         }
-        CHECK_MSG(maxerr <= tol, "case %d (%lldx%lldx%lldx%lld kind %d threads %dx%d): "
-                  "max error %g at %lld", i, (long long)s->batch, (long long)s->m,
-                  (long long)s->n, (long long)s->k, mc->kind, mc->tm, mc->tn, maxerr,
-                  (long long)where);
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_matmul_config_print(&sb, &jb->c);
+        CHECK_MSG(maxerr <= tol, "job %d (%lldx%lldx%lldx%lld, %s): max error %g at %lld", i,
+                  (long long)s->batch, (long long)s->m, (long long)s->n, (long long)s->k,
+                  hc_sb_str(&sb), maxerr, (long long)where);
+        hc_sb_free(&sb);
     }
     hc_arena_free(&a);
     free(A), free(B), free(C), free(R);
@@ -305,17 +335,21 @@ static void check_case(int i, const mm_case *mc, hc_jit_lib *lib) {
 
 static void test_kernels(void) {
     const hc_target *t = hc_target_host();
-    enum { N = HC_ARRAY_LEN(cases) };
+    enum { NCASES = HC_ARRAY_LEN(cases), NRANDOM = 8, N = NCASES + NRANDOM };
+    job jobs[N];
     char *sources[N];
     hc_jit_lib *libs[N];
     hc_error err;
     double t0 = hc_now_ms();
+    hc_rng r = {42};
     for (int i = 0; i < N; i++) {
-        hc_matmul_config c = case_config(&cases[i], t);
+        if (i < NCASES) jobs[i] = (job){cases[i].s, case_config(&cases[i], t)};
+        else random_job(&r, t, &jobs[i]);
+        CHECK_MSG(hc_matmul_validate(&jobs[i].c, &err) == HC_OK, "job %d: %s", i, err.msg);
         char name[32];
         snprintf(name, sizeof name, "matmul_%d", i);
-        sources[i] = hc_matmul_source(&cases[i].s, &c, t, name, &err);
-        HC_ASSERT_MSG(sources[i], err.msg); /* every case config is valid */
+        sources[i] = hc_matmul_source(&jobs[i].s, &jobs[i].c, t, name, &err);
+        HC_ASSERT_MSG(sources[i], err.msg); /* every job's config is valid */
         libs[i] = NULL;
     }
     /* one translation unit per kernel, compiled in parallel jobs (cached on reruns) */
@@ -323,7 +357,7 @@ static void test_kernels(void) {
     CHECK_MSG(st == HC_OK, "%s", err.msg);
     printf("built %d kernels in %.1f s\n", N, (hc_now_ms() - t0) / 1000);
     for (int i = 0; i < N; i++) {
-        if (libs[i]) check_case(i, &cases[i], libs[i]);
+        if (libs[i]) check_job(i, &jobs[i], libs[i]);
         if (libs[i]) hc_jit_close(libs[i]);
         free(sources[i]);
     }
