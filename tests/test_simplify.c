@@ -2,7 +2,7 @@
  * simplification preserves the value of integer expressions inside their bounds. */
 #include <stdlib.h>
 
-#include "ir/ir.h"
+#include "ir/mapping.h"
 #include "test.h"
 
 static hc_arena A;
@@ -243,6 +243,27 @@ static void test_let_and_builtins(void) {
               "threadIdx.x");
 }
 
+static void test_mapping_and_reduce_bounds(void) {
+    /* spatial(4,8).repeat(2,2): task shape (8, 16) */
+    const hc_mapping *m = hc_map_compose(&A, hc_map_spatial2(&A, 4, 8), hc_map_repeat2(&A, 2, 2));
+    hc_var *rc[2] = {hc_var_new(&A, "r", hc_type_scalar(HC_I64)),
+                     hc_var_new(&A, "c", hc_type_scalar(HC_I64))};
+    hc_expr *e = hc_add(&A, hc_div(&A, V(rc[0]), I(8)), hc_mod(&A, V(rc[1]), I(16)));
+    hc_expr *keep = hc_div(&A, V(rc[1]), I(8));
+    hc_stmt *body = hc_seq(&A, 2, (hc_stmt *[]){hc_store(&A, out_buf, 1, (hc_expr *[]){e}, I(0)),
+                                                hc_store(&A, out_buf, 1, (hc_expr *[]){keep},
+                                                         I(0))});
+    hc_stmt *s = hc_for_mapping(&A, m, I(0), 2, rc, body);
+    s = hc_simplify_stmt(&A, s);
+    CHECK_STR(show_stmt(s), "for (r, c) in spatial(4,8).repeat(2,2) on 0:\n"
+                            "  out[c] = 0\n  out[(c / 8)] = 0\n");
+    /* a reduce axis is bounded by its extent inside the reduction */
+    hc_var *k = hc_var_new(&A, "k", hc_type_scalar(HC_I64));
+    hc_expr *red = hc_reduce(&A, HC_REDUCE_SUM, 1, &k, (int64_t[]){4},
+                             hc_add(&A, hc_div(&A, V(k), I(4)), V(k)));
+    CHECK_STR(SIMP(red), "sum(k for k in range(4))");
+}
+
 /* ---- statements --------------------------------------------------------------------- */
 static void test_statements(void) {
     hc_var *x = hc_var_new(&A, "x", hc_type_scalar(HC_I64));
@@ -425,6 +446,7 @@ int main(void) {
     test_divmod_bounds();
     test_compare_minmax();
     test_let_and_builtins();
+    test_mapping_and_reduce_bounds();
     test_statements();
     test_func();
     test_random();

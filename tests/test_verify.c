@@ -196,6 +196,22 @@ static void test_task_level_and_register(void) {
     ACCEPT(fn(hc_declare(&A, g, NULL)), false);
 }
 
+/* Hundreds of variables: the verifier's tables grow while scopes are open. */
+static void test_many_vars(void) {
+    enum { N = 300 };
+    hc_stmt *stmts[2 * N];
+    hc_var *vars[N];
+    for (int k = 0; k < N; k++) {
+        vars[k] = hc_var_new(&A, "x", i64);
+        stmts[k] = hc_declare(&A, vars[k], k ? V(vars[k - 1]) : I(0));
+    }
+    for (int k = 0; k < N; k++)
+        stmts[N + k] = hc_store(&A, P, 1, IDX(V(vars[N - 1 - k])), hc_f32(&A, 0));
+    ACCEPT(fn(hc_seq(&A, 2 * N, stmts)), false);
+    stmts[N + 5] = hc_declare(&A, vars[7], NULL);
+    REJECT(fn(hc_seq(&A, 2 * N, stmts)), false, "defined twice");
+}
+
 static void test_module(void) {
     hc_func *f = fn(hc_comment(&A, "ok"));
     hc_func *g = fn(hc_assign(&A, n, hc_f32(&A, 1)));
@@ -221,6 +237,7 @@ int main(void) {
     test_indices_and_types();
     test_mapping_and_calls();
     test_task_level_and_register();
+    test_many_vars();
     test_module();
     hc_arena_free(&A);
     TEST_DONE();
