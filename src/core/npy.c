@@ -54,7 +54,8 @@ static bool eat(cursor *c, char ch) {
     return false;
 }
 
-/* A quoted Python string; returns its length (0 on error) and copies at most cap-1 bytes. */
+/* A quoted Python string; returns its length (0 on error or when empty, which no field
+ * allows) and copies at most cap-1 bytes. */
 static size_t parse_string(cursor *c, char *out, size_t cap) {
     skip_space(c);
     if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return 0;
@@ -67,7 +68,7 @@ static size_t parse_string(cursor *c, char *out, size_t cap) {
     if (c->p >= c->end) return 0;
     c->p++;
     out[n < cap ? n : cap - 1] = 0;
-    return n ? n : 0;
+    return n;
 }
 
 static hc_status parse_descr(cursor *c, hc_npy *out, hc_error *err) {
