@@ -78,6 +78,13 @@ static void test_fold_float_and_cast(void) {
     hc_expr *sum = hc_simplify_expr(&A, hc_add(&A, hc_f32(&A, 0.1), hc_f32(&A, 0.2)));
     CHECK(sum->kind == HC_E_CONST && (float)sum->u.c.f == (float)(x + y));
     CHECK_STR(SIMP(hc_add(&A, hc_f64(&A, 0.5), hc_f64(&A, 0.25))), "0.75");
+    /* an f32 constant holding an unrounded double still computes as its f32 value */
+    hc_expr *raw = hc_const(&A, HC_F32, (hc_value){.f = 0.1});
+    hc_expr *prod = hc_simplify_expr(&A, hc_mul(&A, raw, hc_f32(&A, 3)));
+    volatile float tenth = 0.1f, three = 3.0f;
+    CHECK(prod->kind == HC_E_CONST && prod->u.c.f == (double)(float)(tenth * three));
+    hc_expr *widened = hc_simplify_expr(&A, hc_cast(&A, hc_type_scalar(HC_F64), raw));
+    CHECK(widened->kind == HC_E_CONST && widened->u.c.f == (double)tenth);
     CHECK_STR(SIMP(hc_div(&A, hc_f32(&A, 1), hc_f32(&A, 0))), "(1.0f / 0.0f)");
     CHECK_STR(SIMP(hc_lt(&A, hc_f64(&A, 0.5), hc_f64(&A, 0.25))), "false");
     hc_expr *h = hc_const(&A, HC_F16, (hc_value){.f = 1});

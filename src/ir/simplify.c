@@ -226,6 +226,7 @@ static bool convert(hc_value v, hc_dtype s, hc_dtype d, hc_value *out) {
     if ((sf && !is_exact_float(s)) || (df && !is_exact_float(d)) || d == HC_VOID || s == HC_VOID)
         return false;
     if (sf && !isfinite(v.f)) return false;
+    if (sf) v.f = round_to(v.f, s); /* an f32 constant built from a double means its f32 */
     if (d == HC_BOOL) {
         out->i = sf ? v.f != 0 : int_value(v, s) != 0;
         return true;
@@ -341,6 +342,7 @@ static hc_expr *fold_binary(simp *S, const hc_expr *e) {
     else bd = d;
     if (hc_dtype_is_float(d)) {
         if (!is_exact_float(d)) return NULL;
+        x.f = round_to(x.f, d), y.f = round_to(y.f, d); /* run time sees f32 operands */
         if (hc_binop_is_comparison(op)) {
             out.i = compare(op, (x.f > y.f) - (x.f < y.f));
             return hc_const(S->a, HC_BOOL, out);
