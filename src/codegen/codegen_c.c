@@ -913,9 +913,20 @@ static void emit_packed(cg *c, const hc_func *f) {
     line(c, "}");
 }
 
+/* Function names are exported symbols: they must already be C identifiers. */
+static bool is_identifier(const char *s) {
+    if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return false;
+    return true;
+}
+
 static void emit_func(cg *c, const hc_func *f) {
     HC_ASSERT_MSG(f->kind == HC_FN_CPU_KERNEL || f->kind == HC_FN_CPU_HELPER,
                   "C target: CUDA function in a CPU module");
+    HC_ASSERT_MSG(is_identifier(f->name), "C target: function name is not a C identifier");
     names_reset(c);
     hc_sb head;
     hc_sb_init(&head);
