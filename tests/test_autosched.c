@@ -298,7 +298,26 @@ static void gather_case(const char *name, int64_t rows, int64_t cols, int64_t n)
         (double)-rows, (double)rows, 0);
 }
 
+static void layout_cases(void) {
+    hc_tnode *x = in("x", HC_F32, SHAPE(5, 7, 33)), *y = in("y", HC_F32, SHAPE(5, 2, 33));
+    hc_tnode *z = in("z", HC_F32, SHAPE(5, 13, 33));
+    hc_tnode *c = hc_compute_concat(&A, "c", 3, (const hc_tnode *[]){x, y, z}, 1, &err);
+    add(hc_task_new(&A, "concat3", 3, (hc_tnode *[]){x, y, z}, 1, &c), -1, 1, 0);
+    hc_tnode *xs = in("x", HC_F32, SHAPE(9, 40));
+    hc_tnode *s = hc_compute_slice(&A, "s", xs, (int64_t[]){8, 3}, (int64_t[]){-3, 2},
+                                   (int64_t[]){3, 17}, &err);
+    add(hc_task1(&A, "slice", 1, &xs, s), -1, 1, 0);
+    hc_tnode *xp = in("x", HC_F32, SHAPE(2, 13, 31));
+    hc_tnode *p = hc_compute_pad(&A, "p", xp, (int64_t[]){0, 2, 1}, (int64_t[]){1, 3, -2}, 0.5,
+                                 &err);
+    add(hc_task1(&A, "pad", 1, &xp, p), -1, 1, 0);
+    hc_tnode *xe = in("x", HC_I16, SHAPE(7, 1));
+    hc_tnode *e = hc_compute_expand(&A, "e", xe, 3, (int64_t[]){3, 1, 129}, &err);
+    add(hc_task1(&A, "expand", 1, &xe, e), -100, 100, 0);
+}
+
 static void build_cases(void) {
+    layout_cases();
     gather_case("gather", 5, 37, 11);
     where_case("where3");
     reshape_case("reshape", SHAPE(6, 35), SHAPE(5, 42));

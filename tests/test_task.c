@@ -540,6 +540,62 @@ static void test_shape_helpers(void) {
     CHECK(strstr(err.msg, "rs2") && strstr(err.msg, "24"));
 }
 
+static void test_layout_helpers(void) {
+    hc_error err = {0};
+    hc_tnode *x = input("x", HC_I32, 2, 3, 4, 0), *y = input("y", HC_I32, 2, 3, 2, 0);
+    hc_tnode *z = input("z", HC_I32, 2, 3, 1, 0);
+    int32_t xv[12], yv[6], zv[3], out[64];
+    for (int i = 0; i < 12; i++) xv[i] = 100 + i;
+    for (int i = 0; i < 6; i++) yv[i] = 200 + i;
+    for (int i = 0; i < 3; i++) zv[i] = 300 + i;
+    /* concat of three along the last axis */
+    hc_tnode *c = hc_compute_concat(&A, "cat", 3, (const hc_tnode *[]){x, y, z}, -1, &err);
+    CHECK(c && c->shape[0] == 3 && c->shape[1] == 7);
+    hc_task *t = hc_task_new(&A, "cat3", 3, (hc_tnode *[]){x, y, z}, 1, &c);
+    CHECK(run(t, (void *[]){xv, yv, zv}, (void *[]){out}) == HC_OK);
+    int bad = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 7; j++) {
+            int want = j < 4 ? xv[i * 4 + j] : j < 6 ? yv[i * 2 + j - 4] : zv[i];
+            bad += out[i * 7 + j] != want;
+        }
+    CHECK_EQ_INT(bad, 0);
+    hc_tnode *w = input("w", HC_I32, 2, 2, 4, 0);
+    CHECK(!hc_compute_concat(&A, "cat_bad", 2, (const hc_tnode *[]){x, w}, 1, &err));
+    CHECK(strstr(err.msg, "cat_bad") && strstr(err.msg, "w"));
+    /* slice rows 2, 0 (step -2) and columns 1, 2, 3 */
+    hc_tnode *sl = hc_compute_slice(&A, "sl", x, (int64_t[]){2, 1}, (int64_t[]){-2, 1},
+                                    (int64_t[]){2, 3}, &err);
+    CHECK(sl != NULL);
+    t = hc_task1(&A, "slice", 1, &x, sl);
+    CHECK(run(t, (void *[]){xv}, (void *[]){out}) == HC_OK);
+    bad = 0;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) bad += out[i * 3 + j] != xv[(2 - 2 * i) * 4 + 1 + j];
+    CHECK_EQ_INT(bad, 0);
+    CHECK(!hc_compute_slice(&A, "sl_bad", x, (int64_t[]){0, 1}, (int64_t[]){1, 2},
+                            (int64_t[]){3, 3}, &err));
+    CHECK(strstr(err.msg, "sl_bad") != NULL);
+    /* pad 1 before / 2 after on rows, crop one column at the end */
+    hc_tnode *pd = hc_compute_pad(&A, "pd", x, (int64_t[]){1, 0}, (int64_t[]){2, -1}, -7, &err);
+    CHECK(pd && pd->shape[0] == 6 && pd->shape[1] == 3);
+    t = hc_task1(&A, "pad", 1, &x, pd);
+    CHECK(run(t, (void *[]){xv}, (void *[]){out}) == HC_OK);
+    bad = 0;
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 3; j++)
+            bad += out[i * 3 + j] != (i >= 1 && i < 4 ? xv[(i - 1) * 4 + j] : -7);
+    CHECK_EQ_INT(bad, 0);
+    /* expand [3, 1] to [2, 3, 5] */
+    hc_tnode *ex = hc_compute_expand(&A, "ex", z, 3, (int64_t[]){2, 1, 5}, &err);
+    CHECK(ex && ex->ndim == 3 && ex->shape[0] == 2 && ex->shape[1] == 3 && ex->shape[2] == 5);
+    t = hc_task1(&A, "expand", 1, &z, ex);
+    CHECK(run(t, (void *[]){zv}, (void *[]){out}) == HC_OK);
+    bad = 0;
+    for (int i = 0; i < 30; i++) bad += out[i] != zv[(i / 5) % 3];
+    CHECK_EQ_INT(bad, 0);
+}
+
 /* shift by one reads past the end: the error names the tensor and the index */
 static hc_expr *shift_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
     return hc_at(a, ctx, (hc_expr *[]){hc_add(a, hc_ref(a, ax[0]), hc_int(a, 1))});
@@ -592,6 +648,7 @@ int main(void) {
     test_f16_arith();
     test_matmul();
     test_shape_helpers();
+    test_layout_helpers();
     test_out_of_bounds();
     test_materialize_once();
     hc_arena_free(&A);

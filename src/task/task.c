@@ -365,6 +365,109 @@ hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, i
     return hc_compute_with_axes(a, name, ndim, shape, axes, hc_at(a, x, idx));
 }
 
+static bool concat_check(const char *name, int n, const hc_tnode *const *xs, int axis,
+                         hc_error *err) {
+    if (n < 1 || axis < 0 || axis >= xs[0]->ndim) {
+        hc_error_set(err, HC_ERR_INVALID, "%s: bad concat axis or no inputs", name);
+        return false;
+    }
+    for (int i = 1; i < n; i++) {
+        bool ok = xs[i]->dtype == xs[0]->dtype && xs[i]->ndim == xs[0]->ndim;
+        for (int d = 0; ok && d < xs[0]->ndim; d++)
+            ok = d == axis || xs[i]->shape[d] == xs[0]->shape[d];
+        if (!ok) {
+            hc_error_set(err, HC_ERR_INVALID, "%s: %s does not match %s outside axis %d", name,
+                         xs[i]->name, xs[0]->name, axis);
+            return false;
+        }
+    }
+    return true;
+}
+
+hc_tnode *hc_compute_concat(hc_arena *a, const char *name, int n, const hc_tnode *const *xs,
+                            int axis, hc_error *err) {
+    if (n >= 1 && axis < 0) axis += xs[0]->ndim;
+    if (!concat_check(name, n, xs, axis, err)) return NULL;
+    int nd = xs[0]->ndim;
+    int64_t shape[HC_MAX_DIMS], off[64];
+    if (n > 64) {
+        hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: more than 64 inputs", name);
+        return NULL;
+    }
+    memcpy(shape, xs[0]->shape, sizeof(int64_t) * (size_t)nd);
+    shape[axis] = 0;
+    for (int i = 0; i < n; i++) off[i] = shape[axis], shape[axis] += xs[i]->shape[axis];
+    hc_var *axes[HC_MAX_DIMS];
+    make_axes(a, nd, axes, NULL);
+    hc_expr *idx[HC_MAX_DIMS], *v = NULL;
+    for (int d = 0; d < nd; d++) idx[d] = hc_ref(a, axes[d]);
+    /* the last input is the fallback; earlier ones are selected by the axis index */
+    for (int i = n - 1; i >= 0; i--) {
+        idx[axis] = hc_sub(a, hc_ref(a, axes[axis]), hc_int(a, off[i]));
+        hc_expr *xi = hc_at(a, xs[i], idx);
+        v = v ? hc_select(a, hc_lt(a, hc_ref(a, axes[axis]), hc_int(a, off[i + 1])), xi, v) : xi;
+    }
+    return hc_compute_with_axes(a, name, nd, shape, axes, v);
+}
+
+hc_tnode *hc_compute_slice(hc_arena *a, const char *name, const hc_tnode *x,
+                           const int64_t *starts, const int64_t *steps, const int64_t *shape,
+                           hc_error *err) {
+    hc_var *axes[HC_MAX_DIMS];
+    hc_expr *idx[HC_MAX_DIMS];
+    make_axes(a, x->ndim, axes, NULL);
+    for (int d = 0; d < x->ndim; d++) {
+        int64_t last = starts[d] + (shape[d] - 1) * steps[d];
+        if (shape[d] < 0 || (shape[d] > 0 && (starts[d] < 0 || starts[d] >= x->shape[d] ||
+                                              last < 0 || last >= x->shape[d]))) {
+            hc_error_set(err, HC_ERR_INVALID, "%s: slice of dim %d (start %lld, step %lld, "
+                         "%lld elements) leaves %s (size %lld)", name, d, (long long)starts[d],
+                         (long long)steps[d], (long long)shape[d], x->name,
+                         (long long)x->shape[d]);
+            return NULL;
+        }
+        hc_expr *step = hc_mul(a, hc_ref(a, axes[d]), hc_int(a, steps[d]));
+        idx[d] = hc_add(a, hc_int(a, starts[d]), step);
+    }
+    return hc_compute_with_axes(a, name, x->ndim, shape, axes, hc_at(a, x, idx));
+}
+
+hc_tnode *hc_compute_pad(hc_arena *a, const char *name, const hc_tnode *x,
+                         const int64_t *before, const int64_t *after, double value,
+                         hc_error *err) {
+    hc_var *axes[HC_MAX_DIMS];
+    hc_expr *idx[HC_MAX_DIMS], *ok = NULL;
+    int64_t shape[HC_MAX_DIMS];
+    make_axes(a, x->ndim, axes, NULL);
+    for (int d = 0; d < x->ndim; d++) {
+        shape[d] = before[d] + x->shape[d] + after[d];
+        if (shape[d] < 0) {
+            hc_error_set(err, HC_ERR_INVALID, "%s: padding dim %d of %s gives size %lld", name,
+                         d, x->name, (long long)shape[d]);
+            return NULL;
+        }
+        idx[d] = hc_sub(a, hc_ref(a, axes[d]), hc_int(a, before[d]));
+        /* bounds checks only where padding adds elements */
+        hc_expr *lo = before[d] > 0 ? hc_le(a, hc_int(a, 0), idx[d]) : NULL;
+        hc_expr *hi = after[d] > 0 ? hc_lt(a, idx[d], hc_int(a, x->shape[d])) : NULL;
+        if (lo) ok = ok ? hc_and(a, ok, lo) : lo;
+        if (hi) ok = ok ? hc_and(a, ok, hi) : hi;
+    }
+    hc_expr *v = hc_at(a, x, idx);
+    if (ok) v = hc_select(a, ok, v, hc_const_num(a, x->dtype, value));
+    return hc_compute_with_axes(a, name, x->ndim, shape, axes, v);
+}
+
+hc_tnode *hc_compute_expand(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
+                            const int64_t *shape, hc_error *err) {
+    int nd;
+    int64_t out[HC_MAX_DIMS];
+    if (hc_broadcast_shape(x->ndim, x->shape, ndim, shape, &nd, out, err)) return NULL;
+    hc_var *axes[HC_MAX_DIMS];
+    make_axes(a, nd, axes, NULL);
+    return hc_compute_with_axes(a, name, nd, out, axes, hc_at_broadcast(a, x, nd, axes));
+}
+
 static hc_expr *binop_fn(hc_arena *a, hc_expr *x, hc_expr *y, void *ctx) {
     return hc_binary(a, *(const hc_binop *)ctx, x, y);
 }

@@ -100,6 +100,22 @@ hc_tnode *hc_compute_transpose(hc_arena *a, const char *name, const hc_tnode *x,
 /* Same elements in row-major order, new shape (element counts must agree). */
 hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
                              const int64_t *shape, hc_error *err);
+/* Concatenation along `axis` (negative counts from the end); dtypes and the other
+ * dimensions must agree. */
+hc_tnode *hc_compute_concat(hc_arena *a, const char *name, int n, const hc_tnode *const *xs,
+                            int axis, hc_error *err);
+/* y[i] = x[start + i * step] per dimension, y of the given shape (steps may be negative;
+ * every read must be inside x). */
+hc_tnode *hc_compute_slice(hc_arena *a, const char *name, const hc_tnode *x,
+                           const int64_t *starts, const int64_t *steps, const int64_t *shape,
+                           hc_error *err);
+/* Constant padding (negative pads crop): y dim d = before[d] + x dim d + after[d]. */
+hc_tnode *hc_compute_pad(hc_arena *a, const char *name, const hc_tnode *x,
+                         const int64_t *before, const int64_t *after, double value,
+                         hc_error *err);
+/* Broadcast x to the broadcast of its shape and `shape` (ONNX Expand). */
+hc_tnode *hc_compute_expand(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
+                            const int64_t *shape, hc_error *err);
 /* out = x OP y with broadcasting; out = prim(x); out = (dtype)x. */
 hc_tnode *hc_compute_binop(hc_arena *a, const char *name, hc_binop op, const hc_tnode *x,
                            const hc_tnode *y, hc_error *err);
