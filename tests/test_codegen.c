@@ -459,6 +459,65 @@ static hc_func *f_helper(void) {
     return hc_func_new(A, "a_helper", HC_FN_CPU_HELPER, 1, (hc_var *[]){o}, body);
 }
 
+/* A REGISTER tensor whose address is taken stays an array (and still works). */
+static hc_func *f_addressed(void) {
+    hc_var *out = tensor1("out", HC_F32, 8);
+    const hc_type *vt = hc_type_vector(A, HC_F32, 8);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    hc_var *r = hc_b_declare(&b, "raddr", hc_type_tensor_c(A, HC_F32, 1, (int64_t[]){8},
+                                                           HC_SCOPE_REGISTER), NULL);
+    HC_FOR(&b, i, "i", INT(8), hc_unroll(0)) {
+        hc_b_store(&b, r, 1, IDX1(REF(i)), hc_cast(A, hc_type_scalar(HC_F32), REF(i)));
+    }
+    hc_expr *v = hc_call(A, HC_PRIM_VLOAD, vt, 1, (hc_expr *[]){addr(r, INT(0))});
+    hc_b_eval(&b, hc_call(A, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2,
+                          (hc_expr *[]){addr(out, INT(0)), hc_mul(A, v, hc_f32(A, 3))}));
+    return kernel("addressed", 1, (hc_var *[]){out}, hc_builder_finish(&b));
+}
+
+static void run_addressed(hc_jit_lib *lib, const char *src) {
+    float out[8];
+    packed(lib, "addressed")((void *[]){out});
+    int bad = 0;
+    for (int i = 0; i < 8; i++) bad += out[i] != 3.0f * (float)i;
+    CHECK_EQ_INT(bad, 0);
+    CHECK(strstr(src, "float raddr_") != NULL && strstr(src, "[8] __attribute__") != NULL);
+}
+
+/* The lowering pipeline on its own: mappings and unrolled loops are gone, the
+ * accumulator tile is promoted to 4 vector locals. */
+static int count_stmts(const hc_stmt *s, hc_stmt_kind k, bool tensors_only) {
+    if (!s) return 0;
+    int n = s->kind == k && (!tensors_only || s->u.decl.var->type->kind == HC_TY_TENSOR);
+    switch (s->kind) {
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) n += count_stmts(s->u.seq.stmts[i], k, tensors_only);
+        return n;
+    case HC_S_LET: return n + count_stmts(s->u.let.body, k, tensors_only);
+    case HC_S_IF:
+        return n + count_stmts(s->u.if_.then_s, k, tensors_only) +
+               count_stmts(s->u.if_.else_s, k, tensors_only);
+    case HC_S_FOR: return n + count_stmts(s->u.for_.body, k, tensors_only);
+    case HC_S_FOR_MAPPING: return n + count_stmts(s->u.fmap.body, k, tensors_only);
+    default: return n;
+    }
+}
+
+static void test_lower(hc_func *tile, hc_func *mapping) {
+    hc_func *lt = hc_lower_func(A, tile);
+    CHECK_EQ_INT(count_stmts(tile->body, HC_S_DECLARE, true), 1);
+    CHECK_EQ_INT(count_stmts(lt->body, HC_S_DECLARE, true), 0);
+    CHECK_EQ_INT(count_stmts(lt->body, HC_S_DECLARE, false), 4);
+    CHECK_EQ_INT(count_stmts(lt->body, HC_S_FOR, false), 1); /* only the k loop is left */
+    hc_func *lm = hc_lower_func(A, mapping);
+    CHECK_EQ_INT(count_stmts(mapping->body, HC_S_FOR_MAPPING, false), 1);
+    CHECK_EQ_INT(count_stmts(lm->body, HC_S_FOR_MAPPING, false), 0);
+    hc_error err;
+    CHECK_MSG(hc_verify_func(lt, false, &err) == HC_OK, "%s", err.msg);
+    CHECK_MSG(hc_verify_func(lm, false, &err) == HC_OK, "%s", err.msg);
+}
+
 static void run_layouts(hc_jit_lib *lib, const char *src) {
     float cm[12], st[40], out[12];
     for (int i = 0; i < 12; i++) cm[i] = (float)i;
@@ -712,7 +771,7 @@ int main(void) {
 
     hc_func *fs[] = {f_elementwise(), f_control(), f_casts(), f_math("math_f32", HC_F32),
                      f_math("math_f64", HC_F64), f_heap(), f_mapping(), f_barrier(),
-                     f_ints(), f_layouts(), f_helper(), f_exp_sweep()};
+                     f_ints(), f_layouts(), f_helper(), f_exp_sweep(), f_addressed()};
     char *src = NULL;
     hc_jit_lib *lib = build((int)HC_ARRAY_LEN(fs), fs, host, &src);
     if (lib) {
@@ -726,9 +785,11 @@ int main(void) {
         run_ints(lib);
         run_layouts(lib, src);
         run_exp_sweep(lib);
+        run_addressed(lib, src);
         hc_jit_close(lib);
     }
     if (getenv("HC_TEST_DUMP")) fputs(src, stderr);
+    test_lower(f_regtile("lower_tile", 16), f_mapping());
     free(src);
     for (int isa = HC_ISA_SCALAR; isa <= HC_ISA_AVX512; isa++) test_vectors((hc_isa)isa);
     hc_arena_free(A);

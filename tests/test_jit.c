@@ -68,6 +68,12 @@ static void test_compile_error(void) {
         snprintf(p, sizeof p, "%.*s", (int)strcspn(path, " \n:"), path);
         CHECK_MSG(access(p, R_OK) == 0 && strstr(p, ".c"), "kept source %s", p);
     }
+    /* a cache directory that cannot be created */
+    hc_jit_options nodir = {.cache_dir = "/proc/hidetc-no-such-dir/cache"};
+    char *src0 = source(2);
+    CHECK_EQ_INT(hc_jit_build(src0, &nodir, &lib, &err), HC_ERR_IO);
+    CHECK(strstr(err.msg, "/proc/hidetc-no-such-dir") != NULL);
+    free(src0);
     /* a compiler that does not exist */
     hc_jit_options nocc = {.cache_dir = cache, .cc = "/nonexistent/cc"};
     char *src = source(1);
