@@ -348,6 +348,7 @@ static void build_cases(void) {
             reduce_case(nm, HC_F32, (hc_reduce_kind)k, SHAPE(7, 13, 31), nsets[s], sets[s], s & 1);
         }
     reduce_case("r_nchw_c", HC_F32, HC_REDUCE_SUM, SHAPE(4, 64, 257), 1, (int[]){1}, true);
+    reduce_case("r_nchw_blocks", HC_F32, HC_REDUCE_AVG, SHAPE(2, 64, 1031), 1, (int[]){1}, false);
     reduce_case("r_rows_big", HC_F32, HC_REDUCE_MAX, SHAPE(1031, 3), 1, (int[]){0}, false);
     reduce_case("r_all", HC_F32, HC_REDUCE_SUM, SHAPE(1000), 0, NULL, false);
     reduce_case("r_all_avg", HC_F32, HC_REDUCE_AVG, SHAPE(5, 7), 0, NULL, true);
@@ -542,6 +543,9 @@ static void check_structure(void) {
     free(p);
     p = print_func(find("r_nchw_c")->f);
     CHECK_MSG(strstr(p, "vector of accumulators") && strstr(p, "register"), "%s", p);
+    free(p);
+    p = print_func(find("r_nchw_blocks")->f); /* 2 rows: blocks of the accumulator vector */
+    if (multi) CHECK_MSG(strstr(p, "vector of accumulators") && strstr(p, "jb"), "%s", p);
     free(p);
     p = print_func(find("matmul_big")->f);
     CHECK_MSG(strstr(p, "vector of accumulators"), "%s", p);
