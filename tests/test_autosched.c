@@ -460,13 +460,17 @@ static size_t nbytes(const hc_tnode *n) {
     return (size_t)hc_tnode_numel(n) * (size_t)hc_dtype_size(n->dtype) + 1;
 }
 
-static void run_case(tcase *c, hc_jit_lib *lib) {
-    const hc_task *t = c->t;
+/* The kernel of case c in lib (built for one target). */
+static hc_packed_fn lookup(const tcase *c, hc_jit_lib *lib) {
     char sym[256];
     snprintf(sym, sizeof sym, "%s__packed", c->f->name);
     hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(lib, sym);
     CHECK_MSG(fn != NULL, "missing %s", sym);
-    if (!fn) return;
+    return fn;
+}
+
+static void run_case(tcase *c, int nlibs, hc_jit_lib *const *libs, const hc_target *const *tgs) {
+    const hc_task *t = c->t;
     void *args[16], *ref[8];
     HC_ASSERT(t->ninputs + t->noutputs <= 16);
     for (int i = 0; i < t->ninputs; i++) {
@@ -480,7 +484,10 @@ static void run_case(tcase *c, hc_jit_lib *lib) {
     hc_error e = {0};
     hc_status st = hc_interpret_task(t, args, ref, &e);
     CHECK_MSG(st == HC_OK, "%s: %s", t->name, e.msg);
-    for (int threads = 1; threads <= 2 && st == HC_OK; threads++) {
+    for (int run = 0; run < 2 * nlibs && st == HC_OK; run++) {
+        int threads = run % 2 + 1;
+        hc_packed_fn fn = lookup(c, libs[run / 2]);
+        if (!fn) break;
         omp_set_num_threads(threads);
         for (int i = 0; i < t->noutputs; i++) /* garbage, so unwritten elements show */
             memset(args[t->ninputs + i], 0xA5, nbytes(t->outputs[i]));
@@ -490,9 +497,9 @@ static void run_case(tcase *c, hc_jit_lib *lib) {
             double worst = 0;
             int64_t bad = compare(args[t->ninputs + i], ref[i], o->dtype, hc_tnode_numel(o),
                                   c->tol, &worst);
-            CHECK_MSG(bad == 0, "%s output %s, %d threads: %lld of %lld differ (worst %g)",
-                      t->name, o->name, threads, (long long)bad, (long long)hc_tnode_numel(o),
-                      worst);
+            CHECK_MSG(bad == 0, "%s output %s, %s, %d threads: %lld of %lld differ (worst %g)",
+                      t->name, o->name, hc_isa_name(tgs[run / 2]->isa), threads, (long long)bad,
+                      (long long)hc_tnode_numel(o), worst);
         }
     }
     for (int i = 0; i < t->ninputs + t->noutputs; i++) free(args[i]);
@@ -570,43 +577,60 @@ static void check_errors(void) {
     CHECK_MSG(e.status == HC_ERR_INVALID && strstr(e.msg, "ghost"), "%s", e.msg);
 }
 
-int main(void) {
-    hc_arena_init(&A);
-    build_cases();
-    const hc_target *tg = hc_target_host();
-    bool verbose = getenv("HIDETC_TEST_VERBOSE") != NULL;
+/* Schedule every case for target tg into one module and build it. */
+static hc_jit_lib *build_all(const hc_target *tg, bool keep, bool verbose) {
     hc_func *funcs[HC_ARRAY_LEN(cases)];
     int nf = 0;
     for (int i = 0; i < ncases; i++) {
         hc_error e = {0};
-        cases[i].f = hc_auto_schedule(&A, cases[i].t, tg, &e);
-        CHECK_MSG(cases[i].f != NULL, "%s: %s", cases[i].t->name, e.msg);
-        if (!cases[i].f) continue;
-        funcs[nf++] = cases[i].f;
+        hc_func *f = hc_auto_schedule(&A, cases[i].t, tg, &e);
+        CHECK_MSG(f != NULL, "%s: %s", cases[i].t->name, e.msg);
+        if (!f) continue;
+        funcs[nf++] = f;
+        if (keep) cases[i].f = f;
         hc_error ve = {0};
-        CHECK_MSG(hc_verify_func(cases[i].f, false, &ve) == HC_OK, "%s", ve.msg);
-        if (verbose) {
-            char *p = print_func(cases[i].f);
+        CHECK_MSG(hc_verify_func(f, false, &ve) == HC_OK, "%s", ve.msg);
+        if (verbose && keep) {
+            char *p = print_func(f);
             printf("%s\n", p);
             free(p);
         }
     }
-    check_structure();
-    check_errors();
-    if (nf != ncases) TEST_DONE();
-    hc_module *m = hc_module_new(&A, "autosched_test", nf, funcs);
-    char *src = hc_codegen_c(&A, m, tg);
+    if (nf != ncases) return NULL;
+    char *src = hc_codegen_c(&A, hc_module_new(&A, "autosched_test", nf, funcs), tg);
+    hc_jit_options opt = {.cflags = tg->cflags};
     hc_jit_lib *lib = NULL;
     hc_error e = {0};
     double t0 = hc_now_ms();
-    hc_status st = hc_jit_build(src, NULL, &lib, &e);
-    CHECK_MSG(st == HC_OK, "%s", e.msg);
-    if (verbose) printf("build: %.0f ms\n", hc_now_ms() - t0);
+    CHECK_MSG(hc_jit_build(src, &opt, &lib, &e) == HC_OK, "%s", e.msg);
+    if (verbose) printf("build for %s: %.0f ms\n", hc_isa_name(tg->isa), hc_now_ms() - t0);
     free(src);
-    if (st == HC_OK) {
-        for (int i = 0; i < ncases; i++) run_case(&cases[i], lib);
-        hc_jit_close(lib);
+    return lib;
+}
+
+int main(void) {
+    hc_arena_init(&A);
+    build_cases();
+    bool verbose = getenv("HIDETC_TEST_VERBOSE") != NULL;
+    /* the host target, then the narrower ISAs it can also run (other vector widths) */
+    const hc_target *tgs[3] = {hc_target_host()};
+    int ntg = 1;
+    for (int isa = HC_ISA_AVX2; isa >= HC_ISA_SCALAR; isa--)
+        if (isa < (int)tgs[0]->isa) tgs[ntg++] = hc_target_cpu((hc_isa)isa);
+    hc_jit_lib *libs[3] = {NULL};
+    int nlibs = 0;
+    for (int k = 0; k < ntg; k++) {
+        hc_jit_lib *lib = build_all(tgs[k], k == 0, verbose);
+        if (!lib) break;
+        libs[nlibs++] = lib;
+        if (k == 0) {
+            check_structure();
+            check_errors();
+        }
     }
+    if (nlibs == ntg)
+        for (int i = 0; i < ncases; i++) run_case(&cases[i], nlibs, libs, tgs);
+    for (int k = 0; k < nlibs; k++) hc_jit_close(libs[k]);
     hc_arena_free(&A);
     TEST_DONE();
 }
