@@ -596,6 +596,35 @@ static void test_layout_helpers(void) {
     CHECK_EQ_INT(bad, 0);
 }
 
+static hc_expr *scale_fn(hc_arena *a, hc_expr *x, void *ctx) {
+    return hc_mul(a, x, hc_f32(a, 2));
+}
+
+/* inverse maps are derived through intermediate injective nodes */
+static void test_inverse_through_nodes(void) {
+    hc_error err = {0};
+    hc_tnode *x = input("x", HC_F32, 2, 3, 5, 0), *b = input("b", HC_F32, 1, 3, 0, 0);
+    hc_tnode *tr = hc_compute_transpose(&A, "tr", x, (int[]){1, 0}, &err);
+    hc_tnode *sc = hc_compute_map1(&A, "sc", tr, scale_fn, NULL);
+    hc_tnode *y = hc_compute_binop(&A, "y", HC_OP_ADD, sc, b, &err); /* [5, 3] + [3] */
+    hc_task *t = hc_task_new(&A, "chain", 2, (hc_tnode *[]){x, b}, 1, &y);
+    hc_inverse_map *m = t->inverse[0];
+    CHECK(m != NULL && t->inverse[1] == NULL);
+    if (m) { /* x[x0, x1] lands at y[x1, x0] */
+        CHECK(m->output_idx[0]->u.var == m->input_axes[1]);
+        CHECK(m->output_idx[1]->u.var == m->input_axes[0]);
+    }
+    /* x + transpose(transpose(x)) reads x[i, j] twice: the same element, still invertible */
+    hc_tnode *back = hc_compute_transpose(&A, "t2", tr, (int[]){1, 0}, &err);
+    hc_tnode *sum = hc_compute_binop(&A, "s", HC_OP_ADD, x, back, &err);
+    CHECK(hc_task1(&A, "twice", 1, &x, sum)->inverse[0] != NULL);
+    /* sq + transpose(sq) reads two different elements: no inverse */
+    hc_tnode *sq = input("sq", HC_F32, 2, 4, 4, 0);
+    hc_tnode *sqt = hc_compute_transpose(&A, "sqt", sq, (int[]){1, 0}, &err);
+    hc_tnode *sym = hc_compute_binop(&A, "sym", HC_OP_ADD, sq, sqt, &err);
+    CHECK(hc_task1(&A, "sym", 1, &sq, sym)->inverse[0] == NULL);
+}
+
 /* shift by one reads past the end: the error names the tensor and the index */
 static hc_expr *shift_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
     return hc_at(a, ctx, (hc_expr *[]){hc_add(a, hc_ref(a, ax[0]), hc_int(a, 1))});
@@ -649,6 +678,7 @@ int main(void) {
     test_matmul();
     test_shape_helpers();
     test_layout_helpers();
+    test_inverse_through_nodes();
     test_out_of_bounds();
     test_materialize_once();
     hc_arena_free(&A);

@@ -191,10 +191,10 @@ static bool access_permutation(const hc_tnode *out, const hc_tnode *in, const hc
     return true;
 }
 
-static void derive_inverse(hc_arena *a, hc_task *t, int input) {
+static void derive_inverse(hc_arena *a, hc_task *t, int input, const hc_expr *value) {
     const hc_tnode *out = t->outputs[0], *in = t->inputs[input];
     access_ctx c = {.target = in};
-    walk(out->value, collect_access, &c);
+    walk(value, collect_access, &c);
     int perm[HC_MAX_DIMS];
     if (!c.first || c.mismatch || !access_permutation(out, in, c.first, perm)) return;
     hc_var *in_axes[HC_MAX_DIMS];
@@ -202,6 +202,31 @@ static void derive_inverse(hc_arena *a, hc_task *t, int input) {
     make_axes(a, in->ndim, in_axes, "x");
     for (int p = 0; p < in->ndim; p++) out_idx[perm[p]] = hc_ref(a, in_axes[p]);
     hc_task_set_inverse(a, t, input, in->ndim, in_axes, out->ndim, out_idx);
+}
+
+/* Substituting intermediate nodes may grow expressions exponentially; past this many
+ * substitutions the inverse maps are not derived. */
+#define INLINE_BUDGET 4096
+
+typedef struct inline_ctx {
+    int budget;
+} inline_ctx;
+
+static hc_expr *inline_cb(hc_mutator *m, hc_expr *e) {
+    inline_ctx *c = m->ctx;
+    if (e->kind != HC_E_TENSOR_ACCESS || e->u.access.tensor->kind != HC_TN_COMPUTE) return e;
+    if (--c->budget < 0) return e;
+    const hc_tnode *n = e->u.access.tensor;
+    hc_expr *v = hc_subst_expr(m->a, n->value, n->ndim, n->axes, e->u.access.idx);
+    return hc_mutate_expr(m, v);
+}
+
+/* The output's value with every intermediate node substituted (NULL if too big). */
+static hc_expr *inline_all(hc_arena *a, hc_expr *value) {
+    inline_ctx c = {INLINE_BUDGET};
+    hc_mutator m = {.a = a, .ctx = &c, .expr = inline_cb};
+    hc_expr *r = hc_mutate_expr(&m, value);
+    return c.budget < 0 ? NULL : r;
 }
 
 hc_task *hc_task_new(hc_arena *a, const char *name, int ninputs, hc_tnode *const *inputs,
@@ -214,8 +239,9 @@ hc_task *hc_task_new(hc_arena *a, const char *name, int ninputs, hc_tnode *const
     t->inverse = HC_NEW_ARRAY(a, hc_inverse_map *, ninputs + 1);
     for (int i = 0; i < ninputs; i++) HC_ASSERT_MSG(inputs[i]->kind == HC_TN_INPUT, name);
     for (int i = 0; i < noutputs; i++) HC_ASSERT_MSG(outputs[i]->kind == HC_TN_COMPUTE, name);
-    if (noutputs == 1 && !hc_expr_has_reduce(outputs[0]->value))
-        for (int i = 0; i < ninputs; i++) derive_inverse(a, t, i);
+    if (noutputs != 1 || !hc_task_is_injective(t)) return t;
+    hc_expr *value = inline_all(a, outputs[0]->value);
+    for (int i = 0; i < ninputs && value; i++) derive_inverse(a, t, i, value);
     return t;
 }
 
