@@ -402,6 +402,9 @@ static hc_func *f_ints(void) {
     hc_builder_init(&b, A);
     for (int i = 0; i < 12; i++) hc_b_store(&b, out, 1, IDX1(INT(i)), hc_cast(A, i64, vals[i]));
     hc_b_store(&b, p, 1, IDX1(INT(0)), hc_f32(A, 2.5));
+    /* pointer arithmetic: q = p + 2; q[0] = 4 */
+    hc_var *q = hc_b_declare(&b, "q", p->type, hc_add(A, REF(p), INT(2)));
+    hc_b_store(&b, q, 1, IDX1(INT(0)), hc_f32(A, 4));
     return kernel("ints", 5, (hc_var *[]){out, x, scale, flag, p}, hc_builder_finish(&b));
 }
 
@@ -410,13 +413,13 @@ static void run_ints(hc_jit_lib *lib) {
     int32_t x = -7;
     double scale = 4.25;
     bool flag = true;
-    float pbuf[2] = {0, 9.75f};
+    float pbuf[3] = {0, 9.75f, 0};
     packed(lib, "ints")((void *[]){out, &x, &scale, &flag, pbuf});
     int64_t want[12] = {93, (int8_t)(int8_t)(100 + 100), -3, -1, (int64_t)-7 * ((int64_t)1 << 40),
                         5000000000 - 7, -7, 3, 7, -7 ^ 0xff, 42, 9};
     for (int i = 0; i < 12; i++) CHECK_MSG(out[i] == want[i], "ints[%d]: %lld vs %lld", i,
                                            (long long)out[i], (long long)want[i]);
-    CHECK(pbuf[0] == 2.5f);
+    CHECK(pbuf[0] == 2.5f && pbuf[2] == 4.0f);
 }
 
 /* Column-major and strided parameters; a REGISTER tensor indexed by a loop variable

@@ -603,8 +603,21 @@ static void binary_vector(cg *c, hc_sb *sb, const hc_expr *e) {
     else hc_sb_puts(sb, "))");
 }
 
+/* Pointer arithmetic and pointer comparisons: C's own rules, no conversions. */
+static void binary_raw(cg *c, hc_sb *sb, const hc_expr *e) {
+    hc_sb_putc(sb, '(');
+    emit_expr(c, sb, e->u.bin.a);
+    hc_sb_printf(sb, " %s ", hc_binop_symbol(e->u.bin.op));
+    emit_expr(c, sb, e->u.bin.b);
+    hc_sb_putc(sb, ')');
+}
+
 static void binary_scalar(cg *c, hc_sb *sb, const hc_expr *e) {
     hc_binop op = e->u.bin.op;
+    if (e->u.bin.a->type->kind == HC_TY_POINTER || e->u.bin.b->type->kind == HC_TY_POINTER) {
+        binary_raw(c, sb, e);
+        return;
+    }
     const hc_type *ot = hc_type_promote(c->a, e->u.bin.a->type, e->u.bin.b->type);
     if (op == HC_OP_SHL || op == HC_OP_SHR) ot = e->type;
     if (op == HC_OP_AND || op == HC_OP_OR) ot = hc_type_scalar(HC_BOOL);
