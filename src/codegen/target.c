@@ -5,6 +5,7 @@
 #include "codegen/codegen.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,6 +62,17 @@ static int64_t cache_size(int level, int sc_name, int64_t fallback) {
     return s > 0 ? s : fallback;
 }
 
+/* Cores this process may run on: a container or taskset may allow fewer than are
+ * online, and more threads than that only time-slice. */
+static int usable_cores(void) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = online > 0 ? (int)online : 1;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        n = HC_MIN(n, CPU_COUNT(&set));
+    return n;
+}
+
 static hc_isa detect_isa(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -89,10 +101,9 @@ static hc_isa apply_env_isa(hc_isa detected) {
 
 static void detect(void) {
     hc_isa cpu = detect_isa();
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     hc_target base = {
         .name = "cpu",
-        .num_cores = cores > 0 ? (int)cores : 1,
+        .num_cores = usable_cores(),
         .l1_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, 32 * 1024),
         .l2_bytes = cache_size(2, _SC_LEVEL2_CACHE_SIZE, 1024 * 1024),
         .l3_bytes = cache_size(3, _SC_LEVEL3_CACHE_SIZE, 8 * 1024 * 1024),

@@ -272,10 +272,7 @@ static void keep_first(hc_status *first, hc_status st, hc_error *err, const hc_e
     if (err) *err = *local;
 }
 
-static int default_jobs(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
+static int default_jobs(void) { return hc_target_host()->num_cores; }
 
 hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_options *opt,
                             int jobs, hc_jit_lib **out, hc_error *err) {
