@@ -316,7 +316,20 @@ static void layout_cases(void) {
     add(hc_task1(&A, "expand", 1, &xe, e), -100, 100, 0);
 }
 
+/* 40 levels, each reading its producer twice: inlining alone would be 2^40 big */
+static hc_expr *twice_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
+    hc_expr *prev = hc_at_axes(a, ctx, ax);
+    return hc_mul(a, hc_add(a, prev, hc_math(a, HC_PRIM_ABS, prev, NULL)), hc_f32(a, 0.5));
+}
+
+static void deep_case(const char *name) {
+    hc_tnode *x = in("x", HC_F32, SHAPE(3, 37)), *cur = x;
+    for (int i = 0; i < 40; i++) cur = hc_compute(&A, "lvl", 2, x->shape, twice_fn, cur);
+    add(hc_task1(&A, name, 1, &x, cur), -1, 1, 1e-6);
+}
+
 static void build_cases(void) {
+    deep_case("deep");
     layout_cases();
     gather_case("gather", 5, 37, 11);
     where_case("where3");
@@ -556,6 +569,9 @@ static void check_structure(void) {
     free(p);
     p = print_func(find("matmul_big")->f);
     CHECK_MSG(strstr(p, "vector of accumulators"), "%s", p);
+    free(p);
+    p = print_func(find("deep")->f); /* some levels are materialized to bound the size */
+    CHECK_MSG(count(p, "global") > 2 && count(p, "global") < 40, "%s", p);
     free(p);
     p = print_func(find("r_sum_2")->f); /* reduce over the innermost axis: scalar */
     CHECK_MSG(!strstr(p, "vector of accumulators"), "%s", p);
