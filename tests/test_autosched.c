@@ -328,7 +328,17 @@ static void deep_case(const char *name) {
     add(hc_task1(&A, name, 1, &x, cur), -1, 1, 1e-6);
 }
 
+static void argmax_case(const char *name, hc_dtype t, int n, const int64_t *s, int axis,
+                        bool is_max, bool last) {
+    hc_tnode *x = in("x", t, n, s);
+    hc_tnode *y = hc_compute_argreduce(&A, "y", x, axis, false, is_max, last, &err);
+    HC_ASSERT(y);
+    add(hc_task1(&A, name, 1, &x, y), -3, 3, 0);
+}
+
 static void build_cases(void) {
+    argmax_case("argmax", HC_F32, SHAPE(7, 1031), -1, true, false);
+    argmax_case("argmin_last", HC_I8, SHAPE(5, 33, 17), 1, false, true);
     deep_case("deep");
     layout_cases();
     gather_case("gather", 5, 37, 11);

@@ -625,6 +625,36 @@ static void test_inverse_through_nodes(void) {
     CHECK(hc_task1(&A, "sym", 1, &sq, sym)->inverse[0] == NULL);
 }
 
+static void test_argreduce(void) {
+    hc_error err = {0};
+    /* small integers so ties happen */
+    hc_tnode *x = input("x", HC_I8, 3, 3, 6, 4);
+    int8_t xv[72];
+    for (int i = 0; i < 72; i++) xv[i] = (int8_t)(hc_rng_next(&rng) % 4);
+    for (int mode = 0; mode < 4; mode++) {
+        bool is_max = mode & 1, last = mode & 2;
+        hc_tnode *y = hc_compute_argreduce(&A, "arg", x, -2, mode == 1, is_max, last, &err);
+        CHECK(y && y->dtype == HC_I64 && y->ndim == (mode == 1 ? 3 : 2));
+        if (!y) continue;
+        hc_task *t = hc_task1(&A, "arg", 1, &x, y);
+        int64_t out[12];
+        CHECK(run(t, (void *[]){xv}, (void *[]){out}) == HC_OK);
+        int bad = 0;
+        for (int i = 0; i < 3; i++)
+            for (int l = 0; l < 4; l++) {
+                int best = 0;
+                for (int j = 1; j < 6; j++) {
+                    int v = xv[(i * 6 + j) * 4 + l], b = xv[(i * 6 + best) * 4 + l];
+                    bool better = is_max ? v > b : v < b;
+                    if (better || (last && v == b)) best = j;
+                }
+                bad += out[i * 4 + l] != best;
+            }
+        CHECK_MSG(bad == 0, "mode %d", mode);
+    }
+    CHECK(!hc_compute_argreduce(&A, "bad", x, 3, false, true, false, &err));
+}
+
 /* shift by one reads past the end: the error names the tensor and the index */
 static hc_expr *shift_fn(hc_arena *a, hc_var *const *ax, void *ctx) {
     return hc_at(a, ctx, (hc_expr *[]){hc_add(a, hc_ref(a, ax[0]), hc_int(a, 1))});
@@ -679,6 +709,7 @@ int main(void) {
     test_shape_helpers();
     test_layout_helpers();
     test_inverse_through_nodes();
+    test_argreduce();
     test_out_of_bounds();
     test_materialize_once();
     hc_arena_free(&A);

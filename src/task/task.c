@@ -563,6 +563,31 @@ hc_tnode *hc_compute_reduce(hc_arena *a, const char *name, const hc_tnode *x, in
     return hc_compute_with_axes(a, name, on, oshape, oaxes, v);
 }
 
+hc_tnode *hc_compute_argreduce(hc_arena *a, const char *name, const hc_tnode *x, int axis,
+                               bool keepdims, bool is_max, bool select_last, hc_error *err) {
+    const char *mname = hc_arena_printf(a, "%s_value", name);
+    hc_tnode *m = hc_compute_reduce(a, mname, x, 1, &axis, true,
+                                    is_max ? HC_REDUCE_MAX : HC_REDUCE_MIN, err);
+    if (!m) return NULL;
+    int d = axis < 0 ? axis + x->ndim : axis, on = keepdims ? x->ndim : x->ndim - 1;
+    int64_t oshape[HC_MAX_DIMS], k = x->shape[d];
+    hc_var *oaxes[HC_MAX_DIMS], *r = hc_axis(a, "r0");
+    hc_expr *xi[HC_MAX_DIMS], *mi[HC_MAX_DIMS];
+    make_axes(a, on, oaxes, NULL);
+    for (int i = 0, o = 0; i < x->ndim; i++) {
+        bool red = i == d;
+        if (!red || keepdims) oshape[o] = red ? 1 : x->shape[i];
+        xi[i] = red ? hc_ref(a, r) : hc_ref(a, oaxes[o]);
+        mi[i] = red ? hc_int(a, 0) : hc_ref(a, oaxes[o]);
+        if (!red || keepdims) o++;
+    }
+    /* indices not holding the extreme give a value that loses the second reduction */
+    hc_expr *hit = hc_eq(a, hc_at(a, x, xi), hc_at(a, m, mi));
+    hc_expr *v = hc_select(a, hit, hc_ref(a, r), hc_int(a, select_last ? -1 : k));
+    hc_expr *idx = hc_reduce(a, select_last ? HC_REDUCE_MAX : HC_REDUCE_MIN, 1, &r, &k, v);
+    return hc_compute_with_axes(a, name, on, oshape, oaxes, idx);
+}
+
 hc_expr *hc_const_num(hc_arena *a, hc_dtype t, double v) {
     hc_value c = {0};
     if (hc_dtype_is_float(t)) c.f = t == HC_F32 ? (double)(float)v : v;

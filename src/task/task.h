@@ -125,6 +125,11 @@ hc_tnode *hc_compute_cast(hc_arena *a, const char *name, const hc_tnode *x, hc_d
  * keepdims keeps them as size-1 dimensions. naxes == 0 reduces over every axis. */
 hc_tnode *hc_compute_reduce(hc_arena *a, const char *name, const hc_tnode *x, int naxes,
                             const int *axes, bool keepdims, hc_reduce_kind kind, hc_error *err);
+/* ArgMax (is_max) / ArgMin of x along `axis` as i64 indices: the first extreme element,
+ * or the last one with select_last (ONNX select_last_index). Two nodes: the extreme
+ * value, then the smallest (largest) index holding it. */
+hc_tnode *hc_compute_argreduce(hc_arena *a, const char *name, const hc_tnode *x, int axis,
+                               bool keepdims, bool is_max, bool select_last, hc_error *err);
 /* Constant of dtype t holding the number v (integers truncate, bool is v != 0). */
 hc_expr *hc_const_num(hc_arena *a, hc_dtype t, double v);
 /* Task with one output. hc_task_new derives the inverse map of every input that a
