@@ -30,6 +30,12 @@ struct hc_jit_lib {
 #define LOG_EXCERPT 3000
 #define MAX_ARGS 128
 
+/* Added to every compile. Generated code never reads errno or floating-point exception
+ * flags; without these, GCC does not vectorize loops calling sqrtf, floorf, rintf and
+ * the like (it keeps the calls for their side effects). */
+static const char *const fixed_flags[] = {"-std=gnu11", "-fno-math-errno", "-fno-trapping-math",
+                                          "-fPIC", "-shared", "-fopenmp"};
+
 static atomic_uint tmp_counter;
 
 char *hc_jit_cache_dir(const hc_jit_options *opt) {
@@ -181,6 +187,7 @@ static void job_init(job *j, const char *source, const char *dir, const char *cc
     hc_hash_init(&h);
     hc_hash_str(&h, source);
     hc_hash_str(&h, cflags);
+    for (size_t i = 0; i < HC_ARRAY_LEN(fixed_flags); i++) hc_hash_str(&h, fixed_flags[i]);
     hc_hash_str(&h, cc);
     hc_hash_str(&h, version);
     hc_hash_hex(&h, j->key);
@@ -220,8 +227,8 @@ static hc_status job_start(job *j, const char *cc, const char *cflags, bool verb
     snprintf(words, len, "%s %s", cc, cflags);
     char *argv[MAX_ARGS + 16];
     int n = split_words(words, argv, MAX_ARGS);
-    const char *tail[] = {"-std=gnu11", "-fPIC", "-shared", "-fopenmp", "-o", j->tmp_so,
-                          j->src_path};
+    for (size_t i = 0; i < HC_ARRAY_LEN(fixed_flags); i++) argv[n++] = (char *)fixed_flags[i];
+    const char *tail[] = {"-o", j->tmp_so, j->src_path};
     for (size_t i = 0; i < HC_ARRAY_LEN(tail); i++) argv[n++] = (char *)tail[i];
     argv[n] = NULL;
     if (verbose) {
