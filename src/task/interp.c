@@ -557,7 +557,9 @@ static hc_status eval(interp *ip, const hc_expr *e, hc_value *out) {
     hc_status st = check_scalar(ip, e);
     if (st) return st;
     switch (e->kind) {
-    case HC_E_CONST: *out = e->u.c; return HC_OK;
+    case HC_E_CONST: /* a constant holds a double or 64 bits: round it to its type */
+        *out = convert(e->u.c, e->type->dtype, e->type->dtype);
+        return HC_OK;
     case HC_E_VAR: return lookup(ip, e->u.var, out);
     case HC_E_BINARY: return eval_binary(ip, e, out);
     case HC_E_UNARY: return eval_unary(ip, e, out);
