@@ -42,6 +42,19 @@ static hc_jit_lib *build(int n, hc_func **fs, const hc_target *t, char **src_out
     return st == HC_OK ? lib : NULL;
 }
 
+/* The generated C compiles without warnings (unused variables aside: programs may
+ * declare what they do not use). */
+static void check_warning_free(const char *src, const hc_target *t) {
+    char flags[256];
+    snprintf(flags, sizeof flags, "%s -Wall -Wextra -Werror -Wno-unused", t->cflags);
+    hc_jit_options opt = {.cflags = flags};
+    hc_jit_lib *lib = NULL;
+    hc_error err;
+    CHECK_MSG(hc_jit_build(src, &opt, &lib, &err) == HC_OK, "%s: %s", hc_isa_name(t->isa),
+              err.msg);
+    hc_jit_close(lib);
+}
+
 static hc_packed_fn packed(hc_jit_lib *lib, const char *name) {
     char sym[128];
     snprintf(sym, sizeof sym, "%s__packed", name);
@@ -752,6 +765,7 @@ static void test_vectors(hc_isa isa) {
         CHECK_EQ_INT(intrin256, isa >= HC_ISA_AVX2);
         CHECK_EQ_INT(strstr(src, "immintrin.h") != NULL, isa != HC_ISA_SCALAR);
         hc_jit_close(lib);
+        check_warning_free(src, t);
     }
     free(src);
 }
@@ -808,6 +822,7 @@ int main(void) {
         run_addressed(lib, src);
         hc_jit_close(lib);
     }
+    if (src) check_warning_free(src, host);
     if (getenv("HC_TEST_DUMP")) fputs(src, stderr);
     test_lower(f_regtile("lower_tile", 16), f_mapping());
     free(src);
