@@ -61,6 +61,8 @@ grep -q 'matmul__packed' <<<"$out" || fail "print-source: no packed entry point"
 # --- config overrides, including one that validation rejects -------------------------------
 "$HIDETC" kernel matmul --m 20 --n 50 --k 30 --mr 3 --kc 8 --mc 6 --pack-a 0 --pack-b 0 \
     >/dev/null || fail "overrides: exit $?"
+"$HIDETC" kernel matmul --m 20 --n 50 --k 30 --mr 5 --nr 48 >/dev/null ||
+    fail "--mr/--nr alone: the default blocks should be rounded to the new tile"
 "$HIDETC" kernel matmul --m 20 --n 50 --k 30 --mr 3 --mc 7 >/dev/null 2>"$TMP/err"
 [ $? = 2 ] && grep -q 'mc 7' "$TMP/err" || fail "invalid config: expected exit 2 naming mc"
 

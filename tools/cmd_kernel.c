@@ -99,8 +99,9 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
 
 static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
     hc_matmul_config c = hc_matmul_default_config(t, &k->shape);
-    if (k->mr > 0) c.mr = (int)k->mr;
-    if (k->nr > 0) c.nr = (int)k->nr;
+    /* a new tile keeps the default blocks valid: rounded to multiples of it */
+    if (k->mr > 0) c.mr = (int)k->mr, c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
+    if (k->nr > 0) c.nr = (int)k->nr, c.nc = (c.nc + c.nr - 1) / c.nr * c.nr;
     if (k->kc > 0) c.kc = k->kc;
     if (k->mc > 0) c.mc = k->mc;
     if (k->nc > 0) c.nc = k->nc;
