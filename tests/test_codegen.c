@@ -274,10 +274,10 @@ static void run_math(hc_jit_lib *lib) {
 }
 
 /* f32 exp, tanh and erf are the generated code's own (vectorizable) ones: sweep them
- * against libm in double. out = {exp(x), tanh(x / 8), erf(x / 16)}. */
+ * against libm in double. out = {exp(x), tanh(x / 8), erf(x / 16), log(|x|)}. */
 #define NEXP 4100
 static hc_func *f_exp_sweep(void) {
-    hc_var *x = tensor1("x", HC_F32, NEXP), *out = tensor1("out", HC_F32, 3 * NEXP);
+    hc_var *x = tensor1("x", HC_F32, NEXP), *out = tensor1("out", HC_F32, 4 * NEXP);
     hc_builder b;
     hc_builder_init(&b, A);
     HC_FOR(&b, i, "i", INT(NEXP), hc_serial()) {
@@ -287,6 +287,8 @@ static hc_func *f_exp_sweep(void) {
                    hc_math(A, HC_PRIM_TANH, hc_div(A, xi, hc_f32(A, 8)), NULL));
         hc_b_store(&b, out, 1, IDX1(hc_add(A, REF(i), INT(2 * NEXP))),
                    hc_math(A, HC_PRIM_ERF, hc_div(A, xi, hc_f32(A, 16)), NULL));
+        hc_b_store(&b, out, 1, IDX1(hc_add(A, REF(i), INT(3 * NEXP))),
+                   hc_math(A, HC_PRIM_LOG, hc_math(A, HC_PRIM_ABS, xi, NULL), NULL));
     }
     return kernel("exp_sweep", 2, (hc_var *[]){x, out}, hc_builder_finish(&b));
 }
@@ -300,19 +302,24 @@ static double ulps(float got, double ref) {
 }
 
 static void run_exp_sweep(hc_jit_lib *lib) {
-    static float x[NEXP], out[3 * NEXP];
+    static float x[NEXP], out[4 * NEXP];
     for (int i = 0; i < NEXP - 4; i++) x[i] = -106.0f + 196.0f * (float)i / (NEXP - 4);
+    x[2000] = 1e-40f, x[2001] = 1.0f + 1e-7f, x[2002] = 0.75f; /* subnormal, near 1 */
     x[NEXP - 4] = NAN, x[NEXP - 3] = INFINITY, x[NEXP - 2] = -INFINITY, x[NEXP - 1] = 0;
     packed(lib, "exp_sweep")((void *[]){x, out});
-    double worst[3] = {0, 0, 0};
+    double worst[4] = {0, 0, 0, 0};
     for (int i = 0; i < NEXP - 4; i++) {
         worst[0] = fmax(worst[0], ulps(out[i], exp((double)x[i])));
         worst[1] = fmax(worst[1], ulps(out[NEXP + i], tanh((double)(x[i] / 8))));
         worst[2] = fmax(worst[2], ulps(out[2 * NEXP + i], erf((double)(x[i] / 16))));
+        worst[3] = fmax(worst[3], ulps(out[3 * NEXP + i], log(fabs((double)x[i]))));
     }
     CHECK_MSG(worst[0] <= 1, "exp: %g ulp", worst[0]);
     CHECK_MSG(worst[1] <= 2, "tanh: %g ulp", worst[1]);
     CHECK_MSG(worst[2] <= 3.5, "erf: %g ulp", worst[2]);
+    CHECK_MSG(worst[3] <= 2, "log: %g ulp", worst[3]);
+    const float *lg = out + 4 * NEXP - 4; /* log |nan|, |inf|, |-inf|, 0 */
+    CHECK(isnan(lg[0]) && lg[1] == INFINITY && lg[2] == INFINITY && lg[3] == -INFINITY);
     for (int k = 0; k < 3; k++) {
         const float *o = out + k * NEXP + NEXP - 4;
         CHECK_MSG(isnan(o[0]) && o[3] == (k == 0 ? 1 : 0), "special values of %d", k);
