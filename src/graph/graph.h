@@ -1,0 +1,185 @@
+/* graph.h — the graph IR (FlowGraph): tensors and operators.
+ *
+ * A graph owns an arena; tensors, nodes, attributes and constant data all live in it and
+ * are freed together by hc_graph_free. Shapes are static (int64); a tensor is constant
+ * when it has data. Nodes are kept in topological order (hc_graph_toposort restores it
+ * after a pass adds nodes out of order).
+ *
+ * Operators are rows of the table in ops.h. Each operator is implemented by an
+ * hc_op_def (src/graph/ops/*.c): shape/dtype inference and a Task (the computation
+ * definition, src/task), optionally a schedule hook for anchors. */
+#ifndef HC_GRAPH_H
+#define HC_GRAPH_H
+
+#include "codegen/codegen.h"
+#include "graph/ops.h"
+#include "ir/ir.h"
+#include "task/task.h"
+
+typedef struct hc_node hc_node;
+typedef struct hc_graph hc_graph;
+
+/* ---- tensors -------------------------------------------------------------------- */
+typedef struct hc_tensor {
+    const char *name;
+    hc_dtype dtype;
+    int ndim;
+    int64_t shape[HC_MAX_DIMS];
+    bool shape_known; /* false until inference has run for non-input tensors */
+    void *data;       /* constant value, dense row-major in dtype; NULL if not constant */
+    hc_node *producer;
+    int id;           /* index in graph->tensors */
+} hc_tensor;
+
+int64_t hc_tensor_numel(const hc_tensor *t);
+size_t hc_tensor_nbytes(const hc_tensor *t);
+/* Read a constant integer tensor (any integer dtype or bool) as int64 values; at most
+ * max values. Returns the element count, or -1 when t is not a constant integer tensor. */
+int64_t hc_tensor_const_ints(const hc_tensor *t, int64_t *out, int64_t max);
+/* Read element i of a constant numeric tensor as a double. */
+double hc_tensor_const_at(const hc_tensor *t, int64_t i);
+void hc_print_shape(hc_sb *sb, int ndim, const int64_t *shape); /* [1, 3, 224, 224] */
+
+/* ---- attributes ------------------------------------------------------------------- */
+typedef enum hc_attr_kind {
+    HC_ATTR_INT,
+    HC_ATTR_FLOAT,
+    HC_ATTR_STRING,
+    HC_ATTR_TENSOR,
+    HC_ATTR_INTS,
+    HC_ATTR_FLOATS,
+    HC_ATTR_STRINGS,
+} hc_attr_kind;
+
+typedef struct hc_attr {
+    const char *name;
+    hc_attr_kind kind;
+    int64_t i;
+    double f;
+    const char *s;
+    hc_tensor *t; /* TENSOR: a constant tensor not in graph->tensors */
+    int n;        /* INTS/FLOATS/STRINGS */
+    int64_t *ints;
+    double *floats;
+    const char **strings;
+} hc_attr;
+
+/* ---- nodes ------------------------------------------------------------------------ */
+struct hc_node {
+    hc_op_kind op;
+    const char *name; /* unique in the graph (importers make one up when missing) */
+    int ninputs;
+    hc_tensor **inputs; /* NULL entries: omitted optional inputs */
+    int noutputs;
+    hc_tensor **outputs; /* NULL entries: omitted optional outputs */
+    int nattrs;
+    hc_attr *attrs;
+    int opset; /* the opset version of the node's domain (semantics differ by version) */
+};
+
+const hc_attr *hc_node_attr(const hc_node *n, const char *name);
+int64_t hc_node_attr_int(const hc_node *n, const char *name, int64_t dflt);
+double hc_node_attr_float(const hc_node *n, const char *name, double dflt);
+const char *hc_node_attr_string(const hc_node *n, const char *name, const char *dflt);
+/* INTS attribute: count written to *n (0 and NULL when absent). */
+const int64_t *hc_node_attr_ints(const hc_node *n, const char *name, int *count);
+const double *hc_node_attr_floats(const hc_node *n, const char *name, int *count);
+/* Number of present (non-NULL) inputs / outputs. */
+int hc_node_num_present_inputs(const hc_node *n);
+
+/* ---- graphs ----------------------------------------------------------------------- */
+struct hc_graph {
+    hc_arena arena;
+    const char *name;
+    int opset; /* default-domain opset of the model */
+    HC_VEC(hc_tensor *) tensors;
+    HC_VEC(hc_node *) nodes; /* topological order */
+    HC_VEC(hc_tensor *) inputs;  /* non-constant graph inputs */
+    HC_VEC(hc_tensor *) outputs;
+};
+
+hc_graph *hc_graph_new(const char *name, int opset);
+void hc_graph_free(hc_graph *g);
+/* A new tensor (name NULL: a fresh unique name). Shape may be NULL (unknown yet). */
+hc_tensor *hc_graph_tensor(hc_graph *g, const char *name, hc_dtype dtype, int ndim,
+                           const int64_t *shape);
+/* A constant tensor; data is copied into the graph (data NULL: zero-filled). */
+hc_tensor *hc_graph_constant(hc_graph *g, const char *name, hc_dtype dtype, int ndim,
+                             const int64_t *shape, const void *data);
+hc_tensor *hc_graph_add_input(hc_graph *g, const char *name, hc_dtype dtype, int ndim,
+                              const int64_t *shape);
+void hc_graph_add_output(hc_graph *g, hc_tensor *t);
+/* Append a node; outputs are created (unknown shape) when outputs == NULL. Arity is
+ * checked against the op table (error names the node). Attributes are copied. */
+hc_node *hc_graph_add_node(hc_graph *g, hc_op_kind op, const char *name, int ninputs,
+                           hc_tensor *const *inputs, int noutputs, hc_tensor *const *outputs,
+                           int nattrs, const hc_attr *attrs, hc_error *err);
+hc_tensor *hc_graph_find_tensor(const hc_graph *g, const char *name);
+/* Restore topological order; error on a cycle or a tensor consumed before any producer. */
+hc_status hc_graph_toposort(hc_graph *g, hc_error *err);
+/* Drop nodes whose outputs are not used by any node or graph output. */
+void hc_graph_remove_dead(hc_graph *g);
+/* Replace every use of `from` (node inputs and graph outputs) by `to`. */
+void hc_graph_replace_uses(hc_graph *g, hc_tensor *from, hc_tensor *to);
+/* Number of nodes reading t (each input slot counts). */
+int hc_graph_num_uses(const hc_graph *g, const hc_tensor *t);
+
+/* Printing: one line per node "%y = Conv(%x, %w) {strides=[1, 1], ...}  # [1, 64, 56, 56] f32" */
+void hc_graph_print(hc_sb *sb, const hc_graph *g);
+/* Graphviz DOT */
+void hc_graph_dot(hc_sb *sb, const hc_graph *g);
+
+/* ---- operator definitions ----------------------------------------------------------- */
+/* The op table, derived from ops.h. */
+const char *hc_op_name(hc_op_kind op);      /* "CONV" */
+const char *hc_op_onnx_name(hc_op_kind op); /* "Conv" ("" for internal ops) */
+hc_op_class hc_op_class_of(hc_op_kind op);
+int hc_op_min_inputs(hc_op_kind op), hc_op_max_inputs(hc_op_kind op);
+int hc_op_min_outputs(hc_op_kind op), hc_op_max_outputs(hc_op_kind op);
+/* ONNX op_type -> kind; HC_OPK_COUNT when unknown. */
+hc_op_kind hc_op_from_onnx(const char *op_type);
+
+typedef struct hc_op_def {
+    hc_op_kind op;
+    /* Set dtype and shape of every present output from the inputs (and constant input
+     * data where the op needs it, e.g. Reshape's shape). Errors name the node. */
+    hc_status (*infer)(hc_node *n, hc_error *err);
+    /* The computation definition: task inputs are the node's present inputs in order,
+     * task outputs the node's present outputs in order (shapes as inferred). */
+    hc_task *(*task)(hc_arena *a, const hc_node *n, hc_error *err);
+    /* Optional: a scheduled program for this node (anchors: matmul/conv templates), an
+     * HC_FN_CPU_KERNEL with params = task inputs then task outputs. NULL result with
+     * err->status == HC_OK means "no template applies: use the auto-scheduler". */
+    hc_func *(*schedule)(hc_arena *a, const hc_node *n, const hc_task *t,
+                         const hc_target *target, const char *fname, hc_error *err);
+} hc_op_def;
+
+/* The definition of an op, or NULL when it is not implemented (unsupported). */
+const hc_op_def *hc_op_get(hc_op_kind op);
+
+/* Category tables (src/graph/ops/<category>.c), each ended by an entry with infer ==
+ * NULL. */
+extern const hc_op_def hc_ops_nn[];      /* conv, norms, matmul family, softmax, pooling */
+extern const hc_op_def hc_ops_math[];    /* activations, elementwise, logic, reductions */
+extern const hc_op_def hc_ops_shape[];   /* shape, data movement, constants */
+
+/* Helpers for op implementations. */
+/* tensor_input tnodes for each present input of n, in order (count in *count). */
+hc_tnode **hc_node_input_tnodes(hc_arena *a, const hc_node *n, int *count);
+/* A task named after the node from input tnodes and the output tnodes. */
+hc_task *hc_node_task(hc_arena *a, const hc_node *n, int ninputs, hc_tnode *const *inputs,
+                      int noutputs, hc_tnode *const *outputs);
+/* Set output i's dtype and shape. */
+void hc_node_set_output(hc_node *n, int i, hc_dtype dtype, int ndim, const int64_t *shape);
+/* Normalize a possibly negative axis against rank; error names the node when out of
+ * range. */
+hc_status hc_node_axis(const hc_node *n, int64_t axis, int rank, int *out, hc_error *err);
+/* For infer functions that need input i's value at compile time (shapes, axes, pads):
+ * when it is not constant, returns HC_ERR_UNSUPPORTED with a message naming the node and
+ * input, and records the input tensor's name (thread-local) so that a caller that knows
+ * the value (the ONNX test runner) can bind it as a constant and retry. */
+hc_status hc_node_need_const(const hc_node *n, int i, hc_error *err);
+const char *hc_last_need_const(void); /* NULL after hc_clear_need_const */
+void hc_clear_need_const(void);
+
+#endif

@@ -1,0 +1,161 @@
+/* ops.h — the operator table. Every operator is one row; the enum, names and property
+ * tables are derived from it (graph.c). `onnx` is the ONNX op_type ("" for internal ops).
+ * Arity: min/max inputs and outputs (HC_MANY = variadic). Kind (for fusion, DESIGN.md):
+ *   ANCHOR     scheduled by a template (matmul, conv)
+ *   REDUCE     non-injective, auto-scheduled (reductions, softmax, norms, pooling)
+ *   INJECTIVE  elementwise and data movement (each output element from known inputs)
+ *   SOURCE     produces compile-time values (Constant, Shape, ...): folded away
+ */
+#ifndef HC_OPS_H
+#define HC_OPS_H
+
+#define HC_MANY 255
+
+/*    NAME                      onnx name                   in_min in_max out_min out_max kind */
+#define HC_OPS(X)                                                                             \
+    /* convolution and normalization */                                                       \
+    X(CONV,                      "Conv",                       2, 3, 1, 1, ANCHOR)            \
+    X(CONV_TRANSPOSE,            "ConvTranspose",              2, 3, 1, 1, ANCHOR)            \
+    X(BATCH_NORMALIZATION,       "BatchNormalization",         5, 5, 1, 3, INJECTIVE)         \
+    X(INSTANCE_NORMALIZATION,    "InstanceNormalization",      3, 3, 1, 1, REDUCE)            \
+    X(LAYER_NORMALIZATION,       "LayerNormalization",         2, 3, 1, 3, REDUCE)            \
+    X(LP_NORMALIZATION,          "LpNormalization",            1, 1, 1, 1, REDUCE)            \
+    X(MEAN_VARIANCE_NORMALIZATION, "MeanVarianceNormalization", 1, 1, 1, 1, REDUCE)          \
+    X(LRN,                       "LRN",                        1, 1, 1, 1, REDUCE)            \
+    /* matrix products */                                                                     \
+    X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
+    X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \
+    X(EINSUM,                    "Einsum",                     1, HC_MANY, 1, 1, ANCHOR)      \
+    /* activations */                                                                         \
+    X(RELU,                      "Relu",                       1, 1, 1, 1, INJECTIVE)         \
+    X(LEAKY_RELU,                "LeakyRelu",                  1, 1, 1, 1, INJECTIVE)         \
+    X(PRELU,                     "PRelu",                      2, 2, 1, 1, INJECTIVE)         \
+    X(SIGMOID,                   "Sigmoid",                    1, 1, 1, 1, INJECTIVE)         \
+    X(HARD_SIGMOID,              "HardSigmoid",                1, 1, 1, 1, INJECTIVE)         \
+    X(HARD_SWISH,                "HardSwish",                  1, 1, 1, 1, INJECTIVE)         \
+    X(TANH,                      "Tanh",                       1, 1, 1, 1, INJECTIVE)         \
+    X(ERF,                       "Erf",                        1, 1, 1, 1, INJECTIVE)         \
+    X(SOFTPLUS,                  "Softplus",                   1, 1, 1, 1, INJECTIVE)         \
+    X(SOFTSIGN,                  "Softsign",                   1, 1, 1, 1, INJECTIVE)         \
+    X(ELU,                       "Elu",                        1, 1, 1, 1, INJECTIVE)         \
+    X(SELU,                      "Selu",                       1, 1, 1, 1, INJECTIVE)         \
+    X(CELU,                      "Celu",                       1, 1, 1, 1, INJECTIVE)         \
+    X(THRESHOLDED_RELU,          "ThresholdedRelu",            1, 1, 1, 1, INJECTIVE)         \
+    X(SHRINK,                    "Shrink",                     1, 1, 1, 1, INJECTIVE)         \
+    X(CLIP,                      "Clip",                       1, 3, 1, 1, INJECTIVE)         \
+    /* softmax family */                                                                      \
+    X(SOFTMAX,                   "Softmax",                    1, 1, 1, 1, REDUCE)            \
+    X(LOG_SOFTMAX,               "LogSoftmax",                 1, 1, 1, 1, REDUCE)            \
+    X(HARDMAX,                   "Hardmax",                    1, 1, 1, 1, REDUCE)            \
+    /* pooling */                                                                             \
+    X(MAX_POOL,                  "MaxPool",                    1, 1, 1, 2, REDUCE)            \
+    X(AVERAGE_POOL,              "AveragePool",                1, 1, 1, 1, REDUCE)            \
+    X(GLOBAL_AVERAGE_POOL,       "GlobalAveragePool",          1, 1, 1, 1, REDUCE)            \
+    X(GLOBAL_MAX_POOL,           "GlobalMaxPool",              1, 1, 1, 1, REDUCE)            \
+    /* reductions */                                                                          \
+    X(REDUCE_MEAN,               "ReduceMean",                 1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_SUM,                "ReduceSum",                  1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_MAX,                "ReduceMax",                  1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_MIN,                "ReduceMin",                  1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_PROD,               "ReduceProd",                 1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_L1,                 "ReduceL1",                   1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_L2,                 "ReduceL2",                   1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_LOG_SUM,            "ReduceLogSum",               1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_LOG_SUM_EXP,        "ReduceLogSumExp",            1, 2, 1, 1, REDUCE)            \
+    X(REDUCE_SUM_SQUARE,         "ReduceSumSquare",            1, 2, 1, 1, REDUCE)            \
+    X(ARG_MAX,                   "ArgMax",                     1, 1, 1, 1, REDUCE)            \
+    X(ARG_MIN,                   "ArgMin",                     1, 1, 1, 1, REDUCE)            \
+    X(CUM_SUM,                   "CumSum",                     2, 2, 1, 1, REDUCE)            \
+    X(TOP_K,                     "TopK",                       2, 2, 2, 2, REDUCE)            \
+    /* elementwise math */                                                                    \
+    X(ADD,                       "Add",                        2, 2, 1, 1, INJECTIVE)         \
+    X(SUB,                       "Sub",                        2, 2, 1, 1, INJECTIVE)         \
+    X(MUL,                       "Mul",                        2, 2, 1, 1, INJECTIVE)         \
+    X(DIV,                       "Div",                        2, 2, 1, 1, INJECTIVE)         \
+    X(POW,                       "Pow",                        2, 2, 1, 1, INJECTIVE)         \
+    X(MOD,                       "Mod",                        2, 2, 1, 1, INJECTIVE)         \
+    X(SQRT,                      "Sqrt",                       1, 1, 1, 1, INJECTIVE)         \
+    X(EXP,                       "Exp",                        1, 1, 1, 1, INJECTIVE)         \
+    X(LOG,                       "Log",                        1, 1, 1, 1, INJECTIVE)         \
+    X(NEG,                       "Neg",                        1, 1, 1, 1, INJECTIVE)         \
+    X(ABS,                       "Abs",                        1, 1, 1, 1, INJECTIVE)         \
+    X(RECIPROCAL,                "Reciprocal",                 1, 1, 1, 1, INJECTIVE)         \
+    X(FLOOR,                     "Floor",                      1, 1, 1, 1, INJECTIVE)         \
+    X(CEIL,                      "Ceil",                       1, 1, 1, 1, INJECTIVE)         \
+    X(ROUND,                     "Round",                      1, 1, 1, 1, INJECTIVE)         \
+    X(SIGN,                      "Sign",                       1, 1, 1, 1, INJECTIVE)         \
+    X(SIN,                       "Sin",                        1, 1, 1, 1, INJECTIVE)         \
+    X(COS,                       "Cos",                        1, 1, 1, 1, INJECTIVE)         \
+    X(TAN,                       "Tan",                        1, 1, 1, 1, INJECTIVE)         \
+    X(ASIN,                      "Asin",                       1, 1, 1, 1, INJECTIVE)         \
+    X(ACOS,                      "Acos",                       1, 1, 1, 1, INJECTIVE)         \
+    X(ATAN,                      "Atan",                       1, 1, 1, 1, INJECTIVE)         \
+    X(SINH,                      "Sinh",                       1, 1, 1, 1, INJECTIVE)         \
+    X(COSH,                      "Cosh",                       1, 1, 1, 1, INJECTIVE)         \
+    X(ASINH,                     "Asinh",                      1, 1, 1, 1, INJECTIVE)         \
+    X(ACOSH,                     "Acosh",                      1, 1, 1, 1, INJECTIVE)         \
+    X(ATANH,                     "Atanh",                      1, 1, 1, 1, INJECTIVE)         \
+    X(IS_NAN,                    "IsNaN",                      1, 1, 1, 1, INJECTIVE)         \
+    X(IS_INF,                    "IsInf",                      1, 1, 1, 1, INJECTIVE)         \
+    X(MIN,                       "Min",                        1, HC_MANY, 1, 1, INJECTIVE)   \
+    X(MAX,                       "Max",                        1, HC_MANY, 1, 1, INJECTIVE)   \
+    X(MEAN,                      "Mean",                       1, HC_MANY, 1, 1, INJECTIVE)   \
+    X(SUM,                       "Sum",                        1, HC_MANY, 1, 1, INJECTIVE)   \
+    /* comparison and logic */                                                                \
+    X(EQUAL,                     "Equal",                      2, 2, 1, 1, INJECTIVE)         \
+    X(LESS,                      "Less",                       2, 2, 1, 1, INJECTIVE)         \
+    X(GREATER,                   "Greater",                    2, 2, 1, 1, INJECTIVE)         \
+    X(LESS_OR_EQUAL,             "LessOrEqual",                2, 2, 1, 1, INJECTIVE)         \
+    X(GREATER_OR_EQUAL,          "GreaterOrEqual",             2, 2, 1, 1, INJECTIVE)         \
+    X(NOT,                       "Not",                        1, 1, 1, 1, INJECTIVE)         \
+    X(AND,                       "And",                        2, 2, 1, 1, INJECTIVE)         \
+    X(OR,                        "Or",                         2, 2, 1, 1, INJECTIVE)         \
+    X(XOR,                       "Xor",                        2, 2, 1, 1, INJECTIVE)         \
+    X(WHERE,                     "Where",                      3, 3, 1, 1, INJECTIVE)         \
+    /* shape and data movement */                                                             \
+    X(RESHAPE,                   "Reshape",                    1, 2, 1, 1, INJECTIVE)         \
+    X(FLATTEN,                   "Flatten",                    1, 1, 1, 1, INJECTIVE)         \
+    X(TRANSPOSE,                 "Transpose",                  1, 1, 1, 1, INJECTIVE)         \
+    X(CONCAT,                    "Concat",                     1, HC_MANY, 1, 1, INJECTIVE)   \
+    X(SPLIT,                     "Split",                      1, 2, 1, HC_MANY, INJECTIVE)   \
+    X(SLICE,                     "Slice",                      1, 5, 1, 1, INJECTIVE)         \
+    X(GATHER,                    "Gather",                     2, 2, 1, 1, INJECTIVE)         \
+    X(GATHER_ELEMENTS,           "GatherElements",             2, 2, 1, 1, INJECTIVE)         \
+    X(GATHER_ND,                 "GatherND",                   2, 2, 1, 1, INJECTIVE)         \
+    X(SCATTER_ELEMENTS,          "ScatterElements",            3, 3, 1, 1, REDUCE)            \
+    X(SCATTER_ND,                "ScatterND",                  3, 3, 1, 1, REDUCE)            \
+    X(SQUEEZE,                   "Squeeze",                    1, 2, 1, 1, INJECTIVE)         \
+    X(UNSQUEEZE,                 "Unsqueeze",                  1, 2, 1, 1, INJECTIVE)         \
+    X(EXPAND,                    "Expand",                     2, 2, 1, 1, INJECTIVE)         \
+    X(TILE,                      "Tile",                       2, 2, 1, 1, INJECTIVE)         \
+    X(PAD,                       "Pad",                        1, 4, 1, 1, INJECTIVE)         \
+    X(RESIZE,                    "Resize",                     1, 4, 1, 1, INJECTIVE)         \
+    X(UPSAMPLE,                  "Upsample",                   1, 2, 1, 1, INJECTIVE)         \
+    X(DEPTH_TO_SPACE,            "DepthToSpace",               1, 1, 1, 1, INJECTIVE)         \
+    X(SPACE_TO_DEPTH,            "SpaceToDepth",               1, 1, 1, 1, INJECTIVE)         \
+    X(TRILU,                     "Trilu",                      1, 2, 1, 1, INJECTIVE)         \
+    X(ONE_HOT,                   "OneHot",                     3, 3, 1, 1, INJECTIVE)         \
+    X(EYE_LIKE,                  "EyeLike",                    1, 1, 1, 1, INJECTIVE)         \
+    /* shape and constants */                                                                 \
+    X(SHAPE,                     "Shape",                      1, 1, 1, 1, SOURCE)            \
+    X(SIZE,                      "Size",                       1, 1, 1, 1, SOURCE)            \
+    X(CAST,                      "Cast",                       1, 1, 1, 1, INJECTIVE)         \
+    X(CAST_LIKE,                 "CastLike",                   2, 2, 1, 1, INJECTIVE)         \
+    X(CONSTANT,                  "Constant",                   0, 0, 1, 1, SOURCE)            \
+    X(CONSTANT_OF_SHAPE,         "ConstantOfShape",            1, 1, 1, 1, SOURCE)            \
+    X(RANGE,                     "Range",                      3, 3, 1, 1, SOURCE)            \
+    X(IDENTITY,                  "Identity",                   1, 1, 1, 1, INJECTIVE)         \
+    X(DROPOUT,                   "Dropout",                    1, 3, 1, 2, INJECTIVE)         \
+    /* internal ops produced by graph passes */                                               \
+    X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)
+
+typedef enum hc_op_kind {
+#define X(n, onnx, imin, imax, omin, omax, kind) HC_OPK_##n,
+    HC_OPS(X)
+#undef X
+        HC_OPK_COUNT
+} hc_op_kind;
+
+typedef enum hc_op_class { HC_OPC_ANCHOR, HC_OPC_REDUCE, HC_OPC_INJECTIVE, HC_OPC_SOURCE } hc_op_class;
+
+#endif

@@ -1,0 +1,6 @@
+/* shape.c — operator definitions (see graph/ops.h for the table). */
+#include "graph/graph.h"
+
+const hc_op_def hc_ops_shape[] = {
+    {0},
+};

@@ -1,0 +1,28 @@
+/* passes.h — graph passes. hc_graph_optimize is the pipeline: straight-line code in one
+ * function (DESIGN.md), a verifier after each pass when HIDETC_VERIFY=1. */
+#ifndef HC_PASSES_H
+#define HC_PASSES_H
+
+#include "graph/graph.h"
+
+/* Shape and dtype inference over the graph in topological order, with constant
+ * propagation: a node whose inputs are all constant is evaluated at compile time (the
+ * reference interpreter on its Task), so Shape/Gather/Concat/Unsqueeze chains that
+ * compute shapes become constants before the ops that need them (Reshape, Expand, ...)
+ * are inferred. Errors name the node. */
+hc_status hc_pass_infer_shapes(hc_graph *g, hc_error *err);
+/* Evaluate every node whose inputs are all constant; replace its outputs by constants. */
+hc_status hc_pass_fold_constants(hc_graph *g, hc_error *err);
+/* BatchNormalization after a Conv or Gemm (constant weights, single use) folded into the
+ * weights and bias. */
+hc_status hc_pass_fold_batchnorm(hc_graph *g, hc_error *err);
+/* Identity and Dropout (inference) removed; Reshape/Flatten/Squeeze/Unsqueeze chains
+ * collapsed into one Reshape. */
+hc_status hc_pass_simplify(hc_graph *g, hc_error *err);
+/* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add); Gemm -> MatMul + epilogue ops. */
+hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err);
+
+/* The whole pipeline. */
+hc_status hc_graph_optimize(hc_graph *g, hc_error *err);
+
+#endif

@@ -1,0 +1,36 @@
+/* runtime.h — a compiled graph: kernels (one scheduled program per node, compiled by
+ * the JIT), a memory plan (one arena for all intermediate tensors, offsets from a
+ * liveness analysis) and the weights (constant tensors, loaded once). */
+#ifndef HC_RUNTIME_H
+#define HC_RUNTIME_H
+
+#include "graph/graph.h"
+#include "jit/jit.h"
+
+typedef struct hc_compile_options {
+    int num_threads;           /* <= 0: all cores */
+    const hc_jit_options *jit; /* NULL: defaults */
+    bool verbose;              /* progress and per-kernel notes on stderr */
+} hc_compile_options;
+
+typedef struct hc_model hc_model;
+
+/* Optimize (hc_graph_optimize), schedule, generate code, compile and plan memory. The
+ * model takes ownership of g (also on failure: g is freed). */
+hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model **out,
+                           hc_error *err);
+void hc_model_free(hc_model *m);
+
+int hc_model_num_inputs(const hc_model *m);
+int hc_model_num_outputs(const hc_model *m);
+const hc_tensor *hc_model_input(const hc_model *m, int i);  /* name, dtype, shape */
+const hc_tensor *hc_model_output(const hc_model *m, int i);
+const hc_graph *hc_model_graph(const hc_model *m);          /* the optimized graph */
+int hc_model_num_kernels(const hc_model *m);
+size_t hc_model_arena_bytes(const hc_model *m);             /* the memory plan's size */
+
+/* Run once. inputs[i] / outputs[i]: dense row-major buffers of the declared dtype and
+ * shape, owned by the caller. */
+hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err);
+
+#endif
