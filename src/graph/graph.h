@@ -6,7 +6,7 @@
  * after a pass adds nodes out of order).
  *
  * Operators are rows of the table in ops.h. Each operator is implemented by an
- * hc_op_def (src/graph/ops/*.c): shape/dtype inference and a Task (the computation
+ * hc_op_def (src/graph/ops/<category>.c): shape/dtype inference and a Task (the computation
  * definition, src/task), optionally a schedule hook for anchors. */
 #ifndef HC_GRAPH_H
 #define HC_GRAPH_H
@@ -162,6 +162,7 @@ const hc_op_def *hc_op_get(hc_op_kind op);
 extern const hc_op_def hc_ops_nn[];      /* conv, norms, matmul family, softmax, pooling */
 extern const hc_op_def hc_ops_math[];    /* activations, elementwise, logic, reductions */
 extern const hc_op_def hc_ops_shape[];   /* shape, data movement, constants */
+extern const hc_op_def hc_ops_internal[]; /* ops made by passes (Im2Col) */
 
 /* Helpers for op implementations. */
 /* tensor_input tnodes for each present input of n, in order (count in *count). */
