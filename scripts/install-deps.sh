@@ -13,6 +13,11 @@ have_cmd make || need+=(make)
 have_cmd python3 || need+=(python3)
 # OpenBLAS is only for the GEMM benchmark baseline, but cheap; numpy is used by CLI tests.
 for p in libopenblas-dev python3-numpy; do have_pkg "$p" || need+=("$p"); done
+# ONNX import (protobuf-c code generated from the system's onnx.proto), the ONNX backend
+# node tests for `hidetc onnx-test`, and python3-onnx for the test-model scripts.
+for p in libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx; do
+    have_pkg "$p" || need+=("$p")
+done
 
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"

@@ -1,0 +1,527 @@
+/* onnx.c — ONNX model import: ModelProto (protobuf-c) -> hc_graph.
+ *
+ * Order of work: decode the file, pick the default-domain opset, refuse the model when
+ * any operator is unsupported (one message listing them all), then define every value
+ * (initializers, graph inputs, Constant nodes, node outputs) before adding the nodes, so
+ * a node may name a value defined later; hc_graph_toposort restores the order.
+ *
+ * Attribute defaults are not filled in here: op definitions read attributes with
+ * hc_node_attr_*(node, name, default) and pass the ONNX spec's default for their opset.
+ * The importer copies exactly the attributes the file has. */
+#include <string.h>
+
+#include "frontend/onnx_internal.h"
+
+#define HC_ONNX_MIN_OPSET 7
+#define HC_ONNX_MAX_OPSET 17
+
+typedef struct importer {
+    hc_onnx_src src;
+    const Onnx__GraphProto *gp;
+    hc_graph *g;
+    int opset;
+    const char **node_names; /* per node of gp: the given or made-up unique name */
+    hc_error *err;
+} importer;
+
+static bool is_default_domain(const char *d) {
+    return !d || !*d || !strcmp(d, "ai.onnx");
+}
+
+/* ---- opset ------------------------------------------------------------------------ */
+static hc_status find_opset(importer *im, const Onnx__ModelProto *m) {
+    int64_t v = -1;
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        if (is_default_domain(o->domain) && o->has_version) v = o->version;
+    }
+    /* IR version 1 and 2 predate opset_import: their operators are opset 1. */
+    if (v < 0 && m->n_opset_import == 0) v = 1;
+    if (v < 0)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: the model imports no opset of the "
+                            "default ONNX domain", im->src.path);
+    if (v < HC_ONNX_MIN_OPSET || v > HC_ONNX_MAX_OPSET)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: opset %lld of the default "
+                            "domain is not supported (opsets %d to %d are)", im->src.path,
+                            (long long)v, HC_ONNX_MIN_OPSET, HC_ONNX_MAX_OPSET);
+    im->opset = (int)v;
+    return HC_OK;
+}
+
+/* ---- node names ------------------------------------------------------------------- */
+/* Names are made unique with a small open-addressing set: a model may repeat a name, or
+ * name a node like another one's made-up name. */
+typedef struct name_set {
+    const char **slots;
+    size_t cap;
+} name_set;
+
+static size_t name_hash(const char *s) {
+    size_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* Insert s; false when it was present. */
+static bool name_set_add(name_set *set, const char *s) {
+    size_t i = name_hash(s) & (set->cap - 1);
+    for (; set->slots[i]; i = (i + 1) & (set->cap - 1))
+        if (!strcmp(set->slots[i], s)) return false;
+    set->slots[i] = s;
+    return true;
+}
+
+static void make_node_names(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    name_set set = {NULL, 16};
+    while (set.cap < 2 * gp->n_node + 2) set.cap *= 2;
+    set.slots = hc_xcalloc(set.cap, sizeof *set.slots);
+    im->node_names = HC_NEW_ARRAY(&im->g->arena, const char *, gp->n_node + 1);
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        const char *op = np->op_type ? np->op_type : "node";
+        const char *name = np->name && *np->name
+                               ? hc_arena_strdup(&im->g->arena, np->name)
+                               : hc_arena_printf(&im->g->arena, "%s_%zu", op, i);
+        for (int k = 1; !name_set_add(&set, name); k++)
+            name = hc_arena_printf(&im->g->arena, "%s_%zu_%d", op, i, k);
+        im->node_names[i] = name;
+    }
+    free(set.slots);
+}
+
+/* ---- unsupported operators ----------------------------------------------------------- */
+static bool node_supported(const Onnx__NodeProto *np) {
+    if (!is_default_domain(np->domain)) return false;
+    if (!strcmp(np->op_type, "Constant")) return true; /* the importer folds it */
+    hc_op_kind k = hc_op_from_onnx(np->op_type);
+    return k != HC_OPK_COUNT && hc_op_get(k) != NULL;
+}
+
+static const char *op_label(hc_arena *a, const Onnx__NodeProto *np) {
+    if (is_default_domain(np->domain)) return np->op_type;
+    return hc_arena_printf(a, "%s.%s", np->domain, np->op_type);
+}
+
+/* Append "Foo (node 'a')" or "Bar (nodes 'b1', 'b2', ... and N more)" for the op type
+ * of node `first` and every later unsupported node of that type. */
+static void list_op_nodes(importer *im, hc_sb *sb, size_t first, const char *label,
+                          bool *listed) {
+    enum { MAX_NAMES = 4 };
+    const Onnx__GraphProto *gp = im->gp;
+    size_t count = 0;
+    for (size_t j = first; j < gp->n_node; j++)
+        if (!listed[j] && !strcmp(op_label(&im->g->arena, gp->node[j]), label)) count++;
+    hc_sb_printf(sb, "%s (node%s ", label, count > 1 ? "s" : "");
+    size_t shown = 0;
+    for (size_t j = first; j < gp->n_node; j++) {
+        if (listed[j] || strcmp(op_label(&im->g->arena, gp->node[j]), label)) continue;
+        listed[j] = true;
+        if (shown < MAX_NAMES)
+            hc_sb_printf(sb, "%s'%s'", shown ? ", " : "", im->node_names[j]);
+        shown++;
+    }
+    if (shown > MAX_NAMES) hc_sb_printf(sb, " and %zu more", shown - MAX_NAMES);
+    hc_sb_putc(sb, ')');
+}
+
+static hc_status check_operators(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (!gp->node[i]->op_type || !*gp->node[i]->op_type)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' has no op_type",
+                                im->src.path, im->node_names[i]);
+    bool *listed = hc_xcalloc(gp->n_node + 1, 1);
+    hc_sb sb;
+    hc_sb_init(&sb);
+    int ntypes = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        if (listed[i] || node_supported(gp->node[i])) continue;
+        hc_sb_puts(&sb, ntypes++ ? ", " : "");
+        list_op_nodes(im, &sb, i, op_label(&im->g->arena, gp->node[i]), listed);
+    }
+    hc_status s = HC_OK;
+    if (ntypes)
+        s = hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: unsupported operator%s: %s",
+                         im->src.path, ntypes > 1 ? "s" : "", hc_sb_str(&sb));
+    hc_sb_free(&sb);
+    free(listed);
+    return s;
+}
+
+/* ---- values --------------------------------------------------------------------------- */
+/* Every value has one definition: refuse a second one (SSA, as ONNX requires). */
+static hc_status check_new_value(importer *im, const char *name, const char *what) {
+    if (!name || !*name)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: %s has no name", im->src.path, what);
+    if (hc_graph_find_tensor(im->g, name))
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: value '%s' (%s) is defined twice",
+                            im->src.path, name, what);
+    return HC_OK;
+}
+
+static hc_status add_constant(importer *im, const char *name, const Onnx__TensorProto *tp,
+                              const char *what) {
+    hc_onnx_dense d;
+    hc_status s = hc_onnx_decode_tensor(&im->src, tp, what, &d, im->err);
+    if (s) return s;
+    hc_graph_constant(im->g, name, d.dtype, d.ndim, d.shape, d.data);
+    free(d.data);
+    return HC_OK;
+}
+
+static hc_status import_initializers(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    char what[300];
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        snprintf(what, sizeof what, "initializer %zu", i);
+        hc_status s = check_new_value(im, tp->name, what);
+        if (s) return s;
+        snprintf(what, sizeof what, "initializer '%.200s'", tp->name);
+        if ((s = add_constant(im, tp->name, tp, what))) return s;
+    }
+    if (gp->n_sparse_initializer)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: sparse initializers are not "
+                            "supported", im->src.path);
+    return HC_OK;
+}
+
+static const char *type_kind_name(Onnx__TypeProto__ValueCase c) {
+    switch (c) {
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE: return "a sequence";
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE: return "a map";
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE: return "an optional";
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE: return "a sparse tensor";
+    default: return "of no type";
+    }
+}
+
+static hc_status input_dims(importer *im, const char *name, const Onnx__TensorShapeProto *sp,
+                            int64_t *shape) {
+    const char *path = im->src.path;
+    if (!sp)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has no shape (only "
+                            "static shapes are supported)", path, name);
+    if (sp->n_dim > HC_MAX_DIMS)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has %zu dimensions "
+                            "(at most %d are supported)", path, name, sp->n_dim, HC_MAX_DIMS);
+    for (size_t i = 0; i < sp->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has a symbolic "
+                                "dimension '%s' (dimension %zu); only static shapes are "
+                                "supported", path, name, d->dim_param ? d->dim_param : "",
+                                i);
+        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has an unknown "
+                                "dimension (dimension %zu); only static shapes are "
+                                "supported", path, name, i);
+        if (d->dim_value < 0)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: input '%s' has a negative "
+                                "dimension (%lld at index %zu)", path, name,
+                                (long long)d->dim_value, i);
+        shape[i] = d->dim_value;
+    }
+    return HC_OK;
+}
+
+static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoProto *vi) {
+    const char *path = im->src.path, *name = vi->name;
+    if (!name || !*name)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph input %zu has no name", path,
+                            index);
+    const hc_tensor *init = hc_graph_find_tensor(im->g, name);
+    if (init && init->data) return HC_OK; /* an initializer: a constant, not an input */
+    if (init)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph input '%s' is listed twice",
+                            path, name);
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' is %s, only tensors "
+                            "are supported", path, name, type_kind_name(tp ? tp->value_case : 0));
+    const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+    char buf[32];
+    hc_dtype dt = tt->has_elem_type ? hc_onnx_dtype(tt->elem_type) : HC_DTYPE_COUNT;
+    if (dt == HC_DTYPE_COUNT)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has element type %s, "
+                            "which is not supported", path, name,
+                            hc_onnx_dtype_name(tt->has_elem_type ? tt->elem_type : 0, buf));
+    int64_t shape[HC_MAX_DIMS];
+    hc_status s = input_dims(im, name, tt->shape, shape);
+    if (s) return s;
+    hc_graph_add_input(im->g, name, dt, (int)tt->shape->n_dim, shape);
+    return HC_OK;
+}
+
+/* ---- attributes ------------------------------------------------------------------------- */
+static int attr_type(const Onnx__AttributeProto *ap) {
+    if (ap->has_type && ap->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED)
+        return ap->type;
+    /* IR version 1 had no type field: the one content field present tells. */
+    if (ap->has_f) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    if (ap->has_i) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    if (ap->has_s) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    if (ap->t) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (ap->g) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    if (ap->n_floats) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    if (ap->n_ints) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    if (ap->n_strings) return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+    return ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED;
+}
+
+static const char *bytes_str(hc_arena *a, ProtobufCBinaryData b) {
+    char *s = hc_arena_alloc(a, b.len + 1);
+    if (b.len) memcpy(s, b.data, b.len);
+    return s;
+}
+
+/* A TENSOR attribute: a constant tensor that is not one of the graph's values. */
+static hc_status attr_tensor(importer *im, const char *what, const Onnx__TensorProto *tp,
+                             hc_tensor **out) {
+    hc_onnx_dense d;
+    hc_status s = hc_onnx_decode_tensor(&im->src, tp, what, &d, im->err);
+    if (s) return s;
+    hc_tensor *t = HC_NEW(&im->g->arena, hc_tensor);
+    t->name = hc_arena_strdup(&im->g->arena, tp->name ? tp->name : "");
+    t->dtype = d.dtype;
+    t->ndim = d.ndim;
+    memcpy(t->shape, d.shape, sizeof d.shape);
+    t->shape_known = true;
+    /* Empty tensors still get data: a non-NULL pointer is what makes a tensor constant. */
+    t->data = hc_arena_alloc(&im->g->arena, d.nbytes ? d.nbytes : 1);
+    if (d.nbytes) memcpy(t->data, d.data, d.nbytes);
+    t->id = -1;
+    free(d.data);
+    *out = t;
+    return HC_OK;
+}
+
+static hc_status convert_attr(importer *im, const char *node, const char *op,
+                              const Onnx__AttributeProto *ap, hc_attr *out) {
+    hc_arena *a = &im->g->arena;
+    const char *path = im->src.path;
+    if (!ap->name || !*ap->name)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): an attribute has no "
+                            "name", path, node, op);
+    if (ap->ref_attr_name && *ap->ref_attr_name)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): attribute '%s' refers "
+                            "to a function attribute outside a function", path, node, op,
+                            ap->name);
+    out->name = hc_arena_strdup(a, ap->name);
+    char what[400];
+    switch (attr_type(ap)) {
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+        out->kind = HC_ATTR_FLOAT, out->f = ap->f;
+        return HC_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+        out->kind = HC_ATTR_INT, out->i = ap->i;
+        return HC_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING:
+        out->kind = HC_ATTR_STRING, out->s = bytes_str(a, ap->s);
+        return HC_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR:
+        if (!ap->t) break;
+        out->kind = HC_ATTR_TENSOR;
+        snprintf(what, sizeof what, "node '%.150s' (%.60s): attribute '%.100s'", node, op,
+                 ap->name);
+        return attr_tensor(im, what, ap->t, &out->t);
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
+        out->kind = HC_ATTR_INTS, out->n = (int)ap->n_ints;
+        out->ints = hc_arena_memdup(a, ap->ints, ap->n_ints * sizeof(int64_t));
+        return HC_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
+        out->kind = HC_ATTR_FLOATS, out->n = (int)ap->n_floats;
+        out->floats = HC_NEW_ARRAY(a, double, ap->n_floats + 1);
+        for (size_t i = 0; i < ap->n_floats; i++) out->floats[i] = ap->floats[i];
+        return HC_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+        out->kind = HC_ATTR_STRINGS, out->n = (int)ap->n_strings;
+        out->strings = HC_NEW_ARRAY(a, const char *, ap->n_strings + 1);
+        for (size_t i = 0; i < ap->n_strings; i++) out->strings[i] = bytes_str(a, ap->strings[i]);
+        return HC_OK;
+    case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED:
+        break;
+    default:
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (%s): attribute '%s' "
+                            "has a kind (graph, sparse tensor, type or list of those) that is "
+                            "not supported", path, node, op, ap->name);
+    }
+    return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): attribute '%s' has no "
+                        "value", path, node, op, ap->name);
+}
+
+/* ---- Constant nodes --------------------------------------------------------------------- */
+static hc_status constant_value(importer *im, const char *node, const Onnx__AttributeProto *ap,
+                                const char *out_name) {
+    hc_attr v = {0};
+    hc_status s = convert_attr(im, node, "Constant", ap, &v);
+    if (s) return s;
+    int64_t n = v.n;
+    if (!strcmp(v.name, "value") && v.kind == HC_ATTR_TENSOR) {
+        hc_tensor *t = v.t;
+        hc_graph_constant(im->g, out_name, t->dtype, t->ndim, t->shape, t->data);
+    } else if (!strcmp(v.name, "value_float") && v.kind == HC_ATTR_FLOAT) {
+        float f = (float)v.f;
+        hc_graph_constant(im->g, out_name, HC_F32, 0, NULL, &f);
+    } else if (!strcmp(v.name, "value_int") && v.kind == HC_ATTR_INT) {
+        hc_graph_constant(im->g, out_name, HC_I64, 0, NULL, &v.i);
+    } else if (!strcmp(v.name, "value_ints") && v.kind == HC_ATTR_INTS) {
+        hc_graph_constant(im->g, out_name, HC_I64, 1, &n, v.ints);
+    } else if (!strcmp(v.name, "value_floats") && v.kind == HC_ATTR_FLOATS) {
+        float *f = HC_NEW_ARRAY(&im->g->arena, float, n + 1);
+        for (int64_t i = 0; i < n; i++) f[i] = (float)v.floats[i];
+        hc_graph_constant(im->g, out_name, HC_F32, 1, &n, f);
+    } else {
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (Constant): attribute "
+                            "'%s' is not supported (value, value_float(s) and value_int(s) "
+                            "are)", im->src.path, node, v.name);
+    }
+    return HC_OK;
+}
+
+static hc_status import_constant(importer *im, size_t index) {
+    const Onnx__NodeProto *np = im->gp->node[index];
+    const char *node = im->node_names[index], *path = im->src.path;
+    if (np->n_input != 0 || np->n_output != 1 || np->n_attribute != 1)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (Constant) has %zu inputs, "
+                            "%zu outputs and %zu attributes (expected 0, 1 and 1)", path,
+                            node, np->n_input, np->n_output, np->n_attribute);
+    hc_status s = check_new_value(im, np->output[0], "output of a Constant node");
+    if (s) return s;
+    return constant_value(im, node, np->attribute[0], np->output[0]);
+}
+
+/* ---- nodes ------------------------------------------------------------------------------ */
+static hc_status define_outputs(importer *im, size_t index) {
+    const Onnx__NodeProto *np = im->gp->node[index];
+    if (!strcmp(np->op_type, "Constant")) return import_constant(im, index);
+    char what[300];
+    snprintf(what, sizeof what, "an output of node '%.200s'", im->node_names[index]);
+    for (size_t j = 0; j < np->n_output; j++) {
+        if (!*np->output[j]) continue; /* an omitted optional output */
+        hc_status s = check_new_value(im, np->output[j], what);
+        if (s) return s;
+        /* The dtype is a placeholder until shape inference sets it. */
+        hc_graph_tensor(im->g, np->output[j], HC_F32, 0, NULL);
+    }
+    return HC_OK;
+}
+
+static hc_status add_node(importer *im, size_t index) {
+    const Onnx__NodeProto *np = im->gp->node[index];
+    if (!strcmp(np->op_type, "Constant")) return HC_OK;
+    const char *node = im->node_names[index], *path = im->src.path;
+    hc_arena *a = &im->g->arena;
+    hc_tensor **ins = HC_NEW_ARRAY(a, hc_tensor *, np->n_input + 1);
+    hc_tensor **outs = HC_NEW_ARRAY(a, hc_tensor *, np->n_output + 1);
+    hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 1);
+    for (size_t j = 0; j < np->n_input; j++) {
+        if (!*np->input[j]) continue; /* omitted optional input */
+        ins[j] = hc_graph_find_tensor(im->g, np->input[j]);
+        if (!ins[j])
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): input '%s' is not "
+                                "defined by any node, initializer or graph input", path, node,
+                                np->op_type, np->input[j]);
+    }
+    for (size_t j = 0; j < np->n_output; j++)
+        outs[j] = *np->output[j] ? hc_graph_find_tensor(im->g, np->output[j]) : NULL;
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        hc_status s = convert_attr(im, node, np->op_type, np->attribute[j], &attrs[j]);
+        if (s) return s;
+    }
+    hc_error e = {0};
+    hc_node *n = hc_graph_add_node(im->g, hc_op_from_onnx(np->op_type), node, (int)np->n_input,
+                                   ins, (int)np->n_output, outs, (int)np->n_attribute, attrs, &e);
+    if (!n)
+        return hc_error_set(im->err, e.status ? e.status : HC_ERR_INVALID, "%s: %s", path,
+                            e.msg);
+    n->opset = im->opset;
+    return HC_OK;
+}
+
+static hc_status import_outputs(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    if (gp->n_output == 0)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: the graph has no outputs",
+                            im->src.path);
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        if (!name || !*name)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph output %zu has no name",
+                                im->src.path, i);
+        hc_tensor *t = hc_graph_find_tensor(im->g, name);
+        if (!t)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph output '%s' is not defined "
+                                "by any node, initializer or graph input", im->src.path, name);
+        hc_graph_add_output(im->g, t);
+    }
+    return HC_OK;
+}
+
+/* Counts in the file become ints in the graph: refuse what would not fit. */
+static hc_status check_counts(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        bool big = np->n_input > HC_MANY || np->n_output > HC_MANY || np->n_attribute > 4096;
+        for (size_t j = 0; !big && j < np->n_attribute; j++) {
+            const Onnx__AttributeProto *ap = np->attribute[j];
+            size_t lim = (size_t)1 << 30;
+            big = ap->n_ints > lim || ap->n_floats > lim || ap->n_strings > lim;
+        }
+        if (big)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' has too many inputs, "
+                                "outputs or attribute values", im->src.path, im->node_names[i]);
+    }
+    return HC_OK;
+}
+
+static hc_status import_graph(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    make_node_names(im);
+    hc_status s = check_operators(im);
+    if (!s) s = check_counts(im);
+    if (!s) s = import_initializers(im);
+    for (size_t i = 0; !s && i < gp->n_input; i++) s = import_input(im, i, gp->input[i]);
+    for (size_t i = 0; !s && i < gp->n_node; i++) s = define_outputs(im, i);
+    for (size_t i = 0; !s && i < gp->n_node; i++) s = add_node(im, i);
+    if (!s) s = import_outputs(im);
+    if (s) return s;
+    hc_error e = {0};
+    if (hc_graph_toposort(im->g, &e))
+        return hc_error_set(im->err, e.status, "%s: %s", im->src.path, e.msg);
+    return HC_OK;
+}
+
+hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err) {
+    hc_error local;
+    if (!err) err = &local;
+    *out = NULL;
+    char *bytes = NULL;
+    size_t size = 0;
+    hc_status s = hc_read_file(path, &bytes, &size, err);
+    if (s) return s;
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, (const uint8_t *)bytes);
+    free(bytes);
+    if (!m)
+        return hc_error_set(err, HC_ERR_INVALID, "%s: not a valid ONNX model (protobuf "
+                            "decoding failed: truncated or malformed file)", path);
+    importer im = {.src = {path, NULL}, .gp = m->graph, .err = err};
+    if (!m->graph)
+        s = hc_error_set(err, HC_ERR_INVALID, "%s: not an ONNX model (no graph)", path);
+    if (!s) s = find_opset(&im, m);
+    if (!s) {
+        im.g = hc_graph_new(m->graph->name && *m->graph->name ? m->graph->name : "model",
+                            im.opset);
+        s = import_graph(&im);
+    }
+    free(im.src.dir);
+    onnx__model_proto__free_unpacked(m, NULL);
+    if (s) {
+        if (im.g) hc_graph_free(im.g);
+        return s;
+    }
+    *out = im.g;
+    return HC_OK;
+}
