@@ -1,6 +1,157 @@
-/* nn.c — operator definitions (see graph/ops.h for the table). */
-#include "graph/graph.h"
+/* nn.c — the nn operator table (convolution, normalization, matrix products, softmax
+ * family, pooling) and the helpers the nn*.c files share. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/ops/nn_internal.h"
 
 const hc_op_def hc_ops_nn[] = {
+    {HC_OPK_CONV, nn_infer_conv, nn_task_conv, NULL},
+    {HC_OPK_CONV_TRANSPOSE, nn_infer_conv_transpose, nn_task_conv_transpose, NULL},
+    {HC_OPK_BATCH_NORMALIZATION, nn_infer_batch_norm, nn_task_batch_norm, NULL},
+    {HC_OPK_INSTANCE_NORMALIZATION, nn_infer_instance_norm, nn_task_instance_norm, NULL},
+    {HC_OPK_LAYER_NORMALIZATION, nn_infer_layer_norm, nn_task_layer_norm, NULL},
+    {HC_OPK_LP_NORMALIZATION, nn_infer_lp_norm, nn_task_lp_norm, NULL},
+    {HC_OPK_MEAN_VARIANCE_NORMALIZATION, nn_infer_mvn, nn_task_mvn, NULL},
+    {HC_OPK_LRN, nn_infer_lrn, nn_task_lrn, NULL},
+    {HC_OPK_GEMM, nn_infer_gemm, nn_task_gemm, NULL},
+    {HC_OPK_MATMUL, nn_infer_matmul, nn_task_matmul, nn_schedule_matmul},
+    {HC_OPK_EINSUM, nn_infer_einsum, nn_task_einsum, NULL},
+    {HC_OPK_SOFTMAX, nn_infer_softmax, nn_task_softmax, NULL},
+    {HC_OPK_LOG_SOFTMAX, nn_infer_softmax, nn_task_softmax, NULL},
+    {HC_OPK_HARDMAX, nn_infer_softmax, nn_task_softmax, NULL},
+    {HC_OPK_MAX_POOL, nn_infer_max_pool, nn_task_max_pool, NULL},
+    {HC_OPK_AVERAGE_POOL, nn_infer_average_pool, nn_task_average_pool, NULL},
+    {HC_OPK_GLOBAL_AVERAGE_POOL, nn_infer_global_pool, nn_task_global_pool, NULL},
+    {HC_OPK_GLOBAL_MAX_POOL, nn_infer_global_pool, nn_task_global_pool, NULL},
     {0},
 };
+
+hc_status nn_fail(hc_error *err, hc_status st, const hc_node *n, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hc_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "?",
+                        hc_op_onnx_name(n->op), msg);
+}
+
+const hc_tensor *nn_in(const hc_node *n, int i) {
+    return i < n->ninputs ? n->inputs[i] : NULL;
+}
+
+bool nn_out_present(const hc_node *n, int i) {
+    return i < n->noutputs && n->outputs[i] != NULL;
+}
+
+hc_status nn_need_float(const hc_node *n, int i, hc_error *err) {
+    const hc_tensor *t = nn_in(n, i);
+    HC_ASSERT(t);
+    if (!hc_dtype_is_float(t->dtype))
+        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "input %d ('%s') has dtype %s, expected a "
+                       "float type", i, t->name, hc_dtype_name(t->dtype));
+    return HC_OK;
+}
+
+hc_status nn_need_rank(const hc_node *n, int i, int min, hc_error *err) {
+    const hc_tensor *t = nn_in(n, i);
+    HC_ASSERT(t);
+    if (t->ndim < min)
+        return nn_fail(err, HC_ERR_INVALID, n, "input %d ('%s') has rank %d, expected at least %d",
+                       i, t->name, t->ndim, min);
+    return HC_OK;
+}
+
+/* An INTS attribute with nsp values (or absent: every value dflt). */
+static hc_status window_ints(const hc_node *n, const char *name, int want, int64_t dflt,
+                             int64_t *out, hc_error *err) {
+    int cnt = 0;
+    const int64_t *v = hc_node_attr_ints(n, name, &cnt);
+    if (!v || cnt == 0) {
+        for (int i = 0; i < want; i++) out[i] = dflt;
+        return HC_OK;
+    }
+    if (cnt != want)
+        return nn_fail(err, HC_ERR_INVALID, n, "%s has %d values, expected %d", name, cnt, want);
+    for (int i = 0; i < want; i++) out[i] = v[i];
+    return HC_OK;
+}
+
+hc_status nn_window_attrs(const hc_node *n, nn_window *w, bool kernel_from_attr, hc_error *err) {
+    int k = w->nsp;
+    int64_t pads[2 * HC_MAX_DIMS], kernel[HC_MAX_DIMS];
+    if (window_ints(n, "strides", k, 1, w->stride, err) ||
+        window_ints(n, "dilations", k, 1, w->dilation, err) ||
+        window_ints(n, "pads", 2 * k, 0, pads, err))
+        return err ? err->status : HC_ERR_INVALID;
+    int cnt = 0;
+    const int64_t *ks = hc_node_attr_ints(n, "kernel_shape", &cnt);
+    if (kernel_from_attr && !ks)
+        return nn_fail(err, HC_ERR_INVALID, n, "kernel_shape is required");
+    if (ks && window_ints(n, "kernel_shape", k, 1, kernel, err)) return err->status;
+    for (int i = 0; i < k; i++) {
+        if (ks && !kernel_from_attr && kernel[i] != w->kernel[i])
+            return nn_fail(err, HC_ERR_INVALID, n, "kernel_shape[%d] = %lld but the weight has "
+                           "%lld", i, (long long)kernel[i], (long long)w->kernel[i]);
+        if (kernel_from_attr) w->kernel[i] = kernel[i];
+        w->pad_begin[i] = pads[i], w->pad_end[i] = pads[k + i];
+        if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1)
+            return nn_fail(err, HC_ERR_INVALID, n, "kernel, strides and dilations must be "
+                           "positive (dim %d: %lld, %lld, %lld)", i, (long long)w->kernel[i],
+                           (long long)w->stride[i], (long long)w->dilation[i]);
+        if (pads[i] < 0 || pads[k + i] < 0)
+            return nn_fail(err, HC_ERR_INVALID, n, "pads must be non-negative");
+    }
+    return HC_OK;
+}
+
+static int64_t ceil_div(int64_t x, int64_t y) {
+    return x >= 0 ? (x + y - 1) / y : -((-x) / y);
+}
+
+/* Output size of one dim with explicit pads. */
+static int64_t explicit_out(const nn_window *w, int i, bool ceil_mode) {
+    int64_t ek = (w->kernel[i] - 1) * w->dilation[i] + 1;
+    int64_t span = w->in[i] + w->pad_begin[i] + w->pad_end[i] - ek;
+    if (span < 0) return 0;
+    int64_t out = (ceil_mode ? ceil_div(span, w->stride[i]) : span / w->stride[i]) + 1;
+    /* a last window that starts in the end padding is dropped (as in the ONNX reference) */
+    if (ceil_mode && (out - 1) * w->stride[i] >= w->in[i] + w->pad_begin[i]) out--;
+    return out;
+}
+
+hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_error *err) {
+    const char *ap = hc_node_attr_string(n, "auto_pad", "NOTSET");
+    bool same_upper = strcmp(ap, "SAME_UPPER") == 0, same_lower = strcmp(ap, "SAME_LOWER") == 0;
+    bool valid = strcmp(ap, "VALID") == 0;
+    if (!same_upper && !same_lower && !valid && strcmp(ap, "NOTSET") != 0 && *ap)
+        return nn_fail(err, HC_ERR_INVALID, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, "
+                       "SAME_LOWER, VALID", ap);
+    for (int i = 0; i < w->nsp; i++) {
+        int64_t ek = (w->kernel[i] - 1) * w->dilation[i] + 1;
+        if (same_upper || same_lower) {
+            w->out[i] = ceil_div(w->in[i], w->stride[i]);
+            int64_t total = HC_MAX(0, (w->out[i] - 1) * w->stride[i] + ek - w->in[i]);
+            w->pad_begin[i] = same_upper ? total / 2 : total - total / 2;
+            w->pad_end[i] = total - w->pad_begin[i];
+            continue;
+        }
+        if (valid) w->pad_begin[i] = w->pad_end[i] = 0;
+        w->out[i] = explicit_out(w, i, ceil_mode);
+        if (w->out[i] < 1)
+            return nn_fail(err, HC_ERR_INVALID, n, "spatial dim %d: window %lld does not fit the "
+                           "padded input %lld", i, (long long)ek,
+                           (long long)(w->in[i] + w->pad_begin[i] + w->pad_end[i]));
+    }
+    return HC_OK;
+}
+
+hc_expr *nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other) {
+    return cond ? hc_select(a, cond, v, other) : v;
+}
+
+hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x) {
+    return c ? hc_and(a, c, x) : x;
+}

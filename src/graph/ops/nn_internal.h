@@ -1,0 +1,66 @@
+/* nn_internal.h — helpers shared by the nn operator files (src/graph/ops/nn*.c). */
+#ifndef HC_NN_INTERNAL_H
+#define HC_NN_INTERNAL_H
+
+#include "graph/graph.h"
+
+/* Set err to "node 'NAME' (OpType): <message>" with status st; returns st. */
+hc_status nn_fail(hc_error *err, hc_status st, const hc_node *n, const char *fmt, ...)
+    HC_PRINTF(4, 5);
+/* Input i of n, NULL when absent or beyond the node's inputs. */
+const hc_tensor *nn_in(const hc_node *n, int i);
+/* Output i is present (the node wants it). */
+bool nn_out_present(const hc_node *n, int i);
+/* Float dtypes the nn ops compute in (f16, bf16, f32, f64); error names the node. */
+hc_status nn_need_float(const hc_node *n, int i, hc_error *err);
+/* Rank of input i must be at least `min`; error names the node. */
+hc_status nn_need_rank(const hc_node *n, int i, int min, hc_error *err);
+
+/* Spatial window geometry shared by Conv, ConvTranspose and the pools. */
+typedef struct nn_window {
+    int nsp;                        /* spatial dims */
+    int64_t in[HC_MAX_DIMS];        /* input spatial sizes */
+    int64_t out[HC_MAX_DIMS];       /* output spatial sizes */
+    int64_t kernel[HC_MAX_DIMS];
+    int64_t stride[HC_MAX_DIMS];
+    int64_t dilation[HC_MAX_DIMS];
+    int64_t pad_begin[HC_MAX_DIMS];
+    int64_t pad_end[HC_MAX_DIMS];
+} nn_window;
+
+/* Read strides, dilations, pads (nsp values each, defaults 1/1/0) into w; errors name
+ * the attribute. kernel_shape is read when `kernel_from_attr` (pools) and checked against
+ * w->kernel when already set (Conv's weight). */
+hc_status nn_window_attrs(const hc_node *n, nn_window *w, bool kernel_from_attr, hc_error *err);
+/* Forward output sizes and pads for auto_pad/NOTSET (Conv, pools); ceil_mode for pools. */
+hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_error *err);
+
+/* Reduce-expression helper: `select(cond, v, other)` where cond may be NULL. */
+hc_expr *nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other);
+/* c = c && x (c may be NULL). */
+hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x);
+
+/* Op definitions, one file per family. */
+#define NN_DECL(x)                                                                       \
+    hc_status nn_infer_##x(hc_node *n, hc_error *err);                                       \
+    hc_task *nn_task_##x(hc_arena *a, const hc_node *n, hc_error *err);
+NN_DECL(conv)
+NN_DECL(conv_transpose)
+NN_DECL(batch_norm)
+NN_DECL(instance_norm)
+NN_DECL(layer_norm)
+NN_DECL(lp_norm)
+NN_DECL(mvn)
+NN_DECL(lrn)
+NN_DECL(gemm)
+NN_DECL(matmul)
+NN_DECL(einsum)
+NN_DECL(softmax)
+NN_DECL(max_pool)
+NN_DECL(average_pool)
+NN_DECL(global_pool)
+#undef NN_DECL
+hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
+                            const hc_target *target, const char *fname, hc_error *err);
+
+#endif
