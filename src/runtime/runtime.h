@@ -27,10 +27,30 @@ const hc_tensor *hc_model_input(const hc_model *m, int i);  /* name, dtype, shap
 const hc_tensor *hc_model_output(const hc_model *m, int i);
 const hc_graph *hc_model_graph(const hc_model *m);          /* the optimized graph */
 int hc_model_num_kernels(const hc_model *m);
+/* Distinct compiled programs (kernels with identical programs share one). */
+int hc_model_num_programs(const hc_model *m);
 size_t hc_model_arena_bytes(const hc_model *m);             /* the memory plan's size */
 
 /* Run once. inputs[i] / outputs[i]: dense row-major buffers of the declared dtype and
  * shape, owned by the caller. */
 hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err);
+
+/* ---- memory plan (exposed for tests and tools) ------------------------------------ */
+/* Place n buffers of bytes[i] bytes, live from kernel step first[i] to last[i]
+ * (inclusive), in one arena: offsets[i] are multiples of 64 and buffers whose live
+ * ranges intersect never overlap. Returns the arena size. */
+size_t hc_plan_memory(int n, const size_t *bytes, const int *first, const int *last,
+                      size_t *offsets);
+
+/* One intermediate tensor of a compiled model: its place in the arena and its live range
+ * (kernel indices). */
+typedef struct hc_plan_entry {
+    const hc_tensor *tensor;
+    size_t offset, bytes;
+    int first, last;
+} hc_plan_entry;
+const hc_plan_entry *hc_model_plan(const hc_model *m, int *count);
+/* Sum of the sizes of all intermediate tensors (what the arena would be without reuse). */
+size_t hc_model_intermediate_bytes(const hc_model *m);
 
 #endif

@@ -1,0 +1,522 @@
+/* runtime.c — the CPU executor: a compiled graph is a list of kernels (one scheduled,
+ * JIT-compiled program per node), a memory plan (plan.c) and the weights.
+ *
+ * Every tensor a kernel touches has a location decided at compile time: the caller's
+ * input or output buffer, a constant's data, an offset in the arena, or (empty tensors)
+ * a dummy. The argument arrays of all kernels are prepared once; a run only writes the
+ * caller's buffer pointers into their slots, so it allocates nothing. */
+#include <omp.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+#include "sched/sched.h"
+
+typedef enum loc_kind { LOC_NONE, LOC_EMPTY, LOC_CONST, LOC_INPUT, LOC_OUTPUT, LOC_ARENA } loc_kind;
+
+typedef struct loc {
+    loc_kind kind;
+    int index; /* INPUT/OUTPUT: graph input/output index; ARENA: plan entry */
+} loc;
+
+typedef struct kernel {
+    const hc_node *node;
+    hc_func *func;
+    int unique;    /* index of the compiled function it runs (shared by identical ones) */
+    bool templated;
+    hc_packed_fn fn;
+    int nargs;
+    void **args;
+} kernel;
+
+typedef struct unique_fn {
+    hc_func *func;
+    char key[33];
+    size_t cost; /* length of the printed program: a proxy for compile time */
+    int chunk;
+} unique_fn;
+
+/* A run-time argument slot filled with a caller buffer. */
+typedef struct binding {
+    void **slot;
+    int index;
+    bool output;
+} binding;
+
+/* Graph outputs that no kernel writes: copied after the kernels ran. */
+typedef enum copy_src { COPY_CONST, COPY_INPUT, COPY_OUTPUT } copy_src;
+typedef struct out_copy {
+    int output;
+    copy_src src;
+    int index;        /* INPUT/OUTPUT: the index to copy from */
+    const void *data; /* CONST */
+    size_t bytes;
+} out_copy;
+
+struct hc_model {
+    hc_graph *g;
+    hc_arena arena; /* programs, kernel records, argument arrays */
+    int num_threads;
+    bool verbose;
+    HC_VEC(kernel) kernels;
+    HC_VEC(unique_fn) uniques;
+    int nlibs;
+    hc_jit_lib **libs;
+    loc *locs; /* per tensor id */
+    HC_VEC(hc_plan_entry) plan;
+    size_t arena_bytes, intermediate_bytes;
+    void *mem;
+    HC_VEC(binding) binds;
+    HC_VEC(out_copy) copies;
+};
+
+/* Empty tensors point here: kernels never dereference them, but NULL would upset
+ * kernels that compute addresses up front. */
+static _Alignas(64) char empty_buffer[64];
+
+static bool is_empty(const hc_tensor *t) { return hc_tensor_numel(t) == 0; }
+static bool is_const(const hc_tensor *t) { return t->data != NULL; }
+
+/* ---- locations ------------------------------------------------------------------- */
+static hc_status locate_outputs(hc_model *m, hc_error *err) {
+    hc_graph *g = m->g;
+    for (size_t i = 0; i < g->outputs.len; i++) {
+        hc_tensor *t = g->outputs.data[i];
+        out_copy c = {.output = (int)i, .bytes = hc_tensor_nbytes(t)};
+        if (is_empty(t)) continue;
+        loc *l = &m->locs[t->id];
+        if (l->kind == LOC_INPUT) c.src = COPY_INPUT, c.index = l->index;
+        else if (l->kind == LOC_OUTPUT) c.src = COPY_OUTPUT, c.index = l->index;
+        else if (is_const(t)) c.src = COPY_CONST, c.data = t->data;
+        else if (!t->producer)
+            return hc_error_set(err, HC_ERR_INVALID,
+                                "graph output '%s' has no producer and is not an input", t->name);
+        else {
+            *l = (loc){LOC_OUTPUT, (int)i};
+            continue;
+        }
+        hc_vec_push(&m->copies, c);
+    }
+    return HC_OK;
+}
+
+static void locate_graph_inputs(hc_model *m) {
+    for (size_t i = 0; i < m->g->inputs.len; i++) {
+        hc_tensor *t = m->g->inputs.data[i];
+        m->locs[t->id] = is_empty(t) ? (loc){LOC_EMPTY, 0} : (loc){LOC_INPUT, (int)i};
+    }
+}
+
+/* A node runs as a kernel unless all its outputs are constant (folded) or empty. */
+static hc_status node_needs_kernel(const hc_node *n, bool *out, hc_error *err) {
+    int nconst = 0, nempty = 0, npresent = 0;
+    for (int i = 0; i < n->noutputs; i++) {
+        const hc_tensor *t = n->outputs[i];
+        if (!t) continue;
+        npresent++;
+        if (is_const(t)) nconst++;
+        else if (is_empty(t)) nempty++;
+    }
+    if (nconst && nconst != npresent)
+        return hc_error_set(err, HC_ERR_UNSUPPORTED,
+                            "node '%s': some outputs are constant and others are not", n->name);
+    *out = npresent && nconst + nempty < npresent;
+    return HC_OK;
+}
+
+/* Give the outputs of kernel k arena places, and extend the live ranges of its inputs. */
+static hc_status locate_kernel(hc_model *m, const hc_node *n, int k, hc_error *err) {
+    for (int i = 0; i < n->ninputs; i++) {
+        const hc_tensor *t = n->inputs[i];
+        if (!t) continue;
+        loc *l = &m->locs[t->id];
+        if (l->kind == LOC_NONE) {
+            if (is_empty(t)) *l = (loc){LOC_EMPTY, 0};
+            else if (is_const(t)) *l = (loc){LOC_CONST, 0};
+            else
+                return hc_error_set(err, HC_ERR_INVALID,
+                                    "node '%s' reads '%s', which is not an input, a constant "
+                                    "or computed earlier", n->name, t->name);
+        }
+        if (l->kind == LOC_ARENA) m->plan.data[l->index].last = k;
+    }
+    for (int i = 0; i < n->noutputs; i++) {
+        const hc_tensor *t = n->outputs[i];
+        if (!t) continue;
+        loc *l = &m->locs[t->id];
+        if (l->kind == LOC_OUTPUT) continue;
+        if (l->kind != LOC_NONE)
+            return hc_error_set(err, HC_ERR_INVALID, "node '%s': output '%s' is written twice",
+                                n->name, t->name);
+        if (is_empty(t)) {
+            *l = (loc){LOC_EMPTY, 0};
+            continue;
+        }
+        hc_plan_entry e = {.tensor = t, .bytes = hc_tensor_nbytes(t), .first = k, .last = k};
+        *l = (loc){LOC_ARENA, (int)m->plan.len};
+        hc_vec_push(&m->plan, e);
+    }
+    return HC_OK;
+}
+
+static hc_status plan_memory(hc_model *m, hc_error *err) {
+    m->locs = HC_NEW_ARRAY(&m->arena, loc, m->g->tensors.len + 1);
+    locate_graph_inputs(m);
+    hc_status st = locate_outputs(m, err);
+    for (size_t i = 0; st == HC_OK && i < m->g->nodes.len; i++) {
+        const hc_node *n = m->g->nodes.data[i];
+        bool run = false;
+        st = node_needs_kernel(n, &run, err);
+        if (st != HC_OK || !run) continue;
+        kernel k = {.node = n};
+        st = locate_kernel(m, n, (int)m->kernels.len, err);
+        hc_vec_push(&m->kernels, k);
+    }
+    if (st != HC_OK) return st;
+    int n = (int)m->plan.len;
+    size_t *bytes = hc_xmalloc(sizeof(size_t) * (size_t)(n + 1));
+    size_t *offs = hc_xmalloc(sizeof(size_t) * (size_t)(n + 1));
+    int *first = hc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    int *last = hc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        hc_plan_entry *e = &m->plan.data[i];
+        bytes[i] = e->bytes, first[i] = e->first, last[i] = e->last;
+        m->intermediate_bytes += e->bytes;
+    }
+    m->arena_bytes = hc_plan_memory(n, bytes, first, last, offs);
+    for (int i = 0; i < n; i++) m->plan.data[i].offset = offs[i];
+    free(bytes), free(offs), free(first), free(last);
+    return HC_OK;
+}
+
+/* ---- scheduling ------------------------------------------------------------------ */
+typedef HC_VEC(hc_var *) var_vec;
+
+static void collect_var(var_vec *vs, hc_var *v) {
+    if (v->builtin == HC_BUILTIN_NONE) hc_vec_push(vs, v);
+}
+
+/* Collects every variable a statement binds, and blanks comments (they name nodes). */
+static hc_stmt *canon_stmt(hc_mutator *mu, hc_stmt *s) {
+    var_vec *vs = mu->ctx;
+    switch (s->kind) {
+    case HC_S_DECLARE: collect_var(vs, s->u.decl.var); break;
+    case HC_S_LET: collect_var(vs, s->u.let.var); break;
+    case HC_S_FOR: collect_var(vs, s->u.for_.var); break;
+    case HC_S_FOR_MAPPING:
+        for (int i = 0; i < s->u.fmap.nvars; i++) collect_var(vs, s->u.fmap.vars[i]);
+        break;
+    case HC_S_COMMENT: return hc_comment(mu->a, "");
+    default: break;
+    }
+    return s;
+}
+
+/* A key that is equal for two programs that differ only in names: the program printed
+ * with every variable renamed to a fixed hint (the printer numbers them in order of
+ * appearance), without comments, under a fixed function name. */
+static void program_key(hc_arena *a, const hc_func *f, char key[33], size_t *cost) {
+    var_vec vs = {0};
+    for (int i = 0; i < f->nparams; i++) collect_var(&vs, f->params[i]);
+    hc_mutator mu = {.a = a, .ctx = &vs, .stmt = canon_stmt};
+    hc_func tmp = *f;
+    tmp.name = "kernel";
+    tmp.body = hc_mutate_stmt(&mu, f->body);
+    const char **saved = hc_xmalloc(sizeof(char *) * (vs.len + 1));
+    for (size_t i = 0; i < vs.len; i++) saved[i] = vs.data[i]->name;
+    for (size_t i = 0; i < vs.len; i++) vs.data[i]->name = "v";
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_print_func(&sb, &tmp);
+    for (size_t i = vs.len; i-- > 0;) vs.data[i]->name = saved[i];
+    hc_hasher h;
+    hc_hash_init(&h);
+    hc_hash_update(&h, sb.buf, sb.len);
+    hc_hash_hex(&h, key);
+    *cost = sb.len;
+    hc_sb_free(&sb);
+    free(saved);
+    hc_vec_free(&vs);
+}
+
+static int present_count(hc_tensor *const *ts, int n) {
+    int c = 0;
+    for (int i = 0; i < n; i++) c += ts[i] != NULL;
+    return c;
+}
+
+static hc_status schedule_kernel(hc_model *m, kernel *k, const hc_target *target, int idx,
+                                 hc_error *err) {
+    const hc_node *n = k->node;
+    const hc_op_def *def = hc_op_get(n->op);
+    if (!def || !def->task)
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "node '%s': operator %s is not implemented",
+                            n->name, hc_op_name(n->op));
+    hc_task *t = def->task(&m->arena, n, err);
+    if (!t) return err && err->status ? err->status : HC_ERR_INVALID;
+    const char *base = hc_sched_func_name(&m->arena, n->name);
+    const char *fname = hc_arena_printf(&m->arena, "k%d_%.40s", idx, base);
+    hc_func *f = NULL;
+    if (def->schedule) {
+        if (err) err->status = HC_OK;
+        f = def->schedule(&m->arena, n, t, target, fname, err);
+        if (!f && err && err->status != HC_OK) return err->status;
+        k->templated = f != NULL;
+    }
+    if (!f) f = hc_auto_schedule(&m->arena, t, target, err);
+    if (!f) return err && err->status ? err->status : HC_ERR_UNSUPPORTED;
+    f->name = fname;
+    int want = present_count(n->inputs, n->ninputs) + present_count(n->outputs, n->noutputs);
+    if (f->nparams != want)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "node '%s': its program takes %d buffers, the node has %d inputs "
+                            "and outputs", n->name, f->nparams, want);
+    k->func = f;
+    return HC_OK;
+}
+
+/* Kernels whose programs are identical share one compiled function. */
+static void dedup_kernel(hc_model *m, kernel *k) {
+    unique_fn u = {.func = k->func};
+    program_key(&m->arena, k->func, u.key, &u.cost);
+    for (size_t i = 0; i < m->uniques.len; i++)
+        if (!strcmp(m->uniques.data[i].key, u.key)) {
+            k->unique = (int)i;
+            return;
+        }
+    k->unique = (int)m->uniques.len;
+    hc_vec_push(&m->uniques, u);
+}
+
+static hc_status schedule_all(hc_model *m, hc_error *err) {
+    hc_target target = *hc_target_host();
+    target.num_cores = m->num_threads;
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        kernel *k = &m->kernels.data[i];
+        hc_status st = schedule_kernel(m, k, &target, (int)i, err);
+        if (st != HC_OK) return st;
+        dedup_kernel(m, k);
+        if (m->verbose)
+            fprintf(stderr, "hidetc: kernel %zu: %s (%s) %s%s\n", i, k->node->name,
+                    hc_op_onnx_name(k->node->op)[0] ? hc_op_onnx_name(k->node->op)
+                                                    : hc_op_name(k->node->op),
+                    k->templated ? "template" : "auto-scheduled",
+                    m->uniques.data[k->unique].func != k->func
+                        ? ", same program as an earlier kernel"
+                        : "");
+    }
+    return HC_OK;
+}
+
+/* ---- compilation ----------------------------------------------------------------- */
+/* Spread the unique functions over `nchunks` sources, largest first onto the least
+ * loaded chunk, so the parallel compiler jobs take about the same time. */
+static void assign_chunks(hc_model *m, int nchunks) {
+    size_t n = m->uniques.len;
+    int *order = hc_xmalloc(sizeof(int) * (n + 1));
+    size_t *load = hc_xcalloc((size_t)nchunks, sizeof(size_t));
+    for (size_t i = 0; i < n; i++) order[i] = (int)i;
+    for (size_t i = 1; i < n; i++) /* insertion sort: stable, by decreasing cost */
+        for (size_t j = i; j > 0 && m->uniques.data[order[j]].cost >
+                                        m->uniques.data[order[j - 1]].cost; j--) {
+            int tmp = order[j];
+            order[j] = order[j - 1], order[j - 1] = tmp;
+        }
+    for (size_t i = 0; i < n; i++) {
+        int best = 0;
+        for (int c = 1; c < nchunks; c++)
+            if (load[c] < load[best]) best = c;
+        m->uniques.data[order[i]].chunk = best;
+        load[best] += m->uniques.data[order[i]].cost;
+    }
+    free(order), free(load);
+}
+
+static char *chunk_source(hc_model *m, int c, const hc_target *t) {
+    HC_VEC(hc_func *) fs = {0};
+    for (size_t i = 0; i < m->uniques.len; i++)
+        if (m->uniques.data[i].chunk == c) hc_vec_push(&fs, m->uniques.data[i].func);
+    const char *name = hc_arena_printf(&m->arena, "%s_%d", m->g->name ? m->g->name : "model", c);
+    hc_module *mod = hc_module_new(&m->arena, name, (int)fs.len, fs.data);
+    char *src = hc_codegen_c(&m->arena, mod, t);
+    hc_vec_free(&fs);
+    return src;
+}
+
+static hc_status resolve_symbols(hc_model *m, hc_error *err) {
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        kernel *k = &m->kernels.data[i];
+        const unique_fn *u = &m->uniques.data[k->unique];
+        char sym[256];
+        snprintf(sym, sizeof sym, "%s__packed", u->func->name);
+        k->fn = (hc_packed_fn)hc_jit_symbol(m->libs[u->chunk], sym);
+        if (!k->fn)
+            return hc_error_set(err, HC_ERR_COMPILE, "kernel '%s' (node '%s') not found in %s",
+                                sym, k->node->name, hc_jit_path(m->libs[u->chunk]));
+    }
+    return HC_OK;
+}
+
+static hc_status compile_all(hc_model *m, const hc_compile_options *opt, hc_error *err) {
+    if (m->uniques.len == 0) return HC_OK;
+    int cores = HC_MAX(1, hc_target_host()->num_cores);
+    int nchunks = (int)HC_MIN((size_t)cores, m->uniques.len);
+    assign_chunks(m, nchunks);
+    char **srcs = hc_xcalloc((size_t)nchunks, sizeof(char *));
+    for (int c = 0; c < nchunks; c++) srcs[c] = chunk_source(m, c, hc_target_host());
+    m->nlibs = nchunks;
+    m->libs = hc_xcalloc((size_t)nchunks, sizeof(hc_jit_lib *));
+    double t0 = hc_now_ms();
+    hc_status st = hc_jit_build_many(nchunks, (const char *const *)srcs, opt ? opt->jit : NULL,
+                                     cores, m->libs, err);
+    for (int c = 0; c < nchunks; c++) free(srcs[c]);
+    free(srcs);
+    if (st != HC_OK) return st;
+    if (m->verbose) {
+        int cached = 0;
+        for (int c = 0; c < nchunks; c++) cached += hc_jit_was_cached(m->libs[c]);
+        fprintf(stderr, "hidetc: %zu kernels, %zu distinct programs, %d sources (%d cached), "
+                        "%.0f ms\n", m->kernels.len, m->uniques.len, nchunks, cached,
+                hc_now_ms() - t0);
+    }
+    return resolve_symbols(m, err);
+}
+
+/* ---- arguments ------------------------------------------------------------------- */
+static void *bind_arg(hc_model *m, const hc_tensor *t, void **slot) {
+    const loc *l = &m->locs[t->id];
+    switch (l->kind) {
+    case LOC_EMPTY: return empty_buffer;
+    case LOC_CONST: return t->data;
+    case LOC_ARENA: return (char *)m->mem + m->plan.data[l->index].offset;
+    case LOC_INPUT:
+    case LOC_OUTPUT: {
+        binding b = {slot, l->index, l->kind == LOC_OUTPUT};
+        hc_vec_push(&m->binds, b);
+        return NULL;
+    }
+    case LOC_NONE: break;
+    }
+    hc_unreachable();
+}
+
+static void prepare_args(hc_model *m) {
+    size_t bytes = (m->arena_bytes + 63) / 64 * 64;
+    m->mem = aligned_alloc(64, bytes ? bytes : 64);
+    HC_ASSERT(m->mem);
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        kernel *k = &m->kernels.data[i];
+        const hc_node *n = k->node;
+        k->nargs = k->func->nparams;
+        k->args = HC_NEW_ARRAY(&m->arena, void *, k->nargs + 1);
+        int a = 0;
+        for (int j = 0; j < n->ninputs; j++)
+            if (n->inputs[j]) k->args[a] = bind_arg(m, n->inputs[j], &k->args[a]), a++;
+        for (int j = 0; j < n->noutputs; j++)
+            if (n->outputs[j]) k->args[a] = bind_arg(m, n->outputs[j], &k->args[a]), a++;
+        HC_ASSERT(a == k->nargs);
+    }
+}
+
+/* ---- public ---------------------------------------------------------------------- */
+static void report_plan(const hc_model *m) {
+    double pct = m->intermediate_bytes ? 100.0 * (double)m->arena_bytes /
+                                             (double)m->intermediate_bytes
+                                       : 100.0;
+    fprintf(stderr, "hidetc: memory plan: %zu intermediate tensors, %zu bytes in total, "
+                    "arena %zu bytes (%.1f%%)\n", m->plan.len, m->intermediate_bytes,
+            m->arena_bytes, pct);
+}
+
+hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model **out,
+                           hc_error *err) {
+    *out = NULL;
+    hc_model *m = hc_xcalloc(1, sizeof *m);
+    m->g = g;
+    hc_arena_init(&m->arena);
+    m->num_threads = opt && opt->num_threads > 0 ? opt->num_threads
+                                                   : HC_MAX(1, hc_target_host()->num_cores);
+    m->verbose = opt && opt->verbose;
+    hc_status st = hc_graph_optimize(g, err);
+    if (st == HC_OK) st = plan_memory(m, err);
+    if (st == HC_OK) st = schedule_all(m, err);
+    if (st == HC_OK) st = compile_all(m, opt, err);
+    if (st != HC_OK) {
+        hc_model_free(m);
+        return st;
+    }
+    prepare_args(m);
+    if (m->verbose) report_plan(m);
+    *out = m;
+    return HC_OK;
+}
+
+void hc_model_free(hc_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->nlibs; i++)
+        if (m->libs[i]) hc_jit_close(m->libs[i]);
+    free(m->libs);
+    free(m->mem);
+    hc_vec_free(&m->kernels);
+    hc_vec_free(&m->uniques);
+    hc_vec_free(&m->plan);
+    hc_vec_free(&m->binds);
+    hc_vec_free(&m->copies);
+    hc_arena_free(&m->arena);
+    hc_graph_free(m->g);
+    free(m);
+}
+
+int hc_model_num_inputs(const hc_model *m) { return (int)m->g->inputs.len; }
+int hc_model_num_outputs(const hc_model *m) { return (int)m->g->outputs.len; }
+const hc_tensor *hc_model_input(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->g->inputs.len);
+    return m->g->inputs.data[i];
+}
+const hc_tensor *hc_model_output(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->g->outputs.len);
+    return m->g->outputs.data[i];
+}
+const hc_graph *hc_model_graph(const hc_model *m) { return m->g; }
+int hc_model_num_kernels(const hc_model *m) { return (int)m->kernels.len; }
+int hc_model_num_programs(const hc_model *m) { return (int)m->uniques.len; }
+size_t hc_model_arena_bytes(const hc_model *m) { return m->arena_bytes; }
+size_t hc_model_intermediate_bytes(const hc_model *m) { return m->intermediate_bytes; }
+const hc_plan_entry *hc_model_plan(const hc_model *m, int *count) {
+    *count = (int)m->plan.len;
+    return m->plan.data;
+}
+
+static hc_status check_buffers(const hc_model *m, void *const *inputs, void *const *outputs,
+                               hc_error *err) {
+    for (size_t i = 0; i < m->g->inputs.len; i++)
+        if (!is_empty(m->g->inputs.data[i]) && !inputs[i])
+            return hc_error_set(err, HC_ERR_INVALID, "input '%s': buffer is NULL",
+                                m->g->inputs.data[i]->name);
+    for (size_t i = 0; i < m->g->outputs.len; i++)
+        if (!is_empty(m->g->outputs.data[i]) && !outputs[i])
+            return hc_error_set(err, HC_ERR_INVALID, "output '%s': buffer is NULL",
+                                m->g->outputs.data[i]->name);
+    return HC_OK;
+}
+
+hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err) {
+    if ((m->g->inputs.len && !inputs) || (m->g->outputs.len && !outputs))
+        return hc_error_set(err, HC_ERR_INVALID, "hc_model_run: inputs or outputs is NULL");
+    hc_status st = check_buffers(m, inputs, outputs, err);
+    if (st != HC_OK) return st;
+    for (size_t i = 0; i < m->binds.len; i++) {
+        const binding *b = &m->binds.data[i];
+        *b->slot = b->output ? outputs[b->index] : inputs[b->index];
+    }
+    omp_set_num_threads(m->num_threads);
+    for (size_t i = 0; i < m->kernels.len; i++) m->kernels.data[i].fn(m->kernels.data[i].args);
+    for (size_t i = 0; i < m->copies.len; i++) {
+        const out_copy *c = &m->copies.data[i];
+        const void *src = c->src == COPY_CONST   ? c->data
+                          : c->src == COPY_INPUT ? inputs[c->index]
+                                                 : outputs[c->index];
+        memmove(outputs[c->output], src, c->bytes);
+    }
+    return HC_OK;
+}
