@@ -1,6 +1,184 @@
-/* shape.c — operator definitions (see graph/ops.h for the table). */
-#include "graph/graph.h"
+/* shape.c — the table of shape, data-movement and constant operators (hc_ops_shape) and
+ * the helpers they share. The operators themselves live in shape_move.c (reshapes,
+ * copies, slices, pads), shape_index.c (gathers, scatters, masks), shape_resize.c
+ * (Resize, Upsample) and shape_const.c (Shape, Cast, constants). docs/ops_shape.md
+ * lists what each supports. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/ops/shape_internal.h"
 
 const hc_op_def hc_ops_shape[] = {
+    {HC_OPK_RESHAPE, shp_infer_reshape, shp_task_reshape, NULL},
+    {HC_OPK_FLATTEN, shp_infer_flatten, shp_task_flatten, NULL},
+    {HC_OPK_TRANSPOSE, shp_infer_transpose, shp_task_transpose, NULL},
+    {HC_OPK_CONCAT, shp_infer_concat, shp_task_concat, NULL},
+    {HC_OPK_SPLIT, shp_infer_split, shp_task_split, NULL},
+    {HC_OPK_SLICE, shp_infer_slice, shp_task_slice, NULL},
+    {HC_OPK_GATHER, shp_infer_gather, shp_task_gather, NULL},
+    {HC_OPK_GATHER_ELEMENTS, shp_infer_gather_elements, shp_task_gather_elements, NULL},
+    {HC_OPK_GATHER_ND, shp_infer_gather_nd, shp_task_gather_nd, NULL},
+    {HC_OPK_SCATTER_ELEMENTS, shp_infer_scatter_elements, shp_task_scatter_elements, NULL},
+    {HC_OPK_SCATTER_ND, shp_infer_scatter_nd, shp_task_scatter_nd, NULL},
+    {HC_OPK_SQUEEZE, shp_infer_squeeze, shp_task_squeeze, NULL},
+    {HC_OPK_UNSQUEEZE, shp_infer_unsqueeze, shp_task_unsqueeze, NULL},
+    {HC_OPK_EXPAND, shp_infer_expand, shp_task_expand, NULL},
+    {HC_OPK_TILE, shp_infer_tile, shp_task_tile, NULL},
+    {HC_OPK_PAD, shp_infer_pad, shp_task_pad, NULL},
+    {HC_OPK_RESIZE, shp_infer_resize, shp_task_resize, NULL},
+    {HC_OPK_UPSAMPLE, shp_infer_upsample, shp_task_upsample, NULL},
+    {HC_OPK_DEPTH_TO_SPACE, shp_infer_depth_to_space, shp_task_depth_to_space, NULL},
+    {HC_OPK_SPACE_TO_DEPTH, shp_infer_space_to_depth, shp_task_space_to_depth, NULL},
+    {HC_OPK_TRILU, shp_infer_trilu, shp_task_trilu, NULL},
+    {HC_OPK_ONE_HOT, shp_infer_one_hot, shp_task_one_hot, NULL},
+    {HC_OPK_EYE_LIKE, shp_infer_eye_like, shp_task_eye_like, NULL},
+    {HC_OPK_SHAPE, shp_infer_shape, shp_task_shape, NULL},
+    {HC_OPK_SIZE, shp_infer_size, shp_task_size, NULL},
+    {HC_OPK_CAST, shp_infer_cast, shp_task_cast, NULL},
+    {HC_OPK_CAST_LIKE, shp_infer_cast_like, shp_task_cast_like, NULL},
+    {HC_OPK_CONSTANT, shp_infer_constant, shp_task_constant, NULL},
+    {HC_OPK_CONSTANT_OF_SHAPE, shp_infer_constant_of_shape, shp_task_constant_of_shape, NULL},
+    {HC_OPK_RANGE, shp_infer_range, shp_task_range, NULL},
+    {HC_OPK_IDENTITY, shp_infer_identity, shp_task_identity, NULL},
+    {HC_OPK_DROPOUT, shp_infer_dropout, shp_task_dropout, NULL},
     {0},
 };
+
+/* ---- errors and inputs ---------------------------------------------------------- */
+hc_status shp_fail(const hc_node *n, hc_status st, hc_error *err, const char *fmt, ...) {
+    char msg[3000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hc_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "?",
+                        hc_op_onnx_name(n->op), msg);
+}
+
+hc_tensor *shp_in(const hc_node *n, int i) {
+    return i >= 0 && i < n->ninputs ? n->inputs[i] : NULL;
+}
+
+bool shp_in_empty(const hc_node *n, int i) {
+    const hc_tensor *t = shp_in(n, i);
+    return t && t->shape_known && hc_tensor_numel(t) == 0;
+}
+
+static hc_status const_input(const hc_node *n, int i, int max, int64_t *count, hc_error *err) {
+    const hc_tensor *t = shp_in(n, i);
+    HC_ASSERT(t);
+    if (!t->data && hc_tensor_numel(t) != 0) return hc_node_need_const(n, i, err);
+    *count = hc_tensor_numel(t);
+    if (*count > max)
+        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "input %d ('%s') has %lld values, at most "
+                        "%d are supported", i, t->name, (long long)*count, max);
+    return HC_OK;
+}
+
+hc_status shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *count,
+                         hc_error *err) {
+    int64_t c;
+    hc_status st = const_input(n, i, max, &c, err);
+    if (st) return st;
+    const hc_tensor *t = n->inputs[i];
+    if (c > 0 && hc_tensor_const_ints(t, out, max) != c)
+        return shp_fail(n, HC_ERR_INVALID, err, "input %d ('%s') must hold integers, not %s",
+                        i, t->name, hc_dtype_name(t->dtype));
+    *count = (int)c;
+    return HC_OK;
+}
+
+hc_status shp_const_doubles(const hc_node *n, int i, double *out, int max, int *count,
+                            hc_error *err) {
+    int64_t c;
+    hc_status st = const_input(n, i, max, &c, err);
+    if (st) return st;
+    for (int64_t k = 0; k < c; k++) out[k] = hc_tensor_const_at(n->inputs[i], k);
+    *count = (int)c;
+    return HC_OK;
+}
+
+hc_dtype shp_onnx_dtype(int64_t code) {
+    switch (code) {
+    case 1: return HC_F32;
+    case 2: return HC_U8;
+    case 3: return HC_I8;
+    case 4: return HC_U16;
+    case 5: return HC_I16;
+    case 6: return HC_I32;
+    case 7: return HC_I64;
+    case 9: return HC_BOOL;
+    case 10: return HC_F16;
+    case 11: return HC_F64;
+    case 12: return HC_U32;
+    case 13: return HC_U64;
+    case 16: return HC_BF16;
+    default: return HC_DTYPE_COUNT;
+    }
+}
+
+hc_status shp_axes(const hc_node *n, const char *what, const int64_t *axes, int count,
+                   int rank, int *out, hc_error *err) {
+    bool seen[HC_MAX_DIMS] = {false};
+    for (int i = 0; i < count; i++) {
+        int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
+        if (ax < 0 || ax >= rank)
+            return shp_fail(n, HC_ERR_INVALID, err, "%s[%d] = %lld is out of range for rank %d",
+                            what, i, (long long)axes[i], rank);
+        if (seen[ax])
+            return shp_fail(n, HC_ERR_INVALID, err, "%s repeats axis %lld", what, (long long)ax);
+        seen[ax] = true;
+        out[i] = (int)ax;
+    }
+    return HC_OK;
+}
+
+int shp_shape_of(const hc_tensor *t, int64_t *out) {
+    memcpy(out, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+    return t->ndim;
+}
+
+/* ---- task helpers ----------------------------------------------------------------- */
+void shp_input_tnodes(hc_arena *a, const hc_node *n, hc_tnode **tn, int *count,
+                      hc_tnode ***present) {
+    hc_tnode **p = hc_node_input_tnodes(a, n, count);
+    for (int i = 0, k = 0; i < n->ninputs; i++) tn[i] = n->inputs[i] ? p[k++] : NULL;
+    if (present) *present = p;
+}
+
+hc_task *shp_task1(hc_arena *a, const hc_node *n, hc_tnode *out) {
+    int count;
+    hc_tnode **p = hc_node_input_tnodes(a, n, &count);
+    return hc_node_task(a, n, count, p, 1, &out);
+}
+
+void shp_make_axes(hc_arena *a, int n, hc_var **axes) {
+    for (int i = 0; i < n; i++) axes[i] = hc_axis(a, hc_arena_printf(a, "i%d", i));
+}
+
+hc_expr *shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim) {
+    hc_expr *i = hc_cast(a, hc_type_scalar(HC_I64), v);
+    hc_expr *w = hc_select(a, hc_lt(a, i, hc_int(a, 0)), hc_add(a, i, hc_int(a, dim)), i);
+    return hc_min(a, hc_max(a, w, hc_int(a, 0)), hc_int(a, dim > 0 ? dim - 1 : 0));
+}
+
+static hc_expr *table_rec(hc_arena *a, hc_dtype t, int64_t lo, int64_t hi, const double *vals,
+                          hc_expr *flat) {
+    if (hi - lo == 1) return hc_const_num(a, t, vals[lo]);
+    int64_t mid = lo + (hi - lo) / 2;
+    return hc_select(a, hc_lt(a, flat, hc_int(a, mid)), table_rec(a, t, lo, mid, vals, flat),
+                     table_rec(a, t, mid, hi, vals, flat));
+}
+
+hc_expr *shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const double *vals,
+                         hc_expr *flat) {
+    if (n <= 0) return hc_const_num(a, t, 0);
+    return table_rec(a, t, 0, n, vals, flat);
+}
+
+hc_expr *shp_flat_index(hc_arena *a, int ndim, const int64_t *shape, hc_var *const *axes) {
+    hc_expr *flat = hc_int(a, 0);
+    for (int d = 0; d < ndim; d++)
+        flat = hc_add(a, hc_mul(a, flat, hc_int(a, shape[d])), hc_ref(a, axes[d]));
+    return flat;
+}

@@ -1,0 +1,237 @@
+/* shape_const.c — operators whose values are known at compile time or are conversions:
+ * Shape, Size, Constant, ConstantOfShape, Range (SOURCE ops, folded by the passes: their
+ * Tasks compute the values without reading the data of any non-constant input), Cast
+ * and CastLike. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/ops/shape_internal.h"
+
+/* Constants are built as select trees over the flat index (a Task has no constant
+ * arrays); beyond this many elements that is too slow to be worth it. */
+#define CONST_TABLE_MAX (1 << 16)
+
+static const char *out_name(const hc_node *n) { return n->outputs[0]->name; }
+
+/* A one-output task whose value is flat element i of vals. */
+static hc_task *table_task(hc_arena *a, const hc_node *n, const double *vals) {
+    const hc_tensor *o = n->outputs[0];
+    hc_var *ax[HC_MAX_DIMS];
+    shp_make_axes(a, o->ndim, ax);
+    hc_expr *flat = shp_flat_index(a, o->ndim, o->shape, ax);
+    hc_expr *v = shp_const_table(a, o->dtype, hc_tensor_numel(o), vals, flat);
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, v);
+    return shp_task1(a, n, y);
+}
+
+/* ---- Shape / Size --------------------------------------------------------------------- */
+static void shape_range(const hc_node *n, int64_t *start, int64_t *end) {
+    int64_t r = n->inputs[0]->ndim;
+    *start = n->opset >= 15 ? hc_node_attr_int(n, "start", 0) : 0;
+    *end = n->opset >= 15 ? hc_node_attr_int(n, "end", r) : r;
+    if (*start < 0) *start += r;
+    if (*end < 0) *end += r;
+    *start = HC_MIN(HC_MAX(*start, 0), r);
+    *end = HC_MIN(HC_MAX(*end, *start), r);
+}
+
+hc_status shp_infer_shape(hc_node *n, hc_error *err) {
+    (void)err;
+    int64_t start, end;
+    shape_range(n, &start, &end);
+    int64_t len = end - start;
+    hc_node_set_output(n, 0, HC_I64, 1, &len);
+    return HC_OK;
+}
+
+hc_task *shp_task_shape(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)err;
+    int64_t start, end;
+    double vals[HC_MAX_DIMS];
+    shape_range(n, &start, &end);
+    for (int64_t d = start; d < end; d++) vals[d - start] = (double)n->inputs[0]->shape[d];
+    return table_task(a, n, vals);
+}
+
+hc_status shp_infer_size(hc_node *n, hc_error *err) {
+    (void)err;
+    hc_node_set_output(n, 0, HC_I64, 0, NULL);
+    return HC_OK;
+}
+
+hc_task *shp_task_size(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)err;
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), 0, NULL, NULL,
+                                       hc_int(a, hc_tensor_numel(n->inputs[0])));
+    return shp_task1(a, n, y);
+}
+
+/* ---- Cast / CastLike -------------------------------------------------------------------- */
+hc_status shp_infer_cast(hc_node *n, hc_error *err) {
+    const hc_tensor *x = n->inputs[0];
+    if (!hc_node_attr(n, "to")) return shp_fail(n, HC_ERR_INVALID, err, "attribute to is missing");
+    int64_t code = hc_node_attr_int(n, "to", 1);
+    hc_dtype t = shp_onnx_dtype(code);
+    if (t == HC_DTYPE_COUNT)
+        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "cast to ONNX type %lld (%s) is not "
+                        "supported", (long long)code, code == 8 ? "string" : "not numeric");
+    hc_node_set_output(n, 0, t, x->ndim, x->shape);
+    return HC_OK;
+}
+
+static hc_task *cast_task(hc_arena *a, const hc_node *n) {
+    int count;
+    hc_tnode **p = hc_node_input_tnodes(a, n, &count);
+    hc_tnode *y = hc_compute_cast(a, out_name(n), p[0], n->outputs[0]->dtype);
+    return hc_node_task(a, n, count, p, 1, &y);
+}
+
+hc_task *shp_task_cast(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)err;
+    return cast_task(a, n);
+}
+
+hc_status shp_infer_cast_like(hc_node *n, hc_error *err) {
+    (void)err;
+    const hc_tensor *x = n->inputs[0];
+    hc_node_set_output(n, 0, n->inputs[1]->dtype, x->ndim, x->shape);
+    return HC_OK;
+}
+
+hc_task *shp_task_cast_like(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)err;
+    return cast_task(a, n);
+}
+
+/* ---- Constant ------------------------------------------------------------------------- */
+static const char *const unsupported_values[] = {"sparse_value", "value_string",
+                                                 "value_strings"};
+
+hc_status shp_infer_constant(hc_node *n, hc_error *err) {
+    const hc_attr *at;
+    for (size_t i = 0; i < HC_ARRAY_LEN(unsupported_values); i++)
+        if (hc_node_attr(n, unsupported_values[i]))
+            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "attribute %s is not supported",
+                            unsupported_values[i]);
+    int64_t len;
+    if ((at = hc_node_attr(n, "value")) && at->kind == HC_ATTR_TENSOR && at->t) {
+        hc_node_set_output(n, 0, at->t->dtype, at->t->ndim, at->t->shape);
+    } else if ((at = hc_node_attr(n, "value_float"))) {
+        hc_node_set_output(n, 0, HC_F32, 0, NULL);
+    } else if ((at = hc_node_attr(n, "value_int"))) {
+        hc_node_set_output(n, 0, HC_I64, 0, NULL);
+    } else if ((at = hc_node_attr(n, "value_floats"))) {
+        len = at->n;
+        hc_node_set_output(n, 0, HC_F32, 1, &len);
+    } else if ((at = hc_node_attr(n, "value_ints"))) {
+        len = at->n;
+        hc_node_set_output(n, 0, HC_I64, 1, &len);
+    } else {
+        return shp_fail(n, HC_ERR_INVALID, err, "no value attribute");
+    }
+    if (hc_tensor_numel(n->outputs[0]) > CONST_TABLE_MAX)
+        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "a Constant node of %lld elements (make it "
+                        "an initializer)", (long long)hc_tensor_numel(n->outputs[0]));
+    return HC_OK;
+}
+
+hc_task *shp_task_constant(hc_arena *a, const hc_node *n, hc_error *err) {
+    const hc_attr *at;
+    int64_t len = hc_tensor_numel(n->outputs[0]);
+    double *vals = HC_NEW_ARRAY(a, double, len > 0 ? len : 1);
+    if ((at = hc_node_attr(n, "value")) && at->kind == HC_ATTR_TENSOR && at->t) {
+        if (len > 0 && !at->t->data) {
+            shp_fail(n, HC_ERR_INVALID, err, "value has no data");
+            return NULL;
+        }
+        for (int64_t i = 0; i < len; i++) vals[i] = hc_tensor_const_at(at->t, i);
+    } else if ((at = hc_node_attr(n, "value_float"))) {
+        vals[0] = at->f;
+    } else if ((at = hc_node_attr(n, "value_int"))) {
+        vals[0] = (double)at->i;
+    } else if ((at = hc_node_attr(n, "value_floats"))) {
+        memcpy(vals, at->floats, sizeof(double) * (size_t)len);
+    } else if ((at = hc_node_attr(n, "value_ints"))) {
+        for (int64_t i = 0; i < len; i++) vals[i] = (double)at->ints[i];
+    }
+    return table_task(a, n, vals);
+}
+
+/* ---- ConstantOfShape ------------------------------------------------------------------ */
+static hc_status cos_value(const hc_node *n, hc_dtype *t, double *v, hc_error *err) {
+    const hc_attr *at = hc_node_attr(n, "value");
+    *t = HC_F32, *v = 0;
+    if (!at) return HC_OK;
+    if (at->kind != HC_ATTR_TENSOR || !at->t || hc_tensor_numel(at->t) != 1 || !at->t->data)
+        return shp_fail(n, HC_ERR_INVALID, err, "value must be a one-element tensor");
+    *t = at->t->dtype, *v = hc_tensor_const_at(at->t, 0);
+    return HC_OK;
+}
+
+hc_status shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
+    int64_t s[SHP_MAX_VALUES];
+    int cnt;
+    hc_dtype t;
+    double v;
+    hc_status st = shp_const_ints(n, 0, s, HC_MAX_DIMS, &cnt, err);
+    if (st || (st = cos_value(n, &t, &v, err))) return st;
+    for (int d = 0; d < cnt; d++)
+        if (s[d] < 0) return shp_fail(n, HC_ERR_INVALID, err, "shape[%d] is negative", d);
+    hc_node_set_output(n, 0, t, cnt, s);
+    return HC_OK;
+}
+
+hc_task *shp_task_constant_of_shape(hc_arena *a, const hc_node *n, hc_error *err) {
+    hc_dtype t;
+    double v;
+    if (cos_value(n, &t, &v, err)) return NULL;
+    const hc_tensor *o = n->outputs[0];
+    hc_var *ax[HC_MAX_DIMS];
+    shp_make_axes(a, o->ndim, ax);
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax,
+                                       hc_const_num(a, o->dtype, v));
+    return shp_task1(a, n, y);
+}
+
+/* ---- Range ---------------------------------------------------------------------------- */
+static hc_status range_args(const hc_node *n, double *v, int64_t *len, hc_error *err) {
+    for (int i = 0; i < 3; i++) {
+        int cnt;
+        hc_status st = shp_const_doubles(n, i, &v[i], 1, &cnt, err);
+        if (st) return st;
+        if (cnt != 1) return shp_fail(n, HC_ERR_INVALID, err, "input %d must be a scalar", i);
+        if (n->inputs[i]->dtype != n->inputs[0]->dtype)
+            return shp_fail(n, HC_ERR_INVALID, err, "inputs differ in type");
+    }
+    if (v[2] == 0) return shp_fail(n, HC_ERR_INVALID, err, "delta is 0");
+    double c = ceil((v[1] - v[0]) / v[2]);
+    if (!(c < 1e9)) {
+        if (c > 0) return shp_fail(n, HC_ERR_UNSUPPORTED, err, "more than 1e9 elements");
+        c = 0;
+    }
+    *len = c > 0 ? (int64_t)c : 0;
+    return HC_OK;
+}
+
+hc_status shp_infer_range(hc_node *n, hc_error *err) {
+    double v[3];
+    int64_t len;
+    hc_status st = range_args(n, v, &len, err);
+    if (st) return st;
+    hc_node_set_output(n, 0, n->inputs[0]->dtype, 1, &len);
+    return HC_OK;
+}
+
+hc_task *shp_task_range(hc_arena *a, const hc_node *n, hc_error *err) {
+    double v[3];
+    int64_t len;
+    if (range_args(n, v, &len, err)) return NULL;
+    hc_dtype t = n->outputs[0]->dtype;
+    hc_var *ax[1];
+    shp_make_axes(a, 1, ax);
+    /* start + i * delta, evaluated in the output type like the ONNX reference */
+    hc_expr *i = hc_cast(a, hc_type_scalar(t), hc_ref(a, ax[0]));
+    hc_expr *val = hc_add(a, hc_const_num(a, t, v[0]), hc_mul(a, i, hc_const_num(a, t, v[2])));
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), 1, &len, ax, val);
+    return shp_task1(a, n, y);
+}
