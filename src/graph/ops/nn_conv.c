@@ -86,8 +86,10 @@ static hc_status transpose_window(const hc_node *n, nn_window *w, hc_error *err)
         if (strcmp(ap, "VALID") == 0) w->pad_begin[i] = w->pad_end[i] = 0;
         if (os || same) {
             w->out[i] = os ? os[i] : w->in[i] * w->stride[i];
-            int64_t total = full - w->out[i];
-            w->pad_begin[i] = upper ? total / 2 : total - total / 2;
+            /* floor division, as the ONNX reference: a negative total (output_shape larger
+             * than the full output) pads at the end */
+            int64_t total = full - w->out[i], half = total >= 0 ? total / 2 : -((1 - total) / 2);
+            w->pad_begin[i] = upper ? half : total - half;
             w->pad_end[i] = total - w->pad_begin[i];
         } else {
             w->out[i] = full - w->pad_begin[i] - w->pad_end[i];
