@@ -25,4 +25,16 @@ hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err);
 /* The whole pipeline. */
 hc_status hc_graph_optimize(hc_graph *g, hc_error *err);
 
+/* The reference graph evaluator (the oracle for passes, the runtime and model tests):
+ * every node in order with the reference interpreter on its Task. The graph must be
+ * shape-inferred. inputs[i] / outputs[i]: dense buffers for g->inputs / g->outputs. */
+hc_status hc_graph_eval_reference(const hc_graph *g, void *const *inputs, void *const *outputs,
+                                  hc_error *err);
+/* Evaluate one node with the interpreter: in[] for its present inputs, out[] for its
+ * present outputs (shapes as inferred). */
+hc_status hc_eval_node(const hc_node *n, void *const *in, void *const *out, hc_error *err);
+/* Structural checks (topological order, every read tensor available, shapes known, arity):
+ * the verifier hc_graph_optimize runs after each pass when HIDETC_VERIFY=1. */
+hc_status hc_graph_verify(const hc_graph *g, hc_error *err);
+
 #endif

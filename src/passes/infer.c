@@ -1,0 +1,101 @@
+/* infer.c — shape inference with constant propagation, and constant folding.
+ *
+ * Both walk the graph in topological order and evaluate, with the reference
+ * interpreter, every node whose value is known at compile time; its outputs become
+ * constants and the node goes away. Inference folds only small values (shape
+ * computations), so that a later node's infer can read them; folding takes larger ones. */
+#include <string.h>
+
+#include "passes/pass_util.h"
+
+/* Inference folds outputs up to this many elements: enough for any shape subgraph,
+ * small enough that the interpreter stays cheap. */
+#define INFER_FOLD_LIMIT (1 << 20)
+/* Folding proper: weight transforms (a transposed or scaled weight) but not the whole
+ * model when everything happens to be constant. */
+#define FOLD_LIMIT (1 << 24)
+
+static bool inputs_const(const hc_node *n) {
+    for (int i = 0; i < n->ninputs; i++)
+        if (n->inputs[i] && !n->inputs[i]->data) return false;
+    return true;
+}
+
+static int64_t outputs_numel(const hc_node *n) {
+    int64_t s = 0;
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->outputs[i]) s += hc_tensor_numel(n->outputs[i]);
+    return s;
+}
+
+/* Shape and Size depend on their input's shape only. */
+static bool reads_shape_only(const hc_node *n) {
+    return n->op == HC_OPK_SHAPE || n->op == HC_OPK_SIZE;
+}
+
+static bool foldable(const hc_node *n, int64_t limit) {
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->outputs[i] && !n->outputs[i]->shape_known) return false;
+    if (reads_shape_only(n)) return true;
+    if (!inputs_const(n)) return false;
+    return hc_op_class_of(n->op) == HC_OPC_SOURCE || outputs_numel(n) <= limit;
+}
+
+/* Evaluate n and store its outputs as constants in the graph's arena. */
+static hc_status fold_node(hc_graph *g, hc_node *n, hc_error *err) {
+    void *in[HC_MANY + 1] = {0}, *out[HC_MANY + 1] = {0};
+    void *scratch[HC_MANY + 1] = {0};
+    int ni = 0, no = 0, ns = 0;
+    HC_ASSERT(n->ninputs <= HC_MANY && n->noutputs <= HC_MANY);
+    for (int i = 0; i < n->ninputs; i++) {
+        hc_tensor *t = n->inputs[i];
+        if (!t) continue;
+        if (t->data) {
+            in[ni++] = t->data;
+        } else { /* Shape/Size: the values are not read, any buffer of the right size does */
+            size_t nb = hc_tensor_nbytes(t);
+            in[ni++] = scratch[ns++] = hc_xcalloc(1, nb ? nb : 1);
+        }
+    }
+    for (int i = 0; i < n->noutputs; i++) {
+        hc_tensor *t = n->outputs[i];
+        if (!t) continue;
+        size_t nb = hc_tensor_nbytes(t);
+        out[no++] = hc_arena_alloc(&g->arena, nb ? nb : 1);
+    }
+    hc_status st = hc_eval_node(n, in, out, err);
+    for (int i = 0; i < ns; i++) free(scratch[i]);
+    if (st != HC_OK) return st;
+    no = 0;
+    for (int i = 0; i < n->noutputs; i++) {
+        hc_tensor *t = n->outputs[i];
+        if (!t) continue;
+        t->data = out[no++];
+        t->producer = NULL;
+    }
+    return HC_OK;
+}
+
+static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
+    hc_status st = hc_graph_toposort(g, err);
+    if (st != HC_OK) return st;
+    char *folded = hc_xcalloc(g->nodes.len + 1, 1);
+    for (size_t k = 0; k < g->nodes.len && st == HC_OK; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (infer) st = hc_pass_infer_node(n, err);
+        if (st != HC_OK || !foldable(n, limit)) continue;
+        st = fold_node(g, n, err);
+        folded[k] = st == HC_OK;
+    }
+    if (st == HC_OK) hc_pass_remove_nodes(g, folded);
+    free(folded);
+    return st;
+}
+
+hc_status hc_pass_infer_shapes(hc_graph *g, hc_error *err) {
+    return run(g, true, INFER_FOLD_LIMIT, err);
+}
+
+hc_status hc_pass_fold_constants(hc_graph *g, hc_error *err) {
+    return run(g, false, FOLD_LIMIT, err);
+}

@@ -1,0 +1,202 @@
+/* lower.c — anchors rewritten into the one anchor the CPU has a template for, MatMul:
+ *   Conv (2-D, group 1)  -> Im2Col (or a Reshape for a 1x1 stride-1 unpadded kernel)
+ *                           + MatMul with the weight viewed as [OC, C*KH*KW]
+ *                           + bias Add + Reshape to [N, OC, OH, OW]
+ *   Gemm                 -> MatMul of the (transposed) operands + alpha Mul + beta*C Add
+ * Transposes of constant operands are done here, at compile time. Each rewrite builds
+ * new nodes, then moves the readers of the old output to the new one. */
+#include <string.h>
+
+#include "passes/pass_util.h"
+
+typedef struct lower_ctx {
+    hc_graph *g;
+    hc_node *n; /* the node being lowered (names derive from it) */
+    hc_error *err;
+} lower_ctx;
+
+static hc_tensor *emit(lower_ctx *c, hc_op_kind op, const char *suffix, int nin,
+                       hc_tensor *const *in, int nattrs, const hc_attr *attrs) {
+    const char *name = hc_arena_printf(&c->g->arena, "%s_%s", c->n->name, suffix);
+    hc_node *m = hc_pass_add_node(c->g, op, name, nin, in, nattrs, attrs, c->err);
+    return m ? m->outputs[0] : NULL;
+}
+
+/* x viewed with another shape: a constant shares x's data, otherwise a Reshape node. */
+static hc_tensor *reshape(lower_ctx *c, hc_tensor *x, const char *suffix, int ndim,
+                          const int64_t *shape) {
+    if (x->data) {
+        const char *name = hc_arena_printf(&c->g->arena, "%s_%s", x->name, suffix);
+        hc_tensor *t = hc_graph_tensor(c->g, name, x->dtype, ndim, shape);
+        t->data = x->data; /* constants are immutable: sharing is safe */
+        return t;
+    }
+    const char *sname = hc_arena_printf(&c->g->arena, "%s_%s_shape", c->n->name, suffix);
+    hc_tensor *in[2] = {x, hc_pass_const_i64(c->g, sname, ndim, shape)};
+    return emit(c, HC_OPK_RESHAPE, suffix, 2, in, 0, NULL);
+}
+
+/* ---- Conv --------------------------------------------------------------------- */
+/* Explicit pads [top, left, bottom, right], auto_pad resolved. */
+static void conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d,
+                      int64_t *pads) {
+    const char *ap = hc_node_attr_string(n, "auto_pad", "NOTSET");
+    int cnt = 0;
+    const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
+    for (int i = 0; i < 4; i++) pads[i] = p && cnt == 4 ? p[i] : 0;
+    bool upper = strcmp(ap, "SAME_UPPER") == 0, lower = strcmp(ap, "SAME_LOWER") == 0;
+    if (strcmp(ap, "VALID") == 0) memset(pads, 0, 4 * sizeof(int64_t));
+    if (!upper && !lower) return;
+    for (int i = 0; i < 2; i++) {
+        int64_t in = n->inputs[0]->shape[2 + i];
+        int64_t out = (in + s[i] - 1) / s[i];
+        int64_t total = (out - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in;
+        if (total < 0) total = 0;
+        int64_t small = total / 2, big = total - small;
+        pads[i] = upper ? small : big;
+        pads[i + 2] = upper ? big : small;
+    }
+}
+
+static bool conv_lowerable(const hc_node *n) {
+    const hc_tensor *x = n->inputs[0], *w = n->inputs[1], *y = n->outputs[0];
+    if (!y || !y->shape_known || x->ndim != 4 || w->ndim != 4) return false;
+    if (!hc_dtype_is_float(x->dtype) || hc_node_attr_int(n, "group", 1) != 1) return false;
+    return w->shape[1] == x->shape[1];
+}
+
+static void attr_pair(const hc_node *n, const char *name, int64_t *out) {
+    int cnt = 0;
+    const int64_t *v = hc_node_attr_ints(n, name, &cnt);
+    out[0] = v && cnt == 2 ? v[0] : 1;
+    out[1] = v && cnt == 2 ? v[1] : 1;
+}
+
+/* The column matrix: [N, C*KH*KW, OH*OW], or [C*KH*KW, OH*OW] when N == 1. */
+static hc_tensor *conv_columns(lower_ctx *c, const int64_t *k, const int64_t *s,
+                               const int64_t *d, const int64_t *pads) {
+    hc_tensor *x = c->n->inputs[0];
+    const hc_tensor *y = c->n->outputs[0];
+    int64_t nb = x->shape[0], ck = x->shape[1] * k[0] * k[1], p = y->shape[2] * y->shape[3];
+    bool pointwise = k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1;
+    for (int i = 0; i < 4; i++) pointwise &= pads[i] == 0;
+    int64_t mat[2] = {ck, p}, batched[3] = {nb, ck, p};
+    if (pointwise) /* the columns are x itself */
+        return nb == 1 ? reshape(c, x, "cols", 2, mat) : reshape(c, x, "cols", 3, batched);
+    hc_attr attrs[4] = {
+        {.name = "kernel_shape", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)k},
+        {.name = "strides", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)s},
+        {.name = "dilations", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)d},
+        {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads},
+    };
+    hc_tensor *cols = emit(c, HC_OPK_IM2COL, "im2col", 1, &x, 4, attrs);
+    if (cols && nb == 1) cols = reshape(c, cols, "cols", 2, mat);
+    return cols;
+}
+
+static hc_tensor *lower_conv(lower_ctx *c) {
+    hc_node *n = c->n;
+    hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+    const hc_tensor *y = n->outputs[0];
+    int64_t k[2] = {w->shape[2], w->shape[3]}, s[2], d[2], pads[4];
+    attr_pair(n, "strides", s);
+    attr_pair(n, "dilations", d);
+    conv_pads(n, k, s, d, pads);
+    int64_t oc = w->shape[0], ck = w->shape[1] * k[0] * k[1];
+    hc_tensor *cols = conv_columns(c, k, s, d, pads);
+    int64_t wshape[2] = {oc, ck};
+    hc_tensor *wm = cols ? reshape(c, w, "wmat", 2, wshape) : NULL;
+    hc_tensor *in[2] = {wm, cols};
+    hc_tensor *out = wm ? emit(c, HC_OPK_MATMUL, "mm", 2, in, 0, NULL) : NULL;
+    if (out && b) {
+        int64_t bshape[2] = {oc, 1};
+        in[0] = out;
+        in[1] = reshape(c, b, "bcol", 2, bshape);
+        out = in[1] ? emit(c, HC_OPK_ADD, "bias", 2, in, 0, NULL) : NULL;
+    }
+    return out ? reshape(c, out, "nchw", 4, y->shape) : NULL;
+}
+
+/* ---- Gemm --------------------------------------------------------------------- */
+static hc_tensor *transpose2(lower_ctx *c, hc_tensor *x, const char *suffix) {
+    int64_t shape[2] = {x->shape[1], x->shape[0]};
+    if (x->data) { /* at compile time */
+        const char *name = hc_arena_printf(&c->g->arena, "%s_%s", x->name, suffix);
+        hc_tensor *t = hc_graph_constant(c->g, name, x->dtype, 2, shape, NULL);
+        size_t es = (size_t)hc_dtype_size(x->dtype);
+        for (int64_t i = 0; i < x->shape[0]; i++)
+            for (int64_t j = 0; j < x->shape[1]; j++)
+                memcpy((char *)t->data + (size_t)(j * x->shape[0] + i) * es,
+                       (const char *)x->data + (size_t)(i * x->shape[1] + j) * es, es);
+        return t;
+    }
+    int64_t perm[2] = {1, 0};
+    hc_attr a = {.name = "perm", .kind = HC_ATTR_INTS, .n = 2, .ints = perm};
+    return emit(c, HC_OPK_TRANSPOSE, suffix, 1, &x, 1, &a);
+}
+
+static hc_tensor *scalar(lower_ctx *c, const char *suffix, hc_dtype dt, double v) {
+    const char *name = hc_arena_printf(&c->g->arena, "%s_%s", c->n->name, suffix);
+    return hc_pass_const_float(c->g, name, dt, 0, NULL, &v);
+}
+
+/* beta * C: folded when C is constant. */
+static hc_tensor *scaled_c(lower_ctx *c, hc_tensor *cc, double beta) {
+    if (beta == 1.0) return cc;
+    if (cc->data) {
+        int64_t n = hc_tensor_numel(cc);
+        double *v = hc_xmalloc(sizeof(double) * (size_t)(n ? n : 1));
+        for (int64_t i = 0; i < n; i++) v[i] = beta * hc_tensor_const_at(cc, i);
+        const char *name = hc_arena_printf(&c->g->arena, "%s_betac", c->n->name);
+        hc_tensor *t = hc_pass_const_float(c->g, name, cc->dtype, cc->ndim, cc->shape, v);
+        free(v);
+        return t;
+    }
+    hc_tensor *in[2] = {cc, scalar(c, "beta", cc->dtype, beta)};
+    return emit(c, HC_OPK_MUL, "betamul", 2, in, 0, NULL);
+}
+
+static hc_tensor *lower_gemm(lower_ctx *c) {
+    hc_node *n = c->n;
+    hc_tensor *a = n->inputs[0], *b = n->inputs[1], *cc = n->ninputs > 2 ? n->inputs[2] : NULL;
+    if (hc_node_attr_int(n, "transA", 0)) a = transpose2(c, a, "aT");
+    if (a && hc_node_attr_int(n, "transB", 0)) b = transpose2(c, b, "bT");
+    if (!a || !b) return NULL;
+    hc_tensor *in[2] = {a, b};
+    hc_tensor *y = emit(c, HC_OPK_MATMUL, "mm", 2, in, 0, NULL);
+    double alpha = hc_node_attr_float(n, "alpha", 1.0), beta = hc_node_attr_float(n, "beta", 1.0);
+    if (y && alpha != 1.0) {
+        in[0] = y;
+        in[1] = scalar(c, "alpha", y->dtype, alpha);
+        y = emit(c, HC_OPK_MUL, "alphamul", 2, in, 0, NULL);
+    }
+    if (y && cc && beta != 0.0) {
+        in[0] = y;
+        in[1] = scaled_c(c, cc, beta);
+        y = in[1] ? emit(c, HC_OPK_ADD, "addc", 2, in, 0, NULL) : NULL;
+    }
+    return y;
+}
+
+static bool gemm_lowerable(const hc_node *n) {
+    const hc_tensor *a = n->inputs[0], *b = n->inputs[1], *y = n->outputs[0];
+    return y && y->shape_known && a->ndim == 2 && b->ndim == 2 && hc_dtype_is_float(y->dtype);
+}
+
+hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err) {
+    size_t n0 = g->nodes.len;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        lower_ctx c = {g, n, err};
+        hc_tensor *y = NULL;
+        if (n->op == HC_OPK_CONV && conv_lowerable(n)) y = lower_conv(&c);
+        else if (n->op == HC_OPK_GEMM && gemm_lowerable(n)) y = lower_gemm(&c);
+        else continue;
+        if (!y) return err && err->status != HC_OK ? err->status : HC_ERR_INVALID;
+        HC_ASSERT(y->ndim == n->outputs[0]->ndim);
+        HC_ASSERT(hc_pass_bypass(g, n->outputs[0], y)); /* y is a fresh intermediate */
+    }
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
+}

@@ -1,0 +1,27 @@
+/* pass_util.h — helpers shared by the graph passes (private to src/passes). */
+#ifndef HC_PASS_UTIL_H
+#define HC_PASS_UTIL_H
+
+#include "passes/passes.h"
+
+/* Infer one node's outputs (error when the op has no definition). */
+hc_status hc_pass_infer_node(hc_node *n, hc_error *err);
+/* Make the readers of `from` read `to`. A graph output keeps its name: `to` takes it.
+ * Returns false (and changes nothing) when `from` is a graph output and `to` cannot be
+ * renamed (a graph input, another graph output or a constant). */
+bool hc_pass_bypass(hc_graph *g, hc_tensor *from, hc_tensor *to);
+bool hc_pass_is_graph_output(const hc_graph *g, const hc_tensor *t);
+bool hc_pass_is_graph_input(const hc_graph *g, const hc_tensor *t);
+/* A new node whose outputs get inferred right away; NULL with err set on failure. */
+hc_node *hc_pass_add_node(hc_graph *g, hc_op_kind op, const char *name, int ninputs,
+                          hc_tensor *const *inputs, int nattrs, const hc_attr *attrs,
+                          hc_error *err);
+/* An i64 1-D constant (shapes, axes). */
+hc_tensor *hc_pass_const_i64(hc_graph *g, const char *name, int n, const int64_t *v);
+/* A constant of a float dtype (f16/bf16/f32/f64) from double values. */
+hc_tensor *hc_pass_const_float(hc_graph *g, const char *name, hc_dtype dt, int ndim,
+                               const int64_t *shape, const double *v);
+/* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
+void hc_pass_remove_nodes(hc_graph *g, const char *remove);
+
+#endif

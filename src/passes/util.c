@@ -1,0 +1,88 @@
+/* util.c — helpers shared by the graph passes. */
+#include <string.h>
+
+#include "passes/pass_util.h"
+
+hc_status hc_pass_infer_node(hc_node *n, hc_error *err) {
+    const hc_op_def *def = hc_op_get(n->op);
+    if (!def) {
+        const char *on = hc_op_onnx_name(n->op);
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "node '%s': operator %s is not supported",
+                            n->name, *on ? on : hc_op_name(n->op));
+    }
+    hc_status st = def->infer(n, err);
+    if (st != HC_OK) return st;
+    for (int i = 0; i < n->noutputs; i++)
+        HC_ASSERT_MSG(!n->outputs[i] || n->outputs[i]->shape_known, "infer left a shape unset");
+    return HC_OK;
+}
+
+bool hc_pass_is_graph_output(const hc_graph *g, const hc_tensor *t) {
+    for (size_t i = 0; i < g->outputs.len; i++)
+        if (g->outputs.data[i] == t) return true;
+    return false;
+}
+
+bool hc_pass_is_graph_input(const hc_graph *g, const hc_tensor *t) {
+    for (size_t i = 0; i < g->inputs.len; i++)
+        if (g->inputs.data[i] == t) return true;
+    return false;
+}
+
+bool hc_pass_bypass(hc_graph *g, hc_tensor *from, hc_tensor *to) {
+    if (from == to) return true;
+    if (hc_pass_is_graph_output(g, from)) {
+        if (to->data || hc_pass_is_graph_input(g, to) || hc_pass_is_graph_output(g, to))
+            return false;
+        /* the caller sees outputs by name: the surviving tensor inherits it */
+        const char *name = from->name;
+        from->name = hc_arena_printf(&g->arena, "%s__bypassed%d", name, from->id);
+        to->name = name;
+    }
+    hc_graph_replace_uses(g, from, to);
+    return true;
+}
+
+hc_node *hc_pass_add_node(hc_graph *g, hc_op_kind op, const char *name, int ninputs,
+                          hc_tensor *const *inputs, int nattrs, const hc_attr *attrs,
+                          hc_error *err) {
+    hc_node *n = hc_graph_add_node(g, op, name, ninputs, inputs, 0, NULL, nattrs, attrs, err);
+    if (!n) return NULL;
+    if (hc_pass_infer_node(n, err) != HC_OK) return NULL;
+    return n;
+}
+
+hc_tensor *hc_pass_const_i64(hc_graph *g, const char *name, int n, const int64_t *v) {
+    int64_t shape[1] = {n};
+    return hc_graph_constant(g, name, HC_I64, 1, shape, v);
+}
+
+static uint16_t to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+hc_tensor *hc_pass_const_float(hc_graph *g, const char *name, hc_dtype dt, int ndim,
+                               const int64_t *shape, const double *v) {
+    hc_tensor *t = hc_graph_constant(g, name, dt, ndim, shape, NULL);
+    int64_t n = hc_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        switch (dt) {
+        case HC_F16: ((_Float16 *)t->data)[i] = (_Float16)v[i]; break;
+        case HC_BF16: ((uint16_t *)t->data)[i] = to_bf16((float)v[i]); break;
+        case HC_F32: ((float *)t->data)[i] = (float)v[i]; break;
+        case HC_F64: ((double *)t->data)[i] = v[i]; break;
+        default: hc_unreachable();
+        }
+    }
+    return t;
+}
+
+void hc_pass_remove_nodes(hc_graph *g, const char *remove) {
+    size_t w = 0;
+    for (size_t k = 0; k < g->nodes.len; k++)
+        if (!remove[k]) g->nodes.data[w++] = g->nodes.data[k];
+    g->nodes.len = w;
+}
