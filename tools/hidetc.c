@@ -11,12 +11,19 @@ static const struct {
     {"mapping", "mapping EXPR [--worker W] [--json] [--svg FILE]", cmd_mapping},
     {"kernel", "kernel matmul --m M --n N --k K [--batch B] [--threads T] [--print-ir] "
                "[--print-source] [--dump DIR] [--bench]", cmd_kernel},
+    {"onnx-test", "onnx-test DIR... [--rtol R] [--atol A] [--jobs J] [--timeout S] "
+                  "[--threads T] [--cache-dir DIR] [--no-fork] [--verbose]", cmd_onnx_test},
+    {"run", "run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads T] "
+            "[--verbose]", cmd_run},
+    {"inspect", "inspect MODEL [--dot FILE]", cmd_inspect},
+    {"bench", "bench MODEL [--threads T] [--warmup W] [--repeat R] [--verbose]", cmd_bench},
 };
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hidetc COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  hidetc %s\n", commands[i].usage);
+    fprintf(f, "\nMODEL: an ONNX file or builtin:NAME\n");
 }
 
 int main(int argc, char **argv) {

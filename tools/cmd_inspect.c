@@ -1,0 +1,218 @@
+/* hidetc inspect MODEL [--dot FILE] — what a model is, without compiling it.
+ *
+ * Output (relied on by scripts):
+ *   model: NAME (opset N)
+ *   inputs:            then "  NAME: DTYPE [SHAPE]" per input
+ *   outputs:           the same per output (shapes after shape inference)
+ *   ops: N nodes       then "  OpType COUNT" per operator, most frequent first
+ *   parameters: P      elements of the constant float tensors the nodes read (weights)
+ *   flops: F (...)     an estimate from the operators' Tasks, see count_flops
+ * --dot FILE writes the graph (after shape inference) in Graphviz DOT. */
+#include <string.h>
+
+#include "cli.h"
+#include "model_load.h"
+#include "passes/passes.h"
+
+typedef struct inspect_args {
+    const char *model, *dot;
+} inspect_args;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: hidetc inspect MODEL [--dot FILE]\n"
+               "  MODEL: an ONNX file or builtin:NAME\n");
+}
+
+static int parse_args(int argc, char **argv, inspect_args *r) {
+    memset(r, 0, sizeof *r);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout), -1;
+        if (!strcmp(o, "--dot")) {
+            if (!val) return fprintf(stderr, "hidetc inspect: --dot needs a file name\n"), 2;
+            r->dot = val, i++;
+        } else if (o[0] == '-' && o[1]) {
+            fprintf(stderr, "hidetc inspect: unknown option '%s'\n", o);
+            return usage(stderr), 2;
+        } else if (r->model) {
+            fprintf(stderr, "hidetc inspect: more than one MODEL ('%s', '%s')\n", r->model, o);
+            return 2;
+        } else r->model = o;
+    }
+    if (!r->model) return usage(stderr), 2;
+    return 0;
+}
+
+static void print_tensors(const char *title, hc_tensor *const *ts, size_t n) {
+    printf("%s:\n", title);
+    for (size_t i = 0; i < n; i++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        if (ts[i]->shape_known || ts[i]->data || ts[i]->ndim)
+            hc_print_shape(&sb, ts[i]->ndim, ts[i]->shape);
+        else hc_sb_puts(&sb, "[?]");
+        printf("  %s: %s %s\n", ts[i]->name, hc_dtype_name(ts[i]->dtype), hc_sb_str(&sb));
+        hc_sb_free(&sb);
+    }
+}
+
+/* ---- op histogram and parameters ------------------------------------------------- */
+static const char *op_label(hc_op_kind op) {
+    const char *s = hc_op_onnx_name(op);
+    return s[0] ? s : hc_op_name(op);
+}
+
+/* Counted before shape inference, which may fold nodes away: the model as written. */
+static void count_ops(const hc_graph *g, int *count) {
+    for (int k = 0; k < HC_OPK_COUNT; k++) count[k] = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) count[g->nodes.data[i]->op]++;
+}
+
+static void print_histogram(int *count, size_t nnodes) {
+    printf("ops: %zu nodes\n", nnodes);
+    for (;;) { /* most frequent first; ties in table order */
+        int best = -1;
+        for (int k = 0; k < HC_OPK_COUNT; k++)
+            if (count[k] && (best < 0 || count[k] > count[best])) best = k;
+        if (best < 0) break;
+        printf("  %s %d\n", op_label((hc_op_kind)best), count[best]);
+        count[best] = 0;
+    }
+}
+
+static int64_t count_parameters(const hc_graph *g) {
+    int64_t n = 0;
+    for (size_t i = 0; i < g->tensors.len; i++) {
+        const hc_tensor *t = g->tensors.data[i];
+        if (t->data && hc_dtype_is_float(t->dtype) && hc_graph_num_uses(g, t) > 0)
+            n += hc_tensor_numel(t);
+    }
+    return n;
+}
+
+/* ---- FLOPs ----------------------------------------------------------------------- */
+/* Children that compute values (a tensor access's indices only address data). */
+static int value_children(const hc_expr *e, const hc_expr **out) {
+    switch (e->kind) {
+    case HC_E_BINARY: out[0] = e->u.bin.a, out[1] = e->u.bin.b; return 2;
+    case HC_E_UNARY: out[0] = e->u.un.a; return 1;
+    case HC_E_SELECT: out[0] = e->u.sel.cond, out[1] = e->u.sel.t, out[2] = e->u.sel.f; return 3;
+    case HC_E_CAST: out[0] = e->u.cast.a; return 1;
+    case HC_E_CALL:
+        for (int i = 0; i < e->u.call.nargs && i < 3; i++) out[i] = e->u.call.args[i];
+        return HC_MIN(e->u.call.nargs, 3);
+    case HC_E_REDUCE: out[0] = e->u.reduce.value; return 1;
+    default: return 0;
+    }
+}
+
+/* Iterations of reductions per output element (nested reductions multiply). */
+static double reduce_work(const hc_expr *e) {
+    const hc_expr *c[3];
+    int n = value_children(e, c);
+    double w = 0;
+    for (int i = 0; i < n; i++) w += reduce_work(c[i]);
+    if (e->kind != HC_E_REDUCE) return w;
+    double ext = 1;
+    for (int i = 0; i < e->u.reduce.naxes; i++) ext *= (double)e->u.reduce.extents[i];
+    return ext * (w > 0 ? w : 1);
+}
+
+static bool does_arithmetic(const hc_expr *e) {
+    if (e->kind == HC_E_BINARY || e->kind == HC_E_UNARY || e->kind == HC_E_CALL ||
+        e->kind == HC_E_CAST || e->kind == HC_E_SELECT)
+        return true;
+    const hc_expr *c[3];
+    int n = value_children(e, c);
+    for (int i = 0; i < n; i++)
+        if (does_arithmetic(c[i])) return true;
+    return false;
+}
+
+/* The estimate: 2 FLOPs per iteration of a reduction (a multiply-add) per output
+ * element, 1 per element for elementwise arithmetic, 0 for data movement (transpose,
+ * reshape, gather, ...), summed over the compute nodes of each node's Task. */
+static double task_flops(hc_arena *a, const hc_task *t) {
+    int n;
+    hc_tnode **nodes = hc_task_compute_nodes(a, t, &n);
+    double f = 0;
+    for (int i = 0; i < n; i++) {
+        double numel = (double)hc_tnode_numel(nodes[i]);
+        double w = reduce_work(nodes[i]->value);
+        if (w > 0) f += 2 * numel * w;
+        else if (does_arithmetic(nodes[i]->value)) f += numel;
+    }
+    return f;
+}
+
+static bool all_outputs_constant(const hc_node *n) {
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->outputs[i] && !n->outputs[i]->data) return false;
+    return true;
+}
+
+static double count_flops(const hc_graph *g, int *skipped) {
+    hc_arena a;
+    hc_arena_init(&a);
+    double f = 0;
+    *skipped = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const hc_node *n = g->nodes.data[i];
+        const hc_op_def *def = hc_op_get(n->op);
+        if (all_outputs_constant(n)) continue;
+        hc_error err = {0};
+        hc_task *t = def && def->task ? def->task(&a, n, &err) : NULL;
+        if (t) f += task_flops(&a, t);
+        else (*skipped)++;
+    }
+    hc_arena_free(&a);
+    return f;
+}
+
+static int write_dot(const char *path, const hc_graph *g) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_graph_dot(&sb, g);
+    hc_error err = {0};
+    hc_status st = hc_write_file(path, sb.buf ? sb.buf : "", sb.len, &err);
+    hc_sb_free(&sb);
+    if (st != HC_OK) fprintf(stderr, "hidetc inspect: %s\n", err.msg);
+    else printf("wrote %s\n", path);
+    return st == HC_OK ? 0 : 1;
+}
+
+int cmd_inspect(int argc, char **argv) {
+    inspect_args r;
+    int rc = parse_args(argc, argv, &r);
+    if (rc) return rc < 0 ? 0 : rc;
+    hc_error err = {0};
+    hc_graph *g;
+    if (cli_load_model(r.model, &g, &err) != HC_OK) {
+        fprintf(stderr, "hidetc inspect: %s\n", err.msg);
+        return 1;
+    }
+    printf("model: %s (opset %d)\n", g->name ? g->name : "", g->opset);
+    int64_t params = count_parameters(g);
+    int count[HC_OPK_COUNT];
+    count_ops(g, count);
+    size_t nnodes = g->nodes.len;
+    if (hc_pass_infer_shapes(g, &err) != HC_OK) {
+        fprintf(stderr, "hidetc inspect: %s\n", err.msg);
+        hc_graph_free(g);
+        return 1;
+    }
+    print_tensors("inputs", g->inputs.data, g->inputs.len);
+    print_tensors("outputs", g->outputs.data, g->outputs.len);
+    print_histogram(count, nnodes);
+    printf("parameters: %lld\n", (long long)params);
+    int skipped;
+    double flops = count_flops(g, &skipped);
+    printf("flops: %.0f (%.3g GFLOPs; estimated from the operators' Tasks: 2 per reduction "
+           "step, 1 per element of elementwise arithmetic, 0 for data movement",
+           flops, flops / 1e9);
+    if (skipped) printf("; %d nodes without a Task not counted", skipped);
+    printf(")\n");
+    if (r.dot) rc = write_dot(r.dot, g);
+    hc_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,248 @@
+/* hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads T] [--verbose]
+ *
+ * Compiles the model, runs it once and prints one line per input and output (relied on
+ * by scripts):
+ *   input NAME: DTYPE [SHAPE] from FILE | random (seed S)
+ *   output NAME: DTYPE [SHAPE] min X max Y mean Z values [a, b, ...]
+ * With --output-dir, each output is also written as DIR/NAME.npy (characters other than
+ * letters, digits, '.', '-' and '_' in NAME become '_'). */
+#include <string.h>
+
+#include "cli.h"
+#include "core/npy.h"
+#include "model_load.h"
+
+#define MAX_INPUT_ARGS 64
+#define SUMMARY_VALUES 6
+
+typedef struct run_args {
+    const char *model, *output_dir;
+    int ninputs;
+    const char *input_names[MAX_INPUT_ARGS], *input_files[MAX_INPUT_ARGS];
+    long threads;
+    bool verbose;
+} run_args;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] "
+               "[--threads T] [--verbose]\n"
+               "  MODEL: an ONNX file or builtin:NAME\n");
+}
+
+static int parse_input_arg(run_args *r, char *val) {
+    char *eq = val ? strchr(val, '=') : NULL;
+    if (!eq || eq == val || !eq[1]) {
+        fprintf(stderr, "hidetc run: --input expects NAME=FILE.npy, got '%s'\n",
+                val ? val : "(nothing)");
+        return 2;
+    }
+    if (r->ninputs == MAX_INPUT_ARGS) {
+        fprintf(stderr, "hidetc run: more than %d --input options\n", MAX_INPUT_ARGS);
+        return 2;
+    }
+    *eq = '\0';
+    r->input_names[r->ninputs] = val;
+    r->input_files[r->ninputs++] = eq + 1;
+    return 0;
+}
+
+/* Returns 0, or the exit code for a usage error. */
+static int parse_args(int argc, char **argv, run_args *r) {
+    memset(r, 0, sizeof *r);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i];
+        char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout), -1;
+        if (!strcmp(o, "--verbose")) r->verbose = true;
+        else if (!strcmp(o, "--input")) {
+            int rc = parse_input_arg(r, val);
+            if (rc) return rc;
+            i++;
+        } else if (!strcmp(o, "--output-dir")) {
+            if (!val) return fprintf(stderr, "hidetc run: --output-dir needs a directory\n"), 2;
+            r->output_dir = val, i++;
+        } else if (!strcmp(o, "--threads")) {
+            if (!cli_parse_int("run", o, val, 1, 1024, &r->threads)) return 2;
+            i++;
+        } else if (o[0] == '-' && o[1]) {
+            fprintf(stderr, "hidetc run: unknown option '%s'\n", o);
+            return usage(stderr), 2;
+        } else if (r->model) {
+            fprintf(stderr, "hidetc run: more than one MODEL ('%s', '%s')\n", r->model, o);
+            return 2;
+        } else r->model = o;
+    }
+    if (!r->model) return usage(stderr), 2;
+    return 0;
+}
+
+static const hc_tensor *find_input(const hc_graph *g, const char *name) {
+    for (size_t i = 0; i < g->inputs.len; i++)
+        if (!strcmp(g->inputs.data[i]->name, name)) return g->inputs.data[i];
+    return NULL;
+}
+
+static void list_inputs(const hc_graph *g) {
+    fprintf(stderr, "  the model's inputs:");
+    for (size_t i = 0; i < g->inputs.len; i++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        const hc_tensor *t = g->inputs.data[i];
+        hc_print_shape(&sb, t->ndim, t->shape);
+        fprintf(stderr, " %s (%s %s)", t->name, hc_dtype_name(t->dtype), hc_sb_str(&sb));
+        hc_sb_free(&sb);
+    }
+    fprintf(stderr, "%s\n", g->inputs.len ? "" : " none");
+}
+
+static bool same_shape(const hc_tensor *t, const hc_npy *n) {
+    if (t->ndim != n->ndim) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] != n->shape[d]) return false;
+    return true;
+}
+
+/* Reads every --input file and checks it against the model's declared input. */
+static int read_inputs(const run_args *r, const hc_graph *g, hc_npy *npys) {
+    for (int i = 0; i < r->ninputs; i++) {
+        const hc_tensor *t = find_input(g, r->input_names[i]);
+        if (!t) {
+            fprintf(stderr, "hidetc run: the model has no input '%s'\n", r->input_names[i]);
+            list_inputs(g);
+            return 1;
+        }
+        hc_error err = {0};
+        if (hc_npy_read(r->input_files[i], &npys[i], &err) != HC_OK) {
+            fprintf(stderr, "hidetc run: input '%s': %s\n", t->name, err.msg);
+            return 1;
+        }
+        hc_sb want, got;
+        hc_sb_init(&want), hc_sb_init(&got);
+        hc_print_shape(&want, t->ndim, t->shape);
+        hc_print_shape(&got, npys[i].ndim, npys[i].shape);
+        bool ok = npys[i].dtype == t->dtype && same_shape(t, &npys[i]);
+        if (!ok)
+            fprintf(stderr, "hidetc run: input '%s': %s holds %s %s, the model expects %s %s\n",
+                    t->name, r->input_files[i], hc_dtype_name(npys[i].dtype), hc_sb_str(&got),
+                    hc_dtype_name(t->dtype), hc_sb_str(&want));
+        hc_sb_free(&want), hc_sb_free(&got);
+        if (!ok) return 1;
+    }
+    return 0;
+}
+
+static void print_header(const char *kind, const hc_tensor *t) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_print_shape(&sb, t->ndim, t->shape);
+    printf("%s %s: %s %s", kind, t->name, hc_dtype_name(t->dtype), hc_sb_str(&sb));
+    hc_sb_free(&sb);
+}
+
+static void fill_inputs(const run_args *r, const hc_model *m, hc_npy *npys, cli_buffers *b) {
+    for (int i = 0; i < b->nin; i++) {
+        const hc_tensor *t = hc_model_input(m, i);
+        int k = r->ninputs - 1; /* the last --input for a name wins */
+        while (k >= 0 && strcmp(r->input_names[k], t->name)) k--;
+        print_header("input", t);
+        if (k >= 0) {
+            memcpy(b->in[i], npys[k].data, hc_tensor_nbytes(t));
+            printf(" from %s\n", r->input_files[k]);
+        } else {
+            cli_fill_random(t, b->in[i], CLI_RANDOM_SEED + (uint64_t)i);
+            printf(" random (seed %llu)\n", (unsigned long long)(CLI_RANDOM_SEED + (uint64_t)i));
+        }
+    }
+}
+
+static void print_summary(const hc_tensor *t, const void *buf) {
+    print_header("output", t);
+    int64_t n = hc_tensor_numel(t);
+    if (n == 0) {
+        printf(" empty\n");
+        return;
+    }
+    double lo = cli_elem(t->dtype, buf, 0), hi = lo, sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = cli_elem(t->dtype, buf, i);
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi, sum += v;
+    }
+    printf(" min %.6g max %.6g mean %.6g values [", lo, hi, sum / (double)n);
+    for (int64_t i = 0; i < n && i < SUMMARY_VALUES; i++)
+        printf("%s%.6g", i ? ", " : "", cli_elem(t->dtype, buf, i));
+    printf("%s]\n", n > SUMMARY_VALUES ? ", ..." : "");
+}
+
+static char *output_path(const char *dir, const char *name) {
+    char *file = hc_xstrdup(name);
+    for (char *p = file; *p; p++) {
+        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                  (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' || *p == '_';
+        if (!ok || (p == file && *p == '.')) *p = '_';
+    }
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_sb_printf(&sb, "%s/%s.npy", dir, file);
+    free(file);
+    return hc_sb_take(&sb);
+}
+
+static int write_outputs(const char *dir, const hc_model *m, const cli_buffers *b) {
+    hc_error err = {0};
+    if (hc_mkdirs(dir, &err) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        return 1;
+    }
+    for (int i = 0; i < b->nout; i++) {
+        const hc_tensor *t = hc_model_output(m, i);
+        char *path = output_path(dir, t->name);
+        hc_status st = hc_npy_write(path, t->dtype, t->ndim, t->shape, b->out[i], &err);
+        if (st == HC_OK) printf("wrote %s\n", path);
+        else fprintf(stderr, "hidetc run: output '%s': %s\n", t->name, err.msg);
+        free(path);
+        if (st != HC_OK) return 1;
+    }
+    return 0;
+}
+
+static int run_model(const run_args *r, hc_graph *g, hc_npy *npys) {
+    hc_error err = {0};
+    hc_compile_options opt = {.num_threads = (int)r->threads, .verbose = r->verbose};
+    hc_model *m;
+    if (hc_model_compile(g, &opt, &m, &err) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        return 1;
+    }
+    cli_buffers b;
+    cli_buffers_alloc(m, &b);
+    fill_inputs(r, m, npys, &b);
+    int rc = 0;
+    if (hc_model_run(m, b.in, b.out, &err) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        rc = 1;
+    }
+    for (int i = 0; !rc && i < b.nout; i++) print_summary(hc_model_output(m, i), b.out[i]);
+    if (!rc && r->output_dir) rc = write_outputs(r->output_dir, m, &b);
+    cli_buffers_free(&b);
+    hc_model_free(m);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_args r;
+    int rc = parse_args(argc, argv, &r);
+    if (rc) return rc < 0 ? 0 : rc;
+    hc_error err = {0};
+    hc_graph *g;
+    if (cli_load_model(r.model, &g, &err) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        return 1;
+    }
+    hc_npy npys[MAX_INPUT_ARGS];
+    memset(npys, 0, sizeof npys);
+    rc = read_inputs(&r, g, npys);
+    if (rc) hc_graph_free(g);
+    else rc = run_model(&r, g, npys); /* the model owns g */
+    for (int i = 0; i < r.ninputs; i++) hc_npy_free(&npys[i]);
+    return rc;
+}

@@ -1,0 +1,120 @@
+/* model_load.c — shared by the model commands: MODEL arguments, buffers, random inputs. */
+#include "model_load.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "frontend/onnx.h"
+#include "models/builtin.h"
+
+#define BUILTIN_PREFIX "builtin:"
+
+hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
+    *out = NULL;
+    size_t np = strlen(BUILTIN_PREFIX);
+    if (!strncmp(spec, BUILTIN_PREFIX, np)) return hc_builtin_model(spec + np, out, err);
+    return hc_onnx_load(spec, out, err);
+}
+
+static void store_elem(hc_dtype d, void *buf, int64_t i, double v) {
+    switch (d) {
+    case HC_BOOL: ((uint8_t *)buf)[i] = v != 0; return;
+    case HC_I8: ((int8_t *)buf)[i] = (int8_t)v; return;
+    case HC_I16: ((int16_t *)buf)[i] = (int16_t)v; return;
+    case HC_I32: ((int32_t *)buf)[i] = (int32_t)v; return;
+    case HC_I64: ((int64_t *)buf)[i] = (int64_t)v; return;
+    case HC_U8: ((uint8_t *)buf)[i] = (uint8_t)v; return;
+    case HC_U16: ((uint16_t *)buf)[i] = (uint16_t)v; return;
+    case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)v; return;
+    case HC_U64: ((uint64_t *)buf)[i] = (uint64_t)v; return;
+    case HC_F16: ((_Float16 *)buf)[i] = (_Float16)v; return;
+    case HC_BF16: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); /* truncation is fine for test data */
+        return;
+    }
+    case HC_F32: ((float *)buf)[i] = (float)v; return;
+    case HC_F64: ((double *)buf)[i] = v; return;
+    case HC_VOID:
+    case HC_DTYPE_COUNT: break;
+    }
+    hc_unreachable();
+}
+
+double cli_elem(hc_dtype d, const void *buf, int64_t i) {
+    switch (d) {
+    case HC_BOOL: return ((const uint8_t *)buf)[i] != 0;
+    case HC_I8: return ((const int8_t *)buf)[i];
+    case HC_I16: return ((const int16_t *)buf)[i];
+    case HC_I32: return ((const int32_t *)buf)[i];
+    case HC_I64: return (double)((const int64_t *)buf)[i];
+    case HC_U8: return ((const uint8_t *)buf)[i];
+    case HC_U16: return ((const uint16_t *)buf)[i];
+    case HC_U32: return ((const uint32_t *)buf)[i];
+    case HC_U64: return (double)((const uint64_t *)buf)[i];
+    case HC_F16: return (double)((const _Float16 *)buf)[i];
+    case HC_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)buf)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case HC_F32: return ((const float *)buf)[i];
+    case HC_F64: return ((const double *)buf)[i];
+    case HC_VOID:
+    case HC_DTYPE_COUNT: break;
+    }
+    hc_unreachable();
+}
+
+void cli_fill_random(const hc_tensor *t, void *buf, uint64_t seed) {
+    hc_rng r = {seed};
+    int64_t n = hc_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        if (hc_dtype_is_float(t->dtype)) v = hc_rng_uniform(&r, -1.0, 1.0);
+        else if (t->dtype == HC_BOOL) v = (double)(hc_rng_next(&r) & 1);
+        else v = (double)(hc_rng_next(&r) % CLI_RANDOM_INT_MAX);
+        store_elem(t->dtype, buf, i, v);
+    }
+}
+
+/* At least one byte, so that empty tensors still get a non-NULL buffer. */
+static void *alloc_for(const hc_tensor *t) { return hc_xcalloc(1, hc_tensor_nbytes(t) + 1); }
+
+void cli_buffers_alloc(const hc_model *m, cli_buffers *b) {
+    b->nin = hc_model_num_inputs(m);
+    b->nout = hc_model_num_outputs(m);
+    b->in = hc_xcalloc((size_t)b->nin + 1, sizeof(void *));
+    b->out = hc_xcalloc((size_t)b->nout + 1, sizeof(void *));
+    for (int i = 0; i < b->nin; i++) b->in[i] = alloc_for(hc_model_input(m, i));
+    for (int i = 0; i < b->nout; i++) b->out[i] = alloc_for(hc_model_output(m, i));
+}
+
+void cli_buffers_free(cli_buffers *b) {
+    for (int i = 0; i < b->nin; i++) free(b->in[i]);
+    for (int i = 0; i < b->nout; i++) free(b->out[i]);
+    free(b->in);
+    free(b->out);
+    memset(b, 0, sizeof *b);
+}
+
+void cli_random_inputs(const hc_model *m, cli_buffers *b) {
+    for (int i = 0; i < b->nin; i++)
+        cli_fill_random(hc_model_input(m, i), b->in[i], CLI_RANDOM_SEED + (uint64_t)i);
+}
+
+bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "hidetc %s: %s expects an integer in [%ld, %ld], got '%s'\n", cmd, opt,
+                lo, hi, s ? s : "(nothing)");
+        return false;
+    }
+    *out = v;
+    return true;
+}

@@ -1,0 +1,40 @@
+/* model_load.h — what the model commands (run, inspect, bench) share: opening a MODEL
+ * argument, buffers for a compiled model's inputs and outputs, deterministic random
+ * inputs, and option parsing. */
+#ifndef HC_MODEL_LOAD_H
+#define HC_MODEL_LOAD_H
+
+#include "runtime/runtime.h"
+
+/* MODEL is "builtin:NAME" (hc_builtin_model) or the path of an ONNX file. */
+hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err);
+
+/* Seed of the random inputs (documented in docs/runtime.md). */
+#define CLI_RANDOM_SEED 20240229u
+/* Integer inputs get values in [0, CLI_RANDOM_INT_MAX): valid token ids and indices for
+ * any vocabulary of at least that many entries. */
+#define CLI_RANDOM_INT_MAX 100
+
+/* Fill `buf` (t's dtype and shape) with deterministic random values: floats uniform in
+ * [-1, 1), integers in [0, CLI_RANDOM_INT_MAX), bools 0 or 1. Input i of a model uses
+ * CLI_RANDOM_SEED + i. */
+void cli_fill_random(const hc_tensor *t, void *buf, uint64_t seed);
+
+/* Element i of a buffer of dtype d as a double. */
+double cli_elem(hc_dtype d, const void *buf, int64_t i);
+
+/* One malloc'ed, zeroed buffer per model input and output. */
+typedef struct cli_buffers {
+    int nin, nout;
+    void **in, **out;
+} cli_buffers;
+void cli_buffers_alloc(const hc_model *m, cli_buffers *b);
+void cli_buffers_free(cli_buffers *b);
+/* Random values in every input (cli_fill_random). */
+void cli_random_inputs(const hc_model *m, cli_buffers *b);
+
+/* Parse an integer option value in [lo, hi]; prints "hidetc CMD: ..." and returns false
+ * when it is missing or invalid. */
+bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+
+#endif
