@@ -1,0 +1,649 @@
+/* test_ops_nn.c — the nn operators: one-node graphs, shape inference and errors, the
+ * reference interpreter on their Tasks against values computed here with plain loops,
+ * and the scheduled programs (auto-scheduler, or the matmul template through MatMul's
+ * schedule hook) compiled and run against the interpreter on awkward shapes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "jit/jit.h"
+#include "sched/sched.h"
+#include "test.h"
+
+static hc_error err;
+static hc_rng rng = {2024};
+
+#define NARGS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+#define INTS(nm, ...) {.name = nm, .kind = HC_ATTR_INTS, .n = NARGS(__VA_ARGS__), \
+                       .ints = (int64_t[]){__VA_ARGS__}}
+#define INT(nm, v) {.name = nm, .kind = HC_ATTR_INT, .i = (v)}
+#define FLT(nm, v) {.name = nm, .kind = HC_ATTR_FLOAT, .f = (v)}
+#define STR(nm, v) {.name = nm, .kind = HC_ATTR_STRING, .s = (v)}
+#define SHAPE(...) NARGS(__VA_ARGS__), (int64_t[]){__VA_ARGS__}
+
+/* ---- harness ------------------------------------------------------------------------ */
+static hc_tensor *input(hc_graph *g, const char *name, int nd, const int64_t *shape) {
+    return hc_graph_add_input(g, name, HC_F32, nd, shape);
+}
+
+/* A node with nout outputs (created here), inferred; NULL when infer fails. */
+static hc_node *node(hc_graph *g, hc_op_kind op, const char *name, int nin, hc_tensor **in,
+                     int nout, int nattrs, const hc_attr *attrs) {
+    hc_tensor *outs[3];
+    for (int i = 0; i < nout; i++)
+        outs[i] = hc_graph_tensor(g, hc_arena_printf(&g->arena, "%s_y%d", name, i), HC_F32, 0,
+                                  NULL);
+    hc_node *n = hc_graph_add_node(g, op, name, nin, in, nout, outs, nattrs, attrs, &err);
+    HC_ASSERT_MSG(n, err.msg);
+    return hc_op_get(op)->infer(n, &err) == HC_OK ? n : NULL;
+}
+
+static float *rand_buf(int64_t n) {
+    float *p = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) p[i] = (float)hc_rng_uniform(&rng, -2, 2);
+    return p;
+}
+
+/* Random data for every input of n. */
+static void rand_inputs(const hc_node *n, void **in) {
+    for (int i = 0; i < n->ninputs; i++) in[i] = rand_buf(hc_tensor_numel(n->inputs[i]));
+}
+
+static void alloc_outputs(const hc_node *n, void **out) {
+    for (int i = 0; i < n->noutputs; i++) out[i] = calloc(1, hc_tensor_nbytes(n->outputs[i]) + 8);
+}
+
+static void free_bufs(int k, void **b) {
+    for (int i = 0; i < k; i++) free(b[i]);
+}
+
+static bool interp(const hc_node *n, void **in, void **out) {
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_task *t = hc_op_get(n->op)->task(&a, n, &err);
+    bool ok = t && hc_interpret_task(t, in, out, &err) == HC_OK;
+    if (!ok) fprintf(stderr, "%s: %s\n", n->name, err.msg);
+    hc_arena_free(&a);
+    return ok;
+}
+
+/* max |x - y| relative to max(1, |y|) */
+static double max_rel_err(const float *x, const float *y, int64_t n) {
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / fmax(1.0, fabs((double)y[i]));
+        if (isnan(d) || d > e) e = isnan(d) ? INFINITY : d;
+    }
+    return e;
+}
+
+#define CHECK_CLOSE(x, y, n, tol)                                                        \
+    do {                                                                                 \
+        double _e = max_rel_err((x), (y), (n));                                          \
+        CHECK_MSG(_e <= (tol), "max error %g", _e);                                      \
+    } while (0)
+
+static void check_shape(const hc_tensor *t, int nd, const int64_t *shape) {
+    CHECK_EQ_INT(t->ndim, nd);
+    for (int i = 0; i < nd && i < t->ndim; i++) CHECK_EQ_INT(t->shape[i], shape[i]);
+}
+
+/* ---- Conv --------------------------------------------------------------------------- */
+typedef struct conv_p {
+    int64_t n, c, h, w, m, kh, kw, group, sh, sw, dh, dw, pt, pl, pb, pr;
+} conv_p;
+
+static void conv_ref(const conv_p *p, const float *x, const float *w, const float *b, float *y,
+                     int64_t oh, int64_t ow) {
+    int64_t cg = p->c / p->group, mg = p->m / p->group;
+    for (int64_t n = 0; n < p->n; n++)
+        for (int64_t m = 0; m < p->m; m++)
+            for (int64_t i = 0; i < oh; i++)
+                for (int64_t j = 0; j < ow; j++) {
+                    double s = b ? b[m] : 0;
+                    for (int64_t c = 0; c < cg; c++)
+                        for (int64_t u = 0; u < p->kh; u++)
+                            for (int64_t v = 0; v < p->kw; v++) {
+                                int64_t r = i * p->sh - p->pt + u * p->dh;
+                                int64_t q = j * p->sw - p->pl + v * p->dw;
+                                if (r < 0 || r >= p->h || q < 0 || q >= p->w) continue;
+                                int64_t ch = (m / mg) * cg + c;
+                                s += (double)x[((n * p->c + ch) * p->h + r) * p->w + q] *
+                                     w[((m * cg + c) * p->kh + u) * p->kw + v];
+                            }
+                    y[((n * p->m + m) * oh + i) * ow + j] = (float)s;
+                }
+}
+
+static void test_conv(void) {
+    conv_p p = {2, 4, 7, 6, 6, 3, 2, 2, 2, 1, 1, 2, 1, 0, 2, 1};
+    hc_graph *g = hc_graph_new("conv", 13);
+    hc_tensor *in[3] = {input(g, "x", SHAPE(2, 4, 7, 6)), input(g, "w", SHAPE(6, 2, 3, 2)),
+                        input(g, "b", SHAPE(6))};
+    hc_attr at[] = {INT("group", 2), INTS("strides", 2, 1), INTS("dilations", 1, 2),
+                    INTS("pads", 1, 0, 2, 1), INTS("kernel_shape", 3, 2)};
+    hc_node *n = node(g, HC_OPK_CONV, "conv", 3, in, 1, 5, at);
+    CHECK(n != NULL);
+    /* (7 + 3 - 3) / 2 + 1 = 4 rows; (6 + 1 - 3) / 1 + 1 = 5 columns */
+    check_shape(n->outputs[0], SHAPE(2, 6, 4, 5));
+    void *bi[3], *bo[1];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    float *ref = malloc(sizeof(float) * 2 * 6 * 4 * 5);
+    conv_ref(&p, bi[0], bi[1], bi[2], ref, 4, 5);
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 240, 1e-5);
+    free(ref), free_bufs(3, bi), free_bufs(1, bo);
+
+    /* SAME_LOWER puts the odd padding element first; SAME_UPPER last */
+    const char *modes[2] = {"SAME_UPPER", "SAME_LOWER"};
+    for (int k = 0; k < 2; k++) {
+        hc_attr am[] = {STR("auto_pad", modes[k]), INTS("strides", 2, 2), INT("group", 2)};
+        hc_node *s = node(g, HC_OPK_CONV, k ? "conv_sl" : "conv_su", 2, in, 1, 3, am);
+        CHECK_MSG(s != NULL, "%s", err.msg);
+        if (!s) continue;
+        /* ceil(7/2) = 4, ceil(6/2) = 3; pads total rows 3*2+3-7 = 2, cols 2*2+2-6 = 0 */
+        check_shape(s->outputs[0], SHAPE(2, 6, 4, 3));
+    }
+    hc_tensor *in1[2] = {input(g, "x1", SHAPE(1, 2, 5, 5)), input(g, "w1", SHAPE(3, 2, 2, 2))};
+    hc_attr am[] = {STR("auto_pad", "SAME_LOWER")};
+    hc_node *s = node(g, HC_OPK_CONV, "conv_lower", 2, in1, 1, 1, am);
+    check_shape(s->outputs[0], SHAPE(1, 3, 5, 5));
+    conv_p q = {1, 2, 5, 5, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+    rand_inputs(s, bi), alloc_outputs(s, bo);
+    ref = malloc(sizeof(float) * 75);
+    conv_ref(&q, bi[0], bi[1], NULL, ref, 5, 5);
+    CHECK(interp(s, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 75, 1e-5);
+    free(ref), free_bufs(2, bi), free_bufs(1, bo);
+
+    /* errors name the node and the attribute */
+    hc_attr bad[] = {INTS("kernel_shape", 3, 3, 3), INT("group", 2)};
+    CHECK(node(g, HC_OPK_CONV, "conv1", 2, in, 1, 2, bad) == NULL);
+    CHECK(strstr(err.msg, "node 'conv1' (Conv): kernel_shape has 3 values, expected 2") != NULL);
+    hc_attr badg[] = {INT("group", 3)};
+    CHECK(node(g, HC_OPK_CONV, "conv2", 2, in, 1, 1, badg) == NULL);
+    CHECK(err.status == HC_ERR_INVALID && strstr(err.msg, "group 3") != NULL);
+    hc_graph_free(g);
+}
+
+/* ---- ConvTranspose: scatter form (each input element adds into a window) ---------- */
+static void test_conv_transpose(void) {
+    hc_graph *g = hc_graph_new("convt", 13);
+    hc_tensor *in[3] = {input(g, "x", SHAPE(1, 4, 3, 4)), input(g, "w", SHAPE(4, 3, 3, 2)),
+                        input(g, "b", SHAPE(6))};
+    hc_attr at[] = {INT("group", 2), INTS("strides", 2, 3), INTS("pads", 1, 0, 0, 1),
+                    INTS("output_padding", 1, 0), INTS("dilations", 1, 2)};
+    hc_node *n = node(g, HC_OPK_CONV_TRANSPOSE, "convt", 3, in, 1, 5, at);
+    CHECK(n != NULL);
+    /* rows 2*2 + 1 + 3 - 1 - 0 = 7; cols 3*3 + 0 + 3 - 0 - 1 = 11 */
+    int64_t oh = 7, ow = 11;
+    check_shape(n->outputs[0], SHAPE(1, 6, 7, 11));
+    void *bi[3], *bo[1];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    const float *x = bi[0], *w = bi[1], *b = bi[2];
+    double acc[6 * 7 * 11];
+    for (int64_t m = 0; m < 6; m++)
+        for (int64_t k = 0; k < oh * ow; k++) acc[m * oh * ow + k] = b[m];
+    for (int64_t c = 0; c < 4; c++)
+        for (int64_t i = 0; i < 3; i++)
+            for (int64_t j = 0; j < 4; j++)
+                for (int64_t mm = 0; mm < 3; mm++)
+                    for (int64_t u = 0; u < 3; u++)
+                        for (int64_t v = 0; v < 2; v++) {
+                            int64_t r = i * 2 + u - 1, q = j * 3 + v * 2 - 0;
+                            if (r < 0 || r >= oh || q < 0 || q >= ow) continue;
+                            int64_t m = (c / 2) * 3 + mm;
+                            acc[(m * oh + r) * ow + q] += (double)x[(c * 3 + i) * 4 + j] *
+                                                          w[((c * 3 + mm) * 3 + u) * 2 + v];
+                        }
+    float ref[6 * 7 * 11];
+    for (int i = 0; i < 6 * 7 * 11; i++) ref[i] = (float)acc[i];
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 6 * 7 * 11, 1e-5);
+    free_bufs(3, bi), free_bufs(1, bo);
+    hc_attr os[] = {INTS("output_shape", 8, 10), INTS("strides", 2, 3)};
+    hc_node *s = node(g, HC_OPK_CONV_TRANSPOSE, "convt_os", 2, in, 1, 2, os);
+    check_shape(s->outputs[0], SHAPE(1, 3, 8, 10));
+    hc_graph_free(g);
+}
+
+/* ---- normalizations ----------------------------------------------------------------- */
+static void test_batch_norm(void) {
+    hc_graph *g = hc_graph_new("bn", 13);
+    hc_tensor *in[5] = {input(g, "x", SHAPE(2, 3, 4)), input(g, "s", SHAPE(3)),
+                        input(g, "b", SHAPE(3)), input(g, "m", SHAPE(3)), input(g, "v", SHAPE(3))};
+    hc_attr at[] = {FLT("epsilon", 0.01)};
+    hc_node *n = node(g, HC_OPK_BATCH_NORMALIZATION, "bn", 5, in, 1, 1, at);
+    CHECK(n != NULL);
+    void *bi[5], *bo[1];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    float *v = bi[4], ref[24];
+    for (int i = 0; i < 3; i++) v[i] = fabsf(v[i]);
+    for (int i = 0; i < 24; i++) {
+        int c = i / 4 % 3;
+        const float *x = bi[0], *s = bi[1], *b = bi[2], *m = bi[3];
+        ref[i] = (float)((x[i] - m[c]) / sqrt(v[c] + 0.01) * s[c] + b[c]);
+    }
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 24, 1e-5);
+    free_bufs(5, bi), free_bufs(1, bo);
+    hc_attr tm[] = {INT("training_mode", 1)};
+    CHECK(node(g, HC_OPK_BATCH_NORMALIZATION, "bn_train", 5, in, 1, 1, tm) == NULL);
+    CHECK(err.status == HC_ERR_UNSUPPORTED && strstr(err.msg, "training_mode") != NULL);
+    hc_graph_free(g);
+}
+
+/* mean and 1/sqrt(var + eps) of x[i * len .. (i + 1) * len) */
+static void moments(const float *x, int64_t len, double eps, double *mean, double *inv) {
+    double s = 0, q = 0;
+    for (int64_t k = 0; k < len; k++) s += x[k];
+    *mean = s / (double)len;
+    for (int64_t k = 0; k < len; k++) q += (x[k] - *mean) * (x[k] - *mean);
+    *inv = 1 / sqrt(q / (double)len + eps);
+}
+
+static void test_layer_and_instance_norm(void) {
+    hc_graph *g = hc_graph_new("ln", 17);
+    hc_tensor *in[3] = {input(g, "x", SHAPE(2, 3, 5)), input(g, "s", SHAPE(3, 5)),
+                        input(g, "b", SHAPE(5))};
+    hc_attr at[] = {INT("axis", -2), FLT("epsilon", 1e-3)};
+    hc_node *n = node(g, HC_OPK_LAYER_NORMALIZATION, "ln", 3, in, 3, 2, at);
+    CHECK(n != NULL);
+    check_shape(n->outputs[1], SHAPE(2, 1, 1));
+    void *bi[3], *bo[3];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    float ref[30], rm[2], ri[2];
+    const float *x = bi[0], *s = bi[1], *b = bi[2];
+    for (int r = 0; r < 2; r++) {
+        double mean, inv;
+        moments(x + r * 15, 15, 1e-3, &mean, &inv);
+        rm[r] = (float)mean, ri[r] = (float)inv;
+        for (int k = 0; k < 15; k++)
+            ref[r * 15 + k] = (float)((x[r * 15 + k] - mean) * inv * s[k] + b[k % 5]);
+    }
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 30, 1e-5);
+    CHECK_CLOSE(bo[1], rm, 2, 1e-6);
+    CHECK_CLOSE(bo[2], ri, 2, 1e-5);
+    free_bufs(3, bi), free_bufs(3, bo);
+
+    hc_tensor *iin[3] = {input(g, "xi", SHAPE(2, 3, 2, 3)), input(g, "si", SHAPE(3)),
+                         input(g, "bi", SHAPE(3))};
+    hc_node *m = node(g, HC_OPK_INSTANCE_NORMALIZATION, "in", 3, iin, 1, 0, NULL);
+    rand_inputs(m, bi), alloc_outputs(m, bo);
+    x = bi[0], s = bi[1], b = bi[2];
+    float iref[36];
+    for (int r = 0; r < 6; r++) {
+        double mean, inv;
+        moments(x + r * 6, 6, 1e-5, &mean, &inv);
+        for (int k = 0; k < 6; k++)
+            iref[r * 6 + k] = (float)((x[r * 6 + k] - mean) * inv * s[r % 3] + b[r % 3]);
+    }
+    CHECK(interp(m, bi, bo));
+    CHECK_CLOSE(bo[0], iref, 36, 1e-5);
+    free_bufs(3, bi), free_bufs(1, bo);
+    hc_graph_free(g);
+}
+
+static void test_lp_mvn_lrn(void) {
+    hc_graph *g = hc_graph_new("norms", 13);
+    hc_tensor *x = input(g, "x", SHAPE(2, 5, 3, 2));
+    void *bi[1], *bo[1];
+    float ref[60];
+    /* LpNormalization p=1 over axis 1 */
+    hc_attr lp[] = {INT("axis", 1), INT("p", 1)};
+    hc_node *n = node(g, HC_OPK_LP_NORMALIZATION, "lp", 1, &x, 1, 2, lp);
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    const float *xv = bi[0];
+    for (int i = 0; i < 60; i++) {
+        int b = i / 30, r = i % 6;
+        double s = 0;
+        for (int c = 0; c < 5; c++) s += fabs(xv[b * 30 + c * 6 + r]);
+        ref[i] = (float)(xv[i] / s);
+    }
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 60, 1e-5);
+    /* MeanVarianceNormalization over the default axes 0, 2, 3 */
+    hc_node *mv = node(g, HC_OPK_MEAN_VARIANCE_NORMALIZATION, "mvn", 1, &x, 1, 0, NULL);
+    for (int c = 0; c < 5; c++) {
+        double s = 0, q = 0;
+        for (int b = 0; b < 2; b++)
+            for (int r = 0; r < 6; r++) s += xv[b * 30 + c * 6 + r];
+        s /= 12;
+        for (int b = 0; b < 2; b++)
+            for (int r = 0; r < 6; r++) q += pow(xv[b * 30 + c * 6 + r] - s, 2);
+        for (int b = 0; b < 2; b++)
+            for (int r = 0; r < 6; r++) {
+                int i = b * 30 + c * 6 + r;
+                ref[i] = (float)((xv[i] - s) / (sqrt(q / 12) + 1e-9));
+            }
+    }
+    CHECK(interp(mv, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 60, 1e-4);
+    /* LRN size 3 across channels */
+    hc_attr lr[] = {INT("size", 3), FLT("alpha", 0.5), FLT("beta", 0.6), FLT("bias", 2)};
+    hc_node *l = node(g, HC_OPK_LRN, "lrn", 1, &x, 1, 4, lr);
+    for (int i = 0; i < 60; i++) {
+        int b = i / 30, c = i / 6 % 5, r = i % 6;
+        double s = 0;
+        for (int d = c - 1; d <= c + 1; d++)
+            if (d >= 0 && d < 5) s += pow(xv[b * 30 + d * 6 + r], 2);
+        ref[i] = (float)(xv[i] / pow(2 + 0.5 / 3 * s, 0.6));
+    }
+    CHECK(interp(l, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 60, 1e-5);
+    free_bufs(1, bi), free_bufs(1, bo);
+    hc_graph_free(g);
+}
+
+/* ---- matrix products ---------------------------------------------------------------- */
+static void test_gemm_matmul(void) {
+    hc_graph *g = hc_graph_new("mm", 13);
+    hc_tensor *in[3] = {input(g, "a", SHAPE(4, 3)), input(g, "b", SHAPE(5, 4)),
+                        input(g, "c", SHAPE(5))};
+    hc_attr at[] = {INT("transA", 1), INT("transB", 1), FLT("alpha", 0.5), FLT("beta", 2)};
+    hc_node *n = node(g, HC_OPK_GEMM, "gemm", 3, in, 1, 4, at);
+    check_shape(n->outputs[0], SHAPE(3, 5));
+    void *bi[3], *bo[1];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    const float *a = bi[0], *b = bi[1], *c = bi[2];
+    float ref[15];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 5; j++) {
+            double s = 0;
+            for (int k = 0; k < 4; k++) s += (double)a[k * 3 + i] * b[j * 4 + k];
+            ref[i * 5 + j] = (float)(0.5 * s + 2 * c[j]);
+        }
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 15, 1e-5);
+    free_bufs(3, bi), free_bufs(1, bo);
+
+    /* MatMul with broadcast batch dims */
+    hc_tensor *mi[2] = {input(g, "ma", SHAPE(2, 1, 3, 4)), input(g, "mb", SHAPE(3, 4, 5))};
+    hc_node *m = node(g, HC_OPK_MATMUL, "matmul", 2, mi, 1, 0, NULL);
+    check_shape(m->outputs[0], SHAPE(2, 3, 3, 5));
+    rand_inputs(m, bi), alloc_outputs(m, bo);
+    a = bi[0], b = bi[1];
+    float mref[90];
+    for (int p = 0; p < 2; p++)
+        for (int q = 0; q < 3; q++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 5; j++) {
+                    double s = 0;
+                    for (int k = 0; k < 4; k++)
+                        s += (double)a[(p * 3 + i) * 4 + k] * b[(q * 4 + k) * 5 + j];
+                    mref[((p * 3 + q) * 3 + i) * 5 + j] = (float)s;
+                }
+    CHECK(interp(m, bi, bo));
+    CHECK_CLOSE(bo[0], mref, 90, 1e-5);
+    free_bufs(2, bi), free_bufs(1, bo);
+    /* 1-D operands drop their dimension */
+    hc_tensor *v1[2] = {input(g, "v", SHAPE(4)), input(g, "mb2", SHAPE(2, 4, 5))};
+    check_shape(node(g, HC_OPK_MATMUL, "vecmat", 2, v1, 1, 0, NULL)->outputs[0], SHAPE(2, 5));
+    hc_tensor *v2[2] = {input(g, "m2", SHAPE(3, 4)), input(g, "v2", SHAPE(4))};
+    check_shape(node(g, HC_OPK_MATMUL, "matvec", 2, v2, 1, 0, NULL)->outputs[0], SHAPE(3));
+    hc_tensor *bad[2] = {input(g, "p", SHAPE(3, 4)), input(g, "q", SHAPE(5, 2))};
+    CHECK(node(g, HC_OPK_MATMUL, "mm_bad", 2, bad, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "node 'mm_bad' (MatMul): inner dimensions differ") != NULL);
+    hc_graph_free(g);
+}
+
+static void test_einsum(void) {
+    hc_graph *g = hc_graph_new("einsum", 13);
+    hc_tensor *in[2] = {input(g, "a", SHAPE(2, 3, 4)), input(g, "b", SHAPE(2, 4, 5))};
+    hc_attr bmm[] = {STR("equation", "bij, bjk -> bik")};
+    hc_node *n = node(g, HC_OPK_EINSUM, "bmm", 2, in, 1, 1, bmm);
+    check_shape(n->outputs[0], SHAPE(2, 3, 5));
+    void *bi[2], *bo[1];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    const float *a = bi[0], *b = bi[1];
+    float ref[30];
+    for (int p = 0; p < 2; p++)
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 5; k++) {
+                double s = 0;
+                for (int j = 0; j < 4; j++)
+                    s += (double)a[(p * 3 + i) * 4 + j] * b[(p * 4 + j) * 5 + k];
+                ref[(p * 3 + i) * 5 + k] = (float)s;
+            }
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 30, 1e-5);
+    /* implicit output: the labels used once, sorted ("kij" -> "ijk" transposes) */
+    hc_attr tr[] = {STR("equation", "kij")};
+    hc_node *t = node(g, HC_OPK_EINSUM, "transpose", 1, in, 1, 1, tr);
+    check_shape(t->outputs[0], SHAPE(3, 4, 2));
+    float *tout = calloc(24, sizeof(float));
+    CHECK(interp(t, bi, (void *[]){tout}));
+    CHECK(tout[(1 * 4 + 2) * 2 + 1] == a[(1 * 3 + 1) * 4 + 2]);
+    free(tout);
+    /* sum over a label and a diagonal */
+    hc_attr red[] = {STR("equation", "bij->i")};
+    hc_node *r = node(g, HC_OPK_EINSUM, "reduce", 1, in, 1, 1, red);
+    check_shape(r->outputs[0], SHAPE(3));
+    float rout[3], rref[3] = {0, 0, 0};
+    for (int i = 0; i < 24; i++) rref[i / 4 % 3] += a[i];
+    CHECK(interp(r, bi, (void *[]){rout}));
+    CHECK_CLOSE(rout, rref, 3, 1e-5);
+    free_bufs(2, bi), free_bufs(1, bo);
+    hc_tensor *sq = input(g, "sq", SHAPE(3, 3));
+    hc_attr dg[] = {STR("equation", "ii->i")};
+    hc_node *d = node(g, HC_OPK_EINSUM, "diag", 1, &sq, 1, 1, dg);
+    float sv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, dv[3];
+    CHECK(interp(d, (void *[]){sv}, (void *[]){dv}));
+    CHECK(dv[0] == 1 && dv[1] == 5 && dv[2] == 9);
+    hc_attr bad[] = {STR("equation", "ij,jk->iz")};
+    CHECK(node(g, HC_OPK_EINSUM, "ein_bad", 2, in, 1, 1, bad) == NULL);
+    CHECK(err.status == HC_ERR_INVALID);
+    hc_graph_free(g);
+}
+
+/* ---- softmax family ------------------------------------------------------------------ */
+static void test_softmax(void) {
+    /* opset 11 coerces to 2-D at axis 1: softmax over the 12 trailing elements;
+     * opset 13 normalizes over dim 1 only */
+    for (int opset = 11; opset <= 13; opset += 2) {
+        hc_graph *g = hc_graph_new("sm", opset);
+        hc_tensor *x = input(g, "x", SHAPE(2, 3, 4));
+        hc_attr at[] = {INT("axis", 1)};
+        hc_node *n = node(g, HC_OPK_SOFTMAX, "sm", 1, &x, 1, 1, at);
+        hc_node *l = node(g, HC_OPK_LOG_SOFTMAX, "lsm", 1, &x, 1, 1, at);
+        void *bi[1], *bo[1];
+        float lo[24], ref[24];
+        rand_inputs(n, bi), alloc_outputs(n, bo);
+        const float *xv = bi[0];
+        for (int i = 0; i < 24; i++) {
+            int b = i / 12, k = i % 4;
+            double s = 0;
+            for (int j = 0; j < 12; j++)
+                if (opset == 11 || j % 4 == k) s += exp(xv[b * 12 + j]);
+            ref[i] = (float)(exp(xv[i]) / s);
+        }
+        CHECK(interp(n, bi, bo));
+        CHECK_CLOSE(bo[0], ref, 24, 1e-6);
+        CHECK(interp(l, bi, (void *[]){lo}));
+        for (int i = 0; i < 24; i++) ref[i] = logf(ref[i]);
+        CHECK_CLOSE(lo, ref, 24, 1e-5);
+        free_bufs(1, bi), free_bufs(1, bo);
+        hc_graph_free(g);
+    }
+    /* Hardmax: the first of equal maxima wins */
+    hc_graph *g = hc_graph_new("hm", 13);
+    hc_tensor *x = input(g, "x", SHAPE(2, 3));
+    hc_node *n = node(g, HC_OPK_HARDMAX, "hm", 1, &x, 1, 0, NULL);
+    float xv[6] = {1, 3, 3, -1, -2, -1}, y[6], want[6] = {0, 1, 0, 1, 0, 0};
+    CHECK(interp(n, (void *[]){xv}, (void *[]){y}));
+    CHECK(memcmp(y, want, sizeof y) == 0);
+    hc_graph_free(g);
+}
+
+/* ---- pooling ------------------------------------------------------------------------ */
+static void test_pools(void) {
+    hc_graph *g = hc_graph_new("pool", 13);
+    hc_tensor *x = input(g, "x", SHAPE(1, 2, 5, 5));
+    hc_attr mp[] = {INTS("kernel_shape", 3, 2), INTS("strides", 2, 2), INTS("pads", 1, 1, 1, 0),
+                    INT("ceil_mode", 1), INT("storage_order", 1)};
+    hc_node *n = node(g, HC_OPK_MAX_POOL, "mp", 1, &x, 2, 5, mp);
+    /* rows ceil((5 + 2 - 3) / 2) + 1 = 3; cols ceil((5 + 1 - 2) / 2) + 1 = 3 */
+    check_shape(n->outputs[0], SHAPE(1, 2, 3, 3));
+    CHECK(n->outputs[1]->dtype == HC_I64);
+    void *bi[1];
+    float y[18], ay[18], ref[18], aref[18];
+    int64_t idx[18], iref[18];
+    rand_inputs(n, bi);
+    const float *xv = bi[0];
+    for (int c = 0; c < 2; c++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                float best = -INFINITY;
+                int64_t at = -1;
+                double s = 0;
+                int cnt = 0;
+                for (int u = 0; u < 3; u++)
+                    for (int v = 0; v < 2; v++) {
+                        int r = i * 2 - 1 + u, q = j * 2 - 1 + v;
+                        if (r < 0 || r >= 5 || q < 0 || q >= 5) continue;
+                        float e = xv[(c * 5 + r) * 5 + q];
+                        s += e, cnt++;
+                        /* storage_order 1: column-major index within the plane */
+                        if (e > best) best = e, at = c * 25 + q * 5 + r;
+                    }
+                ref[(c * 3 + i) * 3 + j] = best, iref[(c * 3 + i) * 3 + j] = at;
+                aref[(c * 3 + i) * 3 + j] = (float)(s / cnt);
+            }
+    CHECK(interp(n, bi, (void *[]){y, idx}));
+    CHECK(memcmp(y, ref, sizeof y) == 0);
+    CHECK(memcmp(idx, iref, sizeof idx) == 0);
+    hc_node *ap = node(g, HC_OPK_AVERAGE_POOL, "ap", 1, &x, 1, 4, mp);
+    CHECK(interp(ap, bi, (void *[]){ay}));
+    CHECK_CLOSE(ay, aref, 18, 1e-6);
+    /* count_include_pad: a 3x3 window with pad 1 always divides by 9 */
+    hc_attr ip[] = {INTS("kernel_shape", 3, 3), INTS("pads", 1, 1, 1, 1),
+                    INT("count_include_pad", 1)};
+    hc_node *a9 = node(g, HC_OPK_AVERAGE_POOL, "ap9", 1, &x, 1, 3, ip);
+    float y9[50];
+    CHECK(interp(a9, bi, (void *[]){y9}));
+    CHECK_NEAR(y9[0], (xv[0] + xv[1] + xv[5] + xv[6]) / 9.0, 1e-6);
+    hc_node *gp = node(g, HC_OPK_GLOBAL_AVERAGE_POOL, "gap", 1, &x, 1, 0, NULL);
+    hc_node *gm = node(g, HC_OPK_GLOBAL_MAX_POOL, "gmp", 1, &x, 1, 0, NULL);
+    check_shape(gp->outputs[0], SHAPE(1, 2, 1, 1));
+    float ga[2], gx[2];
+    CHECK(interp(gp, bi, (void *[]){ga}) && interp(gm, bi, (void *[]){gx}));
+    double s = 0, mx = -INFINITY;
+    for (int i = 25; i < 50; i++) s += xv[i], mx = fmax(mx, xv[i]);
+    CHECK_NEAR(ga[1], s / 25, 1e-6);
+    CHECK(gx[1] == (float)mx);
+    hc_attr nok[] = {INTS("strides", 1, 1)};
+    CHECK(node(g, HC_OPK_MAX_POOL, "mp_bad", 1, &x, 1, 1, nok) == NULL);
+    CHECK(strstr(err.msg, "node 'mp_bad' (MaxPool): kernel_shape is required") != NULL);
+    free_bufs(1, bi);
+    hc_graph_free(g);
+}
+
+/* ---- scheduled programs vs the interpreter ------------------------------------------- */
+typedef struct jcase {
+    hc_node *n;
+    hc_func *f;
+    bool templ; /* scheduled by the op's hook */
+} jcase;
+
+static void test_compiled(void) {
+    hc_graph *g = hc_graph_new("jit", 13);
+    jcase cs[16];
+    int nc = 0;
+    hc_tensor *cx[3] = {input(g, "cx", SHAPE(1, 6, 11, 7)), input(g, "cw", SHAPE(6, 2, 3, 3)),
+                        input(g, "cb", SHAPE(6))};
+    hc_attr ca[] = {INT("group", 3), INTS("pads", 1, 2, 0, 1), INTS("strides", 2, 1)};
+    cs[nc++].n = node(g, HC_OPK_CONV, "j_conv", 3, cx, 1, 3, ca);
+    hc_tensor *dw[2] = {cx[0], input(g, "dw", SHAPE(6, 1, 3, 3))};
+    hc_attr da[] = {INT("group", 6), STR("auto_pad", "SAME_UPPER")};
+    cs[nc++].n = node(g, HC_OPK_CONV, "j_depthwise", 2, dw, 1, 2, da);
+    hc_tensor *tw[2] = {cx[0], input(g, "tw", SHAPE(6, 1, 2, 3))};
+    hc_attr ta[] = {INT("group", 2), INTS("strides", 2, 2), INTS("output_padding", 1, 0)};
+    cs[nc++].n = node(g, HC_OPK_CONV_TRANSPOSE, "j_convt", 2, tw, 1, 3, ta);
+    hc_tensor *ma[2] = {input(g, "ma", SHAPE(2, 3, 13, 17)), input(g, "mb", SHAPE(2, 3, 17, 5))};
+    cs[nc++].n = node(g, HC_OPK_MATMUL, "j_bmm", 2, ma, 1, 0, NULL);
+    hc_tensor *mb[2] = {ma[0], input(g, "mb2", SHAPE(17, 19))};
+    cs[nc++].n = node(g, HC_OPK_MATMUL, "j_mm_bcast", 2, mb, 1, 0, NULL);
+    hc_tensor *mc[2] = {input(g, "mc", SHAPE(3, 1, 7, 5)), input(g, "md", SHAPE(4, 5, 3))};
+    cs[nc++].n = node(g, HC_OPK_MATMUL, "j_mm_general", 2, mc, 1, 0, NULL);
+    hc_tensor *ge[3] = {input(g, "ga", SHAPE(7, 13)), input(g, "gb", SHAPE(11, 13)),
+                        input(g, "gc", SHAPE(7, 1))};
+    hc_attr gea[] = {INT("transB", 1), FLT("beta", 0.5)};
+    cs[nc++].n = node(g, HC_OPK_GEMM, "j_gemm", 3, ge, 1, 2, gea);
+    hc_attr sa[] = {INT("axis", 2)};
+    cs[nc++].n = node(g, HC_OPK_SOFTMAX, "j_softmax", 1, ma, 1, 1, sa);
+    cs[nc++].n = node(g, HC_OPK_LOG_SOFTMAX, "j_logsoftmax", 1, ma, 1, 0, NULL);
+    hc_attr pa[] = {INTS("kernel_shape", 3, 2), INTS("pads", 1, 0, 1, 1), INT("ceil_mode", 1),
+                    INTS("strides", 2, 2)};
+    cs[nc++].n = node(g, HC_OPK_MAX_POOL, "j_maxpool", 1, cx, 2, 4, pa);
+    cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool", 1, cx, 1, 4, pa);
+    hc_tensor *ln[3] = {ma[0], input(g, "ls", SHAPE(17)), input(g, "lb", SHAPE(17))};
+    cs[nc++].n = node(g, HC_OPK_LAYER_NORMALIZATION, "j_layernorm", 3, ln, 1, 0, NULL);
+    hc_attr ea[] = {STR("equation", "abij,abjk->abik")};
+    cs[nc++].n = node(g, HC_OPK_EINSUM, "j_einsum", 2, ma, 1, 1, ea);
+    hc_tensor *bn[5] = {cx[0], cx[2], input(g, "bb", SHAPE(6)), input(g, "bm", SHAPE(6)),
+                        input(g, "bv", SHAPE(6))};
+    cs[nc++].n = node(g, HC_OPK_BATCH_NORMALIZATION, "j_bn", 5, bn, 1, 0, NULL);
+
+    hc_arena a;
+    hc_arena_init(&a);
+    const hc_target *tg = hc_target_host();
+    hc_func *fs[16];
+    for (int i = 0; i < nc; i++) {
+        HC_ASSERT(cs[i].n);
+        const hc_op_def *d = hc_op_get(cs[i].n->op);
+        hc_task *t = d->task(&a, cs[i].n, &err);
+        HC_ASSERT_MSG(t, err.msg);
+        cs[i].f = d->schedule ? d->schedule(&a, cs[i].n, t, tg, cs[i].n->name, &err) : NULL;
+        cs[i].templ = cs[i].f != NULL;
+        if (!cs[i].f) cs[i].f = hc_auto_schedule(&a, t, tg, &err);
+        CHECK_MSG(cs[i].f != NULL, "%s: %s", cs[i].n->name, err.msg);
+        fs[i] = cs[i].f;
+    }
+    /* the template takes batched matmuls and a 2-D B broadcast over A's rows */
+    CHECK(cs[3].templ && cs[4].templ && !cs[5].templ);
+    char *src = hc_codegen_c(&a, hc_module_new(&a, "ops_nn", nc, fs), tg);
+    hc_jit_lib *lib = NULL;
+    CHECK(hc_jit_build(src, NULL, &lib, &err) == HC_OK);
+    free(src);
+    for (int i = 0; lib && i < nc; i++) {
+        hc_node *n = cs[i].n;
+        void *in[5], *out[2], *ref[2], *args[8];
+        rand_inputs(n, in), alloc_outputs(n, out), alloc_outputs(n, ref);
+        if (n->op == HC_OPK_BATCH_NORMALIZATION)
+            for (int k = 0; k < 6; k++) ((float *)in[4])[k] = fabsf(((float *)in[4])[k]);
+        CHECK(interp(n, in, ref));
+        int na = 0;
+        for (int k = 0; k < n->ninputs; k++) args[na++] = in[k];
+        for (int k = 0; k < n->noutputs; k++) args[na++] = out[k];
+        char sym[128];
+        snprintf(sym, sizeof sym, "%s__packed", cs[i].f->name);
+        hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(lib, sym);
+        CHECK_MSG(fn != NULL, "%s", sym);
+        if (fn) fn(args);
+        CHECK_MSG(max_rel_err(out[0], ref[0], hc_tensor_numel(n->outputs[0])) < 1e-4, "%s",
+                  n->name);
+        if (n->noutputs > 1)
+            CHECK(memcmp(out[1], ref[1], hc_tensor_nbytes(n->outputs[1])) == 0);
+        free_bufs(n->ninputs, in), free_bufs(n->noutputs, out), free_bufs(n->noutputs, ref);
+    }
+    if (lib) hc_jit_close(lib);
+    hc_arena_free(&a);
+    hc_graph_free(g);
+}
+
+int main(void) {
+    test_conv();
+    test_conv_transpose();
+    test_batch_norm();
+    test_layer_and_instance_norm();
+    test_lp_mvn_lrn();
+    test_gemm_matmul();
+    test_einsum();
+    test_softmax();
+    test_pools();
+    test_compiled();
+    TEST_DONE();
+}
