@@ -4,8 +4,8 @@
 #
 #   run.sh --small|--full HIDETC OUT_DIR [--opset N...] [--models NAME...] [--threads T]
 #
-# Exports are cached in OUT_DIR: a stamp holds a hash of export.py and the arguments, and
-# the export runs again only when it changes. One line per model and opset:
+# Exports are cached in OUT_DIR (export_cached.sh): they run again only when export.py or
+# the arguments change. One line per model and opset:
 #   PASS resnet50-small op13 (compile+run 12.3 s)   or   FAIL ... with the reason
 # then the outputs' errors, and a closing "N passed, N failed". Exit codes: 0 all passed,
 # 1 a failure, 77 skipped (no PyTorch: the reason is printed; ctest's SKIP_RETURN_CODE).
@@ -48,20 +48,7 @@ fi
 
 export_args=("$size" --opset "${opsets[@]}")
 [ ${#models[@]} -gt 0 ] && export_args+=(--models "${models[@]}")
-stamp=$( (cat "$HERE/export.py"; echo "${export_args[*]}"; "$PY" -c \
-    'import torch, torchvision; print(torch.__version__, torchvision.__version__)') |
-    sha256sum | cut -c1-32)
-mkdir -p "$out"
-if [ "$(cat "$out/.stamp" 2>/dev/null)" != "$stamp" ]; then
-    rm -f "$out/.stamp"
-    echo "exporting models into $out"
-    if ! "$PY" "$HERE/export.py" "$out" "${export_args[@]}" 2>"$out/export.log"; then
-        cat "$out/export.log"
-        echo "FAIL: export.py failed"
-        exit 1
-    fi
-    echo "$stamp" >"$out/.stamp"
-fi
+bash "$HERE/export_cached.sh" "$out" "${export_args[@]}" || exit 1
 
 # meta.json -> "inputs outputs" lines, read without jq
 meta() { "$PY" -c 'import json,sys; m=json.load(open(sys.argv[1])); print(*m[sys.argv[2]])' \
