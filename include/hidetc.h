@@ -1,7 +1,34 @@
 /* hidetc.h — the public C API of hidetc, a deep-learning compiler built on task-mapping
  * tensor programs (see README.md and docs/).
  *
- * Usage: a batched fp32 matmul compiled for this CPU (cached on disk) and run:
+ * Usage 1: a model built op by op, compiled for this CPU (kernels cached on disk), run:
+ *
+ *     #include <hidetc.h>
+ *     hidetc_graph *g;
+ *     hidetc_graph_init(&g, "tiny");
+ *     int64_t xs[2] = {1, 4}, ws[2] = {4, 3};
+ *     hidetc_value x = hidetc_graph_input(g, "x", HIDETC_F32, 2, xs);
+ *     hidetc_value w = hidetc_graph_constant(g, "w", HIDETC_F32, 2, ws, weights);
+ *     hidetc_value y, in[2] = {x, w};
+ *     hidetc_graph_op(g, "MatMul", 2, in, 0, NULL, 1, &y);    // ONNX operators
+ *     hidetc_attr alpha = {.name = "alpha", .kind = HIDETC_ATTR_FLOAT, .f = 0.1};
+ *     hidetc_graph_op(g, "LeakyRelu", 1, &y, 1, &alpha, 1, &y);
+ *     hidetc_graph_output(g, y, "y");
+ *     hidetc_model *m;
+ *     if (hidetc_model_compile(&m, g, NULL) != HIDETC_OK) {  // takes g, even on failure
+ *         fprintf(stderr, "%s\n", hidetc_last_error());
+ *         return 1;
+ *     }
+ *     const void *inputs[1] = {x_data};                      // dense, row-major
+ *     void *outputs[1] = {y_data};
+ *     hidetc_model_run(m, inputs, outputs);
+ *     hidetc_model_free(m);
+ *
+ * An ONNX file: hidetc_model_load_onnx(&m, "model.onnx", NULL), then the same run/free;
+ * hidetc_model_num_inputs / _input_name / _input_shape / _input_dtype describe the
+ * buffers it expects (the same for outputs).
+ *
+ * Usage 2: a batched fp32 matmul compiled for this CPU (cached on disk) and run:
  *
  *     #include <hidetc.h>
  *     hidetc_matmul *mm;
@@ -20,6 +47,7 @@
 #define HIDETC_H
 
 #include <stdint.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +70,7 @@ const char *hidetc_last_error(void);
 typedef struct hidetc_options {
     const char *cache_dir; /* kernel cache; NULL: $HIDETC_CACHE_DIR or ~/.cache/hidetc */
     int num_threads;       /* <= 0: all cores */
+    int verbose;           /* model compilation: progress on stderr */
 } hidetc_options;
 
 /* ---- matmul: C[b] = A[b] x B[b], row-major fp32, A [batch,m,k], B [batch,k,n] ---------- */
@@ -51,6 +80,102 @@ hidetc_status hidetc_matmul_init(hidetc_matmul **out, int64_t batch, int64_t m, 
                                  int64_t k, const hidetc_options *opt);
 hidetc_status hidetc_matmul_run(hidetc_matmul *mm, const float *A, const float *B, float *C);
 void hidetc_matmul_free(hidetc_matmul *mm);
+
+/* ---- element types ------------------------------------------------------------------ */
+typedef enum hidetc_dtype {
+    HIDETC_BOOL = 1, /* one byte, 0 or 1 */
+    HIDETC_I8,
+    HIDETC_I16,
+    HIDETC_I32,
+    HIDETC_I64,
+    HIDETC_U8,
+    HIDETC_U16,
+    HIDETC_U32,
+    HIDETC_U64,
+    HIDETC_F16,
+    HIDETC_BF16,
+    HIDETC_F32,
+    HIDETC_F64,
+} hidetc_dtype;
+
+#define HIDETC_MAX_DIMS 8
+
+/* ---- graphs: build a model op by op --------------------------------------------------- */
+/* Operators are ONNX operators (op_type and attributes as in the ONNX spec, default opset
+ * 17). Values are handles of tensors in one graph; -1 means "none" (an omitted optional
+ * input) and is what the value-returning functions give on error. */
+typedef struct hidetc_graph hidetc_graph;
+typedef int32_t hidetc_value;
+
+typedef enum hidetc_attr_kind {
+    HIDETC_ATTR_INT,
+    HIDETC_ATTR_FLOAT,
+    HIDETC_ATTR_STRING,
+    HIDETC_ATTR_INTS,
+    HIDETC_ATTR_FLOATS,
+} hidetc_attr_kind;
+
+typedef struct hidetc_attr {
+    const char *name;
+    hidetc_attr_kind kind;
+    int64_t i;           /* INT */
+    double f;            /* FLOAT */
+    const char *s;       /* STRING */
+    int n;               /* INTS / FLOATS: count */
+    const int64_t *ints; /* INTS */
+    const double *floats; /* FLOATS */
+} hidetc_attr;
+
+hidetc_status hidetc_graph_init(hidetc_graph **out, const char *name);
+/* Operator semantics follow this ONNX opset (default 17; 7..17). */
+hidetc_status hidetc_graph_set_opset(hidetc_graph *g, int opset);
+void hidetc_graph_free(hidetc_graph *g);
+/* A graph input (fed at run time); the shape is static. */
+hidetc_value hidetc_graph_input(hidetc_graph *g, const char *name, hidetc_dtype dtype, int ndim,
+                                const int64_t *shape);
+/* A constant (weights): data, dense row-major, is copied (NULL: zeros). name may be NULL. */
+hidetc_value hidetc_graph_constant(hidetc_graph *g, const char *name, hidetc_dtype dtype,
+                                   int ndim, const int64_t *shape, const void *data);
+/* Append an operator: inputs in ONNX order (-1 for an omitted optional input); writes
+ * noutputs value handles to outputs. The output shapes are inferred right away, so an
+ * invalid operator fails here, with a message naming it. */
+hidetc_status hidetc_graph_op(hidetc_graph *g, const char *op_type, int ninputs,
+                              const hidetc_value *inputs, int nattrs, const hidetc_attr *attrs,
+                              int noutputs, hidetc_value *outputs);
+/* Mark v as a graph output, named `name` (NULL: keep the value's name). */
+hidetc_status hidetc_graph_output(hidetc_graph *g, hidetc_value v, const char *name);
+/* The inferred dtype and shape of v: the rank is returned (-1 on a bad handle), shape
+ * receives up to HIDETC_MAX_DIMS sizes (may be NULL). */
+int hidetc_graph_value_shape(const hidetc_graph *g, hidetc_value v, hidetc_dtype *dtype,
+                             int64_t *shape);
+/* The graph as text, one line per operator (malloc'ed; free() it). */
+char *hidetc_graph_to_string(const hidetc_graph *g);
+
+/* ---- models: compiled graphs ------------------------------------------------------- */
+typedef struct hidetc_model hidetc_model;
+
+/* Optimize and compile g for this CPU. The model takes g: it is freed, also on failure. */
+hidetc_status hidetc_model_compile(hidetc_model **out, hidetc_graph *g, const hidetc_options *opt);
+/* Import an ONNX file (opsets 7..17) and compile it. */
+hidetc_status hidetc_model_load_onnx(hidetc_model **out, const char *path,
+                                     const hidetc_options *opt);
+/* Run once: inputs[i] / outputs[i] are dense row-major buffers of the model's input and
+ * output dtypes and shapes, owned by the caller. */
+hidetc_status hidetc_model_run(hidetc_model *m, const void *const *inputs, void *const *outputs);
+void hidetc_model_free(hidetc_model *m);
+
+int hidetc_model_num_inputs(const hidetc_model *m);
+int hidetc_model_num_outputs(const hidetc_model *m);
+/* Name, dtype and shape of input / output i (shape: up to HIDETC_MAX_DIMS sizes; the
+ * rank is returned, -1 when i is out of range). */
+const char *hidetc_model_input_name(const hidetc_model *m, int i);
+const char *hidetc_model_output_name(const hidetc_model *m, int i);
+hidetc_dtype hidetc_model_input_dtype(const hidetc_model *m, int i);
+hidetc_dtype hidetc_model_output_dtype(const hidetc_model *m, int i);
+int hidetc_model_input_shape(const hidetc_model *m, int i, int64_t *shape);
+int hidetc_model_output_shape(const hidetc_model *m, int i, int64_t *shape);
+/* Bytes of the memory plan (one arena for every intermediate tensor). */
+size_t hidetc_model_arena_bytes(const hidetc_model *m);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,10 @@ static hidetc_status fail(const hc_error *err) {
     return (hidetc_status)err->status;
 }
 
+/* Shared with the other API files (graph_api.c): record err as the last error. */
+hidetc_status hc_api_fail(const hc_error *err);
+hidetc_status hc_api_fail(const hc_error *err) { return fail(err); }
+
 const char *hidetc_version(void) { return "0.1.0"; }
 const char *hidetc_last_error(void) { return last_error; }
 

@@ -76,6 +76,14 @@ static hc_status fold_node(hc_graph *g, hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
+hc_status hc_pass_fold_if_known(hc_graph *g, hc_node *n, bool *folded, hc_error *err) {
+    *folded = false;
+    if (!foldable(n, INFER_FOLD_LIMIT)) return HC_OK;
+    hc_status st = fold_node(g, n, err);
+    *folded = st == HC_OK;
+    return st;
+}
+
 static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
     hc_status st = hc_graph_toposort(g, err);
     if (st != HC_OK) return st;

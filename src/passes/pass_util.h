@@ -21,6 +21,10 @@ hc_tensor *hc_pass_const_i64(hc_graph *g, const char *name, int n, const int64_t
 /* A constant of a float dtype (f16/bf16/f32/f64) from double values. */
 hc_tensor *hc_pass_const_float(hc_graph *g, const char *name, hc_dtype dt, int ndim,
                                const int64_t *shape, const double *v);
+/* Inference's constant propagation for one node (already inferred): when its value is
+ * known at compile time, evaluate it and make its outputs constants (*folded = true; the
+ * caller removes the node). */
+hc_status hc_pass_fold_if_known(hc_graph *g, hc_node *n, bool *folded, hc_error *err);
 /* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
 void hc_pass_remove_nodes(hc_graph *g, const char *remove);
 
