@@ -18,6 +18,9 @@ for p in libopenblas-dev python3-numpy; do have_pkg "$p" || need+=("$p"); done
 for p in libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx; do
     have_pkg "$p" || need+=("$p")
 done
+# The model tests export from PyTorch with /usr/bin/python3 (tests/models/export.py);
+# python3-venv lets bench/models.sh install pip onnxruntime in a venv (benchmark only).
+for p in python3-torch python3-torchvision python3-venv; do have_pkg "$p" || need+=("$p"); done
 
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"
