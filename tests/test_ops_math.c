@@ -956,6 +956,7 @@ static void build_jit_cases(void) {
         else jadd2(bin[k], HC_F32, 3, s3x1x5, 2, s7x5, 0, NULL, lo, 3);
         jadd2(bin[k], HC_F32, 1, s1, 1, s1, 0, NULL, lo, 3);
     }
+    jadd2(HC_OPK_PRELU, HC_F32, 2, s7x5, 2, s7x5, 0, NULL, -3, 3); /* slope as big as X */
     jadd2(HC_OPK_ADD, HC_F16, 2, s2x17, 1, s17, 0, NULL, -3, 3);
     jadd2(HC_OPK_DIV, HC_F64, 2, s2x17, 1, s1, 0, NULL, 0.5, 3);
     hc_attr fm1 = iattr("fmod", 1);

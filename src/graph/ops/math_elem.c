@@ -322,6 +322,16 @@ static hc_expr *pow_expr(hc_arena *a, hc_expr *x, hc_expr *y) {
     return hc_cast(a, x->type, r);
 }
 
+/* x < 0 ? slope * x : x, written so that the slope is read outside any select: GCC 12.2
+ * at -O3 miscompiles a loop whose select reads another array in one branch under a
+ * float compare (the masked loads of unrolled vectors all get the first vector's mask),
+ * which turned negative outputs into -0. Differs from the select only for a non-finite
+ * slope where x >= 0. */
+static hc_expr *prelu_expr(hc_arena *a, hc_expr *x, hc_expr *slope) {
+    hc_expr *neg = LT(x, NUM(0));
+    return hc_add(a, SEL(neg, NUM(0), x), hc_mul(a, slope, SEL(neg, x, NUM(0))));
+}
+
 static hc_expr *fold(hc_arena *a, hc_binop op, hc_expr *const *xs, int n) {
     hc_expr *v = xs[0];
     for (int i = 1; i < n; i++) v = hc_binary(a, op, v, xs[i]);
@@ -339,7 +349,7 @@ static hc_expr *nary_expr(hc_arena *a, hc_expr *const *xs, void *ctx) {
     case HC_OPK_DIV: return is_int ? int_divmod(a, HC_OP_DIV, x, y) : hc_div(a, x, y);
     case HC_OPK_MOD: return mod_expr(a, n, x, y);
     case HC_OPK_POW: return pow_expr(a, x, y);
-    case HC_OPK_PRELU: return SEL(LT(x, NUM(0)), hc_mul(a, y, x), x);
+    case HC_OPK_PRELU: return prelu_expr(a, x, y);
     case HC_OPK_MIN: return fold(a, HC_OP_MIN, xs, n->ninputs);
     case HC_OPK_MAX: return fold(a, HC_OP_MAX, xs, n->ninputs);
     case HC_OPK_SUM: return fold(a, HC_OP_ADD, xs, n->ninputs);
