@@ -42,7 +42,7 @@ hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x);
 
 /* Op definitions, one file per family. */
 #define NN_DECL(x)                                                                       \
-    hc_status nn_infer_##x(hc_node *n, hc_error *err);                                       \
+    hc_status nn_infer_##x(hc_node *n, hc_error *err);                                   \
     hc_task *nn_task_##x(hc_arena *a, const hc_node *n, hc_error *err);
 NN_DECL(conv)
 NN_DECL(conv_transpose)
