@@ -158,6 +158,26 @@ static void test_conv(void) {
     CHECK_CLOSE(bo[0], ref, 75, 1e-5);
     free(ref), free_bufs(2, bi), free_bufs(1, bo);
 
+    /* 1-D: the same memory as a 2-D conv over a height of 1 */
+    hc_tensor *in1d[2] = {input(g, "x1d", SHAPE(2, 4, 9)), input(g, "w1d", SHAPE(6, 2, 3))};
+    hc_attr a1[] = {INT("group", 2), INTS("strides", 2), INTS("pads", 2, 1),
+                    INTS("dilations", 2)};
+    hc_node *c1 = node(g, HC_OPK_CONV, "conv1d", 2, in1d, 1, 4, a1);
+    /* (9 + 3 - 5) / 2 + 1 = 4 */
+    check_shape(c1->outputs[0], SHAPE(2, 6, 4));
+    conv_p p1 = {2, 4, 1, 9, 6, 1, 3, 2, 1, 2, 1, 2, 0, 2, 0, 1};
+    rand_inputs(c1, bi), alloc_outputs(c1, bo);
+    ref = malloc(sizeof(float) * 48);
+    conv_ref(&p1, bi[0], bi[1], NULL, ref, 1, 4);
+    CHECK(interp(c1, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 48, 1e-5);
+    free(ref), free_bufs(2, bi), free_bufs(1, bo);
+    hc_tensor *in3d[2] = {input(g, "x3d", SHAPE(1, 2, 4, 5, 6)),
+                          input(g, "w3d", SHAPE(3, 2, 2, 3, 3))};
+    hc_attr a3[] = {STR("auto_pad", "VALID"), INTS("strides", 1, 2, 3)};
+    check_shape(node(g, HC_OPK_CONV, "conv3d", 2, in3d, 1, 2, a3)->outputs[0],
+                SHAPE(1, 3, 3, 2, 2));
+
     /* errors name the node and the attribute */
     hc_attr bad[] = {INTS("kernel_shape", 3, 3, 3), INT("group", 2)};
     CHECK(node(g, HC_OPK_CONV, "conv1", 2, in, 1, 2, bad) == NULL);
@@ -433,6 +453,26 @@ static void test_einsum(void) {
     float sv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, dv[3];
     CHECK(interp(d, (void *[]){sv}, (void *[]){dv}));
     CHECK(dv[0] == 1 && dv[1] == 5 && dv[2] == 9);
+    /* ellipsis dims broadcast: [2, 1, 3, 4] x [5, 4, 2] -> [2, 5, 3, 2] */
+    hc_tensor *el[2] = {input(g, "ea", SHAPE(2, 1, 3, 4)), input(g, "eb", SHAPE(5, 4, 2))};
+    hc_attr ell[] = {STR("equation", "...ij,...jk->...ik")};
+    hc_node *e = node(g, HC_OPK_EINSUM, "ellipsis", 2, el, 1, 1, ell);
+    check_shape(e->outputs[0], SHAPE(2, 5, 3, 2));
+    rand_inputs(e, bi), alloc_outputs(e, bo);
+    a = bi[0], b = bi[1];
+    float eref[60];
+    for (int p = 0; p < 2; p++)
+        for (int q = 0; q < 5; q++)
+            for (int i = 0; i < 3; i++)
+                for (int k = 0; k < 2; k++) {
+                    double s = 0;
+                    for (int j = 0; j < 4; j++)
+                        s += (double)a[(p * 3 + i) * 4 + j] * b[(q * 4 + j) * 2 + k];
+                    eref[((p * 5 + q) * 3 + i) * 2 + k] = (float)s;
+                }
+    CHECK(interp(e, bi, bo));
+    CHECK_CLOSE(bo[0], eref, 60, 1e-5);
+    free_bufs(2, bi), free_bufs(1, bo);
     hc_attr bad[] = {STR("equation", "ij,jk->iz")};
     CHECK(node(g, HC_OPK_EINSUM, "ein_bad", 2, in, 1, 1, bad) == NULL);
     CHECK(err.status == HC_ERR_INVALID);
