@@ -21,6 +21,7 @@ typedef struct importer {
     hc_graph *g;
     int opset;
     const char **node_names; /* per node of gp: the given or made-up unique name */
+    struct name_map *values; /* every value defined so far, by name */
     hc_error *err;
 } importer;
 
@@ -48,13 +49,14 @@ static hc_status find_opset(importer *im, const Onnx__ModelProto *m) {
     return HC_OK;
 }
 
-/* ---- node names ------------------------------------------------------------------- */
-/* Names are made unique with a small open-addressing set: a model may repeat a name, or
- * name a node like another one's made-up name. */
-typedef struct name_set {
-    const char **slots;
-    size_t cap;
-} name_set;
+/* ---- name tables ------------------------------------------------------------------- */
+/* Open-addressing map from names to tensors (or to nothing, for node names): models have
+ * thousands of values, and a linear search per node input would be quadratic. */
+typedef struct name_map {
+    const char **keys;
+    hc_tensor **vals;
+    size_t cap, len;
+} name_map;
 
 static size_t name_hash(const char *s) {
     size_t h = 1469598103934665603ull;
@@ -62,32 +64,69 @@ static size_t name_hash(const char *s) {
     return h;
 }
 
-/* Insert s; false when it was present. */
-static bool name_set_add(name_set *set, const char *s) {
-    size_t i = name_hash(s) & (set->cap - 1);
-    for (; set->slots[i]; i = (i + 1) & (set->cap - 1))
-        if (!strcmp(set->slots[i], s)) return false;
-    set->slots[i] = s;
+static size_t name_map_slot(const name_map *m, const char *key) {
+    size_t i = name_hash(key) & (m->cap - 1);
+    while (m->keys[i] && strcmp(m->keys[i], key)) i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static hc_tensor *name_map_get(const name_map *m, const char *key) {
+    if (!m->cap) return NULL;
+    size_t i = name_map_slot(m, key);
+    return m->keys[i] ? m->vals[i] : NULL;
+}
+
+static bool name_map_has(const name_map *m, const char *key) {
+    return m->cap && m->keys[name_map_slot(m, key)];
+}
+
+static void name_map_grow(name_map *m) {
+    name_map bigger = {NULL, NULL, m->cap ? 2 * m->cap : 64, 0};
+    bigger.keys = hc_xcalloc(bigger.cap, sizeof *bigger.keys);
+    bigger.vals = hc_xcalloc(bigger.cap, sizeof *bigger.vals);
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i]) continue;
+        size_t j = name_map_slot(&bigger, m->keys[i]);
+        bigger.keys[j] = m->keys[i], bigger.vals[j] = m->vals[i];
+    }
+    bigger.len = m->len;
+    free(m->keys);
+    free(m->vals);
+    *m = bigger;
+}
+
+/* Insert key (not copied: it must outlive the map); false when it was present. */
+static bool name_map_put(name_map *m, const char *key, hc_tensor *val) {
+    if (2 * (m->len + 1) > m->cap) name_map_grow(m);
+    size_t i = name_map_slot(m, key);
+    if (m->keys[i]) return false;
+    m->keys[i] = key, m->vals[i] = val, m->len++;
     return true;
 }
 
+static void name_map_free(name_map *m) {
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* Names are made unique: a model may repeat a name, or name a node like another one's
+ * made-up name. */
 static void make_node_names(importer *im) {
     const Onnx__GraphProto *gp = im->gp;
-    name_set set = {NULL, 16};
-    while (set.cap < 2 * gp->n_node + 2) set.cap *= 2;
-    set.slots = hc_xcalloc(set.cap, sizeof *set.slots);
+    name_map set = {0};
     im->node_names = HC_NEW_ARRAY(&im->g->arena, const char *, gp->n_node + 1);
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *np = gp->node[i];
-        const char *op = np->op_type ? np->op_type : "node";
+        const char *op = np->op_type && *np->op_type ? np->op_type : "node";
         const char *name = np->name && *np->name
                                ? hc_arena_strdup(&im->g->arena, np->name)
                                : hc_arena_printf(&im->g->arena, "%s_%zu", op, i);
-        for (int k = 1; !name_set_add(&set, name); k++)
+        for (int k = 1; !name_map_put(&set, name, NULL); k++)
             name = hc_arena_printf(&im->g->arena, "%s_%zu_%d", op, i, k);
         im->node_names[i] = name;
     }
-    free(set.slots);
+    name_map_free(&set);
 }
 
 /* ---- unsupported operators ----------------------------------------------------------- */
@@ -154,10 +193,15 @@ static hc_status check_operators(importer *im) {
 static hc_status check_new_value(importer *im, const char *name, const char *what) {
     if (!name || !*name)
         return hc_error_set(im->err, HC_ERR_INVALID, "%s: %s has no name", im->src.path, what);
-    if (hc_graph_find_tensor(im->g, name))
+    if (name_map_has(im->values, name))
         return hc_error_set(im->err, HC_ERR_INVALID, "%s: value '%s' (%s) is defined twice",
                             im->src.path, name, what);
     return HC_OK;
+}
+
+static void define(importer *im, hc_tensor *t) {
+    bool fresh = name_map_put(im->values, t->name, t);
+    HC_ASSERT(fresh);
 }
 
 static hc_status add_constant(importer *im, const char *name, const Onnx__TensorProto *tp,
@@ -165,7 +209,7 @@ static hc_status add_constant(importer *im, const char *name, const Onnx__Tensor
     hc_onnx_dense d;
     hc_status s = hc_onnx_decode_tensor(&im->src, tp, what, &d, im->err);
     if (s) return s;
-    hc_graph_constant(im->g, name, d.dtype, d.ndim, d.shape, d.data);
+    define(im, hc_graph_constant(im->g, name, d.dtype, d.ndim, d.shape, d.data));
     free(d.data);
     return HC_OK;
 }
@@ -231,7 +275,7 @@ static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoP
     if (!name || !*name)
         return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph input %zu has no name", path,
                             index);
-    const hc_tensor *init = hc_graph_find_tensor(im->g, name);
+    const hc_tensor *init = name_map_get(im->values, name);
     if (init && init->data) return HC_OK; /* an initializer: a constant, not an input */
     if (init)
         return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph input '%s' is listed twice",
@@ -250,7 +294,7 @@ static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoP
     int64_t shape[HC_MAX_DIMS];
     hc_status s = input_dims(im, name, tt->shape, shape);
     if (s) return s;
-    hc_graph_add_input(im->g, name, dt, (int)tt->shape->n_dim, shape);
+    define(im, hc_graph_add_input(im->g, name, dt, (int)tt->shape->n_dim, shape));
     return HC_OK;
 }
 
@@ -358,25 +402,27 @@ static hc_status constant_value(importer *im, const char *node, const Onnx__Attr
     hc_status s = convert_attr(im, node, "Constant", ap, &v);
     if (s) return s;
     int64_t n = v.n;
+    hc_graph *g = im->g;
+    hc_tensor *t = NULL;
     if (!strcmp(v.name, "value") && v.kind == HC_ATTR_TENSOR) {
-        hc_tensor *t = v.t;
-        hc_graph_constant(im->g, out_name, t->dtype, t->ndim, t->shape, t->data);
+        t = hc_graph_constant(g, out_name, v.t->dtype, v.t->ndim, v.t->shape, v.t->data);
     } else if (!strcmp(v.name, "value_float") && v.kind == HC_ATTR_FLOAT) {
         float f = (float)v.f;
-        hc_graph_constant(im->g, out_name, HC_F32, 0, NULL, &f);
+        t = hc_graph_constant(g, out_name, HC_F32, 0, NULL, &f);
     } else if (!strcmp(v.name, "value_int") && v.kind == HC_ATTR_INT) {
-        hc_graph_constant(im->g, out_name, HC_I64, 0, NULL, &v.i);
+        t = hc_graph_constant(g, out_name, HC_I64, 0, NULL, &v.i);
     } else if (!strcmp(v.name, "value_ints") && v.kind == HC_ATTR_INTS) {
-        hc_graph_constant(im->g, out_name, HC_I64, 1, &n, v.ints);
+        t = hc_graph_constant(g, out_name, HC_I64, 1, &n, v.ints);
     } else if (!strcmp(v.name, "value_floats") && v.kind == HC_ATTR_FLOATS) {
-        float *f = HC_NEW_ARRAY(&im->g->arena, float, n + 1);
+        float *f = HC_NEW_ARRAY(&g->arena, float, n + 1);
         for (int64_t i = 0; i < n; i++) f[i] = (float)v.floats[i];
-        hc_graph_constant(im->g, out_name, HC_F32, 1, &n, f);
+        t = hc_graph_constant(g, out_name, HC_F32, 1, &n, f);
     } else {
         return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (Constant): attribute "
                             "'%s' is not supported (value, value_float(s) and value_int(s) "
                             "are)", im->src.path, node, v.name);
     }
+    define(im, t);
     return HC_OK;
 }
 
@@ -403,7 +449,7 @@ static hc_status define_outputs(importer *im, size_t index) {
         hc_status s = check_new_value(im, np->output[j], what);
         if (s) return s;
         /* The dtype is a placeholder until shape inference sets it. */
-        hc_graph_tensor(im->g, np->output[j], HC_F32, 0, NULL);
+        define(im, hc_graph_tensor(im->g, np->output[j], HC_F32, 0, NULL));
     }
     return HC_OK;
 }
@@ -418,20 +464,25 @@ static hc_status add_node(importer *im, size_t index) {
     hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 1);
     for (size_t j = 0; j < np->n_input; j++) {
         if (!*np->input[j]) continue; /* omitted optional input */
-        ins[j] = hc_graph_find_tensor(im->g, np->input[j]);
+        ins[j] = name_map_get(im->values, np->input[j]);
         if (!ins[j])
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): input '%s' is not "
                                 "defined by any node, initializer or graph input", path, node,
                                 np->op_type, np->input[j]);
     }
-    for (size_t j = 0; j < np->n_output; j++)
-        outs[j] = *np->output[j] ? hc_graph_find_tensor(im->g, np->output[j]) : NULL;
+    hc_op_kind op = hc_op_from_onnx(np->op_type);
+    for (size_t j = 0; j < np->n_output; j++) {
+        outs[j] = *np->output[j] ? name_map_get(im->values, np->output[j]) : NULL;
+        if (!outs[j] && (int)j < hc_op_min_outputs(op))
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): required output "
+                                "%zu has no name", path, node, np->op_type, j);
+    }
     for (size_t j = 0; j < np->n_attribute; j++) {
         hc_status s = convert_attr(im, node, np->op_type, np->attribute[j], &attrs[j]);
         if (s) return s;
     }
     hc_error e = {0};
-    hc_node *n = hc_graph_add_node(im->g, hc_op_from_onnx(np->op_type), node, (int)np->n_input,
+    hc_node *n = hc_graph_add_node(im->g, op, node, (int)np->n_input,
                                    ins, (int)np->n_output, outs, (int)np->n_attribute, attrs, &e);
     if (!n)
         return hc_error_set(im->err, e.status ? e.status : HC_ERR_INVALID, "%s: %s", path,
@@ -450,7 +501,7 @@ static hc_status import_outputs(importer *im) {
         if (!name || !*name)
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph output %zu has no name",
                                 im->src.path, i);
-        hc_tensor *t = hc_graph_find_tensor(im->g, name);
+        hc_tensor *t = name_map_get(im->values, name);
         if (!t)
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: graph output '%s' is not defined "
                                 "by any node, initializer or graph input", im->src.path, name);
@@ -477,10 +528,14 @@ static hc_status check_counts(importer *im) {
     return HC_OK;
 }
 
-static hc_status import_graph(importer *im) {
+static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
     const Onnx__GraphProto *gp = im->gp;
     make_node_names(im);
+    /* Operators first: a model of another domain's ops is "unsupported operators", not
+     * "no default opset". */
     hc_status s = check_operators(im);
+    if (!s) s = find_opset(im, m);
+    if (!s) im->g->opset = im->opset;
     if (!s) s = check_counts(im);
     if (!s) s = import_initializers(im);
     for (size_t i = 0; !s && i < gp->n_input; i++) s = import_input(im, i, gp->input[i]);
@@ -507,16 +562,16 @@ hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err) {
     if (!m)
         return hc_error_set(err, HC_ERR_INVALID, "%s: not a valid ONNX model (protobuf "
                             "decoding failed: truncated or malformed file)", path);
-    importer im = {.src = {path, NULL}, .gp = m->graph, .err = err};
+    name_map values = {0};
+    importer im = {.src = {path, NULL}, .gp = m->graph, .values = &values, .err = err};
     if (!m->graph)
         s = hc_error_set(err, HC_ERR_INVALID, "%s: not an ONNX model (no graph)", path);
-    if (!s) s = find_opset(&im, m);
     if (!s) {
-        im.g = hc_graph_new(m->graph->name && *m->graph->name ? m->graph->name : "model",
-                            im.opset);
-        s = import_graph(&im);
+        im.g = hc_graph_new(m->graph->name && *m->graph->name ? m->graph->name : "model", 0);
+        s = import_graph(&im, m);
     }
     free(im.src.dir);
+    name_map_free(&values);
     onnx__model_proto__free_unpacked(m, NULL);
     if (s) {
         if (im.g) hc_graph_free(im.g);
