@@ -84,6 +84,12 @@ med, lo, hi = float(f[1]), float(f[3]), float(f[5])
 assert lo <= med <= hi
 EOF
 
+out=$("$HIDETC" bench "$ADD" --warmup 0 --repeat 2 --profile 3) || fail "bench --profile: exit $?"
+grep -qE '^profile: 1 kernels, ' <<<"$out" || fail "bench --profile: header in '$out'"
+grep -qE '^ +[0-9.]+ ms +[0-9.]+%  .* \(Add, auto\) -> \[3, 4, 5\]$' <<<"$out" ||
+    fail "bench --profile: kernel line in '$out'"
+tail -n 1 <<<"$out" | grep -q '^median_ms: ' || fail "bench --profile: last line"
+
 # --- errors: exit 1 with a message, no crash ----------------------------------------------
 expect_error() { # expect_error LABEL PATTERN CMD...
     local label=$1 pat=$2

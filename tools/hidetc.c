@@ -16,7 +16,8 @@ static const struct {
     {"run", "run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads T] "
             "[--verbose]", cmd_run},
     {"inspect", "inspect MODEL [--dot FILE]", cmd_inspect},
-    {"bench", "bench MODEL [--threads T] [--warmup W] [--repeat R] [--verbose]", cmd_bench},
+    {"bench", "bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N] [--verbose]",
+     cmd_bench},
 };
 
 static void usage(FILE *f) {

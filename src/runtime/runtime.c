@@ -500,7 +500,8 @@ static hc_status check_buffers(const hc_model *m, void *const *inputs, void *con
     return HC_OK;
 }
 
-hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err) {
+static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
+                     hc_error *err) {
     if ((m->g->inputs.len && !inputs) || (m->g->outputs.len && !outputs))
         return hc_error_set(err, HC_ERR_INVALID, "hc_model_run: inputs or outputs is NULL");
     hc_status st = check_buffers(m, inputs, outputs, err);
@@ -510,7 +511,11 @@ hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, h
         *b->slot = b->output ? outputs[b->index] : inputs[b->index];
     }
     omp_set_num_threads(m->num_threads);
-    for (size_t i = 0; i < m->kernels.len; i++) m->kernels.data[i].fn(m->kernels.data[i].args);
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        double t0 = ms ? hc_now_ms() : 0;
+        m->kernels.data[i].fn(m->kernels.data[i].args);
+        if (ms) ms[i] = hc_now_ms() - t0;
+    }
     for (size_t i = 0; i < m->copies.len; i++) {
         const out_copy *c = &m->copies.data[i];
         const void *src = c->src == COPY_CONST   ? c->data
@@ -519,4 +524,23 @@ hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, h
         memmove(outputs[c->output], src, c->bytes);
     }
     return HC_OK;
+}
+
+hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err) {
+    return run(m, inputs, outputs, NULL, err);
+}
+
+hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
+                               hc_error *err) {
+    return run(m, inputs, outputs, ms, err);
+}
+
+const hc_node *hc_model_kernel_node(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    return m->kernels.data[i].node;
+}
+
+bool hc_model_kernel_templated(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    return m->kernels.data[i].templated;
 }

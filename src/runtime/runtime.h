@@ -35,6 +35,13 @@ size_t hc_model_arena_bytes(const hc_model *m);             /* the memory plan's
  * shape, owned by the caller. */
 hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err);
 
+/* Run once, timing each kernel: ms[i] for kernel i (hc_model_num_kernels entries). */
+hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
+                               hc_error *err);
+/* The node kernel i computes, and whether a template (not the auto-scheduler) made it. */
+const hc_node *hc_model_kernel_node(const hc_model *m, int i);
+bool hc_model_kernel_templated(const hc_model *m, int i);
+
 /* ---- memory plan (exposed for tests and tools) ------------------------------------ */
 /* Place n buffers of bytes[i] bytes, live from kernel step first[i] to last[i]
  * (inclusive), in one arena: offsets[i] are multiples of 64 and buffers whose live
