@@ -75,17 +75,18 @@ static hc_task *task_of(built *b) {
     return t;
 }
 
-static void *buf_of(const hc_tnode *t) {
-    return hc_xcalloc(1, (size_t)hc_tnode_numel(t) * (size_t)hc_dtype_size(t->dtype) + 8);
+static size_t nbytes(const hc_tnode *t) {
+    return (size_t)hc_tnode_numel(t) * (size_t)hc_dtype_size(t->dtype);
 }
+
+static void *buf_of(const hc_tnode *t) { return hc_xcalloc(1, nbytes(t) + 8); }
 
 /* Interpret with inputs ins[] (copied); outputs are malloc'ed into outs[]. */
 static bool interp(const hc_task *t, const void *const *ins, void **outs) {
     void *bi[16], *bo[4];
     for (int i = 0; i < t->ninputs; i++) {
         bi[i] = buf_of(t->inputs[i]);
-        size_t nb = (size_t)hc_tnode_numel(t->inputs[i]) * (size_t)hc_dtype_size(t->inputs[i]->dtype);
-        if (ins[i]) memcpy(bi[i], ins[i], nb);
+        if (ins[i]) memcpy(bi[i], ins[i], nbytes(t->inputs[i]));
     }
     for (int i = 0; i < t->noutputs; i++) bo[i] = outs[i] = buf_of(t->outputs[i]);
     hc_error e = {0};
@@ -106,9 +107,8 @@ static void check_f32(const char *what, const float *got, const double *ref, int
     double worst = 0;
     for (int i = 0; i < n; i++) {
         double e = rel_err(got[i], ref[i]);
-        if (!(e <= tol)) {
-            if (bad++ < 3) fprintf(stderr, "  %s[%d] = %.9g, expected %.9g\n", what, i, got[i], ref[i]);
-        }
+        if (!(e <= tol) && bad++ < 3)
+            fprintf(stderr, "  %s[%d] = %.9g, expected %.9g\n", what, i, got[i], ref[i]);
         if (e > worst) worst = e;
     }
     CHECK_MSG(bad == 0, "%s: %d of %d wrong (worst %g)", what, bad, n, worst);
@@ -419,7 +419,8 @@ static void test_binary_int(void) {
                          (const int64_t *const[]){(int64_t[]){4}, (int64_t[]){4}},
                          (const void *const[]){pb, pe}, 0, NULL);
     CHECK(p.b.n->outputs[0]->dtype == HC_I32);
-    for (int i = 0; p.out && i < 4; i++) CHECK_EQ_INT(((int32_t *)p.out)[i], (int32_t)pow(pb[i], pe[i]));
+    for (int i = 0; p.out && i < 4; i++)
+        CHECK_EQ_INT(((int32_t *)p.out)[i], (int32_t)pow(pb[i], pe[i]));
     free(p.out);
     float fb[3] = {1.5f, -2, 9};
     int64_t ie[3] = {2, 3, 0};
@@ -508,7 +509,8 @@ static void test_variadic(void) {
     r = run_nary(HC_OPK_MAX, 13, 2, (hc_dtype[]){HC_U64, HC_U64}, (int[]){1, 1},
                  (const int64_t *const[]){(int64_t[]){2}, (int64_t[]){2}},
                  (const void *const[]){ua, ub}, 0, NULL);
-    CHECK(r.out && ((uint64_t *)r.out)[0] == UINT64_MAX - 1 && ((uint64_t *)r.out)[1] == UINT64_MAX);
+    const uint64_t *uo = r.out;
+    CHECK(uo && uo[0] == UINT64_MAX - 1 && uo[1] == UINT64_MAX);
     free(r.out);
 }
 
@@ -522,7 +524,9 @@ static void test_clip(void) {
     const struct {
         hc_tensor *ins[3];
         double l, h;
-    } v[3] = {{{xt, lt, NULL}, lo, INFINITY}, {{xt, NULL, ht}, -INFINITY, hi}, {{xt, lt, ht}, lo, hi}};
+    } v[3] = {{{xt, lt, NULL}, lo, INFINITY},
+              {{xt, NULL, ht}, -INFINITY, hi},
+              {{xt, lt, ht}, lo, hi}};
     for (int k = 0; k < 3; k++) {
         built b = node(g, HC_OPK_CLIP, 3, (hc_tensor **)v[k].ins, 0, 0, NULL);
         CHECK_MSG(b.st == HC_OK, "%s", b.err.msg);
@@ -1091,8 +1095,7 @@ static void run_jcase(jcase *c, hc_jit_lib *lib) {
     for (int threads = 1; threads <= 2 && fn && st == HC_OK; threads++) {
         omp_set_num_threads(threads);
         for (int i = 0; i < t->noutputs; i++)
-            memset(args[t->ninputs + i], 0xA5,
-                   (size_t)hc_tnode_numel(t->outputs[i]) * (size_t)hc_dtype_size(t->outputs[i]->dtype));
+            memset(args[t->ninputs + i], 0xA5, nbytes(t->outputs[i]));
         fn(args);
         for (int i = 0; i < t->noutputs; i++) {
             const hc_tnode *o = t->outputs[i];
