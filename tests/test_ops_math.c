@@ -432,6 +432,30 @@ static void test_binary_int(void) {
     free(p.out);
 }
 
+/* Pow by a constant 1, 2 or 3 is multiplication; other constants stay pow. */
+static void test_pow_const_exponent(void) {
+    float x[5] = {-2.5f, -1, 0, 0.3f, 7};
+    const float exps[4] = {1, 2, 3, 2.5f};
+    for (int k = 0; k < 4; k++) {
+        hc_graph *g = new_graph(15);
+        hc_tensor *xt = in(g, HC_F32, S(5));
+        hc_tensor *et = hc_graph_constant(g, NULL, HC_F32, 0, NULL, &exps[k]);
+        built b = node(g, HC_OPK_POW, 2, (hc_tensor *[]){xt, et}, 0, 0, NULL);
+        hc_task *t = task_of(&b);
+        void *out;
+        if (!t || !interp(t, (const void *[]){x, &exps[k]}, &out)) continue;
+        double ref[5];
+        for (int i = 0; i < 5; i++) ref[i] = pow(x[i], exps[k]);
+        check_f32("Pow constant exponent", out, ref, 5, 1e-6);
+        free(out);
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_task(&sb, t);
+        CHECK_MSG((strstr(hc_sb_str(&sb), "pow(") != NULL) == (k == 3), "%s", hc_sb_str(&sb));
+        hc_sb_free(&sb);
+    }
+}
+
 static void test_compare_logic(void) {
     const int64_t sx[2] = {2, 3}, sy[1] = {3};
     float x[6] = {1, 2, 3, 3, 2, 1}, y[3] = {2, 2, 2};
@@ -978,6 +1002,10 @@ static void build_jit_cases(void) {
          (const int64_t *const[]){s13, s13}, NULL, 0, 0, NULL, 0, 4, 0);
     jadd(HC_OPK_POW, 15, 2, (hc_dtype[]){HC_F32, HC_I64}, (int[]){1, 1},
          (const int64_t *const[]){s13, s1}, NULL, 0, 0, NULL, 0.5, 3, 2e-6);
+    const float three = 3;
+    jadd(HC_OPK_POW, 15, 2, (hc_dtype[]){HC_F32, HC_F32}, (int[]){2, 0},
+         (const int64_t *const[]){s7x5, NULL}, (const void *const[]){NULL, &three}, 0, 0, NULL,
+         -3, 3, 2e-6);
     const hc_op_kind logic[] = {HC_OPK_AND, HC_OPK_OR, HC_OPK_XOR, HC_OPK_EQUAL};
     for (size_t k = 0; k < HC_ARRAY_LEN(logic); k++)
         jadd2(logic[k], HC_BOOL, 3, s3x1x5, 2, s7x5, 0, NULL, 0, 2);
@@ -1141,6 +1169,7 @@ int main(void) {
     test_unary_int();
     test_binary_float();
     test_binary_int();
+    test_pow_const_exponent();
     test_compare_logic();
     test_variadic();
     test_clip();
