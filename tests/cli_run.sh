@@ -50,6 +50,15 @@ out=$("$HIDETC" inspect "$ADD") || fail "inspect add: exit $?"
 grep -q '^flops: 60 (' <<<"$out" || fail "inspect: flops of a 60-element add"
 grep -q '^ops: 1 nodes$' <<<"$out" || fail "inspect: node count"
 
+# builtin ResNet-50: torchvision's published figures (25,557,032 parameters without the
+# BatchNorm statistics; 4.1 G multiply-adds, about 8.2 GFLOPs)
+out=$("$HIDETC" inspect builtin:resnet50) || fail "inspect resnet50: exit $?"
+grep -qx '  input: f32 \[1, 3, 224, 224\]' <<<"$out" || fail "inspect resnet50: input"
+grep -qx 'parameters: 25557032' <<<"$out" || fail "inspect resnet50: parameter count"
+flops=$(sed -n 's/^flops: \([0-9]*\) .*/\1/p' <<<"$out")
+[ -n "$flops" ] && [ "$flops" -gt 8000000000 ] && [ "$flops" -lt 8500000000 ] ||
+    fail "inspect resnet50: flops '$flops'"
+
 # --- run with random inputs: summary lines, output file, determinism ----------------------
 out=$("$HIDETC" run "$RELU" --output-dir "$TMP/r1") || fail "run relu: exit $?"
 grep -qE '^input x: f32 \[3, 4, 5\] random \(seed [0-9]+\)$' <<<"$out" || fail "run: input line '$out'"

@@ -5,7 +5,8 @@
  *   inputs:            then "  NAME: DTYPE [SHAPE]" per input
  *   outputs:           the same per output (shapes after shape inference)
  *   ops: N nodes       then "  OpType COUNT" per operator, most frequent first
- *   parameters: P      elements of the constant float tensors the nodes read (weights)
+ *   parameters: P      elements of the constant float tensors the nodes read (weights;
+ *                      BatchNorm running statistics excluded)
  *   flops: F (...)     an estimate from the operators' Tasks, see count_flops
  * --dot FILE writes the graph (after shape inference) in Graphviz DOT. */
 #include <string.h>
@@ -80,14 +81,26 @@ static void print_histogram(int *count, size_t nnodes) {
     }
 }
 
+/* BatchNormalization's running mean and variance (inputs 3 and 4) are statistics, not
+ * trained weights: frameworks do not count them as parameters either. */
+static bool is_statistic_use(const hc_node *n, int input) {
+    return n->op == HC_OPK_BATCH_NORMALIZATION && (input == 3 || input == 4);
+}
+
 static int64_t count_parameters(const hc_graph *g) {
-    int64_t n = 0;
+    bool *weight = hc_xcalloc(g->tensors.len + 1, sizeof(bool));
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const hc_node *n = g->nodes.data[i];
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->inputs[k] && !is_statistic_use(n, k)) weight[n->inputs[k]->id] = true;
+    }
+    int64_t count = 0;
     for (size_t i = 0; i < g->tensors.len; i++) {
         const hc_tensor *t = g->tensors.data[i];
-        if (t->data && hc_dtype_is_float(t->dtype) && hc_graph_num_uses(g, t) > 0)
-            n += hc_tensor_numel(t);
+        if (t->data && hc_dtype_is_float(t->dtype) && weight[t->id]) count += hc_tensor_numel(t);
     }
-    return n;
+    free(weight);
+    return count;
 }
 
 /* ---- FLOPs ----------------------------------------------------------------------- */
