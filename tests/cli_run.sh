@@ -99,6 +99,58 @@ grep -qE '^ +[0-9.]+ ms +[0-9.]+%  .* \(Add, auto\) -> \[3, 4, 5\]$' <<<"$out" |
     fail "bench --profile: kernel line in '$out'"
 tail -n 1 <<<"$out" | grep -q '^median_ms: ' || fail "bench --profile: last line"
 
+# --- a multi-node model made with onnx.helper, checked against numpy ----------------------
+SYSPY=/usr/bin/python3
+if $SYSPY -c 'import onnx, numpy' 2>/dev/null; then
+    $SYSPY - "$TMP" <<'EOF' || fail "onnx.helper model: generation"
+import sys, numpy as np, onnx
+from onnx import helper, numpy_helper, TensorProto as TP
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+b = rng.standard_normal(4).astype(np.float32)
+w2 = rng.standard_normal((4, 5)).astype(np.float32)
+b2 = rng.standard_normal(5).astype(np.float32)
+nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["h"]),
+         helper.make_node("GlobalAveragePool", ["h"], ["p"]),
+         helper.make_node("Flatten", ["p"], ["f"]),
+         helper.make_node("Gemm", ["f", "w2", "b2"], ["y"])]
+g = helper.make_graph(nodes, "small_cnn",
+                      [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
+                      [helper.make_tensor_value_info("y", TP.FLOAT, [1, 5]),
+                       helper.make_tensor_value_info("h", TP.FLOAT, [1, 4, 8, 8])],
+                      [numpy_helper.from_array(a, n) for a, n in
+                       ((w, "w"), (b, "b"), (w2, "w2"), (b2, "b2"))])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), d + "/cnn.onnx")
+x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+np.save(d + "/x.npy", x)
+xp = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
+c = np.array([[[(xp[:, i:i + 3, j:j + 3] * w[o]).sum() + b[o] for j in range(8)]
+               for i in range(8)] for o in range(4)])[None]
+h = np.maximum(c, 0)
+np.save(d + "/h_ref.npy", h.astype(np.float32))
+np.save(d + "/y_ref.npy", (h.mean(axis=(2, 3)) @ w2 + b2).astype(np.float32))
+EOF
+    out=$("$HIDETC" inspect "$TMP/cnn.onnx") || fail "cnn inspect: exit $?"
+    grep -qx 'parameters: 137' <<<"$out" || fail "cnn inspect: 4*27+4+4*5+5 parameters in '$out'"
+    grep -qx 'ops: 5 nodes' <<<"$out" || fail "cnn inspect: node count"
+    grep -qx '  h: f32 \[1, 4, 8, 8\]' <<<"$out" || fail "cnn inspect: inferred output shape"
+    "$HIDETC" run "$TMP/cnn.onnx" --input "x=$TMP/x.npy" --output-dir "$TMP/cnn" >/dev/null ||
+        fail "cnn run: exit $?"
+    $SYSPY - "$TMP" <<'EOF' || fail "cnn run: outputs differ from numpy"
+import sys, numpy as np
+d = sys.argv[1]
+for n in "yh":
+    got, ref = np.load(f"{d}/cnn/{n}.npy"), np.load(f"{d}/{n}_ref.npy")
+    assert got.shape == ref.shape and got.dtype == np.float32, (n, got.shape, got.dtype)
+    err = np.abs(got - ref).max()
+    assert err <= 1e-4 * max(1, np.abs(ref).max()), (n, err)
+EOF
+else
+    echo "note: /usr/bin/python3 has no onnx/numpy; skipping the onnx.helper model"
+fi
+
 # --- errors: exit 1 with a message, no crash ----------------------------------------------
 expect_error() { # expect_error LABEL PATTERN CMD...
     local label=$1 pat=$2
