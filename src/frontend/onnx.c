@@ -544,7 +544,7 @@ static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
     if (!s) s = import_outputs(im);
     if (s) return s;
     hc_error e = {0};
-    if (hc_graph_toposort(im->g, &e))
+    if (im->g->nodes.len && hc_graph_toposort(im->g, &e))
         return hc_error_set(im->err, e.status, "%s: %s", im->src.path, e.msg);
     return HC_OK;
 }
