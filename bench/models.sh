@@ -97,16 +97,19 @@ torch_version=$("$PY" -c 'import torch, torchvision; print(torch.__version__,
 cpu=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)
 isa=$(grep -qw avx512f /proc/cpuinfo && echo avx512 || (grep -qw avx2 /proc/cpuinfo &&
     echo avx2 || echo scalar))
+mem=$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)
+commit=$(git -C "$SRC" rev-parse --short HEAD)
+git -C "$SRC" diff --quiet HEAD -- src tools || commit="$commit + uncommitted changes"
 {
     echo "# Models: hidetc beside ONNX Runtime"
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- Machine: $cpu, $(nproc) cores, ISA $isa, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) memory;" \
+    echo "- Machine: $cpu, $(nproc) cores, ISA $isa, $mem memory;" \
          "load average $load_before before, $load_after after (other jobs share the machine)"
-    echo "- hidetc: commit $(git -C "$SRC" rev-parse --short HEAD)$(git -C "$SRC" diff --quiet HEAD -- src tools || echo ' + local changes')," \
+    echo "- hidetc: commit $commit," \
          "Release build, kernels compiled by $(cc --version | head -n 1)"
-    echo "- ONNX Runtime: $ort_version (pip), CPUExecutionProvider, intra_op_num_threads=$threads," \
-         "inter_op_num_threads=1, sequential, ORT_ENABLE_ALL"
+    echo "- ONNX Runtime: $ort_version (pip), CPUExecutionProvider," \
+         "intra_op_num_threads=$threads, inter_op_num_threads=1, sequential, ORT_ENABLE_ALL"
     echo "- Models: tests/models/export.py --full (PyTorch $torch_version, fixed seed, random" \
          "weights), opset 17, batch 1, fp32"
     echo "- Command: \`bash bench/models.sh${args:+ $args}\`"

@@ -63,7 +63,8 @@ for dir in "$out"/*/; do
         base=${name%-small}
         [[ " ${models[*]} " == *" $base "* ]] || continue
     fi
-    ins=() && for i in $(meta "$dir/meta.json" inputs); do ins+=(--input "$i=$dir/inputs/$i.npy"); done
+    ins=()
+    for i in $(meta "$dir/meta.json" inputs); do ins+=(--input "$i=$dir/inputs/$i.npy"); done
     outs=$(meta "$dir/meta.json" outputs)
     for op in "${opsets[@]}"; do
         got="$dir/got_op$op"
