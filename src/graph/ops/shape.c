@@ -139,13 +139,6 @@ int shp_shape_of(const hc_tensor *t, int64_t *out) {
 }
 
 /* ---- task helpers ----------------------------------------------------------------- */
-void shp_input_tnodes(hc_arena *a, const hc_node *n, hc_tnode **tn, int *count,
-                      hc_tnode ***present) {
-    hc_tnode **p = hc_node_input_tnodes(a, n, count);
-    for (int i = 0, k = 0; i < n->ninputs; i++) tn[i] = n->inputs[i] ? p[k++] : NULL;
-    if (present) *present = p;
-}
-
 hc_task *shp_task1(hc_arena *a, const hc_node *n, hc_tnode *out) {
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);

@@ -31,10 +31,8 @@ hc_status shp_axes(const hc_node *n, const char *what, const int64_t *axes, int 
 /* Copy the shape of input tensor t into out; returns its rank. */
 int shp_shape_of(const hc_tensor *t, int64_t *out);
 
-/* Task helpers. tn[i] is the tnode of node input slot i (NULL when absent). */
-void shp_input_tnodes(hc_arena *a, const hc_node *n, hc_tnode **tn, int *count,
-                      hc_tnode ***present);
-/* Task with one output built over fresh axes: value = f(axes). */
+/* Task helper for outputs that read no input (constants, Shape): the node's inputs
+ * as fresh tensor_input tnodes, then the one output. */
 hc_task *shp_task1(hc_arena *a, const hc_node *n, hc_tnode *out);
 /* Fresh axes i0..i(n-1). */
 void shp_make_axes(hc_arena *a, int n, hc_var **axes);

@@ -11,12 +11,11 @@ static const char *out_name(const hc_node *n, int i) {
 
 /* Tasks of ops whose output is the input's elements in row-major order. */
 static hc_task *reshape_task(hc_arena *a, const hc_node *n, hc_error *err) {
-    hc_tnode *tn[8];
     int count;
-    shp_input_tnodes(a, n, tn, &count, NULL);
+    hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
-    hc_tnode *y = hc_compute_reshape(a, out_name(n, 0), tn[0], o->ndim, o->shape, err);
-    return y ? shp_task1(a, n, y) : NULL;
+    hc_tnode *y = hc_compute_reshape(a, out_name(n, 0), p[0], o->ndim, o->shape, err);
+    return y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
 }
 
 /* ---- Reshape ----------------------------------------------------------------------- */
@@ -173,12 +172,11 @@ hc_status shp_infer_transpose(hc_node *n, hc_error *err) {
 
 hc_task *shp_task_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
     int perm[HC_MAX_DIMS];
-    hc_tnode *tn[1];
     int count;
     if (transpose_perm(n, perm, err)) return NULL;
-    shp_input_tnodes(a, n, tn, &count, NULL);
-    hc_tnode *y = hc_compute_transpose(a, out_name(n, 0), tn[0], perm, err);
-    return y ? shp_task1(a, n, y) : NULL;
+    hc_tnode **p = hc_node_input_tnodes(a, n, &count);
+    hc_tnode *y = hc_compute_transpose(a, out_name(n, 0), p[0], perm, err);
+    return y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
 }
 
 /* ---- Concat --------------------------------------------------------------------------- */

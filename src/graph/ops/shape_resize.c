@@ -22,7 +22,12 @@ typedef enum coord_mode {
 } coord_mode;
 
 typedef enum interp_mode { IM_NEAREST, IM_LINEAR, IM_CUBIC } interp_mode;
-typedef enum nearest_mode { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL } nearest_mode;
+typedef enum nearest_mode {
+    NM_ROUND_PREFER_FLOOR,
+    NM_ROUND_PREFER_CEIL,
+    NM_FLOOR,
+    NM_CEIL
+} nearest_mode;
 
 typedef struct resize_cfg {
     int ndim;
@@ -207,14 +212,18 @@ typedef struct taps {
     hc_expr *idx[4], *w[4]; /* w NULL: weight 1 */
 } taps;
 
-/* The taps of one resized dimension for the output index i. */
+/* The taps of one resized dimension for the output index i, as expressions over i. */
 static void dim_taps(hc_arena *a, const resize_cfg *c, int d, int64_t in, hc_var *i, taps *t) {
     hc_expr *x = source_coord(a, c, d, in, i);
     if (c->mode == IM_NEAREST) {
         hc_expr *r;
         switch (c->nearest) {
-        case NM_ROUND_PREFER_FLOOR: r = hc_math(a, HC_PRIM_CEIL, hc_sub(a, x, hc_f64(a, 0.5)), NULL); break;
-        case NM_ROUND_PREFER_CEIL: r = hc_math(a, HC_PRIM_FLOOR, hc_add(a, x, hc_f64(a, 0.5)), NULL); break;
+        case NM_ROUND_PREFER_FLOOR:
+            r = hc_math(a, HC_PRIM_CEIL, hc_sub(a, x, hc_f64(a, 0.5)), NULL);
+            break;
+        case NM_ROUND_PREFER_CEIL:
+            r = hc_math(a, HC_PRIM_FLOOR, hc_add(a, x, hc_f64(a, 0.5)), NULL);
+            break;
         case NM_FLOOR: r = hc_math(a, HC_PRIM_FLOOR, x, NULL); break;
         default: r = hc_math(a, HC_PRIM_CEIL, x, NULL); break;
         }
@@ -246,6 +255,28 @@ static void dim_taps(hc_arena *a, const resize_cfg *c, int d, int64_t in, hc_var
         for (int k = 0; k < 4; k++) t->w[k] = hc_div(a, t->w[k], sum);
 }
 
+/* The taps of dim d as 1-d tables over the output index (tap indices and weights): the
+ * weights are computed once per output row/column, not once per element, and the
+ * element expression stays small. Returns the reads of those tables at axis i. */
+static void dim_tables(hc_arena *a, const resize_cfg *c, const char *name, int d, int64_t in,
+                       hc_var *i, taps *t) {
+    hc_var *o = hc_axis(a, "o");
+    taps e;
+    dim_taps(a, c, d, in, o, &e);
+    t->n = e.n;
+    hc_expr *at[1] = {hc_ref(a, i)};
+    for (int k = 0; k < e.n; k++) {
+        hc_tnode *ti = hc_compute_with_axes(a, hc_arena_printf(a, "%s_i%d_%d", name, d, k), 1,
+                                            &c->out[d], &o, e.idx[k]);
+        t->idx[k] = hc_at(a, ti, at);
+        t->w[k] = NULL;
+        if (!e.w[k]) continue;
+        hc_tnode *tw = hc_compute_with_axes(a, hc_arena_printf(a, "%s_w%d_%d", name, d, k), 1,
+                                            &c->out[d], &o, e.w[k]);
+        t->w[k] = hc_at(a, tw, at);
+    }
+}
+
 /* Outside the roi in some dim (tf_crop_and_resize): the extrapolation value. */
 static hc_expr *outside_roi(hc_arena *a, const resize_cfg *c, const hc_tnode *x, hc_var **ax,
                             const bool *resized) {
@@ -258,6 +289,12 @@ static hc_expr *outside_roi(hc_arena *a, const resize_cfg *c, const hc_tnode *x,
         out = out ? hc_binary(a, HC_OP_OR, out, o) : o;
     }
     return out;
+}
+
+/* A balanced sum keeps the expression shallow (16 taps: depth 4, not 16). */
+static hc_expr *sum_tree(hc_arena *a, hc_expr **terms, int n) {
+    if (n == 1) return terms[0];
+    return hc_add(a, sum_tree(a, terms, n / 2), sum_tree(a, terms + n / 2, n - n / 2));
 }
 
 static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
@@ -275,7 +312,7 @@ static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
     for (int d = 0; d < c.ndim; d++) {
         resized[d] = c.out[d] != x->shape[d] || c.scale[d] != 1.0 ||
                      c.coord == CM_TF_CROP_AND_RESIZE;
-        if (resized[d]) dim_taps(a, &c, d, x->shape[d], ax[d], &t[d]);
+        if (resized[d]) dim_tables(a, &c, o->name, d, x->shape[d], ax[d], &t[d]);
         else t[d].n = 1, t[d].idx[0] = hc_ref(a, ax[d]), t[d].w[0] = NULL;
         combos *= t[d].n;
     }
@@ -283,7 +320,7 @@ static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
         shp_fail(n, HC_ERR_UNSUPPORTED, err, "%d interpolation taps per element", combos);
         return NULL;
     }
-    hc_expr *sum = NULL;
+    hc_expr **terms = HC_NEW_ARRAY(a, hc_expr *, combos);
     for (int k = 0; k < combos; k++) {
         hc_expr *idx[HC_MAX_DIMS], *w = NULL;
         for (int d = 0, rest = k; d < c.ndim; d++) {
@@ -292,14 +329,10 @@ static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
             idx[d] = t[d].idx[j];
             if (t[d].w[j]) w = w ? hc_mul(a, w, t[d].w[j]) : t[d].w[j];
         }
-        hc_expr *v = hc_at(a, x, idx);
-        if (!w) {
-            sum = v; /* nearest: one tap */
-            break;
-        }
-        v = hc_mul(a, hc_cast(a, hc_type_scalar(HC_F64), v), w);
-        sum = sum ? hc_add(a, sum, v) : v;
+        terms[k] = hc_at(a, x, idx);
+        if (w) terms[k] = hc_mul(a, hc_cast(a, hc_type_scalar(HC_F64), terms[k]), w);
     }
+    hc_expr *sum = sum_tree(a, terms, combos);
     if (sum->type->dtype != x->dtype) sum = hc_cast(a, hc_type_scalar(x->dtype), sum);
     if (c.coord == CM_TF_CROP_AND_RESIZE)
         sum = hc_select(a, outside_roi(a, &c, x, ax, resized),
