@@ -633,6 +633,20 @@ static void test_constants(void) {
         const uint8_t *y = c->out[0];
         CHECK(y[0] == 1 && y[1] == 0 && y[2] == 1 && y[3] == 1);
     }
+    /* to bfloat16: the mantissa is truncated (ONNX 1.12 reference), not rounded */
+    float bv[4] = {1.005859375f, -2.9f, 0.81640625f, 3.0e38f};
+    to.i = 16;
+    n = node(HC_OPK_CAST, 1, &f, 1, 1, &to);
+    c = run(n, (void *[]){bv});
+    if (c) {
+        bool ok = true;
+        for (int i = 0; i < 4; i++) {
+            uint32_t u;
+            memcpy(&u, &bv[i], 4);
+            ok &= ((uint16_t *)c->out[0])[i] == (uint16_t)(u >> 16);
+        }
+        CHECK(ok);
+    }
     hc_error e = {0};
     to.i = 8; /* string */
     n = node(HC_OPK_CAST, 1, &f, 1, 1, &to);
@@ -725,6 +739,7 @@ static void awkward_cases(void) {
     run(node(HC_OPK_ONE_HOT, 3, (hc_tensor *[]){oi, scalar("dp", HC_F32, &depth), ov}, 1, 1,
              (hc_attr[]){attr_i("axis", 1)}),
         (void *[]){rnd_idx(&r, 3, 5), (float[]){0.5f, 2}});
+    run(node(HC_OPK_CAST, 1, &x, 1, 1, (hc_attr[]){attr_i("to", 16)}), (void *[]){xv});
     hc_tensor *dd = input("dd", HC_F32, 4, (int64_t[]){1, 9, 1, 7});
     run(node(HC_OPK_DEPTH_TO_SPACE, 1, &dd, 1, 2,
              (hc_attr[]){attr_i("blocksize", 3), attr_s("mode", "CRD")}),

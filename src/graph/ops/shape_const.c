@@ -79,10 +79,33 @@ hc_status shp_infer_cast(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
+/* ONNX up to opset 18 (the ONNX 1.12 reference and its backend test data) converts
+ * float to bfloat16 by truncating the mantissa, not by rounding. y = round(x) is off by
+ * at most one unit when it rounded away from zero; then the bfloat16 just below |y|
+ * is round(y * (1 - 2^-8)): that product lies within half a unit of it (y holds 8
+ * significant bits, so the product is exact in f32). */
+static hc_expr *truncate_to_bf16(hc_arena *a, hc_expr *x) {
+    const hc_type *bf = hc_type_scalar(HC_BF16), *f64 = hc_type_scalar(HC_F64);
+    hc_expr *y = hc_cast(a, bf, x), *yd = hc_cast(a, f64, y);
+    hc_expr *away = hc_binary(a, HC_OP_GT, hc_math(a, HC_PRIM_ABS, yd, NULL),
+                              hc_math(a, HC_PRIM_ABS, hc_cast(a, f64, x), NULL));
+    hc_expr *below = hc_cast(a, bf, hc_mul(a, yd, hc_f64(a, 1.0 - 1.0 / 256)));
+    return hc_select(a, away, below, y);
+}
+
 static hc_task *cast_task(hc_arena *a, const hc_node *n) {
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
-    hc_tnode *y = hc_compute_cast(a, out_name(n), p[0], n->outputs[0]->dtype);
+    hc_dtype to = n->outputs[0]->dtype;
+    hc_tnode *y;
+    if (to == HC_BF16 && (p[0]->dtype == HC_F32 || p[0]->dtype == HC_F64)) {
+        hc_var *ax[HC_MAX_DIMS];
+        shp_make_axes(a, p[0]->ndim, ax);
+        y = hc_compute_with_axes(a, out_name(n), p[0]->ndim, p[0]->shape, ax,
+                                 truncate_to_bf16(a, hc_at_axes(a, p[0], ax)));
+    } else {
+        y = hc_compute_cast(a, out_name(n), p[0], to);
+    }
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
