@@ -144,6 +144,16 @@ static double group_median(const result *rs, int n, int threads, const char *gro
 
 static void write_table(FILE *f, const result *rs, int n);
 
+static char load_start[64], load_end[64];
+
+static void read_loadavg(char *out, size_t cap) {
+    snprintf(out, cap, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return;
+    if (fgets(out, (int)cap, f)) out[strcspn(out, "\n")] = 0;
+    fclose(f);
+}
+
 /* The whole report, or with `section` only a "## section" part to append to one. */
 static void write_report(FILE *f, const result *rs, int n, const char *command,
                          const char *section) {
@@ -154,7 +164,8 @@ static void write_report(FILE *f, const result *rs, int n, const char *command,
     strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
     const char *cflags = t->cflags ? t->cflags : "";
     if (section) {
-        fprintf(f, "\n## %s\n\n- Date: %s\n- Command: `%s`\n\n", section, date, command);
+        fprintf(f, "\n## %s\n\n- Date: %s\n- Command: `%s`\n", section, date, command);
+        fprintf(f, "- /proc/loadavg before: `%s`; after: `%s`\n\n", load_start, load_end);
         write_table(f, rs, n);
         return;
     }
@@ -168,6 +179,8 @@ static void write_report(FILE *f, const result *rs, int n, const char *command,
     fprintf(f, "- hidetc kernels: default config per shape and thread count, compiled with `%s`\n",
             cflags);
     fprintf(f, "- Command: `%s`\n", command);
+    fprintf(f, "- /proc/loadavg before: `%s`; after: `%s` (the machine is shared)\n", load_start,
+            load_end);
     fprintf(f, "- Method: row-major C = A x B, fp32, inputs uniform in [-1, 1]; both libraries in "
                "one process, alternating every repetition; GFLOP/s from median times; ratio = "
                "median of per-repetition ratios (OpenBLAS time / hidetc time).\n");
@@ -262,6 +275,7 @@ int main(int argc, char **argv) {
         if (!sources[i]) return fprintf(stderr, "bench_gemm: %s\n", err.msg), 1;
     }
     fprintf(stderr, "building %d kernels...\n", n);
+    read_loadavg(load_start, sizeof load_start);
     if (hc_jit_build_many(n, (const char *const *)sources, NULL, 0, libs, &err))
         return fprintf(stderr, "bench_gemm: %s\n", err.msg), 1;
     for (int i = 0; i < n; i++) {
@@ -277,6 +291,7 @@ int main(int argc, char **argv) {
         hc_jit_close(libs[i]);
         free(sources[i]);
     }
+    read_loadavg(load_end, sizeof load_end);
     if (out_path) {
         FILE *f = fopen(out_path, "w");
         if (!f) return fprintf(stderr, "bench_gemm: cannot write %s\n", out_path), 1;
