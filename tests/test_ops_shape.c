@@ -666,6 +666,10 @@ static void test_constants(void) {
     n = node(HC_OPK_DROPOUT, 3, (hc_tensor *[]){f, scalar("r", HC_F32, &ratio),
                                                 scalar("t", HC_BOOL, &tr)}, 1, 0, NULL);
     CHECK(infer(n, &e) == HC_ERR_UNSUPPORTED && strstr(e.msg, "training_mode"));
+    ratio = 0; /* training that drops nothing is still the identity */
+    n = node(HC_OPK_DROPOUT, 3, (hc_tensor *[]){f, scalar("r0", HC_F32, &ratio),
+                                                scalar("t0", HC_BOOL, &tr)}, 1, 0, NULL);
+    CHECK(infer(n, &e) == HC_OK);
     n = node(HC_OPK_IDENTITY, 1, &x, 1, 0, NULL);
     CHECK(infer(n, &e) == HC_OK && shape_is(n->outputs[0], 4, (int64_t[]){2, 3, 5, 7}));
 }

@@ -647,9 +647,15 @@ hc_status shp_infer_dropout(hc_node *n, hc_error *err) {
         int cnt;
         hc_status st = shp_const_doubles(n, 2, &train, 1, &cnt, err);
         if (st) return st;
-        if (cnt == 1 && train != 0)
-            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode is true (only "
-                            "inference is supported)");
+        /* training with ratio 0 drops nothing: still the identity */
+        double ratio = 0.5;
+        int rc = 0;
+        if (cnt == 1 && train != 0 && shp_in(n, 1) &&
+            (st = shp_const_doubles(n, 1, &ratio, 1, &rc, err)))
+            return st;
+        if (cnt == 1 && train != 0 && !(rc == 1 && ratio == 0))
+            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode is true with a "
+                            "nonzero ratio (only inference is supported)");
     }
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     /* the mask is bool from opset 10, the input's type before */
