@@ -248,6 +248,11 @@ static void test_slice(void) {
     n = node(HC_OPK_SLICE, 3, ins2, 1, 0, NULL);
     hc_error e = {0};
     CHECK(infer(n, &e) == HC_OK && shape_is(n->outputs[0], 2, (int64_t[]){0, 5}));
+    /* a huge step takes the first element only */
+    hc_tensor *ins3[5] = {x, ints("s3", 1, (int64_t[]){0}), ints("e3", 1, (int64_t[]){INT64_MAX}),
+                          ints("a3", 1, (int64_t[]){1}), ints("p3", 1, (int64_t[]){INT64_MAX})};
+    n = node(HC_OPK_SLICE, 5, ins3, 1, 0, NULL);
+    CHECK(infer(n, &e) == HC_OK && shape_is(n->outputs[0], 2, (int64_t[]){3, 1}));
     /* opset 9: attributes */
     new_graph(9);
     x = input("x", HC_F32, 2, (int64_t[]){3, 5});
@@ -586,10 +591,10 @@ static void test_constants(void) {
     c = run(n, (void *[]){xv});
     if (c) CHECK(n->outputs[0]->ndim == 0 && *(int64_t *)c->out[0] == 210);
 
-    hc_attr vi = attr_is("value_ints", 3, (int64_t[]){4, -5, 6});
+    hc_attr vi = attr_is("value_ints", 3, (int64_t[]){4, -5, INT64_MAX - 1});
     n = node(HC_OPK_CONSTANT, 0, NULL, 1, 1, &vi);
     c = run(n, NULL);
-    if (c) CHECK(((int64_t *)c->out[0])[1] == -5 && ((int64_t *)c->out[0])[2] == 6);
+    if (c) CHECK(((int64_t *)c->out[0])[1] == -5 && ((int64_t *)c->out[0])[2] == INT64_MAX - 1);
     double fv[5] = {0.5, 1.5, -2.25, 3, 9};
     hc_attr vf = {.name = "value_floats", .kind = HC_ATTR_FLOATS, .n = 5, .floats = fv};
     n = node(HC_OPK_CONSTANT, 0, NULL, 1, 1, &vf);

@@ -155,15 +155,47 @@ hc_expr *shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim) {
     return hc_min(a, hc_max(a, w, hc_int(a, 0)), hc_int(a, dim > 0 ? dim - 1 : 0));
 }
 
-static hc_expr *table_rec(hc_arena *a, hc_dtype t, int64_t lo, int64_t hi, const double *vals,
+hc_value shp_num_value(hc_dtype t, double d) {
+    hc_value v = {0};
+    if (hc_dtype_is_float(t)) v.f = t == HC_F32 ? (double)(float)d : d;
+    else if (t == HC_BOOL) v.i = d != 0;
+    else if (hc_dtype_is_signed(t)) v.i = (int64_t)d;
+    else v.u = d < 0 ? (uint64_t)(int64_t)d : (uint64_t)d;
+    return v;
+}
+
+hc_value shp_int_value(hc_dtype t, int64_t i) {
+    hc_value v = {0};
+    if (hc_dtype_is_float(t)) v.f = t == HC_F32 ? (double)(float)i : (double)i;
+    else if (t == HC_BOOL) v.i = i != 0;
+    else if (hc_dtype_is_signed(t)) v.i = i;
+    else v.u = (uint64_t)i;
+    return v;
+}
+
+hc_value *shp_tensor_values(hc_arena *a, const hc_tensor *t, hc_dtype to) {
+    int64_t n = hc_tensor_numel(t);
+    hc_value *v = HC_NEW_ARRAY(a, hc_value, n > 0 ? n : 1);
+    if (n > 0 && !hc_dtype_is_float(t->dtype)) {
+        /* integers exactly: int64 values beyond 2^53 do not survive a double */
+        int64_t *iv = HC_NEW_ARRAY(a, int64_t, n);
+        HC_ASSERT(hc_tensor_const_ints(t, iv, n) == n);
+        for (int64_t i = 0; i < n; i++) v[i] = shp_int_value(to, iv[i]);
+        return v;
+    }
+    for (int64_t i = 0; i < n; i++) v[i] = shp_num_value(to, hc_tensor_const_at(t, i));
+    return v;
+}
+
+static hc_expr *table_rec(hc_arena *a, hc_dtype t, int64_t lo, int64_t hi, const hc_value *vals,
                           hc_expr *flat) {
-    if (hi - lo == 1) return hc_const_num(a, t, vals[lo]);
+    if (hi - lo == 1) return hc_const(a, t, vals[lo]);
     int64_t mid = lo + (hi - lo) / 2;
     return hc_select(a, hc_lt(a, flat, hc_int(a, mid)), table_rec(a, t, lo, mid, vals, flat),
                      table_rec(a, t, mid, hi, vals, flat));
 }
 
-hc_expr *shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const double *vals,
+hc_expr *shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const hc_value *vals,
                          hc_expr *flat) {
     if (n <= 0) return hc_const_num(a, t, 0);
     return table_rec(a, t, 0, n, vals, flat);

@@ -14,7 +14,7 @@
 static const char *out_name(const hc_node *n) { return n->outputs[0]->name; }
 
 /* A one-output task whose value is flat element i of vals. */
-static hc_task *table_task(hc_arena *a, const hc_node *n, const double *vals) {
+static hc_task *table_task(hc_arena *a, const hc_node *n, const hc_value *vals) {
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[HC_MAX_DIMS];
     shp_make_axes(a, o->ndim, ax);
@@ -47,9 +47,10 @@ hc_status shp_infer_shape(hc_node *n, hc_error *err) {
 hc_task *shp_task_shape(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int64_t start, end;
-    double vals[HC_MAX_DIMS];
+    hc_value vals[HC_MAX_DIMS];
     shape_range(n, &start, &end);
-    for (int64_t d = start; d < end; d++) vals[d - start] = (double)n->inputs[0]->shape[d];
+    for (int64_t d = start; d < end; d++)
+        vals[d - start] = shp_int_value(HC_I64, n->inputs[0]->shape[d]);
     return table_task(a, n, vals);
 }
 
@@ -161,21 +162,22 @@ hc_status shp_infer_constant(hc_node *n, hc_error *err) {
 hc_task *shp_task_constant(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_attr *at;
     int64_t len = hc_tensor_numel(n->outputs[0]);
-    double *vals = HC_NEW_ARRAY(a, double, len > 0 ? len : 1);
+    hc_dtype t = n->outputs[0]->dtype;
+    hc_value *vals = HC_NEW_ARRAY(a, hc_value, len > 0 ? len : 1);
     if ((at = hc_node_attr(n, "value")) && at->kind == HC_ATTR_TENSOR && at->t) {
         if (len > 0 && !at->t->data) {
             shp_fail(n, HC_ERR_INVALID, err, "value has no data");
             return NULL;
         }
-        for (int64_t i = 0; i < len; i++) vals[i] = hc_tensor_const_at(at->t, i);
+        vals = shp_tensor_values(a, at->t, t);
     } else if ((at = hc_node_attr(n, "value_float"))) {
-        vals[0] = at->f;
+        vals[0] = shp_num_value(t, at->f);
     } else if ((at = hc_node_attr(n, "value_int"))) {
-        vals[0] = (double)at->i;
+        vals[0] = shp_int_value(t, at->i);
     } else if ((at = hc_node_attr(n, "value_floats"))) {
-        memcpy(vals, at->floats, sizeof(double) * (size_t)len);
+        for (int64_t i = 0; i < len; i++) vals[i] = shp_num_value(t, at->floats[i]);
     } else if ((at = hc_node_attr(n, "value_ints"))) {
-        for (int64_t i = 0; i < len; i++) vals[i] = (double)at->ints[i];
+        for (int64_t i = 0; i < len; i++) vals[i] = shp_int_value(t, at->ints[i]);
     }
     return table_task(a, n, vals);
 }
@@ -209,10 +211,11 @@ hc_task *shp_task_constant_of_shape(hc_arena *a, const hc_node *n, hc_error *err
     double v;
     if (cos_value(n, &t, &v, err)) return NULL;
     const hc_tensor *o = n->outputs[0];
+    const hc_attr *at = hc_node_attr(n, "value");
+    hc_value c = at ? shp_tensor_values(a, at->t, t)[0] : shp_num_value(t, 0);
     hc_var *ax[HC_MAX_DIMS];
     shp_make_axes(a, o->ndim, ax);
-    hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax,
-                                       hc_const_num(a, o->dtype, v));
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, hc_const(a, t, c));
     return shp_task1(a, n, y);
 }
 

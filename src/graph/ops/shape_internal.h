@@ -40,10 +40,15 @@ void shp_make_axes(hc_arena *a, int n, hc_var **axes);
  * dim and the result clamped into [0, dim) so that generated code never reads outside
  * the tensor on bad data. */
 hc_expr *shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim);
-/* A constant-valued tensor (flat element i is vals[i]) over fresh axes, as a balanced
- * select tree on the flat index. */
-hc_expr *shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const double *vals,
+/* A constant-valued tensor (flat element i is vals[i]) as a balanced select tree on
+ * the flat index. */
+hc_expr *shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const hc_value *vals,
                          hc_expr *flat);
+/* Constant values of dtype t from a double or an int64 (exact). */
+hc_value shp_num_value(hc_dtype t, double d);
+hc_value shp_int_value(hc_dtype t, int64_t i);
+/* Every element of the constant tensor t as a value of dtype `to` (integers exact). */
+hc_value *shp_tensor_values(hc_arena *a, const hc_tensor *t, hc_dtype to);
 /* Row-major flat index of axes over shape. */
 hc_expr *shp_flat_index(hc_arena *a, int ndim, const int64_t *shape, hc_var *const *axes);
 

@@ -1,6 +1,7 @@
 /* shape_move.c — reshapes, copies and slices: Reshape, Flatten, Squeeze, Unsqueeze,
  * Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace, SpaceToDepth,
  * Identity, Dropout (inference). Shape-determining inputs must be constants. */
+#include <stdint.h>
 #include <string.h>
 
 #include "graph/ops/shape_internal.h"
@@ -347,12 +348,14 @@ static hc_status slice_params(const hc_node *n, int64_t *start, int64_t *step, i
         if (k == 0) return shp_fail(n, HC_ERR_INVALID, err, "steps[%d] is 0", i);
         if (b < 0) b = b < -dim ? -dim - 1 : b + dim; /* no overflow for INT64_MIN */
         if (e < 0) e = e < -dim ? -dim - 1 : e + dim;
+        /* lengths as (distance - 1) / |step| + 1: no overflow for huge steps */
         if (k > 0) {
             b = clamp64(b, 0, dim), e = clamp64(e, 0, dim);
-            len[d] = e > b ? (e - b + k - 1) / k : 0;
+            len[d] = e > b ? (e - b - 1) / k + 1 : 0;
         } else {
             b = clamp64(b, 0, dim - 1), e = clamp64(e, -1, dim - 1);
-            len[d] = b > e ? (b - e + (-k) - 1) / (-k) : 0;
+            int64_t ak = k == INT64_MIN ? INT64_MAX : -k;
+            len[d] = b > e ? (b - e - 1) / ak + 1 : 0;
         }
         start[d] = len[d] > 0 ? b : 0, step[d] = k;
     }
