@@ -17,7 +17,7 @@ static hc_arena A;
 /* ---- one-node graphs ------------------------------------------------------------------ */
 typedef struct tcase {
     hc_task *t;
-    void *in[8], *out[8];
+    void *in[48], *out[8];
 } tcase;
 
 #define MAX_CASES 96
@@ -749,6 +749,29 @@ static void awkward_cases(void) {
              (hc_attr[]){attr_i("axis", 1)}),
         (void *[]){rnd_idx(&r, 3, 5), (float[]){0.5f, 2}});
     run(node(HC_OPK_CAST, 1, &x, 1, 1, (hc_attr[]){attr_i("to", 16)}), (void *[]){xv});
+    /* a long concatenation (one empty input) stays a shallow expression */
+    hc_tensor *parts[40];
+    void *pv[40];
+    for (int i = 0; i < 40; i++) {
+        int64_t w = i == 17 ? 0 : i % 5 + 1;
+        parts[i] = input(hc_arena_printf(&A, "c%d", i), HC_F32, 2, (int64_t[]){3, w});
+        pv[i] = rnd_f(&r, 3 * w + 1);
+    }
+    tcase *c = run(node(HC_OPK_CONCAT, 40, parts, 1, 1, (hc_attr[]){attr_i("axis", 1)}), pv);
+    if (c) {
+        const float *y = c->out[0];
+        int64_t total = 0, col = 0;
+        bool ok = true;
+        for (int i = 0; i < 40; i++) total += parts[i]->shape[1];
+        for (int i = 0; i < 40; i++) {
+            int64_t w = parts[i]->shape[1];
+            for (int row = 0; row < 3; row++)
+                for (int64_t j = 0; j < w; j++)
+                    ok &= y[row * total + col + j] == ((float *)pv[i])[row * w + j];
+            col += w;
+        }
+        CHECK(ok);
+    }
     hc_tensor *dd = input("dd", HC_F32, 4, (int64_t[]){1, 9, 1, 7});
     run(node(HC_OPK_DEPTH_TO_SPACE, 1, &dd, 1, 2,
              (hc_attr[]){attr_i("blocksize", 3), attr_s("mode", "CRD")}),
@@ -782,7 +805,7 @@ static void check_compiled(void) {
         hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(lib, sym);
         CHECK_MSG(fn != NULL, "missing %s", sym);
         if (!fn) continue;
-        void *args[12];
+        void *args[56];
         for (int k = 0; k < t->ninputs; k++) args[k] = cases[i].in[k];
         for (int k = 0; k < t->noutputs; k++) {
             args[t->ninputs + k] = hc_xmalloc(nbytes(t->outputs[k]));

@@ -211,13 +211,41 @@ hc_status shp_infer_concat(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
+typedef struct concat_ctx {
+    hc_tnode **xs;
+    const int64_t *off; /* off[i]: first output index of input i along axis */
+    hc_var **ax;
+    int axis;
+} concat_ctx;
+
+/* Inputs lo..hi-1 as a balanced select tree on the axis index: depth log2(n), so long
+ * concatenations stay shallow expressions. */
+static hc_expr *concat_tree(hc_arena *a, const concat_ctx *c, int lo, int hi) {
+    if (hi - lo == 1) {
+        const hc_tnode *x = c->xs[lo];
+        hc_expr *idx[HC_MAX_DIMS];
+        for (int d = 0; d < x->ndim; d++) idx[d] = hc_ref(a, c->ax[d]);
+        idx[c->axis] = hc_sub(a, idx[c->axis], hc_int(a, c->off[lo]));
+        return hc_at(a, x, idx);
+    }
+    int mid = lo + (hi - lo) / 2;
+    hc_expr *left = hc_lt(a, hc_ref(a, c->ax[c->axis]), hc_int(a, c->off[mid]));
+    return hc_select(a, left, concat_tree(a, c, lo, mid), concat_tree(a, c, mid, hi));
+}
+
 hc_task *shp_task_concat(hc_arena *a, const hc_node *n, hc_error *err) {
     int axis, count;
     if (concat_axis(n, &axis, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
-    hc_tnode *y = hc_compute_concat(a, out_name(n, 0), count, (const hc_tnode *const *)p,
-                                    axis, err);
-    return y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
+    const hc_tensor *o = n->outputs[0];
+    int64_t *off = HC_NEW_ARRAY(a, int64_t, count + 1);
+    for (int i = 0; i < count; i++) off[i + 1] = off[i] + p[i]->shape[axis];
+    hc_var *ax[HC_MAX_DIMS];
+    shp_make_axes(a, o->ndim, ax);
+    concat_ctx c = {p, off, ax, axis};
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n, 0), o->ndim, o->shape, ax,
+                                       concat_tree(a, &c, 0, count));
+    return hc_node_task(a, n, count, p, 1, &y);
 }
 
 /* ---- Split ---------------------------------------------------------------------------- */
