@@ -638,6 +638,57 @@ static void test_damaged_files(void) {
     free(buf);
 }
 
+/* ---- deep nesting ------------------------------------------------------------------ */
+static size_t put_varint(uint8_t *p, uint64_t v) {
+    size_t n = 0;
+    do {
+        p[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return n;
+}
+
+/* Wrap buf[0..*n) as length-delimited field `num`, in place (buf has room). */
+static void wrap(uint8_t *buf, size_t *n, unsigned num) {
+    uint8_t head[16];
+    size_t h = put_varint(head, (uint64_t)num << 3 | 2);
+    h += put_varint(head + h, *n);
+    memmove(buf + h, buf, *n);
+    memcpy(buf, head, h);
+    *n += h;
+}
+
+/* A model of graphs nested `levels` deep through node attributes (AttributeProto.g). */
+static uint8_t *nested_model(int levels, size_t *n) {
+    uint8_t *buf = malloc((size_t)levels * 16 + 64);
+    *n = 0;
+    for (int i = 0; i < levels; i++) {
+        wrap(buf, n, 6); /* AttributeProto.g */
+        wrap(buf, n, 5); /* NodeProto.attribute */
+        wrap(buf, n, 1); /* GraphProto.node */
+    }
+    wrap(buf, n, 7); /* ModelProto.graph */
+    return buf;
+}
+
+static void test_deep_nesting(void) {
+    const char *path = path_of("nested.onnx");
+    size_t n;
+    uint8_t *buf = nested_model(100000, &n);
+    write_bytes(path, buf, n);
+    free(buf);
+    hc_error err;
+    hc_graph *g = load(path, &err); /* protobuf-c alone would overflow the stack */
+    CHECK(!g && err.status == HC_ERR_INVALID && has(err.msg, "nested too deeply"));
+    hc_graph_free(g);
+    buf = nested_model(5, &n); /* a plausible depth decodes (and fails later) */
+    write_bytes(path, buf, n);
+    free(buf);
+    g = load(path, &err);
+    CHECK(!g && !strstr(err.msg, "nested too deeply"));
+    hc_graph_free(g);
+}
+
 /* ---- test-data tensors ------------------------------------------------------------------- */
 static void test_load_tensor(void) {
     int64_t d23[2] = {2, 3};
@@ -676,6 +727,7 @@ int main(void) {
     test_unsupported_listing();
     test_graph_errors();
     test_damaged_files();
+    test_deep_nesting();
     test_load_tensor();
     hc_arena_free(&A);
     nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -175,7 +175,8 @@ static bool dtype_fits(hc_dtype data, hc_dtype model) {
 
 /* Does host tensor h fit graph tensor t (dtype and shape)? Explains in t->why if not. */
 static bool fits(test_run *t, const char *role, const hc_tensor *g, const hc_host_tensor *h) {
-    if (dtype_fits(h->dtype, g->dtype) && same_shape(h->ndim, h->shape, g->ndim, g->shape)) return true;
+    if (dtype_fits(h->dtype, g->dtype) && same_shape(h->ndim, h->shape, g->ndim, g->shape))
+        return true;
     hc_sb_printf(&t->why, "%s '%s': the test has ", role, g->name);
     describe(&t->why, h->dtype, h->ndim, h->shape);
     hc_sb_puts(&t->why, ", the model ");
@@ -221,15 +222,41 @@ static void adopt_data_shapes(test_run *t, hc_graph *g, dataset *ds) {
     }
 }
 
-/* The input named by the last hc_node_need_const, if it is an unbound graph input. */
-static const char *bindable_input(const test_run *t) {
-    const char *name = hc_last_need_const();
-    if (!name) return NULL;
+static bool is_bound(const test_run *t, const char *name) {
     for (int b = 0; b < t->nbound; b++)
-        if (!strcmp(t->bound[b], name)) return NULL;
-    for (int k = 0; k < t->norig; k++)
-        if (!strcmp(t->orig[k], name)) return name;
-    return NULL;
+        if (!strcmp(t->bound[b], name)) return true;
+    return false;
+}
+
+/* Bind the graph inputs that tensor x depends on (depth-first through producers). */
+static int bind_sources(test_run *t, const hc_tensor *x, bool *seen) {
+    if (!x || seen[x->id]) return 0;
+    seen[x->id] = true;
+    if (x->producer) {
+        int added = 0;
+        for (int i = 0; i < x->producer->ninputs; i++)
+            added += bind_sources(t, x->producer->inputs[i], seen);
+        return added;
+    }
+    if (x->data || is_bound(t, x->name)) return 0;
+    t->bound = hc_xrealloc(t->bound, sizeof *t->bound * (size_t)(t->nbound + 1));
+    t->bound[t->nbound++] = hc_xstrdup(x->name);
+    return 1;
+}
+
+/* The value the last hc_node_need_const asked for is computed from graph inputs (often
+ * the input itself, else a shape computation on inputs): bind those inputs. Returns how
+ * many were newly bound (0: nothing to bind, the compile cannot be helped). */
+static int bind_needed(test_run *t) {
+    const char *name = hc_last_need_const();
+    hc_graph *g = NULL;
+    if (!name || hc_onnx_load(t->model_path, &g, NULL)) return 0;
+    const hc_tensor *x = hc_graph_find_tensor(g, name);
+    bool *seen = hc_xcalloc(g->tensors.len + 1, 1);
+    int added = x ? bind_sources(t, x, seen) : 0;
+    free(seen);
+    hc_graph_free(g);
+    return added;
 }
 
 static outcome load_graph(test_run *t, hc_graph **g) {
@@ -244,8 +271,9 @@ static outcome load_graph(test_run *t, hc_graph **g) {
     return T_PASS;
 }
 
-/* Compile for data set ds; inputs that an op needs at compile time are bound as
- * constants from ds and the compile is retried (at most once per input). */
+/* Compile for data set ds; the inputs that values an op needs at compile time come from
+ * are bound as constants from ds and the compile is retried (each retry binds at least
+ * one more input, so this ends). */
 static outcome compile(test_run *t, dataset *ds, hc_model **m) {
     hc_jit_options jit = {.cache_dir = t->o->cache_dir, .verbose = t->o->verbose};
     hc_compile_options copt = {.num_threads = t->o->threads, .jit = &jit,
@@ -263,10 +291,7 @@ static outcome compile(test_run *t, dataset *ds, hc_model **m) {
         hc_clear_need_const();
         hc_status s = hc_model_compile(g, &copt, m, &err);
         if (!s) return T_PASS;
-        const char *name = s == HC_ERR_UNSUPPORTED ? bindable_input(t) : NULL;
-        if (!name) return verdict(t, s, "", &err);
-        t->bound = hc_xrealloc(t->bound, sizeof *t->bound * (size_t)(t->nbound + 1));
-        t->bound[t->nbound++] = hc_xstrdup(name);
+        if (s != HC_ERR_UNSUPPORTED || !bind_needed(t)) return verdict(t, s, "", &err);
     }
 }
 
@@ -438,9 +463,12 @@ static char *test_line(const char *dir, const test_opts *o, outcome *res) {
     static const char *const tags[] = {"PASS", "FAIL", "UNSUPPORTED"};
     hc_sb_printf(&line, "%s %s", tags[*res], t.name);
     if (*res != T_PASS) hc_sb_printf(&line, ": %s", hc_sb_str(&t.why));
-    /* one line per test: fold any newline of a library message */
+    /* one line per test: fold any newline of a library message (compiler output), and
+     * cut what would drown the other lines */
     for (char *p = line.buf; p && *p; p++)
-        if (*p == '\n') *p = ' ';
+        if (*p == '\n' || *p == '\t') *p = ' ';
+    enum { MAX_LINE = 600 };
+    if (line.len > MAX_LINE) strcpy(line.buf + MAX_LINE - 4, " ...");
     test_run_free(&t);
     return hc_sb_take(&line);
 }
@@ -572,7 +600,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: hidetc onnx-test DIR... [--rtol R] [--atol A] [--jobs J] [--timeout S]\n"
                "                         [--threads T] [--cache-dir DIR] [--no-fork] [--verbose]\n"
                "  each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb\n"
-               "  defaults: rtol 1e-3, atol 1e-3, jobs = cores, timeout 300 s, threads 1\n");
+               "  defaults: rtol 1e-3, atol 1e-3, jobs = cores, timeout 120 s, threads 1\n");
 }
 
 static bool parse_num(const char *opt, const char *s, double lo, double *out) {
@@ -590,7 +618,7 @@ static bool parse_num(const char *opt, const char *s, double lo, double *out) {
 /* Returns the number of test folders (moved to the front of argv), or -1 on bad usage. */
 static int parse_args(int argc, char **argv, test_opts *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (test_opts){.rtol = 1e-3, .atol = 1e-3, .timeout_s = 300,
+    *o = (test_opts){.rtol = 1e-3, .atol = 1e-3, .timeout_s = 120,
                      .jobs = cores > 0 ? (int)cores : 1, .threads = 1, .fork = true};
     int n = 0;
     for (int i = 1; i < argc; i++) {

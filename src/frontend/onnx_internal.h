@@ -30,4 +30,9 @@ const char *hc_onnx_dtype_name(int32_t onnx_type, char buf[32]);
 hc_status hc_onnx_decode_tensor(hc_onnx_src *src, const Onnx__TensorProto *tp,
                                 const char *what, hc_onnx_dense *out, hc_error *err);
 
+/* False when the wire data in p[0..n) of a message of type desc nests messages deeper
+ * than any model does (protobuf-c would recurse without limit). */
+bool hc_onnx_nesting_ok(const ProtobufCMessageDescriptor *desc, const uint8_t *p, size_t n,
+                        int depth);
+
 #endif

@@ -298,7 +298,10 @@ hc_status hc_onnx_load_tensor(const char *path, hc_host_tensor *out, hc_error *e
     size_t size = 0;
     hc_status s = hc_read_file(path, &bytes, &size, err);
     if (s) return s;
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, size, (const uint8_t *)bytes);
+    const uint8_t *u = (const uint8_t *)bytes;
+    Onnx__TensorProto *tp = hc_onnx_nesting_ok(&onnx__tensor_proto__descriptor, u, size, 0)
+                                ? onnx__tensor_proto__unpack(NULL, size, u)
+                                : NULL;
     free(bytes);
     if (!tp)
         return hc_error_set(err, HC_ERR_INVALID, "%s: not a valid TensorProto (protobuf "
