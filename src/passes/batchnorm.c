@@ -51,9 +51,19 @@ static hc_tensor *scale_weight(hc_graph *g, const hc_tensor *w, int axis, const 
     int64_t n = hc_tensor_numel(w), inner = 1;
     for (int d = axis + 1; d < w->ndim; d++) inner *= w->shape[d];
     int64_t c = w->shape[axis];
+    char *name = hc_arena_printf(&g->arena, "%s_bnfold", w->name);
+    if (w->dtype == HC_F32) { /* the common case, directly: models have millions of weights */
+        hc_tensor *t = hc_graph_constant(g, name, w->dtype, w->ndim, w->shape, NULL);
+        const float *src = w->data;
+        float *dst = t->data;
+        for (int64_t base = 0; base < n; base += c * inner) /* [outer, c, inner] */
+            for (int64_t k = 0; k < c; k++)
+                for (int64_t i = base + k * inner; i < base + (k + 1) * inner; i++)
+                    dst[i] = (float)(src[i] * s[k]);
+        return t;
+    }
     double *v = hc_xmalloc(sizeof(double) * (size_t)(n ? n : 1));
     for (int64_t i = 0; i < n; i++) v[i] = hc_tensor_const_at(w, i) * s[(i / inner) % c];
-    char *name = hc_arena_printf(&g->arena, "%s_bnfold", w->name);
     hc_tensor *t = hc_pass_const_float(g, name, w->dtype, w->ndim, w->shape, v);
     free(v);
     return t;
