@@ -95,7 +95,8 @@ static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
         st = fold_node(g, n, err);
         folded[k] = st == HC_OK;
     }
-    if (st == HC_OK) hc_pass_remove_nodes(g, folded);
+    /* also on failure: a caller may bind a missing value and run inference again */
+    hc_pass_remove_nodes(g, folded);
     free(folded);
     return st;
 }
