@@ -23,8 +23,19 @@
 #endif
 
 #define HC_ARRAY_LEN(x) (sizeof(x) / sizeof((x)[0]))
-#define HC_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define HC_MAX(a, b) ((a) > (b) ? (a) : (b))
+/* Each argument is evaluated once (a recursive call inside HC_MAX must not run twice). */
+#define HC_MIN(a, b)                                                                     \
+    __extension__({                                                                      \
+        __typeof__(a) _hc_a = (a);                                                       \
+        __typeof__(b) _hc_b = (b);                                                       \
+        _hc_a < _hc_b ? _hc_a : _hc_b;                                                   \
+    })
+#define HC_MAX(a, b)                                                                     \
+    __extension__({                                                                      \
+        __typeof__(a) _hc_a = (a);                                                       \
+        __typeof__(b) _hc_b = (b);                                                       \
+        _hc_a > _hc_b ? _hc_a : _hc_b;                                                   \
+    })
 
 /* ---- assertions ---------------------------------------------------------------- */
 HC_NORETURN void hc_assert_fail(const char *expr, const char *file, int line, const char *msg);

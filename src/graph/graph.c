@@ -461,7 +461,7 @@ hc_status hc_graph_toposort(hc_graph *g, hc_error *err) {
         if (!s.mark[i]) st = topo_visit(&s, (int)i, err);
     if (st == HC_OK) {
         HC_ASSERT(s.norder == nn);
-        memcpy(g->nodes.data, s.order, sizeof(hc_node *) * nn);
+        if (nn) memcpy(g->nodes.data, s.order, sizeof(hc_node *) * nn);
     }
     free((void *)s.prod);
     free(s.mark);
