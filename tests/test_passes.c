@@ -213,7 +213,32 @@ static hc_graph *build_fold(void) {
     return g;
 }
 
+/* y = x + Reshape(Transpose(C, perm)) and x + Transpose(C) (default perm): folded
+ * directly, not through the interpreter, so checked against it */
+static hc_graph *build_fold_perm(void) {
+    hc_graph *g = hc_graph_new("fold_perm", 13);
+    int64_t cs[4] = {2, 3, 4, 5}, rs[4] = {5, 4, 3, 2};
+    hc_tensor *c = rand_const(g, "C", 4, cs, 3, -1, 1);
+    int64_t perm[4] = {2, 0, 3, 1};
+    hc_attr pa = ints_attr("perm", 4, perm);
+    hc_tensor *t = node1(g, HC_OPK_TRANSPOSE, "tr", 1, &c, 1, &pa);
+    hc_tensor *ri[2] = {t, hc_pass_const_i64(g, "shp", 2, (int64_t[]){8, 15})};
+    t = node1(g, HC_OPK_RESHAPE, "rs", 2, ri, 0, NULL);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){8, 15});
+    hc_tensor *ai[2] = {x, t};
+    hc_graph_add_output(g, node1(g, HC_OPK_ADD, "add", 2, ai, 0, NULL));
+    hc_tensor *x2 = hc_graph_add_input(g, "x2", HC_F32, 4, rs);
+    hc_tensor *ai2[2] = {x2, node1(g, HC_OPK_TRANSPOSE, "tr_default", 1, &c, 0, NULL)};
+    hc_graph_add_output(g, node1(g, HC_OPK_ADD, "add2", 2, ai2, 0, NULL));
+    return g;
+}
+
 static void test_fold_constants(void) {
+    pass_fn pp[] = {hc_pass_infer_shapes};
+    hc_graph *gp = check_passes(build_fold_perm, 1, pp, 0, "fold transpose");
+    CHECK_EQ_INT(gp->nodes.len, 2);
+    hc_graph_free(gp);
+
     pass_fn p[] = {hc_pass_infer_shapes};
     hc_graph *g = check_passes(build_fold, 1, p, 0, "fold (inference)");
     CHECK_EQ_INT(g->nodes.len, 3); /* 1.1M elements: above the inference limit */

@@ -41,8 +41,58 @@ static bool foldable(const hc_node *n, int64_t limit) {
     return hc_op_class_of(n->op) == HC_OPC_SOURCE || outputs_numel(n) <= limit;
 }
 
+/* x transposed by perm into y (ONNX Transpose: y dim d is x dim perm[d]), any dtype. */
+static void permute(const hc_tensor *x, const int *perm, const hc_tensor *y, void *out) {
+    size_t es = (size_t)hc_dtype_size(x->dtype);
+    int64_t xstride[HC_MAX_DIMS], step[HC_MAX_DIMS], idx[HC_MAX_DIMS] = {0};
+    int nd = x->ndim;
+    for (int d = nd - 1, s = 1; d >= 0; s *= (int)x->shape[d], d--) xstride[d] = s;
+    for (int d = 0; d < nd; d++) step[d] = xstride[perm[d]];
+    int64_t n = hc_tensor_numel(y), off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy((char *)out + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+        for (int d = nd - 1; d >= 0; d--) { /* odometer over y's index, x's offset with it */
+            off += step[d];
+            if (++idx[d] < y->shape[d]) break;
+            off -= step[d] * y->shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Folds that only move data, done directly: the interpreter would take seconds on a
+ * model's weights (exporters emit Transpose(W) before MatMul). false: not handled. */
+static bool fold_data_movement(hc_graph *g, hc_node *n) {
+    hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    if (!x || !x->data || !y || n->noutputs != 1 || x->dtype != y->dtype) return false;
+    switch (n->op) {
+    case HC_OPK_RESHAPE: case HC_OPK_FLATTEN: case HC_OPK_SQUEEZE: case HC_OPK_UNSQUEEZE:
+    case HC_OPK_IDENTITY:
+        y->data = x->data; /* same bytes in the same order; constants are immutable */
+        break;
+    case HC_OPK_TRANSPOSE: {
+        int cnt = 0, perm[HC_MAX_DIMS];
+        const int64_t *p = hc_node_attr_ints(n, "perm", &cnt);
+        if (y->ndim != x->ndim || (p && cnt != x->ndim)) return false;
+        for (int d = 0; d < x->ndim; d++) perm[d] = p ? (int)p[d] : x->ndim - 1 - d;
+        for (int d = 0; d < x->ndim; d++)
+            if (perm[d] < 0 || perm[d] >= x->ndim || y->shape[d] != x->shape[perm[d]])
+                return false;
+        size_t nb = hc_tensor_nbytes(y);
+        void *out = hc_arena_alloc(&g->arena, nb ? nb : 1);
+        permute(x, perm, y, out);
+        y->data = out;
+        break;
+    }
+    default: return false;
+    }
+    y->producer = NULL;
+    return true;
+}
+
 /* Evaluate n and store its outputs as constants in the graph's arena. */
 static hc_status fold_node(hc_graph *g, hc_node *n, hc_error *err) {
+    if (n->ninputs >= 1 && fold_data_movement(g, n)) return HC_OK;
     void *in[HC_MANY + 1] = {0}, *out[HC_MANY + 1] = {0};
     void *scratch[HC_MANY + 1] = {0};
     int ni = 0, no = 0, ns = 0;
