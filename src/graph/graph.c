@@ -725,7 +725,8 @@ void hc_node_set_output(hc_node *n, int i, hc_dtype dtype, int ndim, const int64
 hc_status hc_node_axis(const hc_node *n, int64_t axis, int rank, int *out, hc_error *err) {
     int64_t a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= rank)
-        return hc_error_set(err, HC_ERR_INVALID, "node '%s' (%s): axis %lld out of range for rank %d",
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "node '%s' (%s): axis %lld out of range for rank %d",
                             n->name, op_display_name(n->op), (long long)axis, rank);
     *out = (int)a;
     return HC_OK;

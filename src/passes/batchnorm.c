@@ -127,9 +127,8 @@ static bool fold_gemm(hc_graph *g, hc_node *gemm, const bn_params *p) {
     int axis = hc_node_attr_int(gemm, "transB", 0) ? 0 : 1;
     if (w->shape[axis] != p->c) return false;
     /* C must be per column (or a scalar); a full [M, N] C is left alone */
-    if (c && (!is_float_const(c) || (hc_tensor_numel(c) != 1 &&
-                                     (hc_tensor_numel(c) != p->c || c->shape[c->ndim - 1] != p->c))))
-        return false;
+    bool per_column = c && hc_tensor_numel(c) == p->c && c->shape[c->ndim - 1] == p->c;
+    if (c && (!is_float_const(c) || (hc_tensor_numel(c) != 1 && !per_column))) return false;
     double beta = hc_node_attr_float(gemm, "beta", 1.0);
     gemm->inputs[1] = scale_weight(g, w, axis, p->s);
     set_input(g, gemm, 2, fold_bias(g, c, beta, p, w->dtype, gemm->name));

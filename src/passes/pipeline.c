@@ -14,7 +14,8 @@ static hc_status verify_node(const hc_graph *g, const hc_node *n, const char *re
         const hc_tensor *t = n->inputs[j];
         if (!t) continue;
         if (t->id < 0 || (size_t)t->id >= g->tensors.len || g->tensors.data[t->id] != t)
-            return hc_error_set(err, HC_ERR_INVALID, "verify: node '%s' reads '%s', not in the graph",
+            return hc_error_set(err, HC_ERR_INVALID,
+                                "verify: node '%s' reads '%s', not in the graph",
                                 n->name, t->name);
         if (!t->data && !ready[t->id])
             return hc_error_set(err, HC_ERR_INVALID,

@@ -31,7 +31,8 @@ static hc_status attr_pair(const hc_node *n, const char *name, int64_t dflt, int
 static hc_status geometry(const hc_node *n, im2col_geom *g, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     if (x->ndim != 4)
-        return hc_error_set(err, HC_ERR_INVALID, "node '%s' (Im2Col): input has rank %d, expected 4",
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "node '%s' (Im2Col): input has rank %d, expected 4",
                             n->name, x->ndim);
     if (!hc_node_attr_ints(n, "kernel_shape", NULL))
         return hc_error_set(err, HC_ERR_INVALID, "node '%s' (Im2Col): kernel_shape missing",
@@ -43,7 +44,8 @@ static hc_status geometry(const hc_node *n, im2col_geom *g, hc_error *err) {
     int cnt = 0;
     const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
     if (p && cnt != 4)
-        return hc_error_set(err, HC_ERR_INVALID, "node '%s' (Im2Col): pads has %d values, expected 4",
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "node '%s' (Im2Col): pads has %d values, expected 4",
                             n->name, cnt);
     for (int i = 0; i < 4; i++) g->pad[i] = p ? p[i] : 0;
     for (int i = 0; i < 2; i++) {
@@ -52,7 +54,8 @@ static hc_status geometry(const hc_node *n, im2col_geom *g, hc_error *err) {
         int64_t room = g->in[i] + g->pad[i] + g->pad[i + 2] - span;
         if (g->k[i] < 1 || g->s[i] < 1 || g->d[i] < 1 || room < 0)
             return hc_error_set(err, HC_ERR_INVALID,
-                                "node '%s' (Im2Col): window does not fit spatial dim %d", n->name, i);
+                                "node '%s' (Im2Col): window does not fit spatial dim %d",
+                                n->name, i);
         g->out[i] = room / g->s[i] + 1;
     }
     return HC_OK;
