@@ -714,6 +714,25 @@ static void test_reduce_sum_input_axes(void) {
     }
 }
 
+/* f16 squares and exps beyond the f16 range are computed in f32 */
+static void test_reduce_f16(void) {
+    _Float16 x[300];
+    for (int i = 0; i < 300; i++) x[i] = (_Float16)300;
+    const hc_op_kind ops[2] = {HC_OPK_REDUCE_L2, HC_OPK_REDUCE_LOG_SUM_EXP};
+    const double ref[2] = {300 * sqrt(300.0), 300 + log(300.0)};
+    for (int k = 0; k < 2; k++) {
+        hc_graph *g = new_graph(13);
+        hc_tensor *xt = in(g, HC_F16, S(300));
+        built b = node(g, ops[k], 1, &xt, 0, 0, NULL);
+        hc_task *t = task_of(&b);
+        void *out;
+        if (!t || !interp(t, (const void *[]){x}, &out)) continue;
+        CHECK_MSG(rel_err((double)((_Float16 *)out)[0], ref[k]) < 1e-3, "%s: %g",
+                  hc_op_onnx_name(ops[k]), (double)((_Float16 *)out)[0]);
+        free(out);
+    }
+}
+
 static void test_log_sum_exp_stable(void) {
     double x[4] = {1000, 1000, -INFINITY, 999};
     double ref = 1000 + log(2 + exp(-1.0));
@@ -1031,6 +1050,13 @@ static void build_jit_cases(void) {
         jadd((hc_op_kind)op, 11, 1, (hc_dtype[]){HC_F32}, &nd, &sp, NULL, 0, 2, rout, lo, hi, tol);
         jadd((hc_op_kind)op, 11, 1, (hc_dtype[]){HC_F32}, &nd, &sp, NULL, 0, 0, NULL, lo, hi, tol);
     }
+    /* f16 sums of thousands of elements */
+    const int64_t s3x4099[2] = {3, 4099};
+    hc_attr rlast[1] = {intsattr("axes", 1, ax_in)};
+    jadd(HC_OPK_REDUCE_SUM, 11, 1, (hc_dtype[]){HC_F16}, (int[]){2},
+         (const int64_t *const[]){s3x4099}, NULL, 0, 1, rlast, 0.9, 1.1, 2e-3);
+    jadd(HC_OPK_REDUCE_MEAN, 11, 1, (hc_dtype[]){HC_F16}, (int[]){2},
+         (const int64_t *const[]){s3x4099}, NULL, 0, 1, rlast, 0.9, 1.1, 2e-3);
     jadd(HC_OPK_REDUCE_MAX, 11, 1, (hc_dtype[]){HC_I32}, (int[]){3},
          (const int64_t *const[]){s5x3x37}, NULL, 0, 2, rin, -99, 99, 0);
     hc_attr am[2] = {iattr("axis", 1), iattr("select_last_index", 1)};
@@ -1046,6 +1072,10 @@ static void build_jit_cases(void) {
     jadd(HC_OPK_CUM_SUM, 14, 2, (hc_dtype[]){HC_I32, HC_I64}, (int[]){2, 0},
          (const int64_t *const[]){s7x5, NULL}, (const void *const[]){NULL, &ax1}, 0, 0, NULL,
          -9, 9, 0);
+    const int64_t s2x600[2] = {2, 600};
+    jadd(HC_OPK_CUM_SUM, 14, 2, (hc_dtype[]){HC_F16, HC_I64}, (int[]){2, 0},
+         (const int64_t *const[]){s2x600, NULL}, (const void *const[]){NULL, &ax1}, 0, 0, NULL,
+         0.9, 1.1, 2e-3);
     int64_t k4 = 4;
     hc_attr tk[1] = {iattr("axis", 0)};
     jadd(HC_OPK_TOP_K, 11, 2, (hc_dtype[]){HC_F32, HC_I64}, (int[]){2, 1},
@@ -1176,6 +1206,7 @@ int main(void) {
     test_reduce();
     test_reduce_sum_input_axes();
     test_log_sum_exp_stable();
+    test_reduce_f16();
     test_argreduce();
     test_cumsum();
     test_topk();

@@ -144,9 +144,8 @@ static hc_tnode *reduce_then(hc_arena *a, const char *name, hc_tnode *x, const r
     return hc_compute_map1(a, name, r, prim_fn, &post);
 }
 
-static hc_tnode *reduce_node(hc_arena *a, const hc_node *n, hc_tnode *x, const reduce_params *p,
-                             hc_error *err) {
-    const char *name = hc_math_out_name(n, 0);
+static hc_tnode *reduce_node(hc_arena *a, const hc_node *n, const char *name, hc_tnode *x,
+                             const reduce_params *p, hc_error *err) {
     const hc_prim none = HC_PRIM_COUNT;
     switch (n->op) {
     case HC_OPK_REDUCE_SUM: return reduce_then(a, name, x, p, NULL, HC_REDUCE_SUM, none, err);
@@ -171,13 +170,28 @@ static hc_tnode *reduce_node(hc_arena *a, const hc_node *n, hc_tnode *x, const r
     }
 }
 
+static bool needs_f32_accumulator(hc_op_kind op, hc_dtype t) {
+    bool half = t == HC_F16 || t == HC_BF16;
+    return half && op != HC_OPK_REDUCE_MAX && op != HC_OPK_REDUCE_MIN;
+}
+
 hc_task *hc_math_task_reduce(hc_arena *a, const hc_node *n, hc_error *err) {
     reduce_params p;
     if (reduce_params_of(n, n->inputs[0], &p, err)) return NULL;
     int nin;
     hc_tnode **ins = hc_node_input_tnodes(a, n, &nin);
-    hc_tnode *y = p.noop ? hc_compute_map1(a, hc_math_out_name(n, 0), ins[0], copy_fn, NULL)
-                         : reduce_node(a, n, ins[0], &p, err);
+    const char *name = hc_math_out_name(n, 0);
+    hc_tnode *x = ins[0], *y;
+    if (p.noop) {
+        y = hc_compute_map1(a, name, x, copy_fn, NULL);
+    } else if (needs_f32_accumulator(n->op, x->dtype)) {
+        /* in f16, x * x overflows from |x| = 256 and exp from 11: compute in f32 */
+        x = hc_compute_cast(a, hc_arena_printf(a, "%s_f32in", name), x, HC_F32);
+        y = reduce_node(a, n, hc_arena_printf(a, "%s_f32", name), x, &p, err);
+        y = y ? hc_compute_cast(a, name, y, ins[0]->dtype) : NULL;
+    } else {
+        y = reduce_node(a, n, name, x, &p, err);
+    }
     return y ? hc_node_task(a, n, nin, ins, 1, &y) : NULL;
 }
 
@@ -281,10 +295,15 @@ hc_task *hc_math_task_cumsum(hc_arena *a, const hc_node *n, hc_error *err) {
     if (cumsum_axis(n, n->inputs[0], &c.axis, err)) return NULL;
     int nin;
     hc_tnode **ins = hc_node_input_tnodes(a, n, &nin);
-    c.x = ins[0];
+    const char *name = hc_math_out_name(n, 0);
+    bool half = needs_f32_accumulator(n->op, ins[0]->dtype);
+    c.x = half ? hc_compute_cast(a, hc_arena_printf(a, "%s_f32in", name), ins[0], HC_F32)
+               : ins[0];
     c.exclusive = hc_node_attr_int(n, "exclusive", 0) != 0;
     c.reverse = hc_node_attr_int(n, "reverse", 0) != 0;
-    hc_tnode *y = hc_compute(a, hc_math_out_name(n, 0), c.x->ndim, c.x->shape, cumsum_fn, &c);
+    const char *yn = half ? hc_arena_printf(a, "%s_f32", name) : name;
+    hc_tnode *y = hc_compute(a, yn, c.x->ndim, c.x->shape, cumsum_fn, &c);
+    if (half) y = hc_compute_cast(a, name, y, ins[0]->dtype);
     return hc_node_task(a, n, nin, ins, 1, &y);
 }
 
