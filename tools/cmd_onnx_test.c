@@ -113,8 +113,10 @@ static void test_run_free(test_run *t) {
 
 /* Library messages start with the model's path; the test's name already says which. */
 static const char *strip_path(const test_run *t, const char *msg) {
-    size_t n = strlen(t->model_path);
+    size_t n = strlen(t->model_path), d = strlen(t->dir);
     if (!strncmp(msg, t->model_path, n) && msg[n] == ':' && msg[n + 1] == ' ') return msg + n + 2;
+    /* a data file: keep its path inside the test folder */
+    if (!strncmp(msg, t->dir, d) && msg[d] == '/') return msg + d + 1;
     return msg;
 }
 
