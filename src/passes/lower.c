@@ -83,15 +83,14 @@ static hc_tensor *conv_columns(lower_ctx *c, const int64_t *k, const int64_t *s,
     int64_t mat[2] = {ck, p}, batched[3] = {nb, ck, p};
     if (pointwise) /* the columns are x itself */
         return nb == 1 ? reshape(c, x, "cols", 2, mat) : reshape(c, x, "cols", 3, batched);
-    hc_attr attrs[4] = {
+    hc_attr attrs[5] = {
         {.name = "kernel_shape", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)k},
         {.name = "strides", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)s},
         {.name = "dilations", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)d},
         {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads},
+        {.name = "squeeze_batch", .kind = HC_ATTR_INT, .i = 1},
     };
-    hc_tensor *cols = emit(c, HC_OPK_IM2COL, "im2col", 1, &x, 4, attrs);
-    if (cols && nb == 1) cols = reshape(c, cols, "cols", 2, mat);
-    return cols;
+    return emit(c, HC_OPK_IM2COL, "im2col", 1, &x, nb == 1 ? 5 : 4, attrs);
 }
 
 static hc_tensor *lower_conv(lower_ctx *c) {

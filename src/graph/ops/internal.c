@@ -4,7 +4,9 @@
  * attributes kernel_shape [KH, KW], strides, pads [top, left, bottom, right] and
  * dilations (explicit: the lowering pass resolves auto_pad). Row r = (c, kh, kw) and
  * column p = (oh, ow) hold x[n, c, oh*sh - top + kh*dh, ow*sw - left + kw*dw], or 0 in
- * the padding, so that the convolution is the matmul W[OC, C*KH*KW] x columns. */
+ * the padding, so that the convolution is the matmul W[OC, C*KH*KW] x columns. With
+ * squeeze_batch = 1 (N must be 1) the columns are [C*KH*KW, OH*OW]: a plain 2-D matmul
+ * operand, without a Reshape kernel in between. */
 #include "graph/graph.h"
 
 typedef struct im2col_geom {
@@ -67,7 +69,12 @@ static hc_status infer_im2col(hc_node *n, hc_error *err) {
     if (st != HC_OK) return st;
     const hc_tensor *x = n->inputs[0];
     int64_t shape[3] = {x->shape[0], x->shape[1] * g.k[0] * g.k[1], g.out[0] * g.out[1]};
-    hc_node_set_output(n, 0, x->dtype, 3, shape);
+    bool squeeze = hc_node_attr_int(n, "squeeze_batch", 0) != 0;
+    if (squeeze && x->shape[0] != 1)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "node '%s' (Im2Col): squeeze_batch with a batch of %lld", n->name,
+                            (long long)x->shape[0]);
+    hc_node_set_output(n, 0, x->dtype, squeeze ? 2 : 3, squeeze ? shape + 1 : shape);
     return HC_OK;
 }
 
@@ -91,7 +98,9 @@ static hc_task *task_im2col(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *y = n->outputs[0];
+    bool squeeze = y->ndim == 2; /* squeeze_batch: no batch axis, batch index 0 */
     hc_var *ax[3] = {hc_axis(a, "n"), hc_axis(a, "r"), hc_axis(a, "p")};
+    hc_var *const *oax = squeeze ? ax + 1 : ax;
     hc_expr *r = hc_ref(a, ax[1]), *p = hc_ref(a, ax[2]);
     int64_t kk = g.k[0] * g.k[1];
     hc_expr *c = hc_div(a, r, hc_int(a, kk));
@@ -100,10 +109,11 @@ static hc_task *task_im2col(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_expr *ih = in_coord(a, &g, 0, hc_div(a, p, hc_int(a, g.out[1])), kh);
     hc_expr *iw = in_coord(a, &g, 1, hc_mod(a, p, hc_int(a, g.out[1])), kw);
     /* clamped so that the read is in bounds even where the select discards it */
-    hc_expr *idx[4] = {hc_ref(a, ax[0]), c, clamp(a, ih, g.in[0]), clamp(a, iw, g.in[1])};
+    hc_expr *batch = squeeze ? hc_int(a, 0) : hc_ref(a, ax[0]);
+    hc_expr *idx[4] = {batch, c, clamp(a, ih, g.in[0]), clamp(a, iw, g.in[1])};
     hc_expr *cond = hc_and(a, inside(a, ih, g.in[0]), inside(a, iw, g.in[1]));
     hc_expr *v = hc_select(a, cond, hc_at(a, in[0], idx), hc_const_num(a, y->dtype, 0));
-    hc_tnode *out = hc_compute_with_axes(a, y->name, 3, y->shape, ax, v);
+    hc_tnode *out = hc_compute_with_axes(a, y->name, y->ndim, y->shape, oax, v);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
