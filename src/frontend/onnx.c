@@ -1,9 +1,10 @@
 /* onnx.c — ONNX model import: ModelProto (protobuf-c) -> hc_graph.
  *
- * Order of work: decode the file, pick the default-domain opset, refuse the model when
- * any operator is unsupported (one message listing them all), then define every value
- * (initializers, graph inputs, Constant nodes, node outputs) before adding the nodes, so
- * a node may name a value defined later; hc_graph_toposort restores the order.
+ * Order of work: bound the nesting of the wire data, decode the file, refuse the model
+ * when any operator is unsupported (one message listing them all), pick the default-
+ * domain opset, then define every value (initializers, graph inputs, Constant nodes,
+ * node outputs) before adding the nodes, so a node may name a value defined later;
+ * hc_graph_toposort restores the order.
  *
  * Attribute defaults are not filled in here: op definitions read attributes with
  * hc_node_attr_*(node, name, default) and pass the ONNX spec's default for their opset.
