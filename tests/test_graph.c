@@ -184,6 +184,20 @@ static void test_toposort_and_dead(void) {
     hc_graph_free(g);
 }
 
+/* Nothing to sort, remove or print but the frame. */
+static void test_empty_graph(void) {
+    hc_graph *g = hc_graph_new(NULL, 17);
+    hc_error err = {0};
+    CHECK(hc_graph_toposort(g, &err) == HC_OK);
+    hc_graph_remove_dead(g);
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_graph_print(&sb, g);
+    CHECK_STR(hc_sb_str(&sb), "graph graph (opset 17) {\n  return\n}\n");
+    hc_sb_free(&sb);
+    hc_graph_free(g);
+}
+
 static void test_toposort_errors(void) {
     hc_graph *g = hc_graph_new("cyc", 13);
     hc_error err = {0};
@@ -264,6 +278,7 @@ int main(void) {
     test_need_const();
     test_toposort_and_dead();
     test_toposort_errors();
+    test_empty_graph();
     test_deep_chain();
     test_print_and_dot();
     TEST_DONE();
