@@ -86,6 +86,27 @@ out2=$("$HIDETC" onnx-test --no-fork "$TMP/test_bad_relu" "$TMP/test_no_such_op"
 [ "$out2" = "$out" ] || fail "--no-fork differs:
 $out2"
 
+# --- a crash or a hang is that test's FAIL; the run goes on -------------------------------
+# A "compiler" that kills its caller (the test's process group; SIGKILL, which no
+# sanitizer intercepts) and one that hangs; a fresh cache so that the JIT runs them.
+printf '#!/bin/sh\nkill -KILL 0\n' >"$TMP/crash_cc"
+printf '#!/bin/sh\nsleep 60\n' >"$TMP/hang_cc"
+chmod +x "$TMP/crash_cc" "$TMP/hang_cc"
+out=$(HIDETC_CC=$TMP/crash_cc "$HIDETC" onnx-test --cache-dir "$TMP/cache1" "$DATA/test_relu" \
+      "$TMP/test_no_such_op" 2>/dev/null)
+want="FAIL test_relu: crashed (signal 9, Killed)
+UNSUPPORTED test_no_such_op: unsupported operator: HcNoSuchOp (node 'n0')
+0 passed, 1 failed, 1 skipped"
+[ "$out" = "$want" ] || fail "crash: got
+$out"
+start=$(date +%s)
+out=$(HIDETC_CC=$TMP/hang_cc "$HIDETC" onnx-test --timeout 1 --cache-dir "$TMP/cache2" \
+      "$DATA/test_relu" 2>/dev/null)
+[ "$out" = "FAIL test_relu: timed out after 1 s
+0 passed, 1 failed, 0 skipped" ] || fail "timeout: got
+$out"
+[ $(($(date +%s) - start)) -lt 30 ] || fail "timeout: the run waited for the hung compiler"
+
 # --- usage errors exit 2 -----------------------------------------------------------------
 "$HIDETC" onnx-test >/dev/null 2>&1
 rc=$?
