@@ -602,7 +602,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: hidetc onnx-test DIR... [--rtol R] [--atol A] [--jobs J] [--timeout S]\n"
                "                         [--threads T] [--cache-dir DIR] [--no-fork] [--verbose]\n"
                "  each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb\n"
-               "  defaults: rtol 1e-3, atol 1e-3, jobs = cores, timeout 120 s, threads 1\n");
+               "  defaults: rtol 1e-3, atol 1e-7 (the ONNX backend's), jobs = cores,\n"
+               "            timeout 120 s, threads 1\n");
 }
 
 static bool parse_num(const char *opt, const char *s, double lo, double *out) {
@@ -620,7 +621,7 @@ static bool parse_num(const char *opt, const char *s, double lo, double *out) {
 /* Returns the number of test folders (moved to the front of argv), or -1 on bad usage. */
 static int parse_args(int argc, char **argv, test_opts *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (test_opts){.rtol = 1e-3, .atol = 1e-3, .timeout_s = 120,
+    *o = (test_opts){.rtol = 1e-3, .atol = 1e-7, .timeout_s = 120,
                      .jobs = cores > 0 ? (int)cores : 1, .threads = 1, .fork = true};
     int n = 0;
     for (int i = 1; i < argc; i++) {
