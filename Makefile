@@ -4,7 +4,7 @@ WERROR ?= 0
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure demo test check-sanitize valgrind bench-gemm clean
+.PHONY: all deps configure demo test check-sanitize valgrind bench-gemm onnx-test test-models clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -15,11 +15,13 @@ deps:
 configure: deps
 	@cmake -S . -B $(BUILD) -DHIDETC_WERROR=$(if $(filter 1,$(WERROR)),ON,OFF) $(CMAKE_FLAGS) >/dev/null
 
-# The main job on the embedded default: build a matmul kernel with task mappings, check it
-# against the reference and time it; then show a task mapping.
+# The main job on the embedded defaults (no download): compile the built-in ResNet-50 and
+# BERT-base (random weights, fixed seed), run them and time BERT; then a matmul kernel
+# written with task mappings, checked against the reference and timed.
 demo: all
+	$(BUILD)/hidetc run builtin:resnet50
+	$(BUILD)/hidetc bench builtin:bert --warmup 2 --repeat 10
 	$(BUILD)/hidetc kernel matmul --m 512 --n 512 --k 512 --bench
-	$(BUILD)/hidetc mapping 'spatial(4,8).repeat(2,2)' --worker 9
 
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -30,10 +32,18 @@ check-sanitize:
 
 # The test suite under valgrind memcheck (slow).
 valgrind: all
-	cd $(BUILD) && ctest --output-on-failure -T memcheck
+	scripts/valgrind-tests.sh $(BUILD)
 
 bench-gemm: deps
 	bench/gemm.sh
+
+# The ONNX backend node tests (Debian libonnx-testdata), one line per test.
+onnx-test: all
+	$(BUILD)/hidetc onnx-test /usr/share/libonnx-testdata/data/node/*/
+
+# Full-size model tests (exports the five models from PyTorch; minutes).
+test-models: all
+	cmake --build $(BUILD) --target test-models
 
 clean:
 	rm -rf $(BUILD) build-asan
