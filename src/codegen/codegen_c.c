@@ -943,6 +943,49 @@ static bool is_identifier(const char *s) {
     return true;
 }
 
+/* GCC 12.2 miscompiles if-converted loops whose conditional code loads memory: the
+ * masked loads of a vectorized `o[i] = x[i] < 0 ? s[i] : 1` over a 7x5 nest all use the
+ * first vector's mask, so some elements read 0 (reproduced with plain C at -O3
+ * -march=native; -fno-tree-loop-if-convert avoids it). Functions with a load under a
+ * select branch or an if are compiled without loop if-conversion; the others keep it. */
+typedef struct cond_load_scan {
+    bool found;
+} cond_load_scan;
+
+static hc_expr *has_load_cb(hc_mutator *m, hc_expr *e) {
+    if (e->kind == HC_E_LOAD) *(bool *)m->ctx = true;
+    return e;
+}
+static bool expr_has_load(hc_expr *e) {
+    bool found = false;
+    hc_mutator m = {.ctx = &found, .expr = has_load_cb};
+    hc_mutate_expr(&m, e);
+    return found;
+}
+static bool stmt_has_load(hc_stmt *s) {
+    bool found = false;
+    hc_mutator m = {.ctx = &found, .expr = has_load_cb};
+    hc_mutate_stmt(&m, s);
+    return found;
+}
+static hc_expr *cond_load_expr(hc_mutator *m, hc_expr *e) {
+    if (e->kind == HC_E_SELECT && (expr_has_load(e->u.sel.t) || expr_has_load(e->u.sel.f)))
+        ((cond_load_scan *)m->ctx)->found = true;
+    return e;
+}
+static hc_stmt *cond_load_stmt(hc_mutator *m, hc_stmt *s) {
+    if (s->kind == HC_S_IF && (stmt_has_load(s->u.if_.then_s) ||
+                               (s->u.if_.else_s && stmt_has_load(s->u.if_.else_s))))
+        ((cond_load_scan *)m->ctx)->found = true;
+    return s;
+}
+static bool has_conditional_load(hc_stmt *body) {
+    cond_load_scan scan = {0};
+    hc_mutator m = {.ctx = &scan, .expr = cond_load_expr, .stmt = cond_load_stmt};
+    hc_mutate_stmt(&m, body);
+    return scan.found;
+}
+
 static void emit_func(cg *c, const hc_func *f) {
     HC_ASSERT_MSG(f->kind == HC_FN_CPU_KERNEL || f->kind == HC_FN_CPU_HELPER,
                   "C target: CUDA function in a CPU module");
@@ -950,6 +993,8 @@ static void emit_func(cg *c, const hc_func *f) {
     names_reset(c);
     hc_sb head;
     hc_sb_init(&head);
+    if (has_conditional_load(f->body))
+        hc_sb_puts(&head, "__attribute__((optimize(\"no-tree-loop-if-convert\"))) ");
     hc_sb_printf(&head, "%svoid %s(", f->kind == HC_FN_CPU_HELPER ? "static inline " : "", f->name);
     for (int i = 0; i < f->nparams; i++) {
         if (i) hc_sb_puts(&head, ", ");
