@@ -755,3 +755,13 @@ void hc_clear_need_const(void) {
     need_const_set = false;
     need_const_name[0] = 0;
 }
+
+hc_status hc_node_fail(const hc_node *n, hc_status st, hc_error *err, const char *fmt, ...) {
+    char msg[3000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hc_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "?",
+                        hc_op_onnx_name(n->op), msg);
+}

@@ -180,6 +180,10 @@ hc_status hc_node_axis(const hc_node *n, int64_t axis, int rank, int *out, hc_er
  * input, and records the input tensor's name (thread-local) so that a caller that knows
  * the value (the ONNX test runner) can bind it as a constant and retry. */
 hc_status hc_node_need_const(const hc_node *n, int i, hc_error *err);
+/* Bad input or an unsupported case in node n: the message is
+ * "node 'NAME' (OpType): <formatted text>". Returns st. */
+hc_status hc_node_fail(const hc_node *n, hc_status st, hc_error *err, const char *fmt, ...)
+    HC_PRINTF(4, 5);
 const char *hc_last_need_const(void); /* NULL after hc_clear_need_const */
 void hc_clear_need_const(void);
 

@@ -5,21 +5,12 @@
 
 #include "graph/ops/math_impl.h"
 
-hc_status hc_math_fail(hc_error *err, hc_status st, const hc_node *n, const char *fmt, ...) {
-    char msg[3072];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return hc_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "?",
-                        hc_op_onnx_name(n->op), msg);
-}
 
 hc_status hc_math_input(const hc_node *n, int i, const hc_tensor **out, hc_error *err) {
     const hc_tensor *t = i < n->ninputs ? n->inputs[i] : NULL;
-    if (!t) return hc_math_fail(err, HC_ERR_INVALID, n, "input %d is missing", i);
+    if (!t) return hc_node_fail(n, HC_ERR_INVALID, err, "input %d is missing", i);
     if (!t->shape_known)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input %d ('%s') has no known shape", i,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') has no known shape", i,
                             t->name);
     *out = t;
     return HC_OK;

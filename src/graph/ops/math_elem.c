@@ -32,7 +32,7 @@ static const char *class_text(int cls) {
 static hc_status check_class(const hc_node *n, int i, const hc_tensor *t, int cls,
                              hc_error *err) {
     if (dtype_class(t->dtype) & cls) return HC_OK;
-    return hc_math_fail(err, HC_ERR_INVALID, n, "input %d ('%s') is %s, expected %s", i,
+    return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') is %s, expected %s", i,
                         t->name, hc_dtype_name(t->dtype), class_text(cls));
 }
 
@@ -41,7 +41,7 @@ static hc_status check_class(const hc_node *n, int i, const hc_tensor *t, int cl
 static hc_status check_legacy_broadcast(const hc_node *n, hc_error *err) {
     if (n->opset >= 7 || !hc_node_attr(n, "axis") || !hc_node_attr_int(n, "broadcast", 0))
         return HC_OK;
-    return hc_math_fail(err, HC_ERR_UNSUPPORTED, n,
+    return hc_node_fail(n, HC_ERR_UNSUPPORTED, err,
                         "legacy broadcast with an axis attribute (opset %d) is not supported",
                         n->opset);
 }
@@ -236,7 +236,7 @@ static hc_status check_nary_types(const hc_node *n, nary_rule r, const hc_tensor
     for (int i = first; i < nin; i++) {
         if ((st = check_class(n, i, xs[i], r.cls, err))) return st;
         if (r.same_dtype && xs[i]->dtype != xs[first]->dtype)
-            return hc_math_fail(err, HC_ERR_INVALID, n, "input %d ('%s') is %s but input %d "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') is %s but input %d "
                                 "('%s') is %s", i, xs[i]->name, hc_dtype_name(xs[i]->dtype),
                                 first, xs[first]->name, hc_dtype_name(xs[first]->dtype));
     }
@@ -252,14 +252,14 @@ static hc_status nary_shape(const hc_node *n, const hc_tensor **xs, int nin, int
         hc_error e = {0};
         if (xs[i]->ndim > HC_MAX_DIMS ||
             hc_broadcast_shape(*nd, shape, xs[i]->ndim, xs[i]->shape, nd, next, &e))
-            return hc_math_fail(err, HC_ERR_INVALID, n, "input %d ('%s'): %s", i,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s'): %s", i,
                                 xs[i]->name, e.msg);
         memcpy(shape, next, sizeof(int64_t) * (size_t)*nd);
     }
     bool same = *nd == xs[0]->ndim;
     for (int d = 0; same && d < *nd; d++) same = shape[d] == xs[0]->shape[d];
     if (n->op == HC_OPK_PRELU && !same)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "slope '%s' does not broadcast to the "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "slope '%s' does not broadcast to the "
                             "shape of X '%s'", xs[1]->name, xs[0]->name);
     return HC_OK;
 }
@@ -270,12 +270,12 @@ hc_status hc_math_infer_nary(hc_node *n, hc_error *err) {
     int nin = 0;
     hc_status st;
     if (hc_node_num_present_inputs(n) != n->ninputs)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "an input is missing");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "an input is missing");
     if (r.arity && n->ninputs != r.arity)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "has %d inputs, expected %d", n->ninputs,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "has %d inputs, expected %d", n->ninputs,
                             r.arity);
     if (n->ninputs < 1 || n->ninputs > HC_MANY)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "has %d inputs", n->ninputs);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "has %d inputs", n->ninputs);
     for (; nin < n->ninputs; nin++)
         if ((st = hc_math_input(n, nin, &xs[nin], err))) return st;
     if ((st = check_nary_types(n, r, xs, nin, err)) || (st = check_legacy_broadcast(n, err)))
@@ -399,14 +399,14 @@ hc_status hc_math_infer_clip(hc_node *n, hc_error *err) {
     int cls = n->opset >= 12 ? T_NUM : T_FLOAT;
     if (st || (st = check_class(n, 0, x, cls, err))) return st;
     if (n->opset < 11 && hc_node_num_present_inputs(n) > 1)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "min and max are attributes before "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "min and max are attributes before "
                             "opset 11, not inputs (opset %d)", n->opset);
     for (int i = 1; i < n->ninputs; i++) {
         const hc_tensor *b = n->inputs[i];
         if (!b) continue;
         if ((st = hc_math_input(n, i, &b, err))) return st;
         if (b->dtype != x->dtype || hc_tensor_numel(b) != 1)
-            return hc_math_fail(err, HC_ERR_INVALID, n, "%s ('%s') must be one %s value, got "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "%s ('%s') must be one %s value, got "
                                 "%s with %lld elements", i == 1 ? "min" : "max", b->name,
                                 hc_dtype_name(x->dtype), hc_dtype_name(b->dtype),
                                 (long long)hc_tensor_numel(b));

@@ -10,8 +10,6 @@
 #include "graph/graph.h"
 
 /* Error "node 'NAME' (OpType): MESSAGE" with status st; returns st. */
-hc_status hc_math_fail(hc_error *err, hc_status st, const hc_node *n, const char *fmt, ...)
-    HC_PRINTF(4, 5);
 /* Input i, which must be present and have a known shape. */
 hc_status hc_math_input(const hc_node *n, int i, const hc_tensor **out, hc_error *err);
 /* Name for output tnode i (the output tensor's name). */

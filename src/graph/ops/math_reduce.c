@@ -21,7 +21,7 @@ static hc_status raw_axes(const hc_node *n, int64_t *vals, int *count, hc_error 
         int c = 0;
         const int64_t *v = hc_node_attr_ints(n, "axes", &c);
         if (c > HC_MAX_DIMS)
-            return hc_math_fail(err, HC_ERR_INVALID, n, "axes has %d values", c);
+            return hc_node_fail(n, HC_ERR_INVALID, err, "axes has %d values", c);
         if (c) memcpy(vals, v, sizeof(int64_t) * (size_t)c);
         *count = c;
         return HC_OK;
@@ -29,17 +29,17 @@ static hc_status raw_axes(const hc_node *n, int64_t *vals, int *count, hc_error 
     hc_status st = hc_math_input(n, 1, &t, err);
     if (st) return st;
     if (!hc_dtype_is_int(t->dtype))
-        return hc_math_fail(err, HC_ERR_INVALID, n, "axes ('%s') is %s, expected int64",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "axes ('%s') is %s, expected int64",
                             t->name, hc_dtype_name(t->dtype));
     int64_t numel = hc_tensor_numel(t);
     if (numel > HC_MAX_DIMS)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "axes ('%s') has %lld values", t->name,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "axes ('%s') has %lld values", t->name,
                             (long long)numel);
     *count = 0;
     if (numel == 0) return HC_OK; /* no value needed */
     int64_t c = hc_tensor_const_ints(t, vals, HC_MAX_DIMS);
     if (c < 0 && !(st = hc_node_need_const(n, 1, err)))
-        st = hc_math_fail(err, HC_ERR_INVALID, n, "cannot read axes ('%s')", t->name);
+        st = hc_node_fail(n, HC_ERR_INVALID, err, "cannot read axes ('%s')", t->name);
     if (st) return st;
     *count = (int)c;
     return HC_OK;
@@ -59,7 +59,7 @@ static hc_status reduce_params_of(const hc_node *n, const hc_tensor *x, reduce_p
         int ax;
         if ((st = hc_node_axis(n, vals[i], x->ndim, &ax, err))) return st;
         if (seen[ax])
-            return hc_math_fail(err, HC_ERR_INVALID, n, "axes repeats axis %lld",
+            return hc_node_fail(n, HC_ERR_INVALID, err, "axes repeats axis %lld",
                                 (long long)vals[i]);
         seen[ax] = true;
         p->axes[p->naxes++] = ax;
@@ -89,7 +89,7 @@ hc_status hc_math_infer_reduce(hc_node *n, hc_error *err) {
     hc_status st = hc_math_input(n, 0, &x, err);
     if (st || (st = reduce_params_of(n, x, &p, err))) return st;
     if (x->dtype == HC_BOOL)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is bool, expected a "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is bool, expected a "
                             "numeric type", x->name);
     int64_t shape[HC_MAX_DIMS];
     int nd = reduce_out_shape(x, &p, shape);
@@ -198,7 +198,7 @@ hc_task *hc_math_task_reduce(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- ArgMax, ArgMin ------------------------------------------------------------------- */
 static hc_status arg_params(const hc_node *n, const hc_tensor *x, int *axis, hc_error *err) {
     if (x->ndim == 0)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is 0-d", x->name);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is 0-d", x->name);
     return hc_node_axis(n, hc_node_attr_int(n, "axis", 0), x->ndim, axis, err);
 }
 
@@ -208,7 +208,7 @@ hc_status hc_math_infer_argreduce(hc_node *n, hc_error *err) {
     hc_status st = hc_math_input(n, 0, &x, err);
     if (st || (st = arg_params(n, x, &axis, err))) return st;
     if (x->dtype == HC_BOOL)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is bool", x->name);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is bool", x->name);
     bool keep = hc_node_attr_int(n, "keepdims", 1) != 0;
     int64_t shape[HC_MAX_DIMS];
     int nd = 0;
@@ -238,12 +238,12 @@ static hc_status const_scalar_input(const hc_node *n, int i, const char *what, i
     hc_status st = hc_math_input(n, i, &t, err);
     if (st) return st;
     if (!hc_dtype_is_int(t->dtype) || hc_tensor_numel(t) != 1)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "%s ('%s') must be one integer, got %s "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "%s ('%s') must be one integer, got %s "
                             "with %lld elements", what, t->name, hc_dtype_name(t->dtype),
                             (long long)hc_tensor_numel(t));
     if (hc_tensor_const_ints(t, v, 1) == 1) return HC_OK;
     if (!(st = hc_node_need_const(n, i, err)))
-        st = hc_math_fail(err, HC_ERR_INVALID, n, "cannot read %s ('%s')", what, t->name);
+        st = hc_node_fail(n, HC_ERR_INVALID, err, "cannot read %s ('%s')", what, t->name);
     return st;
 }
 
@@ -253,7 +253,7 @@ static hc_status cumsum_axis(const hc_node *n, const hc_tensor *x, int *axis, hc
     hc_status st = const_scalar_input(n, 1, "axis", &v, err);
     if (st) return st;
     if (x->ndim == 0)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is 0-d", x->name);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is 0-d", x->name);
     return hc_node_axis(n, v, x->ndim, axis, err);
 }
 
@@ -263,7 +263,7 @@ hc_status hc_math_infer_cumsum(hc_node *n, hc_error *err) {
     hc_status st = hc_math_input(n, 0, &x, err);
     if (st || (st = cumsum_axis(n, x, &axis, err))) return st;
     if (x->dtype == HC_BOOL)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is bool", x->name);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is bool", x->name);
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
 }
@@ -312,17 +312,17 @@ static hc_status topk_params(const hc_node *n, const hc_tensor *x, int *axis, in
                              hc_error *err) {
     hc_status st;
     if (x->ndim == 0)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is 0-d", x->name);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is 0-d", x->name);
     if ((st = hc_node_axis(n, hc_node_attr_int(n, "axis", -1), x->ndim, axis, err))) return st;
     if (n->opset < 10) {
         if (!hc_node_attr(n, "k"))
-            return hc_math_fail(err, HC_ERR_INVALID, n, "attribute k is missing");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "attribute k is missing");
         *k = hc_node_attr_int(n, "k", 0);
     } else if ((st = const_scalar_input(n, 1, "k", k, err))) {
         return st;
     }
     if (*k < 0 || *k > x->shape[*axis])
-        return hc_math_fail(err, HC_ERR_INVALID, n, "k = %lld is outside [0, %lld] (dim %d)",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "k = %lld is outside [0, %lld] (dim %d)",
                             (long long)*k, (long long)x->shape[*axis], *axis);
     return HC_OK;
 }
@@ -334,7 +334,7 @@ hc_status hc_math_infer_topk(hc_node *n, hc_error *err) {
     hc_status st = hc_math_input(n, 0, &x, err);
     if (st || (st = topk_params(n, x, &axis, &k, err))) return st;
     if (x->dtype == HC_BOOL)
-        return hc_math_fail(err, HC_ERR_INVALID, n, "input 0 ('%s') is bool", x->name);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is bool", x->name);
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[axis] = k;
     if (n->noutputs > 0 && n->outputs[0]) hc_node_set_output(n, 0, x->dtype, x->ndim, shape);

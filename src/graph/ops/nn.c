@@ -28,15 +28,6 @@ const hc_op_def hc_ops_nn[] = {
     {0},
 };
 
-hc_status nn_fail(hc_error *err, hc_status st, const hc_node *n, const char *fmt, ...) {
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return hc_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "?",
-                        hc_op_onnx_name(n->op), msg);
-}
 
 const hc_tensor *nn_in(const hc_node *n, int i) {
     return i < n->ninputs ? n->inputs[i] : NULL;
@@ -50,7 +41,7 @@ hc_status nn_need_float(const hc_node *n, int i, hc_error *err) {
     const hc_tensor *t = nn_in(n, i);
     HC_ASSERT(t);
     if (!hc_dtype_is_float(t->dtype))
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "input %d ('%s') has dtype %s, expected a "
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "input %d ('%s') has dtype %s, expected a "
                        "float type", i, t->name, hc_dtype_name(t->dtype));
     return HC_OK;
 }
@@ -59,8 +50,9 @@ hc_status nn_need_rank(const hc_node *n, int i, int min, hc_error *err) {
     const hc_tensor *t = nn_in(n, i);
     HC_ASSERT(t);
     if (t->ndim < min)
-        return nn_fail(err, HC_ERR_INVALID, n, "input %d ('%s') has rank %d, expected at least %d",
-                       i, t->name, t->ndim, min);
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "input %d ('%s') has rank %d, expected at least %d", i, t->name,
+                            t->ndim, min);
     return HC_OK;
 }
 
@@ -74,7 +66,8 @@ static hc_status window_ints(const hc_node *n, const char *name, int want, int64
         return HC_OK;
     }
     if (cnt != want)
-        return nn_fail(err, HC_ERR_INVALID, n, "%s has %d values, expected %d", name, cnt, want);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "%s has %d values, expected %d", name, cnt,
+                            want);
     for (int i = 0; i < want; i++) out[i] = v[i];
     return HC_OK;
 }
@@ -89,20 +82,22 @@ hc_status nn_window_attrs(const hc_node *n, nn_window *w, bool kernel_from_attr,
     int cnt = 0;
     const int64_t *ks = hc_node_attr_ints(n, "kernel_shape", &cnt);
     if (kernel_from_attr && !ks)
-        return nn_fail(err, HC_ERR_INVALID, n, "kernel_shape is required");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "kernel_shape is required");
     if (ks && window_ints(n, "kernel_shape", k, 1, kernel, err)) return err->status;
     for (int i = 0; i < k; i++) {
         if (ks && !kernel_from_attr && kernel[i] != w->kernel[i])
-            return nn_fail(err, HC_ERR_INVALID, n, "kernel_shape[%d] = %lld but the weight has "
-                           "%lld", i, (long long)kernel[i], (long long)w->kernel[i]);
+            return hc_node_fail(n, HC_ERR_INVALID, err,
+                                "kernel_shape[%d] = %lld but the weight has "
+                                "%lld",
+                                i, (long long)kernel[i], (long long)w->kernel[i]);
         if (kernel_from_attr) w->kernel[i] = kernel[i];
         w->pad_begin[i] = pads[i], w->pad_end[i] = pads[k + i];
         if (w->kernel[i] < 1 || w->stride[i] < 1 || w->dilation[i] < 1)
-            return nn_fail(err, HC_ERR_INVALID, n, "kernel, strides and dilations must be "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "kernel, strides and dilations must be "
                            "positive (dim %d: %lld, %lld, %lld)", i, (long long)w->kernel[i],
                            (long long)w->stride[i], (long long)w->dilation[i]);
         if (pads[i] < 0 || pads[k + i] < 0)
-            return nn_fail(err, HC_ERR_INVALID, n, "pads must be non-negative");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "pads must be non-negative");
     }
     return HC_OK;
 }
@@ -127,8 +122,10 @@ hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_e
     bool same_upper = strcmp(ap, "SAME_UPPER") == 0, same_lower = strcmp(ap, "SAME_LOWER") == 0;
     bool valid = strcmp(ap, "VALID") == 0;
     if (!same_upper && !same_lower && !valid && strcmp(ap, "NOTSET") != 0 && *ap)
-        return nn_fail(err, HC_ERR_INVALID, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, "
-                       "SAME_LOWER, VALID", ap);
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "auto_pad '%s' is not one of NOTSET, SAME_UPPER, "
+                            "SAME_LOWER, VALID",
+                            ap);
     for (int i = 0; i < w->nsp; i++) {
         int64_t ek = (w->kernel[i] - 1) * w->dilation[i] + 1;
         if (same_upper || same_lower) {
@@ -141,9 +138,11 @@ hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_e
         if (valid) w->pad_begin[i] = w->pad_end[i] = 0;
         w->out[i] = explicit_out(w, i, ceil_mode);
         if (w->out[i] < 1)
-            return nn_fail(err, HC_ERR_INVALID, n, "spatial dim %d: window %lld does not fit the "
-                           "padded input %lld", i, (long long)ek,
-                           (long long)(w->in[i] + w->pad_begin[i] + w->pad_end[i]));
+            return hc_node_fail(n, HC_ERR_INVALID, err,
+                                "spatial dim %d: window %lld does not fit the "
+                                "padded input %lld",
+                                i, (long long)ek,
+                                (long long)(w->in[i] + w->pad_begin[i] + w->pad_end[i]));
     }
     return HC_OK;
 }

@@ -21,30 +21,32 @@ static hc_status conv_geometry(const hc_node *n, bool transpose, nn_window *w, i
     memset(w, 0, sizeof *w);
     w->nsp = x->ndim - 2;
     if (wt->ndim != x->ndim)
-        return nn_fail(err, HC_ERR_INVALID, n, "weight '%s' has rank %d, expected %d", wt->name,
-                       wt->ndim, x->ndim);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "weight '%s' has rank %d, expected %d",
+                            wt->name, wt->ndim, x->ndim);
     if (wt->dtype != x->dtype)
-        return nn_fail(err, HC_ERR_INVALID, n, "weight dtype %s differs from input dtype %s",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "weight dtype %s differs from input dtype %s",
                        hc_dtype_name(wt->dtype), hc_dtype_name(x->dtype));
     int64_t group = hc_node_attr_int(n, "group", 1), c = x->shape[1];
     if (group < 1 || c % group)
-        return nn_fail(err, HC_ERR_INVALID, n, "group %lld does not divide the %lld input "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "group %lld does not divide the %lld input "
                        "channels", (long long)group, (long long)c);
     *cg = c / group;
     if (!transpose) {
         if (wt->shape[1] != *cg || wt->shape[0] % group)
-            return nn_fail(err, HC_ERR_INVALID, n, "weight shape [%lld, %lld, ...] does not fit "
-                           "%lld input channels in %lld groups", (long long)wt->shape[0],
-                           (long long)wt->shape[1], (long long)c, (long long)group);
+            return hc_node_fail(n, HC_ERR_INVALID, err,
+                                "weight shape [%lld, %lld, ...] does not fit "
+                                "%lld input channels in %lld groups",
+                                (long long)wt->shape[0], (long long)wt->shape[1], (long long)c,
+                                (long long)group);
         *m_out = wt->shape[0], *mg = wt->shape[0] / group;
     } else {
         if (wt->shape[0] != c)
-            return nn_fail(err, HC_ERR_INVALID, n, "weight has %lld input channels, input has "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "weight has %lld input channels, input has "
                            "%lld", (long long)wt->shape[0], (long long)c);
         *mg = wt->shape[1], *m_out = wt->shape[1] * group;
     }
     if (b && (b->ndim != 1 || b->shape[0] != *m_out))
-        return nn_fail(err, HC_ERR_INVALID, n, "bias '%s' must have shape [%lld]", b->name,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "bias '%s' must have shape [%lld]", b->name,
                        (long long)*m_out);
     for (int i = 0; i < w->nsp; i++) w->in[i] = x->shape[2 + i], w->kernel[i] = wt->shape[2 + i];
     return nn_window_attrs(n, w, false, err);
@@ -68,18 +70,22 @@ static hc_status transpose_window(const hc_node *n, nn_window *w, hc_error *err)
     int64_t opad[HC_MAX_DIMS] = {0};
     const int64_t *op = hc_node_attr_ints(n, "output_padding", &cnt);
     if (op && cnt != k)
-        return nn_fail(err, HC_ERR_INVALID, n, "output_padding has %d values, expected %d", cnt, k);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "output_padding has %d values, expected %d",
+                            cnt, k);
     for (int i = 0; op && i < k; i++) opad[i] = op[i];
     const int64_t *os = hc_node_attr_ints(n, "output_shape", &ocnt);
     if (os && ocnt != k && ocnt != k + 2)
-        return nn_fail(err, HC_ERR_INVALID, n, "output_shape has %d values, expected %d", ocnt, k);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "output_shape has %d values, expected %d", ocnt,
+                            k);
     if (os && ocnt == k + 2) os += 2;
     const char *ap = hc_node_attr_string(n, "auto_pad", "NOTSET");
     bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
     bool upper = strcmp(ap, "SAME_UPPER") == 0;
     if (!same && strcmp(ap, "VALID") != 0 && strcmp(ap, "NOTSET") != 0 && *ap)
-        return nn_fail(err, HC_ERR_INVALID, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, "
-                       "SAME_LOWER, VALID", ap);
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "auto_pad '%s' is not one of NOTSET, SAME_UPPER, "
+                            "SAME_LOWER, VALID",
+                            ap);
     for (int i = 0; i < k; i++) {
         int64_t ek = (w->kernel[i] - 1) * w->dilation[i] + 1;
         int64_t full = w->stride[i] * (w->in[i] - 1) + opad[i] + ek;
@@ -95,7 +101,7 @@ static hc_status transpose_window(const hc_node *n, nn_window *w, hc_error *err)
             w->out[i] = full - w->pad_begin[i] - w->pad_end[i];
         }
         if (w->out[i] < 1)
-            return nn_fail(err, HC_ERR_INVALID, n, "spatial dim %d: output size %lld", i,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "spatial dim %d: output size %lld", i,
                            (long long)w->out[i]);
     }
     return HC_OK;

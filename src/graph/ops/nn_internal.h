@@ -5,8 +5,6 @@
 #include "graph/graph.h"
 
 /* Set err to "node 'NAME' (OpType): <message>" with status st; returns st. */
-hc_status nn_fail(hc_error *err, hc_status st, const hc_node *n, const char *fmt, ...)
-    HC_PRINTF(4, 5);
 /* Input i of n, NULL when absent or beyond the node's inputs. */
 const hc_tensor *nn_in(const hc_node *n, int i);
 /* Output i is present (the node wants it). */

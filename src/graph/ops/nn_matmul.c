@@ -14,26 +14,27 @@ typedef struct gemm_dims {
 static hc_status gemm_dims_of(const hc_node *n, gemm_dims *d, hc_error *err) {
     const hc_tensor *A = nn_in(n, 0), *B = nn_in(n, 1), *C = nn_in(n, 2);
     if (A->ndim != 2 || B->ndim != 2)
-        return nn_fail(err, HC_ERR_INVALID, n, "A and B must be 2-D (got rank %d and %d)", A->ndim,
-                       B->ndim);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "A and B must be 2-D (got rank %d and %d)",
+                            A->ndim, B->ndim);
     if (A->dtype != B->dtype || (C && C->dtype != A->dtype))
-        return nn_fail(err, HC_ERR_INVALID, n, "inputs have different dtypes");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "inputs have different dtypes");
     if (A->dtype == HC_BOOL)
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "bool inputs are not supported");
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "bool inputs are not supported");
     d->ta = hc_node_attr_int(n, "transA", 0) != 0, d->tb = hc_node_attr_int(n, "transB", 0) != 0;
     d->m = A->shape[d->ta ? 1 : 0], d->k = A->shape[d->ta ? 0 : 1];
     int64_t kb = B->shape[d->tb ? 1 : 0];
     d->n = B->shape[d->tb ? 0 : 1];
     if (kb != d->k)
-        return nn_fail(err, HC_ERR_INVALID, n, "inner dimensions differ: A gives K = %lld, B "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "inner dimensions differ: A gives K = %lld, B "
                        "gives %lld", (long long)d->k, (long long)kb);
     if (C) {
         int nd;
         int64_t out[HC_MAX_DIMS], mn[2] = {d->m, d->n};
         if (C->ndim > 2 || hc_broadcast_shape(2, mn, C->ndim, C->shape, &nd, out, NULL) ||
             out[0] != d->m || out[1] != d->n)
-            return nn_fail(err, HC_ERR_INVALID, n, "C ('%s') does not broadcast to [%lld, %lld]",
-                           C->name, (long long)d->m, (long long)d->n);
+            return hc_node_fail(n, HC_ERR_INVALID, err,
+                                "C ('%s') does not broadcast to [%lld, %lld]", C->name,
+                                (long long)d->m, (long long)d->n);
     }
     return HC_OK;
 }
@@ -98,26 +99,27 @@ typedef struct mm_dims {
 static hc_status mm_dims_of(const hc_node *n, mm_dims *d, hc_error *err) {
     const hc_tensor *A = nn_in(n, 0), *B = nn_in(n, 1);
     if (A->ndim < 1 || B->ndim < 1)
-        return nn_fail(err, HC_ERR_INVALID, n, "operands must have rank >= 1");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "operands must have rank >= 1");
     if (A->dtype != B->dtype)
-        return nn_fail(err, HC_ERR_INVALID, n, "A is %s but B is %s", hc_dtype_name(A->dtype),
+        return hc_node_fail(n, HC_ERR_INVALID, err, "A is %s but B is %s", hc_dtype_name(A->dtype),
                        hc_dtype_name(B->dtype));
     if (A->dtype == HC_BOOL)
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "bool inputs are not supported");
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "bool inputs are not supported");
     d->a_vec = A->ndim == 1, d->b_vec = B->ndim == 1;
     d->m = d->a_vec ? 1 : A->shape[A->ndim - 2];
     d->k = A->shape[A->ndim - 1];
     int64_t kb = d->b_vec ? B->shape[0] : B->shape[B->ndim - 2];
     d->n = d->b_vec ? 1 : B->shape[B->ndim - 1];
     if (kb != d->k)
-        return nn_fail(err, HC_ERR_INVALID, n, "inner dimensions differ: %lld vs %lld",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "inner dimensions differ: %lld vs %lld",
                        (long long)d->k, (long long)kb);
     int na = d->a_vec ? 0 : A->ndim - 2, nb = d->b_vec ? 0 : B->ndim - 2;
     hc_error e2 = {0};
     if (hc_broadcast_shape(na, A->shape, nb, B->shape, &d->nb, d->batch, &e2))
-        return nn_fail(err, HC_ERR_INVALID, n, "batch dims: %s", e2.msg);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "batch dims: %s", e2.msg);
     int out = d->nb + !d->a_vec + !d->b_vec;
-    if (out > HC_MAX_DIMS) return nn_fail(err, HC_ERR_UNSUPPORTED, n, "rank %d too large", out);
+    if (out > HC_MAX_DIMS)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "rank %d too large", out);
     return HC_OK;
 }
 
@@ -313,23 +315,23 @@ static hc_status ein_term(const hc_node *n, const char *s, size_t len, int r, in
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '.') {
             if (has_ell || i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.')
-                return nn_fail(err, HC_ERR_INVALID, n, "bad ellipsis in equation");
+                return hc_node_fail(n, HC_ERR_INVALID, err, "bad ellipsis in equation");
             has_ell = true, i += 2;
             int e = r >= 0 ? r - letters : ell;
             if (e < 0 || e > ell)
-                return nn_fail(err, HC_ERR_INVALID, n, "ellipsis covers %d dims", e);
+                return hc_node_fail(n, HC_ERR_INVALID, err, "ellipsis covers %d dims", e);
             for (int j = 0; j < e && cnt < HC_MAX_DIMS; j++)
                 labels[cnt++] = EIN_LETTERS + ell - e + j;
             continue;
         }
         int l = ein_letter(s[i]);
         if (l < 0)
-            return nn_fail(err, HC_ERR_INVALID, n, "equation has character '%c'", s[i]);
-        if (cnt == HC_MAX_DIMS) return nn_fail(err, HC_ERR_UNSUPPORTED, n, "too many dims");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "equation has character '%c'", s[i]);
+        if (cnt == HC_MAX_DIMS) return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "too many dims");
         labels[cnt++] = l;
     }
     if (r >= 0 && cnt != r)
-        return nn_fail(err, HC_ERR_INVALID, n, "term '%.*s' has %d labels for a rank-%d input",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "term '%.*s' has %d labels for a rank-%d input",
                        (int)len, s, cnt, r);
     *count = cnt;
     return HC_OK;
@@ -337,7 +339,7 @@ static hc_status ein_term(const hc_node *n, const char *s, size_t len, int r, in
 
 static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
     const char *eq0 = hc_node_attr_string(n, "equation", NULL);
-    if (!eq0) return nn_fail(err, HC_ERR_INVALID, n, "equation is required");
+    if (!eq0) return hc_node_fail(n, HC_ERR_INVALID, err, "equation is required");
     char eq[256];
     size_t len = 0;
     for (const char *p = eq0; *p && len + 1 < sizeof eq; p++)
@@ -345,7 +347,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
     eq[len] = 0;
     memset(e, 0, sizeof *e);
     e->nops = n->ninputs;
-    if (e->nops > HC_MAX_DIMS) return nn_fail(err, HC_ERR_UNSUPPORTED, n, "too many operands");
+    if (e->nops > HC_MAX_DIMS) return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "too many operands");
     const char *arrow = strstr(eq, "->");
     size_t lhs = arrow ? (size_t)(arrow - eq) : len;
     int ell = 0, counts[HC_MAX_DIMS] = {0};
@@ -354,7 +356,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
         const char *end = memchr(p, ',', (size_t)(eq + lhs - p));
         if (!end) end = eq + lhs;
         if (i + 1 < e->nops && end == eq + lhs)
-            return nn_fail(err, HC_ERR_INVALID, n, "equation has fewer terms than %d inputs",
+            return hc_node_fail(n, HC_ERR_INVALID, err, "equation has fewer terms than %d inputs",
                            e->nops);
         const hc_tensor *t = nn_in(n, i);
         int letters = 0;
@@ -362,7 +364,8 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
         counts[i] = t->ndim - letters;
         p = end + 1;
     }
-    if (p < eq + lhs) return nn_fail(err, HC_ERR_INVALID, n, "equation has more terms than inputs");
+    if (p < eq + lhs)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "equation has more terms than inputs");
     for (int i = 0; i < e->nops; i++) /* ellipsis rank: the largest an operand implies */
         ell = HC_MAX(ell, counts[i]);
     p = eq;
@@ -377,7 +380,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
             int64_t sz = t->shape[d];
             bool is_ell = l >= EIN_LETTERS;
             if (e->used[l] && e->size[l] != sz && !(is_ell && (sz == 1 || e->size[l] == 1)))
-                return nn_fail(err, HC_ERR_INVALID, n, "label sizes differ (%lld vs %lld)",
+                return hc_node_fail(n, HC_ERR_INVALID, err, "label sizes differ (%lld vs %lld)",
                                (long long)e->size[l], (long long)sz);
             if (!e->used[l] || e->size[l] == 1) e->size[l] = sz;
             e->used[l] = true;
@@ -391,7 +394,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
         for (int i = 0; i < e->nout; i++) {
             int l = e->out[i];
             if (!e->used[l] || in_out[l])
-                return nn_fail(err, HC_ERR_INVALID, n, "output label %d is not an input label "
+                return hc_node_fail(n, HC_ERR_INVALID, err, "output label %d is not an input label "
                                "or repeats", l);
             in_out[l] = true;
         }
@@ -404,7 +407,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
         for (int c = 0; order[c]; c++) {
             int l = ein_letter(order[c]);
             if (times[l] != 1) continue;
-            if (e->nout == HC_MAX_DIMS) return nn_fail(err, HC_ERR_UNSUPPORTED, n, "rank > 8");
+            if (e->nout == HC_MAX_DIMS) return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "rank > 8");
             e->out[e->nout++] = l;
         }
         for (int i = 0; i < e->nout; i++) in_out[e->out[i]] = true;
@@ -412,7 +415,8 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
     for (int l = 0; l < EIN_LABELS; l++) {
         if (!e->used[l] || in_out[l]) continue;
         if (e->nred == HC_MAX_DIMS)
-            return nn_fail(err, HC_ERR_UNSUPPORTED, n, "more than %d summed labels", HC_MAX_DIMS);
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "more than %d summed labels",
+                                HC_MAX_DIMS);
         e->red[e->nred++] = l;
     }
     return HC_OK;
@@ -421,9 +425,9 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
 hc_status nn_infer_einsum(hc_node *n, hc_error *err) {
     for (int i = 1; i < n->ninputs; i++)
         if (nn_in(n, i)->dtype != nn_in(n, 0)->dtype)
-            return nn_fail(err, HC_ERR_INVALID, n, "inputs have different dtypes");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "inputs have different dtypes");
     if (nn_in(n, 0)->dtype == HC_BOOL)
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "bool inputs are not supported");
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "bool inputs are not supported");
     ein e;
     if (ein_parse(n, &e, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];

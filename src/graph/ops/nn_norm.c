@@ -23,10 +23,10 @@ static hc_tnode *channel_view(hc_arena *a, const hc_tnode *v, int rank, hc_dtype
 static hc_status need_vector(const hc_node *n, int i, int64_t len, hc_error *err) {
     const hc_tensor *t = nn_in(n, i);
     if (!t || t->ndim != 1 || t->shape[0] != len)
-        return nn_fail(err, HC_ERR_INVALID, n, "input %d ('%s') must have shape [%lld]", i,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') must have shape [%lld]", i,
                        t ? t->name : "", (long long)len);
     if (!hc_dtype_is_float(t->dtype))
-        return nn_fail(err, HC_ERR_INVALID, n, "input %d ('%s') must be a float tensor", i,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') must be a float tensor", i,
                        t->name);
     return HC_OK;
 }
@@ -65,13 +65,13 @@ hc_status nn_infer_batch_norm(hc_node *n, hc_error *err) {
     if (nn_need_rank(n, 0, 2, err) || nn_need_float(n, 0, err)) return err->status;
     const hc_tensor *x = nn_in(n, 0);
     if (hc_node_attr_int(n, "training_mode", 0) != 0)
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "training_mode=1 is not supported "
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode=1 is not supported "
                        "(inference only)");
     if (hc_node_attr_int(n, "spatial", 1) != 1)
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "spatial=0 is not supported");
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "spatial=0 is not supported");
     for (int i = 1; i < n->noutputs; i++)
         if (nn_out_present(n, i))
-            return nn_fail(err, HC_ERR_UNSUPPORTED, n, "training-mode outputs (running mean "
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training-mode outputs (running mean "
                            "and variance) are not supported");
     for (int i = 1; i < 5; i++)
         if (need_vector(n, i, x->shape[1], err)) return err->status;
@@ -159,7 +159,7 @@ hc_status nn_infer_layer_norm(hc_node *n, hc_error *err) {
         if (p->ndim > x->ndim - axis ||
             hc_broadcast_shape(x->ndim, x->shape, p->ndim, p->shape, &nd, bs, NULL) ||
             memcmp(bs, x->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
-            return nn_fail(err, HC_ERR_INVALID, n, "input %d ('%s') does not broadcast to the "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') does not broadcast to the "
                            "normalized dims of the input", i, p->name);
     }
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
@@ -208,7 +208,7 @@ hc_status nn_infer_lp_norm(hc_node *n, hc_error *err) {
     if (hc_node_axis(n, hc_node_attr_int(n, "axis", -1), x->ndim, &axis, err)) return err->status;
     int64_t p = hc_node_attr_int(n, "p", 2);
     if (p != 1 && p != 2)
-        return nn_fail(err, HC_ERR_INVALID, n, "p = %lld, expected 1 or 2", (long long)p);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "p = %lld, expected 1 or 2", (long long)p);
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
 }
@@ -237,13 +237,13 @@ static hc_status mvn_axes(const hc_node *n, int *axes, int *count, hc_error *err
     static const int64_t dflt[3] = {0, 2, 3};
     if (!v) v = dflt, cnt = 3;
     if (cnt > x->ndim)
-        return nn_fail(err, HC_ERR_INVALID, n, "axes has %d values for a rank-%d input", cnt,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "axes has %d values for a rank-%d input", cnt,
                        x->ndim);
     for (int i = 0; i < cnt; i++) {
         if (hc_node_axis(n, v[i], x->ndim, &axes[i], err)) return err->status;
         for (int j = 0; j < i; j++)
             if (axes[j] == axes[i])
-                return nn_fail(err, HC_ERR_INVALID, n, "axes repeats axis %d", axes[i]);
+                return hc_node_fail(n, HC_ERR_INVALID, err, "axes repeats axis %d", axes[i]);
     }
     *count = cnt;
     return HC_OK;
@@ -287,7 +287,7 @@ hc_task *nn_task_mvn(hc_arena *a, const hc_node *n, hc_error *err) {
 hc_status nn_infer_lrn(hc_node *n, hc_error *err) {
     if (nn_need_rank(n, 0, 2, err) || nn_need_float(n, 0, err)) return err->status;
     if (!hc_node_attr(n, "size") || hc_node_attr_int(n, "size", 0) < 1)
-        return nn_fail(err, HC_ERR_INVALID, n, "size must be given and positive");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "size must be given and positive");
     const hc_tensor *x = nn_in(n, 0);
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;

@@ -11,7 +11,7 @@ static hc_status pool_window(const hc_node *n, nn_window *w, hc_error *err) {
     bool is_max = n->op == HC_OPK_MAX_POOL;
     bool int8 = x->dtype == HC_I8 || x->dtype == HC_U8;
     if (!hc_dtype_is_float(x->dtype) && !(is_max && int8))
-        return nn_fail(err, HC_ERR_UNSUPPORTED, n, "dtype %s is not supported",
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "dtype %s is not supported",
                        hc_dtype_name(x->dtype));
     memset(w, 0, sizeof *w);
     w->nsp = x->ndim - 2;
@@ -19,7 +19,7 @@ static hc_status pool_window(const hc_node *n, nn_window *w, hc_error *err) {
     if (nn_window_attrs(n, w, true, err)) return err->status;
     int64_t so = hc_node_attr_int(n, "storage_order", 0);
     if (so != 0 && so != 1)
-        return nn_fail(err, HC_ERR_INVALID, n, "storage_order %lld, expected 0 or 1",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "storage_order %lld, expected 0 or 1",
                        (long long)so);
     return nn_window_forward(n, w, hc_node_attr_int(n, "ceil_mode", 0) != 0, err);
 }

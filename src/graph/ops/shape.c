@@ -45,15 +45,6 @@ const hc_op_def hc_ops_shape[] = {
 };
 
 /* ---- errors and inputs ---------------------------------------------------------- */
-hc_status shp_fail(const hc_node *n, hc_status st, hc_error *err, const char *fmt, ...) {
-    char msg[3000];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return hc_error_set(err, st, "node '%s' (%s): %s", n->name ? n->name : "?",
-                        hc_op_onnx_name(n->op), msg);
-}
 
 hc_tensor *shp_in(const hc_node *n, int i) {
     return i >= 0 && i < n->ninputs ? n->inputs[i] : NULL;
@@ -70,7 +61,7 @@ static hc_status const_input(const hc_node *n, int i, int max, int64_t *count, h
     if (!t->data && hc_tensor_numel(t) != 0) return hc_node_need_const(n, i, err);
     *count = hc_tensor_numel(t);
     if (*count > max)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "input %d ('%s') has %lld values, at most "
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "input %d ('%s') has %lld values, at most "
                         "%d are supported", i, t->name, (long long)*count, max);
     return HC_OK;
 }
@@ -82,7 +73,7 @@ hc_status shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *co
     if (st) return st;
     const hc_tensor *t = n->inputs[i];
     if (c > 0 && hc_tensor_const_ints(t, out, max) != c)
-        return shp_fail(n, HC_ERR_INVALID, err, "input %d ('%s') must hold integers, not %s",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') must hold integers, not %s",
                         i, t->name, hc_dtype_name(t->dtype));
     *count = (int)c;
     return HC_OK;
@@ -123,10 +114,11 @@ hc_status shp_axes(const hc_node *n, const char *what, const int64_t *axes, int 
     for (int i = 0; i < count; i++) {
         int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
         if (ax < 0 || ax >= rank)
-            return shp_fail(n, HC_ERR_INVALID, err, "%s[%d] = %lld is out of range for rank %d",
+            return hc_node_fail(n, HC_ERR_INVALID, err, "%s[%d] = %lld is out of range for rank %d",
                             what, i, (long long)axes[i], rank);
         if (seen[ax])
-            return shp_fail(n, HC_ERR_INVALID, err, "%s repeats axis %lld", what, (long long)ax);
+            return hc_node_fail(n, HC_ERR_INVALID, err, "%s repeats axis %lld", what,
+                                (long long)ax);
         seen[ax] = true;
         out[i] = (int)ax;
     }

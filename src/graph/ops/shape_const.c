@@ -70,11 +70,12 @@ hc_task *shp_task_size(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- Cast / CastLike -------------------------------------------------------------------- */
 hc_status shp_infer_cast(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    if (!hc_node_attr(n, "to")) return shp_fail(n, HC_ERR_INVALID, err, "attribute to is missing");
+    if (!hc_node_attr(n, "to"))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "attribute to is missing");
     int64_t code = hc_node_attr_int(n, "to", 1);
     hc_dtype t = shp_onnx_dtype(code);
     if (t == HC_DTYPE_COUNT)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "cast to ONNX type %lld (%s) is not "
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "cast to ONNX type %lld (%s) is not "
                         "supported", (long long)code, code == 8 ? "string" : "not numeric");
     hc_node_set_output(n, 0, t, x->ndim, x->shape);
     return HC_OK;
@@ -135,7 +136,7 @@ hc_status shp_infer_constant(hc_node *n, hc_error *err) {
     const hc_attr *at;
     for (size_t i = 0; i < HC_ARRAY_LEN(unsupported_values); i++)
         if (hc_node_attr(n, unsupported_values[i]))
-            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "attribute %s is not supported",
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "attribute %s is not supported",
                             unsupported_values[i]);
     int64_t len;
     if ((at = hc_node_attr(n, "value")) && at->kind == HC_ATTR_TENSOR && at->t) {
@@ -151,10 +152,10 @@ hc_status shp_infer_constant(hc_node *n, hc_error *err) {
         len = at->n;
         hc_node_set_output(n, 0, HC_I64, 1, &len);
     } else {
-        return shp_fail(n, HC_ERR_INVALID, err, "no value attribute");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "no value attribute");
     }
     if (hc_tensor_numel(n->outputs[0]) > CONST_TABLE_MAX)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "a Constant node of %lld elements (make it "
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "a Constant node of %lld elements (make it "
                         "an initializer)", (long long)hc_tensor_numel(n->outputs[0]));
     return HC_OK;
 }
@@ -166,7 +167,7 @@ hc_task *shp_task_constant(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_value *vals = HC_NEW_ARRAY(a, hc_value, len > 0 ? len : 1);
     if ((at = hc_node_attr(n, "value")) && at->kind == HC_ATTR_TENSOR && at->t) {
         if (len > 0 && !at->t->data) {
-            shp_fail(n, HC_ERR_INVALID, err, "value has no data");
+            hc_node_fail(n, HC_ERR_INVALID, err, "value has no data");
             return NULL;
         }
         vals = shp_tensor_values(a, at->t, t);
@@ -188,7 +189,7 @@ static hc_status cos_value(const hc_node *n, hc_dtype *t, double *v, hc_error *e
     *t = HC_F32, *v = 0;
     if (!at) return HC_OK;
     if (at->kind != HC_ATTR_TENSOR || !at->t || hc_tensor_numel(at->t) != 1 || !at->t->data)
-        return shp_fail(n, HC_ERR_INVALID, err, "value must be a one-element tensor");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "value must be a one-element tensor");
     *t = at->t->dtype, *v = hc_tensor_const_at(at->t, 0);
     return HC_OK;
 }
@@ -201,7 +202,7 @@ hc_status shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
     hc_status st = shp_const_ints(n, 0, s, HC_MAX_DIMS, &cnt, err);
     if (st || (st = cos_value(n, &t, &v, err))) return st;
     for (int d = 0; d < cnt; d++)
-        if (s[d] < 0) return shp_fail(n, HC_ERR_INVALID, err, "shape[%d] is negative", d);
+        if (s[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "shape[%d] is negative", d);
     hc_node_set_output(n, 0, t, cnt, s);
     return HC_OK;
 }
@@ -225,14 +226,14 @@ static hc_status range_args(const hc_node *n, double *v, int64_t *len, hc_error 
         int cnt;
         hc_status st = shp_const_doubles(n, i, &v[i], 1, &cnt, err);
         if (st) return st;
-        if (cnt != 1) return shp_fail(n, HC_ERR_INVALID, err, "input %d must be a scalar", i);
+        if (cnt != 1) return hc_node_fail(n, HC_ERR_INVALID, err, "input %d must be a scalar", i);
         if (n->inputs[i]->dtype != n->inputs[0]->dtype)
-            return shp_fail(n, HC_ERR_INVALID, err, "inputs differ in type");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "inputs differ in type");
     }
-    if (v[2] == 0) return shp_fail(n, HC_ERR_INVALID, err, "delta is 0");
+    if (v[2] == 0) return hc_node_fail(n, HC_ERR_INVALID, err, "delta is 0");
     double c = ceil((v[1] - v[0]) / v[2]);
     if (!(c < 1e9)) {
-        if (c > 0) return shp_fail(n, HC_ERR_UNSUPPORTED, err, "more than 1e9 elements");
+        if (c > 0) return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "more than 1e9 elements");
         c = 0;
     }
     *len = c > 0 ? (int64_t)c : 0;

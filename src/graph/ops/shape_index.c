@@ -17,7 +17,7 @@ static bool is_index_type(hc_dtype t) { return t == HC_I32 || t == HC_I64; }
 static hc_status check_indices(const hc_node *n, int i, hc_error *err) {
     const hc_tensor *t = n->inputs[i];
     if (!is_index_type(t->dtype))
-        return shp_fail(n, HC_ERR_INVALID, err, "indices '%s' are %s, expected i32 or i64",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "indices '%s' are %s, expected i32 or i64",
                         t->name, hc_dtype_name(t->dtype));
     return HC_OK;
 }
@@ -35,7 +35,8 @@ hc_status shp_infer_gather(hc_node *n, hc_error *err) {
     if (st || (st = get_axis(n, x->ndim, &axis, err))) return st;
     int on = x->ndim - 1 + ind->ndim;
     if (on > HC_MAX_DIMS)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "output rank %d exceeds %d", on, HC_MAX_DIMS);
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output rank %d exceeds %d", on,
+                            HC_MAX_DIMS);
     int64_t s[HC_MAX_DIMS];
     int k = 0;
     for (int d = 0; d < axis; d++) s[k++] = x->shape[d];
@@ -71,7 +72,7 @@ hc_status shp_infer_gather_elements(hc_node *n, hc_error *err) {
     hc_status st = check_indices(n, 1, err);
     if (st || (st = get_axis(n, x->ndim, &axis, err))) return st;
     if (ind->ndim != x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "indices have rank %d, data %d", ind->ndim,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "indices have rank %d, data %d", ind->ndim,
                         x->ndim);
     hc_node_set_output(n, 0, x->dtype, ind->ndim, ind->shape);
     return HC_OK;
@@ -98,19 +99,19 @@ static hc_status gather_nd_args(const hc_node *n, int *b, int *k, hc_error *err)
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1];
     int64_t bd = hc_node_attr_int(n, "batch_dims", 0);
     if (ind->dtype != HC_I64)
-        return shp_fail(n, HC_ERR_INVALID, err, "indices are %s, expected i64",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "indices are %s, expected i64",
                         hc_dtype_name(ind->dtype));
     if (ind->ndim < 1 || bd < 0 || bd >= ind->ndim || bd >= x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "batch_dims %lld does not fit ranks %d and %d",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "batch_dims %lld does not fit ranks %d and %d",
                         (long long)bd, x->ndim, ind->ndim);
     *b = (int)bd;
     *k = (int)ind->shape[ind->ndim - 1];
     if (*k < 1 || *k > x->ndim - *b)
-        return shp_fail(n, HC_ERR_INVALID, err, "indices.shape[-1] = %d, expected 1..%d", *k,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "indices.shape[-1] = %d, expected 1..%d", *k,
                         x->ndim - *b);
     for (int d = 0; d < *b; d++)
         if (x->shape[d] != ind->shape[d])
-            return shp_fail(n, HC_ERR_INVALID, err, "batch dim %d differs: %lld vs %lld", d,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "batch dim %d differs: %lld vs %lld", d,
                             (long long)x->shape[d], (long long)ind->shape[d]);
     return HC_OK;
 }
@@ -123,7 +124,7 @@ hc_status shp_infer_gather_nd(hc_node *n, hc_error *err) {
     int64_t s[HC_MAX_DIMS];
     int on = 0;
     if (ind->ndim - 1 + x->ndim - b - k > HC_MAX_DIMS)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "output rank exceeds %d", HC_MAX_DIMS);
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output rank exceeds %d", HC_MAX_DIMS);
     for (int d = 0; d < ind->ndim - 1; d++) s[on++] = ind->shape[d];
     for (int d = b + k; d < x->ndim; d++) s[on++] = x->shape[d];
     hc_node_set_output(n, 0, x->dtype, on, s);
@@ -162,7 +163,7 @@ static hc_status scatter_reduction(const hc_node *n, scatter_red *r, hc_error *e
             *r = (scatter_red)i;
             return HC_OK;
         }
-    return shp_fail(n, HC_ERR_UNSUPPORTED, err, "reduction '%s' is not supported", s);
+    return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "reduction '%s' is not supported", s);
 }
 
 /* Where an update lands for one output element: `match` (over the output axes ax and
@@ -217,7 +218,7 @@ static hc_status scatter_check(const hc_node *n, hc_error *err) {
     hc_status st = check_indices(n, 1, err);
     if (st) return st;
     if (u->dtype != x->dtype)
-        return shp_fail(n, HC_ERR_INVALID, err, "updates are %s, data %s",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "updates are %s, data %s",
                         hc_dtype_name(u->dtype), hc_dtype_name(x->dtype));
     scatter_red r;
     return scatter_reduction(n, &r, err);
@@ -232,7 +233,7 @@ hc_status shp_infer_scatter_elements(hc_node *n, hc_error *err) {
     for (int d = 0; ok && d < x->ndim; d++)
         ok = ind->shape[d] == u->shape[d] && (d == axis || u->shape[d] <= x->shape[d]);
     if (!ok)
-        return shp_fail(n, HC_ERR_INVALID, err, "indices and updates must have the same shape, "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "indices and updates must have the same shape, "
                         "within data's outside the axis");
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
@@ -288,14 +289,14 @@ hc_status shp_infer_scatter_nd(hc_node *n, hc_error *err) {
     hc_status st = scatter_check(n, err);
     if (st) return st;
     if (ind->dtype != HC_I64)
-        return shp_fail(n, HC_ERR_INVALID, err, "indices are %s, expected i64",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "indices are %s, expected i64",
                         hc_dtype_name(ind->dtype));
     int q = ind->ndim, k = q ? (int)ind->shape[q - 1] : 0;
     bool ok = q >= 1 && k >= 1 && k <= x->ndim && u->ndim == q - 1 + x->ndim - k;
     for (int d = 0; ok && d < q - 1; d++) ok = u->shape[d] == ind->shape[d];
     for (int d = k; ok && d < x->ndim; d++) ok = u->shape[q - 1 + d - k] == x->shape[d];
     if (!ok)
-        return shp_fail(n, HC_ERR_INVALID, err, "updates must have shape indices.shape[:-1] + "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "updates must have shape indices.shape[:-1] + "
                         "data.shape[indices.shape[-1]:]");
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
@@ -358,12 +359,12 @@ hc_task *shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
 static hc_status trilu_k(const hc_node *n, int64_t *k, hc_error *err) {
     *k = 0;
     if (n->inputs[0]->ndim < 2)
-        return shp_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected >= 2",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected >= 2",
                         n->inputs[0]->ndim);
     if (!shp_in(n, 1) || shp_in_empty(n, 1)) return HC_OK;
     int cnt;
     hc_status st = shp_const_ints(n, 1, k, 1, &cnt, err);
-    if (!st && cnt != 1) return shp_fail(n, HC_ERR_INVALID, err, "k must be a scalar");
+    if (!st && cnt != 1) return hc_node_fail(n, HC_ERR_INVALID, err, "k must be a scalar");
     return st;
 }
 
@@ -401,12 +402,12 @@ static hc_status one_hot_args(const hc_node *n, int64_t *depth, int *axis, hc_er
     hc_status st = shp_const_doubles(n, 1, &d, 1, &cnt, err);
     if (st) return st;
     if (cnt != 1 || d < 1)
-        return shp_fail(n, HC_ERR_INVALID, err, "depth must be one value >= 1");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "depth must be one value >= 1");
     *depth = (int64_t)d;
     if (hc_tensor_numel(vals) != 2)
-        return shp_fail(n, HC_ERR_INVALID, err, "values must hold 2 elements (off, on)");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "values must hold 2 elements (off, on)");
     if (ind->ndim + 1 > HC_MAX_DIMS)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "output rank exceeds %d", HC_MAX_DIMS);
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output rank exceeds %d", HC_MAX_DIMS);
     int64_t ax = hc_node_attr_int(n, "axis", -1);
     return shp_axes(n, "axis", &ax, 1, ind->ndim + 1, axis, err);
 }
@@ -448,12 +449,12 @@ hc_task *shp_task_one_hot(hc_arena *a, const hc_node *n, hc_error *err) {
 hc_status shp_infer_eye_like(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     if (x->ndim != 2)
-        return shp_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 2", x->ndim);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 2", x->ndim);
     hc_dtype t = x->dtype;
     if (hc_node_attr(n, "dtype")) {
         int64_t code = hc_node_attr_int(n, "dtype", 1);
         if ((t = shp_onnx_dtype(code)) == HC_DTYPE_COUNT)
-            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "dtype %lld is not supported",
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "dtype %lld is not supported",
                             (long long)code);
     }
     hc_node_set_output(n, 0, t, 2, x->shape);

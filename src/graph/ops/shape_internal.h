@@ -10,8 +10,6 @@
 #define SHP_MAX_VALUES 256
 
 /* Sets err to "node 'NAME' (OpType): <message>" and returns st. */
-hc_status shp_fail(const hc_node *n, hc_status st, hc_error *err, const char *fmt, ...)
-    HC_PRINTF(4, 5);
 /* Input slot i, or NULL when absent (omitted or beyond ninputs). */
 hc_tensor *shp_in(const hc_node *n, int i);
 /* true when input i is present and has no elements (ONNX's "empty" optional inputs). */

@@ -22,7 +22,7 @@ static hc_task *reshape_task(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- Reshape ----------------------------------------------------------------------- */
 hc_status shp_infer_reshape(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    if (!shp_in(n, 1)) return shp_fail(n, HC_ERR_INVALID, err, "the shape input is missing");
+    if (!shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "the shape input is missing");
     int64_t s[SHP_MAX_VALUES];
     int cnt;
     hc_status st = shp_const_ints(n, 1, s, HC_MAX_DIMS, &cnt, err);
@@ -33,16 +33,16 @@ hc_status shp_infer_reshape(hc_node *n, hc_error *err) {
     for (int i = 0; i < cnt; i++) {
         if (s[i] == 0 && !allowzero) {
             if (i >= x->ndim)
-                return shp_fail(n, HC_ERR_INVALID, err, "shape[%d] = 0 copies a dimension "
+                return hc_node_fail(n, HC_ERR_INVALID, err, "shape[%d] = 0 copies a dimension "
                                 "that the %d-d input lacks", i, x->ndim);
             s[i] = x->shape[i];
         } else if (s[i] == -1) {
             if (infer_at >= 0)
-                return shp_fail(n, HC_ERR_INVALID, err, "shape has more than one -1");
+                return hc_node_fail(n, HC_ERR_INVALID, err, "shape has more than one -1");
             infer_at = i;
             continue;
         } else if (s[i] < 0) {
-            return shp_fail(n, HC_ERR_INVALID, err, "shape[%d] = %lld is negative", i,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "shape[%d] = %lld is negative", i,
                             (long long)s[i]);
         }
         known *= s[i];
@@ -50,11 +50,11 @@ hc_status shp_infer_reshape(hc_node *n, hc_error *err) {
     int64_t numel = hc_tensor_numel(x);
     if (infer_at >= 0) {
         if (known == 0 || numel % known != 0)
-            return shp_fail(n, HC_ERR_INVALID, err, "cannot infer the -1 of shape: %lld "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "cannot infer the -1 of shape: %lld "
                             "elements over %lld", (long long)numel, (long long)known);
         s[infer_at] = numel / known;
     } else if (known != numel) {
-        return shp_fail(n, HC_ERR_INVALID, err, "shape has %lld elements, the input %lld",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "shape has %lld elements, the input %lld",
                         (long long)known, (long long)numel);
     }
     hc_node_set_output(n, 0, x->dtype, cnt, s);
@@ -71,7 +71,7 @@ hc_status shp_infer_flatten(hc_node *n, hc_error *err) {
     int64_t axis = hc_node_attr_int(n, "axis", 1);
     if (axis < 0) axis += x->ndim;
     if (axis < 0 || axis > x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "axis %lld is out of range for rank %d",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "axis %lld is out of range for rank %d",
                         (long long)hc_node_attr_int(n, "axis", 1), x->ndim);
     int64_t s[2] = {1, 1};
     for (int d = 0; d < x->ndim; d++) s[d >= axis] *= x->shape[d];
@@ -91,7 +91,7 @@ static hc_status axes_arg(const hc_node *n, int64_t *axes, int *count, hc_error 
         const int64_t *v = hc_node_attr_ints(n, "axes", count);
         if (!hc_node_attr(n, "axes")) *count = -1;
         if (*count > SHP_MAX_VALUES)
-            return shp_fail(n, HC_ERR_INVALID, err, "axes has %d values", *count);
+            return hc_node_fail(n, HC_ERR_INVALID, err, "axes has %d values", *count);
         if (*count > 0) memcpy(axes, v, sizeof(int64_t) * (size_t)*count);
         return HC_OK;
     }
@@ -106,11 +106,11 @@ hc_status shp_infer_squeeze(hc_node *n, hc_error *err) {
     bool drop[HC_MAX_DIMS] = {false};
     hc_status st = axes_arg(n, axes, &cnt, err);
     if (st) return st;
-    if (cnt > x->ndim) return shp_fail(n, HC_ERR_INVALID, err, "more axes than dimensions");
+    if (cnt > x->ndim) return hc_node_fail(n, HC_ERR_INVALID, err, "more axes than dimensions");
     if (cnt > 0 && (st = shp_axes(n, "axes", axes, cnt, x->ndim, ax, err))) return st;
     for (int i = 0; i < cnt; i++) {
         if (x->shape[ax[i]] != 1)
-            return shp_fail(n, HC_ERR_INVALID, err, "axis %d has size %lld, not 1", ax[i],
+            return hc_node_fail(n, HC_ERR_INVALID, err, "axis %d has size %lld, not 1", ax[i],
                             (long long)x->shape[ax[i]]);
         drop[ax[i]] = true;
     }
@@ -131,10 +131,11 @@ hc_status shp_infer_unsqueeze(hc_node *n, hc_error *err) {
     bool ins[HC_MAX_DIMS] = {false};
     hc_status st = axes_arg(n, axes, &cnt, err);
     if (st) return st;
-    if (cnt < 0) return shp_fail(n, HC_ERR_INVALID, err, "axes is missing");
+    if (cnt < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "axes is missing");
     int on = x->ndim + cnt;
     if (on > HC_MAX_DIMS)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "output rank %d exceeds %d", on, HC_MAX_DIMS);
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output rank %d exceeds %d", on,
+                            HC_MAX_DIMS);
     if ((st = shp_axes(n, "axes", axes, cnt, on, ax, err))) return st;
     for (int i = 0; i < cnt; i++) ins[ax[i]] = true;
     for (int d = 0, k = 0; d < on; d++) s[d] = ins[d] ? 1 : x->shape[k++];
@@ -156,7 +157,8 @@ static hc_status transpose_perm(const hc_node *n, int *perm, hc_error *err) {
         return HC_OK;
     }
     if (cnt != x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "perm has %d values, expected %d", cnt, x->ndim);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "perm has %d values, expected %d", cnt,
+                            x->ndim);
     return shp_axes(n, "perm", p, cnt, x->ndim, perm, err);
 }
 
@@ -183,8 +185,8 @@ hc_task *shp_task_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- Concat --------------------------------------------------------------------------- */
 static hc_status concat_axis(const hc_node *n, int *axis, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    if (!x) return shp_fail(n, HC_ERR_INVALID, err, "the first input is missing");
-    if (!hc_node_attr(n, "axis")) return shp_fail(n, HC_ERR_INVALID, err, "axis is missing");
+    if (!x) return hc_node_fail(n, HC_ERR_INVALID, err, "the first input is missing");
+    if (!hc_node_attr(n, "axis")) return hc_node_fail(n, HC_ERR_INVALID, err, "axis is missing");
     int64_t ax = hc_node_attr_int(n, "axis", 0);
     return shp_axes(n, "axis", &ax, 1, x->ndim, axis, err);
 }
@@ -203,7 +205,7 @@ hc_status shp_infer_concat(hc_node *n, hc_error *err) {
         bool ok = t->ndim == x->ndim && t->dtype == x->dtype;
         for (int d = 0; ok && d < x->ndim; d++) ok = d == axis || t->shape[d] == x->shape[d];
         if (!ok)
-            return shp_fail(n, HC_ERR_INVALID, err, "input %d ('%s') does not match input 0 "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') does not match input 0 "
                             "('%s') in dtype or outside axis %d", i, t->name, x->name, axis);
         s[axis] += t->shape[axis];
     }
@@ -257,7 +259,7 @@ static hc_status split_sizes(const hc_node *n, int *axis, int64_t *sizes, hc_err
     int cnt = 0;
     if (n->opset < 13) {
         const int64_t *v = hc_node_attr_ints(n, "split", &cnt);
-        if (cnt > SHP_MAX_VALUES) return shp_fail(n, HC_ERR_INVALID, err, "split too long");
+        if (cnt > SHP_MAX_VALUES) return hc_node_fail(n, HC_ERR_INVALID, err, "split too long");
         if (cnt) memcpy(sizes, v, sizeof(int64_t) * (size_t)cnt);
     } else if (shp_in(n, 1) && !shp_in_empty(n, 1)) {
         if ((st = shp_const_ints(n, 1, sizes, SHP_MAX_VALUES, &cnt, err))) return st;
@@ -265,21 +267,21 @@ static hc_status split_sizes(const hc_node *n, int *axis, int64_t *sizes, hc_err
     int64_t dim = x->shape[*axis], total = 0;
     if (cnt == 0) {
         if (dim % n->noutputs != 0)
-            return shp_fail(n, HC_ERR_INVALID, err, "dimension %lld does not split into %d "
+            return hc_node_fail(n, HC_ERR_INVALID, err, "dimension %lld does not split into %d "
                             "equal parts", (long long)dim, n->noutputs);
         for (int i = 0; i < n->noutputs; i++) sizes[i] = dim / n->noutputs;
         return HC_OK;
     }
     if (cnt != n->noutputs)
-        return shp_fail(n, HC_ERR_INVALID, err, "split has %d values for %d outputs", cnt,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "split has %d values for %d outputs", cnt,
                         n->noutputs);
     for (int i = 0; i < cnt; i++) {
         if (sizes[i] < 0)
-            return shp_fail(n, HC_ERR_INVALID, err, "split[%d] is negative", i);
+            return hc_node_fail(n, HC_ERR_INVALID, err, "split[%d] is negative", i);
         total += sizes[i];
     }
     if (total != dim)
-        return shp_fail(n, HC_ERR_INVALID, err, "split sums to %lld, the axis has %lld",
+        return hc_node_fail(n, HC_ERR_INVALID, err, "split sums to %lld, the axis has %lld",
                         (long long)total, (long long)dim);
     return HC_OK;
 }
@@ -289,7 +291,7 @@ hc_status shp_infer_split(hc_node *n, hc_error *err) {
     int axis;
     int64_t sizes[SHP_MAX_VALUES], s[HC_MAX_DIMS];
     if (n->noutputs > SHP_MAX_VALUES)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "more than %d outputs", SHP_MAX_VALUES);
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "more than %d outputs", SHP_MAX_VALUES);
     hc_status st = split_sizes(n, &axis, sizes, err);
     if (st) return st;
     shp_shape_of(x, s);
@@ -331,10 +333,10 @@ static hc_status slice_read(const hc_node *n, slice_args *s, hc_error *err) {
     if (n->opset < 10) {
         if (!(v = hc_node_attr_ints(n, "starts", &s->ns)) ||
             s->ns > SHP_MAX_VALUES)
-            return shp_fail(n, HC_ERR_INVALID, err, "starts is missing or too long");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "starts is missing or too long");
         memcpy(s->starts, v, sizeof(int64_t) * (size_t)s->ns);
         if (!(v = hc_node_attr_ints(n, "ends", &s->ne)) || s->ne > SHP_MAX_VALUES)
-            return shp_fail(n, HC_ERR_INVALID, err, "ends is missing or too long");
+            return hc_node_fail(n, HC_ERR_INVALID, err, "ends is missing or too long");
         memcpy(s->ends, v, sizeof(int64_t) * (size_t)s->ne);
         if ((v = hc_node_attr_ints(n, "axes", &s->na)) && s->na <= SHP_MAX_VALUES)
             memcpy(s->axes, v, sizeof(int64_t) * (size_t)s->na);
@@ -343,7 +345,7 @@ static hc_status slice_read(const hc_node *n, slice_args *s, hc_error *err) {
     }
     hc_status st;
     if (!shp_in(n, 1) || !shp_in(n, 2))
-        return shp_fail(n, HC_ERR_INVALID, err, "starts or ends input is missing");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "starts or ends input is missing");
     if ((st = shp_const_ints(n, 1, s->starts, SHP_MAX_VALUES, &s->ns, err))) return st;
     if ((st = shp_const_ints(n, 2, s->ends, SHP_MAX_VALUES, &s->ne, err))) return st;
     if (shp_in(n, 3) && (st = shp_const_ints(n, 3, s->axes, SHP_MAX_VALUES, &s->na, err)))
@@ -364,16 +366,17 @@ static hc_status slice_params(const hc_node *n, int64_t *start, int64_t *step, i
     if (st) return st;
     for (int d = 0; d < x->ndim; d++) start[d] = 0, step[d] = 1, len[d] = x->shape[d];
     if (s.ne != s.ns || (s.na >= 0 && s.na != s.ns) || (s.nst >= 0 && s.nst != s.ns))
-        return shp_fail(n, HC_ERR_INVALID, err, "starts, ends, axes and steps differ in length");
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "starts, ends, axes and steps differ in length");
     int ax[SHP_MAX_VALUES];
-    if (s.ns > x->ndim) return shp_fail(n, HC_ERR_INVALID, err, "more starts than dimensions");
+    if (s.ns > x->ndim) return hc_node_fail(n, HC_ERR_INVALID, err, "more starts than dimensions");
     for (int i = 0; i < s.ns; i++) ax[i] = i;
     if (s.na >= 0 && (st = shp_axes(n, "axes", s.axes, s.na, x->ndim, ax, err))) return st;
     for (int i = 0; i < s.ns; i++) {
         int d = ax[i];
         int64_t dim = x->shape[d], k = s.nst >= 0 ? s.steps[i] : 1;
         int64_t b = s.starts[i], e = s.ends[i];
-        if (k == 0) return shp_fail(n, HC_ERR_INVALID, err, "steps[%d] is 0", i);
+        if (k == 0) return hc_node_fail(n, HC_ERR_INVALID, err, "steps[%d] is 0", i);
         if (b < 0) b = b < -dim ? -dim - 1 : b + dim; /* no overflow for INT64_MIN */
         if (e < 0) e = e < -dim ? -dim - 1 : e + dim;
         /* lengths as (distance - 1) / |step| + 1: no overflow for huge steps */
@@ -416,7 +419,7 @@ static hc_status expand_shape(const hc_node *n, int *nd, int64_t *out, hc_error 
     if (st) return st;
     hc_error e2 = {0};
     if (hc_broadcast_shape(x->ndim, x->shape, cnt, s, nd, out, &e2))
-        return shp_fail(n, HC_ERR_INVALID, err, "%s", e2.msg);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "%s", e2.msg);
     return HC_OK;
 }
 
@@ -445,10 +448,10 @@ hc_status shp_infer_tile(hc_node *n, hc_error *err) {
     hc_status st = shp_const_ints(n, 1, r, HC_MAX_DIMS, &cnt, err);
     if (st) return st;
     if (cnt != x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "repeats has %d values, expected %d", cnt,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "repeats has %d values, expected %d", cnt,
                         x->ndim);
     for (int d = 0; d < x->ndim; d++) {
-        if (r[d] < 0) return shp_fail(n, HC_ERR_INVALID, err, "repeats[%d] is negative", d);
+        if (r[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "repeats[%d] is negative", d);
         s[d] = x->shape[d] * r[d];
     }
     hc_node_set_output(n, 0, x->dtype, x->ndim, s);
@@ -482,27 +485,27 @@ static hc_status pad_args(const hc_node *n, int64_t *pads, double *value, pad_mo
     if (!strcmp(m, "constant")) *mode = PAD_CONSTANT;
     else if (!strcmp(m, "reflect")) *mode = PAD_REFLECT;
     else if (!strcmp(m, "edge")) *mode = PAD_EDGE;
-    else return shp_fail(n, HC_ERR_UNSUPPORTED, err, "mode '%s' is not supported", m);
+    else return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "mode '%s' is not supported", m);
     int cnt = 0;
     hc_status st;
     *value = 0;
     if (n->opset < 11) {
         const int64_t *v = hc_node_attr_ints(n, "pads", &cnt);
-        if (!v) return shp_fail(n, HC_ERR_INVALID, err, "pads is missing");
+        if (!v) return hc_node_fail(n, HC_ERR_INVALID, err, "pads is missing");
         if (cnt == 2 * x->ndim) memcpy(pads, v, sizeof(int64_t) * (size_t)cnt);
         *value = hc_node_attr_float(n, "value", 0);
     } else {
-        if (!shp_in(n, 1)) return shp_fail(n, HC_ERR_INVALID, err, "the pads input is missing");
+        if (!shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "the pads input is missing");
         if ((st = shp_const_ints(n, 1, pads, SHP_MAX_VALUES, &cnt, err))) return st;
         if (shp_in(n, 3))
-            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "the axes input is not supported");
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "the axes input is not supported");
         if (shp_in(n, 2) && !shp_in_empty(n, 2)) {
             int vc;
             if ((st = shp_const_doubles(n, 2, value, 1, &vc, err))) return st;
         }
     }
     if (cnt != 2 * x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "pads has %d values, expected %d", cnt,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "pads has %d values, expected %d", cnt,
                         2 * x->ndim);
     return HC_OK;
 }
@@ -516,9 +519,9 @@ hc_status shp_infer_pad(hc_node *n, hc_error *err) {
     if (st) return st;
     for (int d = 0; d < x->ndim; d++) {
         s[d] = x->shape[d] + pads[d] + pads[d + x->ndim];
-        if (s[d] < 0) return shp_fail(n, HC_ERR_INVALID, err, "pads crop dim %d below 0", d);
+        if (s[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "pads crop dim %d below 0", d);
         if (mode != PAD_CONSTANT && x->shape[d] == 0 && s[d] > 0)
-            return shp_fail(n, HC_ERR_INVALID, err, "cannot pad empty dim %d in mode %s", d,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "cannot pad empty dim %d in mode %s", d,
                             mode == PAD_EDGE ? "edge" : "reflect");
     }
     hc_node_set_output(n, 0, x->dtype, x->ndim, s);
@@ -565,11 +568,11 @@ hc_task *shp_task_pad(hc_arena *a, const hc_node *n, hc_error *err) {
 static hc_status block_args(const hc_node *n, int64_t *b, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     if (!hc_node_attr(n, "blocksize"))
-        return shp_fail(n, HC_ERR_INVALID, err, "blocksize is missing");
+        return hc_node_fail(n, HC_ERR_INVALID, err, "blocksize is missing");
     *b = hc_node_attr_int(n, "blocksize", 1);
-    if (*b <= 0) return shp_fail(n, HC_ERR_INVALID, err, "blocksize %lld", (long long)*b);
+    if (*b <= 0) return hc_node_fail(n, HC_ERR_INVALID, err, "blocksize %lld", (long long)*b);
     if (x->ndim != 4)
-        return shp_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 4", x->ndim);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 4", x->ndim);
     return HC_OK;
 }
 
@@ -577,7 +580,7 @@ static hc_status d2s_mode(const hc_node *n, bool *crd, hc_error *err) {
     const char *m = hc_node_attr_string(n, "mode", "DCR");
     *crd = !strcmp(m, "CRD");
     if (!*crd && strcmp(m, "DCR"))
-        return shp_fail(n, HC_ERR_INVALID, err, "mode '%s' (expected DCR or CRD)", m);
+        return hc_node_fail(n, HC_ERR_INVALID, err, "mode '%s' (expected DCR or CRD)", m);
     return HC_OK;
 }
 
@@ -588,7 +591,7 @@ hc_status shp_infer_depth_to_space(hc_node *n, hc_error *err) {
     hc_status st = block_args(n, &b, err);
     if (st || (st = d2s_mode(n, &crd, err))) return st;
     if (x->shape[1] % (b * b))
-        return shp_fail(n, HC_ERR_INVALID, err, "channels %lld are not a multiple of "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "channels %lld are not a multiple of "
                         "blocksize^2 = %lld", (long long)x->shape[1], (long long)(b * b));
     int64_t s[4] = {x->shape[0], x->shape[1] / (b * b), x->shape[2] * b, x->shape[3] * b};
     hc_node_set_output(n, 0, x->dtype, 4, s);
@@ -622,7 +625,7 @@ hc_status shp_infer_space_to_depth(hc_node *n, hc_error *err) {
     hc_status st = block_args(n, &b, err);
     if (st) return st;
     if (x->shape[2] % b || x->shape[3] % b)
-        return shp_fail(n, HC_ERR_INVALID, err, "height and width must be multiples of "
+        return hc_node_fail(n, HC_ERR_INVALID, err, "height and width must be multiples of "
                         "blocksize %lld", (long long)b);
     int64_t s[4] = {x->shape[0], x->shape[1] * b * b, x->shape[2] / b, x->shape[3] / b};
     hc_node_set_output(n, 0, x->dtype, 4, s);
@@ -685,7 +688,7 @@ hc_status shp_infer_dropout(hc_node *n, hc_error *err) {
             (st = shp_const_doubles(n, 1, &ratio, 1, &rc, err)))
             return st;
         if (cnt == 1 && train != 0 && !(rc == 1 && ratio == 0))
-            return shp_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode is true with a "
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode is true with a "
                             "nonzero ratio (only inference is supported)");
     }
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);

@@ -58,7 +58,7 @@ static hc_status parse_mode(const hc_node *n, resize_cfg *c, hc_error *err) {
     if (!strcmp(m, "nearest")) c->mode = IM_NEAREST;
     else if (!strcmp(m, "linear") || !strcmp(m, "bilinear")) c->mode = IM_LINEAR;
     else if (!strcmp(m, "cubic") && n->op == HC_OPK_RESIZE) c->mode = IM_CUBIC;
-    else return shp_fail(n, HC_ERR_UNSUPPORTED, err, "mode '%s' is not supported", m);
+    else return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "mode '%s' is not supported", m);
     return HC_OK;
 }
 
@@ -76,12 +76,12 @@ static hc_status parse_attrs(const hc_node *n, resize_cfg *c, hc_error *err) {
     int ci = lookup(cm, coord_names, (int)HC_ARRAY_LEN(coord_names));
     int ni = lookup(nm, nearest_names, (int)HC_ARRAY_LEN(nearest_names));
     if (ci < 0)
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "coordinate_transformation_mode '%s' is "
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "coordinate_transformation_mode '%s' is "
                         "not supported", cm);
-    if (ni < 0) return shp_fail(n, HC_ERR_UNSUPPORTED, err, "nearest_mode '%s' is not "
+    if (ni < 0) return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "nearest_mode '%s' is not "
                                 "supported", nm);
     if (hc_node_attr_int(n, "antialias", 0))
-        return shp_fail(n, HC_ERR_UNSUPPORTED, err, "antialias is not supported");
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "antialias is not supported");
     c->coord = (coord_mode)ci, c->nearest = (nearest_mode)ni;
     return HC_OK;
 }
@@ -97,14 +97,15 @@ static hc_status sizes_from(const hc_node *n, resize_cfg *c, int scales_in, int 
     bool have_scales = scales_in >= 0 && shp_in(n, scales_in) && !shp_in_empty(n, scales_in);
     bool have_sizes = sizes_in >= 0 && shp_in(n, sizes_in) && !shp_in_empty(n, sizes_in);
     if (have_scales == have_sizes)
-        return shp_fail(n, HC_ERR_INVALID, err, "exactly one of scales and sizes must be given");
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "exactly one of scales and sizes must be given");
     if (have_sizes) {
         if ((st = shp_const_ints(n, sizes_in, sz, SHP_MAX_VALUES, &cnt, err))) return st;
         if (cnt != x->ndim)
-            return shp_fail(n, HC_ERR_INVALID, err, "sizes has %d values, expected %d", cnt,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "sizes has %d values, expected %d", cnt,
                             x->ndim);
         for (int d = 0; d < x->ndim; d++) {
-            if (sz[d] < 0) return shp_fail(n, HC_ERR_INVALID, err, "sizes[%d] is negative", d);
+            if (sz[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "sizes[%d] is negative", d);
             c->out[d] = sz[d];
             c->scale[d] = x->shape[d] ? (double)sz[d] / (double)x->shape[d] : 1.0;
         }
@@ -112,10 +113,11 @@ static hc_status sizes_from(const hc_node *n, resize_cfg *c, int scales_in, int 
     }
     if ((st = shp_const_doubles(n, scales_in, sc, SHP_MAX_VALUES, &cnt, err))) return st;
     if (cnt != x->ndim)
-        return shp_fail(n, HC_ERR_INVALID, err, "scales has %d values, expected %d", cnt,
+        return hc_node_fail(n, HC_ERR_INVALID, err, "scales has %d values, expected %d", cnt,
                         x->ndim);
     for (int d = 0; d < x->ndim; d++) {
-        if (!(sc[d] > 0)) return shp_fail(n, HC_ERR_INVALID, err, "scales[%d] is not positive", d);
+        if (!(sc[d] > 0))
+            return hc_node_fail(n, HC_ERR_INVALID, err, "scales[%d] is not positive", d);
         c->scale[d] = sc[d];
         c->out[d] = (int64_t)floor((double)x->shape[d] * sc[d]);
     }
@@ -132,7 +134,7 @@ static hc_status resize_cfg_of(const hc_node *n, resize_cfg *c, hc_error *err) {
         int cnt;
         const double *f = hc_node_attr_floats(n, "scales", &cnt);
         if (!f || cnt != c->ndim)
-            return shp_fail(n, HC_ERR_INVALID, err, "scales must have %d values", c->ndim);
+            return hc_node_fail(n, HC_ERR_INVALID, err, "scales must have %d values", c->ndim);
         for (int d = 0; d < c->ndim; d++) {
             c->scale[d] = f[d];
             c->out[d] = (int64_t)floor((double)n->inputs[0]->shape[d] * f[d]);
@@ -142,10 +144,10 @@ static hc_status resize_cfg_of(const hc_node *n, resize_cfg *c, hc_error *err) {
     if (n->opset < 11) return sizes_from(n, c, 1, -1, err);
     if (c->coord == CM_TF_CROP_AND_RESIZE) {
         int cnt;
-        if (!shp_in(n, 1)) return shp_fail(n, HC_ERR_INVALID, err, "roi is missing");
+        if (!shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "roi is missing");
         if ((st = shp_const_doubles(n, 1, c->roi, 2 * HC_MAX_DIMS, &cnt, err))) return st;
         if (cnt != 2 * c->ndim)
-            return shp_fail(n, HC_ERR_INVALID, err, "roi has %d values, expected %d", cnt,
+            return hc_node_fail(n, HC_ERR_INVALID, err, "roi has %d values, expected %d", cnt,
                             2 * c->ndim);
     }
     return sizes_from(n, c, 2, 3, err);
@@ -317,7 +319,7 @@ static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
         combos *= t[d].n;
     }
     if (combos > 256) {
-        shp_fail(n, HC_ERR_UNSUPPORTED, err, "%d interpolation taps per element", combos);
+        hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "%d interpolation taps per element", combos);
         return NULL;
     }
     hc_expr **terms = HC_NEW_ARRAY(a, hc_expr *, combos);
