@@ -298,34 +298,6 @@ static outcome compile(test_run *t, dataset *ds, hc_model **m) {
 }
 
 /* ---- one test: run and compare ---------------------------------------------------- */
-static double elem(hc_dtype d, const void *p, int64_t i) {
-    switch (d) {
-    case HC_BOOL:
-    case HC_U8: return ((const uint8_t *)p)[i];
-    case HC_I8: return ((const int8_t *)p)[i];
-    case HC_I16: return ((const int16_t *)p)[i];
-    case HC_U16: return ((const uint16_t *)p)[i];
-    case HC_I32: return ((const int32_t *)p)[i];
-    case HC_U32: return ((const uint32_t *)p)[i];
-    case HC_F32: return ((const float *)p)[i];
-    case HC_F64: return ((const double *)p)[i];
-    case HC_BF16: {
-        uint32_t bits = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &bits, 4);
-        return f;
-    }
-    case HC_F16: {
-        uint16_t h = ((const uint16_t *)p)[i];
-        int e = (h >> 10) & 31, mant = h & 1023;
-        double v = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY)
-                                                       : ldexp(mant + 1024, e - 25);
-        return h & 0x8000 ? -v : v;
-    }
-    default: hc_unreachable();
-    }
-}
-
 /* 64-bit integers are compared as integers: a double would hide differences. */
 static bool int64_equal(hc_dtype d, const void *a, const void *b, int64_t i) {
     if (d == HC_I64) return ((const int64_t *)a)[i] == ((const int64_t *)b)[i];
@@ -348,7 +320,8 @@ static bool compare(test_run *t, const hc_tensor *g, const void *got, const void
     bool is_float = hc_dtype_is_float(g->dtype), wide = g->dtype == HC_I64 || g->dtype == HC_U64;
     for (int64_t i = 0; i < n; i++) {
         bool ok;
-        double a = wide ? 0 : elem(g->dtype, got, i), b = wide ? 0 : elem(g->dtype, want, i);
+        double a = wide ? 0 : hc_elem_get(got, g->dtype, i);
+        double b = wide ? 0 : hc_elem_get(want, g->dtype, i);
         if (wide) ok = int64_equal(g->dtype, got, want, i);
         else if (!is_float) ok = a == b;
         else if (isnan(a) || isnan(b)) ok = isnan(a) && isnan(b);
@@ -366,8 +339,8 @@ static bool compare(test_run *t, const hc_tensor *g, const void *got, const void
         hc_sb_printf(&t->why, " (got %lld, want %lld)", (long long)((const int64_t *)got)[worst],
                      (long long)((const int64_t *)want)[worst]);
     } else {
-        hc_sb_printf(&t->why, " (got %.9g, want %.9g", elem(g->dtype, got, worst),
-                     elem(g->dtype, want, worst));
+        hc_sb_printf(&t->why, " (got %.9g, want %.9g", hc_elem_get(got, g->dtype, worst),
+                     hc_elem_get(want, g->dtype, worst));
         if (is_float) hc_sb_printf(&t->why, "; rtol %g, atol %g", t->o->rtol, t->o->atol);
         hc_sb_putc(&t->why, ')');
     }

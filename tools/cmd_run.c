@@ -162,14 +162,14 @@ static void print_summary(const hc_tensor *t, const void *buf) {
         printf(" empty\n");
         return;
     }
-    double lo = cli_elem(t->dtype, buf, 0), hi = lo, sum = 0;
+    double lo = hc_elem_get(buf, t->dtype, 0), hi = lo, sum = 0;
     for (int64_t i = 0; i < n; i++) {
-        double v = cli_elem(t->dtype, buf, i);
+        double v = hc_elem_get(buf, t->dtype, i);
         lo = v < lo ? v : lo, hi = v > hi ? v : hi, sum += v;
     }
     printf(" min %.6g max %.6g mean %.6g values [", lo, hi, sum / (double)n);
     for (int64_t i = 0; i < n && i < SUMMARY_VALUES; i++)
-        printf("%s%.6g", i ? ", " : "", cli_elem(t->dtype, buf, i));
+        printf("%s%.6g", i ? ", " : "", hc_elem_get(buf, t->dtype, i));
     printf("%s]\n", n > SUMMARY_VALUES ? ", ..." : "");
 }
 

@@ -16,59 +16,6 @@ hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
     return hc_onnx_load(spec, out, err);
 }
 
-static void store_elem(hc_dtype d, void *buf, int64_t i, double v) {
-    switch (d) {
-    case HC_BOOL: ((uint8_t *)buf)[i] = v != 0; return;
-    case HC_I8: ((int8_t *)buf)[i] = (int8_t)v; return;
-    case HC_I16: ((int16_t *)buf)[i] = (int16_t)v; return;
-    case HC_I32: ((int32_t *)buf)[i] = (int32_t)v; return;
-    case HC_I64: ((int64_t *)buf)[i] = (int64_t)v; return;
-    case HC_U8: ((uint8_t *)buf)[i] = (uint8_t)v; return;
-    case HC_U16: ((uint16_t *)buf)[i] = (uint16_t)v; return;
-    case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)v; return;
-    case HC_U64: ((uint64_t *)buf)[i] = (uint64_t)v; return;
-    case HC_F16: ((_Float16 *)buf)[i] = (_Float16)v; return;
-    case HC_BF16: {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        ((uint16_t *)buf)[i] = (uint16_t)(u >> 16); /* truncation is fine for test data */
-        return;
-    }
-    case HC_F32: ((float *)buf)[i] = (float)v; return;
-    case HC_F64: ((double *)buf)[i] = v; return;
-    case HC_VOID:
-    case HC_DTYPE_COUNT: break;
-    }
-    hc_unreachable();
-}
-
-double cli_elem(hc_dtype d, const void *buf, int64_t i) {
-    switch (d) {
-    case HC_BOOL: return ((const uint8_t *)buf)[i] != 0;
-    case HC_I8: return ((const int8_t *)buf)[i];
-    case HC_I16: return ((const int16_t *)buf)[i];
-    case HC_I32: return ((const int32_t *)buf)[i];
-    case HC_I64: return (double)((const int64_t *)buf)[i];
-    case HC_U8: return ((const uint8_t *)buf)[i];
-    case HC_U16: return ((const uint16_t *)buf)[i];
-    case HC_U32: return ((const uint32_t *)buf)[i];
-    case HC_U64: return (double)((const uint64_t *)buf)[i];
-    case HC_F16: return (double)((const _Float16 *)buf)[i];
-    case HC_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)buf)[i] << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    case HC_F32: return ((const float *)buf)[i];
-    case HC_F64: return ((const double *)buf)[i];
-    case HC_VOID:
-    case HC_DTYPE_COUNT: break;
-    }
-    hc_unreachable();
-}
-
 void cli_fill_random(const hc_tensor *t, void *buf, uint64_t seed) {
     hc_rng r = {seed};
     int64_t n = hc_tensor_numel(t);
@@ -77,7 +24,7 @@ void cli_fill_random(const hc_tensor *t, void *buf, uint64_t seed) {
         if (hc_dtype_is_float(t->dtype)) v = hc_rng_uniform(&r, -1.0, 1.0);
         else if (t->dtype == HC_BOOL) v = (double)(hc_rng_next(&r) & 1);
         else v = (double)(hc_rng_next(&r) % CLI_RANDOM_INT_MAX);
-        store_elem(t->dtype, buf, i, v);
+        hc_elem_set(buf, t->dtype, i, v);
     }
 }
 

@@ -20,9 +20,6 @@ hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err);
  * CLI_RANDOM_SEED + i. */
 void cli_fill_random(const hc_tensor *t, void *buf, uint64_t seed);
 
-/* Element i of a buffer of dtype d as a double. */
-double cli_elem(hc_dtype d, const void *buf, int64_t i);
-
 /* One malloc'ed, zeroed buffer per model input and output. */
 typedef struct cli_buffers {
     int nin, nout;

@@ -78,32 +78,9 @@ size_t hc_tensor_nbytes(const hc_tensor *t) {
     return (size_t)hc_tensor_numel(t) * (size_t)hc_dtype_size(t->dtype);
 }
 
-static double bf16_to_double(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 double hc_tensor_const_at(const hc_tensor *t, int64_t i) {
     HC_ASSERT(t->data && i >= 0 && i < hc_tensor_numel(t));
-    const void *p = t->data;
-    switch (t->dtype) {
-    case HC_BOOL: return ((const uint8_t *)p)[i] != 0;
-    case HC_I8: return ((const int8_t *)p)[i];
-    case HC_I16: return ((const int16_t *)p)[i];
-    case HC_I32: return ((const int32_t *)p)[i];
-    case HC_I64: return (double)((const int64_t *)p)[i];
-    case HC_U8: return ((const uint8_t *)p)[i];
-    case HC_U16: return ((const uint16_t *)p)[i];
-    case HC_U32: return ((const uint32_t *)p)[i];
-    case HC_U64: return (double)((const uint64_t *)p)[i];
-    case HC_F16: return (double)((const _Float16 *)p)[i];
-    case HC_BF16: return bf16_to_double(((const uint16_t *)p)[i]);
-    case HC_F32: return ((const float *)p)[i];
-    case HC_F64: return ((const double *)p)[i];
-    default: hc_unreachable();
-    }
+    return hc_elem_get(t->data, t->dtype, i);
 }
 
 static int64_t const_int_at(const hc_tensor *t, int64_t i) {

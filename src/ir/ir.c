@@ -27,6 +27,57 @@ hc_dtype hc_dtype_parse(const char *s) {
     return HC_DTYPE_COUNT;
 }
 
+double hc_elem_get(const void *buf, hc_dtype t, int64_t i) {
+    switch (t) {
+    case HC_BOOL: return ((const uint8_t *)buf)[i] != 0;
+    case HC_I8: return ((const int8_t *)buf)[i];
+    case HC_I16: return ((const int16_t *)buf)[i];
+    case HC_I32: return ((const int32_t *)buf)[i];
+    case HC_I64: return (double)((const int64_t *)buf)[i];
+    case HC_U8: return ((const uint8_t *)buf)[i];
+    case HC_U16: return ((const uint16_t *)buf)[i];
+    case HC_U32: return ((const uint32_t *)buf)[i];
+    case HC_U64: return (double)((const uint64_t *)buf)[i];
+    case HC_F16: return (double)((const _Float16 *)buf)[i];
+    case HC_BF16: {
+        uint32_t u = (uint32_t)((const uint16_t *)buf)[i] << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    case HC_F32: return ((const float *)buf)[i];
+    case HC_F64: return ((const double *)buf)[i];
+    default: hc_unreachable();
+    }
+}
+
+void hc_elem_set(void *buf, hc_dtype t, int64_t i, double v) {
+    switch (t) {
+    case HC_BOOL: ((uint8_t *)buf)[i] = v != 0; return;
+    case HC_I8: ((int8_t *)buf)[i] = (int8_t)v; return;
+    case HC_I16: ((int16_t *)buf)[i] = (int16_t)v; return;
+    case HC_I32: ((int32_t *)buf)[i] = (int32_t)v; return;
+    case HC_I64: ((int64_t *)buf)[i] = (int64_t)v; return;
+    case HC_U8: ((uint8_t *)buf)[i] = (uint8_t)v; return;
+    case HC_U16: ((uint16_t *)buf)[i] = (uint16_t)v; return;
+    case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)v; return;
+    case HC_U64: ((uint64_t *)buf)[i] = (uint64_t)v; return;
+    case HC_F16: ((_Float16 *)buf)[i] = (_Float16)v; return;
+    case HC_BF16: {
+        float f = (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x400000u; /* NaN stays NaN */
+        else u += 0x7fffu + ((u >> 16) & 1u);                /* round to nearest even */
+        ((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
+        return;
+    }
+    case HC_F32: ((float *)buf)[i] = (float)v; return;
+    case HC_F64: ((double *)buf)[i] = v; return;
+    default: hc_unreachable();
+    }
+}
+
 const char *hc_scope_name(hc_scope s) {
     switch (s) {
     case HC_SCOPE_GLOBAL: return "global";

@@ -58,6 +58,11 @@ bool hc_dtype_is_signed(hc_dtype t);
 bool hc_dtype_is_int(hc_dtype t); /* integers, not bool */
 /* Parse "f32", "i64", ...; returns HC_DTYPE_COUNT if unknown. */
 hc_dtype hc_dtype_parse(const char *s);
+/* Element i of a dense buffer of dtype t, as a double (64-bit integers beyond 2^53
+ * round), and the reverse: v converted to t (integers truncate, bool is v != 0, bf16
+ * rounds to nearest even). For tools and constant data, not for hot loops. */
+double hc_elem_get(const void *buf, hc_dtype t, int64_t i);
+void hc_elem_set(void *buf, hc_dtype t, int64_t i, double v);
 
 /* ---- types --------------------------------------------------------------------- */
 typedef enum hc_type_kind { HC_TY_SCALAR, HC_TY_VECTOR, HC_TY_POINTER, HC_TY_TENSOR } hc_type_kind;
