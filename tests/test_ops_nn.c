@@ -636,7 +636,7 @@ static void test_compiled(void) {
         const hc_op_def *d = hc_op_get(cs[i].n->op);
         hc_task *t = d->task(&a, cs[i].n, &err);
         HC_ASSERT_MSG(t, err.msg);
-        cs[i].f = d->schedule ? d->schedule(&a, cs[i].n, t, tg, cs[i].n->name, &err) : NULL;
+        cs[i].f = d->schedule ? d->schedule(&a, cs[i].n, t, tg, cs[i].n->name, NULL, &err) : NULL;
         cs[i].templ = cs[i].f != NULL;
         if (!cs[i].f) cs[i].f = hc_auto_schedule(&a, t, tg, &err);
         CHECK_MSG(cs[i].f != NULL, "%s: %s", cs[i].n->name, err.msg);

@@ -14,6 +14,7 @@
 #include "codegen/codegen.h"
 #include "graph/ops.h"
 #include "ir/ir.h"
+#include "sched/sched.h"
 #include "task/task.h"
 
 typedef struct hc_node hc_node;
@@ -151,7 +152,12 @@ typedef struct hc_op_def {
      * HC_FN_CPU_KERNEL with params = task inputs then task outputs. NULL result with
      * err->status == HC_OK means "no template applies: use the auto-scheduler". */
     hc_func *(*schedule)(hc_arena *a, const hc_node *n, const hc_task *t,
-                         const hc_target *target, const char *fname, hc_error *err);
+                         const hc_target *target, const char *fname,
+                         const hc_sched_opts *opts, hc_error *err);
+    /* Optional: the number of candidates of the template's schedule space for this node
+     * at `level` (0, 1 or 2); candidate i is scheduled with opts->candidate = i. 0 when
+     * the template does not apply. */
+    int (*space)(const hc_node *n, const hc_target *target, int level);
 } hc_op_def;
 
 /* The definition of an op, or NULL when it is not implemented (unsupported). */

@@ -259,7 +259,7 @@ static hc_status schedule_kernel(hc_model *m, kernel *k, const hc_target *target
     hc_func *f = NULL;
     if (def->schedule) {
         if (err) err->status = HC_OK;
-        f = def->schedule(&m->arena, n, t, target, fname, err);
+        f = def->schedule(&m->arena, n, t, target, fname, NULL, err);
         if (!f && err && err->status != HC_OK) return err->status;
         k->templated = f != NULL;
     }

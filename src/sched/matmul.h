@@ -32,6 +32,9 @@ typedef struct hc_matmul_config {
     int tb, tm, tn;     /* thread grid: tb x tm x tn threads split batches x rows x columns */
     bool pack_a;        /* copy A blocks into mr-interleaved panels (else read A in place) */
     bool pack_b;        /* copy B blocks into nr-wide panels (else read B rows in place) */
+    /* Not a knob: set when C's stores must each hold a final value (epilogue fusion);
+     * with several K blocks the partial sums then go to a scratch buffer. */
+    bool c_write_once;
 } hc_matmul_config;
 
 /* Limits that validation enforces (register tile and thread grid). */
@@ -42,6 +45,14 @@ typedef struct hc_matmul_config {
 /* A config from the target's vector width, register count and cache sizes, with
  * t->num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
+/* The hardware-centric schedule space (src/sched/templates/matmul_space.c): configs
+ * built from the target's vector width, register count, L1/L2/L3 sizes and core count,
+ * filtered by validity rules and deduplicated after clipping to the shape. level 0: the
+ * default config alone; 1: a small space; 2: the full space. Candidate 0 is always
+ * hc_matmul_default_config. Writes up to `max` configs to out (out may be NULL) and
+ * returns the number of candidates. */
+int hc_matmul_space(const hc_target *t, const hc_matmul_shape *s, int level,
+                    hc_matmul_config *out, int max);
 /* Choose the tb x tm x tn split of `threads` for this shape (threads >= 1). */
 void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads);
 hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err);

@@ -11,6 +11,22 @@
 
 struct hc_target;
 
+/* How a template schedules one anchor.
+ *  level/candidate: the config is candidate `candidate` of the template's schedule space
+ *    at `level` (0: the one default config; 1: a small space; 2: the full space).
+ *    Candidate 0 of every level is the default config.
+ *  write_once: each output element must be stored exactly once, with its final value,
+ *    and outputs never loaded (post-scheduling epilogue fusion rewrites those stores).
+ * Templates access their params only through LOAD / STORE of one element and
+ * VLOAD / VLOAD_MASK / VSTORE / VSTORE_MASK of ADDRESS(param[idx]) whose lanes run along
+ * the param's last dimension and stay inside it: the fusion rewrite (src/fuse) relies on
+ * that and refuses (falls back to separate kernels) on anything else. */
+typedef struct hc_sched_opts {
+    int level;
+    int candidate;
+    bool write_once;
+} hc_sched_opts;
+
 /* Work (output elements x reduction length) below which a loop nest stays serial:
  * starting a parallel region costs a few microseconds. */
 #define HC_AUTOSCHED_PARALLEL_MIN_WORK 32768

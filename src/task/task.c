@@ -650,3 +650,67 @@ void hc_print_task(hc_sb *sb, const hc_task *t) {
     }
     hc_arena_free(&a);
 }
+
+/* ---- reshape index ---------------------------------------------------------------- */
+/* Row-major flat index of idx[lo..hi] within shape[lo..hi], skipping size-1 dims. */
+static hc_expr *group_flat(hc_arena *a, const int64_t *shape, hc_expr *const *idx, int lo,
+                           int hi) {
+    hc_expr *flat = NULL;
+    for (int d = lo; d <= hi; d++) {
+        if (shape[d] == 1) continue;
+        flat = flat ? hc_add(a, hc_mul(a, flat, hc_int(a, shape[d])), idx[d]) : idx[d];
+    }
+    return flat ? flat : hc_int(a, 0);
+}
+
+/* flat over shape[lo..hi] -> one index per dim (div/mod only where needed). */
+static void group_unflat(hc_arena *a, const int64_t *shape, hc_expr *flat, int lo, int hi,
+                         hc_expr **out) {
+    int nontrivial = 0;
+    for (int d = lo; d <= hi; d++) nontrivial += shape[d] != 1;
+    int64_t inner = 1;
+    for (int d = hi; d >= lo; d--) {
+        if (shape[d] == 1) out[d] = hc_int(a, 0);
+        else if (nontrivial == 1) out[d] = flat;
+        else {
+            hc_expr *q = inner == 1 ? flat : hc_div(a, flat, hc_int(a, inner));
+            bool outermost = true;
+            for (int e = lo; e < d; e++) outermost &= shape[e] == 1;
+            out[d] = outermost ? q : hc_mod(a, q, hc_int(a, shape[d]));
+        }
+        inner *= shape[d];
+    }
+}
+
+void hc_reshape_index(hc_arena *a, int ns, const int64_t *ss, hc_expr *const *si, int nd,
+                      const int64_t *ds, hc_expr **out) {
+    int i = ns - 1, j = nd - 1;
+    while (j >= 0) {
+        while (i >= 0 && ss[i] == 1) i--; /* size-1 dims carry no index */
+        if (ds[j] == 1) {
+            out[j--] = hc_int(a, 0);
+            continue;
+        }
+        if (i < 0) { /* cannot happen for equal element counts */
+            out[j--] = hc_int(a, 0);
+            continue;
+        }
+        int i0 = i, j0 = j;
+        int64_t ps = ss[i], pd = ds[j];
+        while (ps != pd) {
+            if (ps < pd) {
+                if (--i < 0) break;
+                ps *= ss[i];
+            } else {
+                if (--j < 0) break;
+                pd *= ds[j];
+            }
+        }
+        if (i < 0 || j < 0) { /* mismatched counts: flatten all that is left */
+            i = 0, j = 0;
+        }
+        hc_expr *flat = group_flat(a, ss, si, i, i0);
+        group_unflat(a, ds, flat, j, j0, out);
+        i--, j--;
+    }
+}

@@ -140,6 +140,12 @@ hc_task *hc_task1(hc_arena *a, const char *name, int ninputs, hc_tnode *const *i
 /* Compute nodes reachable from the outputs, producers before consumers (n written to
  * *count; array from the arena). */
 hc_tnode **hc_task_compute_nodes(hc_arena *a, const hc_task *t, int *count);
+/* The index over dst_shape of the element that idx addresses over src_shape when both
+ * are row-major views of the same elements (equal counts). Dims are matched from the
+ * right in groups of equal products, so aligned dims map to themselves without div/mod;
+ * only regrouped dims flatten and unflatten. */
+void hc_reshape_index(hc_arena *a, int nsrc, const int64_t *src_shape, hc_expr *const *idx,
+                      int ndst, const int64_t *dst_shape, hc_expr **out);
 /* true when value contains a reduce (not looking through tensor accesses) */
 bool hc_expr_has_reduce(const hc_expr *e);
 

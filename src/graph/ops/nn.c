@@ -16,7 +16,7 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_MEAN_VARIANCE_NORMALIZATION, nn_infer_mvn, nn_task_mvn, NULL},
     {HC_OPK_LRN, nn_infer_lrn, nn_task_lrn, NULL},
     {HC_OPK_GEMM, nn_infer_gemm, nn_task_gemm, NULL},
-    {HC_OPK_MATMUL, nn_infer_matmul, nn_task_matmul, nn_schedule_matmul},
+    {HC_OPK_MATMUL, nn_infer_matmul, nn_task_matmul, nn_schedule_matmul, nn_space_matmul},
     {HC_OPK_EINSUM, nn_infer_einsum, nn_task_einsum, NULL},
     {HC_OPK_SOFTMAX, nn_infer_softmax, nn_task_softmax, NULL},
     {HC_OPK_LOG_SOFTMAX, nn_infer_softmax, nn_task_softmax, NULL},

@@ -3,6 +3,7 @@
 #define HC_NN_INTERNAL_H
 
 #include "graph/graph.h"
+#include "sched/sched.h"
 
 /* Set err to "node 'NAME' (OpType): <message>" with status st; returns st. */
 /* Input i of n, NULL when absent or beyond the node's inputs. */
@@ -59,6 +60,8 @@ NN_DECL(average_pool)
 NN_DECL(global_pool)
 #undef NN_DECL
 hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
-                            const hc_target *target, const char *fname, hc_error *err);
+                            const hc_target *target, const char *fname,
+                            const hc_sched_opts *opts, hc_error *err);
+int nn_space_matmul(const hc_node *n, const hc_target *target, int level);
 
 #endif

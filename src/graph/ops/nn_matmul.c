@@ -188,8 +188,9 @@ hc_task *nn_task_matmul(hc_arena *a, const hc_node *n, hc_error *err) {
 /* The template's parameters are [batch, m, k] etc.; the task's are dense tensors of the
  * node's shapes holding the same elements in the same order. The rebind pass gives the
  * kernel parameters of the task's types and turns each 3-index access of an old
- * parameter into an access of the new one at [0, ..., 0, flat offset]: row-major offsets
- * are linear, so this addresses the same element without div/mod. */
+ * parameter into an access of the new one at the same element (hc_reshape_index: the
+ * row and column dims map to themselves, only batch dims unflatten), so fusion sees
+ * the node's own indices. */
 typedef struct rebind_ctx {
     hc_var *from[3], *to[3];
     bool bad; /* a parameter used other than by a 3-index access */
@@ -203,11 +204,11 @@ static int rebind_find(const rebind_ctx *c, const hc_var *v) {
 
 static hc_expr **rebind_idx(hc_arena *a, const rebind_ctx *c, int p, int n, hc_expr *const *idx) {
     const hc_type *ot = c->from[p]->type, *nt = c->to[p]->type;
-    hc_expr *flat = idx[0];
-    for (int i = 1; i < n; i++) flat = hc_add(a, hc_mul(a, flat, ot->shape[i]), idx[i]);
+    int64_t os[HC_MAX_DIMS], ns[HC_MAX_DIMS];
+    for (int i = 0; i < n; i++) hc_expr_is_const_int(ot->shape[i], &os[i]);
+    for (int i = 0; i < nt->ndim; i++) hc_expr_is_const_int(nt->shape[i], &ns[i]);
     hc_expr **out = HC_NEW_ARRAY(a, hc_expr *, nt->ndim);
-    for (int i = 0; i < nt->ndim - 1; i++) out[i] = hc_int(a, 0);
-    out[nt->ndim - 1] = flat;
+    hc_reshape_index(a, n, os, idx, nt->ndim, ns, out);
     return out;
 }
 
@@ -262,11 +263,31 @@ static bool mm_template_shape(const hc_node *n, hc_matmul_shape *s) {
     return false;
 }
 
+int nn_space_matmul(const hc_node *n, const hc_target *target, int level) {
+    hc_matmul_shape s;
+    if (!mm_template_shape(n, &s)) return 0;
+    return hc_matmul_space(target, &s, level, NULL, 0);
+}
+
 hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
-                            const hc_target *target, const char *fname, hc_error *err) {
+                            const hc_target *target, const char *fname,
+                            const hc_sched_opts *opts, hc_error *err) {
     hc_matmul_shape s;
     if (!mm_template_shape(n, &s) || t->ninputs != 2 || t->noutputs != 1) return NULL;
     hc_matmul_config cfg = hc_matmul_default_config(target, &s);
+    if (opts && (opts->level > 0 || opts->candidate > 0)) {
+        int count = hc_matmul_space(target, &s, opts->level, NULL, 0);
+        if (opts->candidate < 0 || opts->candidate >= count) {
+            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
+                         opts->candidate, count, opts->level);
+            return NULL;
+        }
+        hc_matmul_config *all = hc_xmalloc(sizeof *all * (size_t)count);
+        hc_matmul_space(target, &s, opts->level, all, count);
+        cfg = all[opts->candidate];
+        free(all);
+    }
+    cfg.c_write_once = opts && opts->write_once;
     hc_error e2 = {0};
     hc_func *f = hc_matmul_cpu(a, fname, &s, &cfg, target, &e2);
     if (!f || f->nparams != 3) return NULL; /* the auto-scheduler still handles it */

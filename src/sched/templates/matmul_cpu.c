@@ -146,8 +146,9 @@ typedef struct mm {
     int64_t mpt, npt;         /* rows and columns of C per thread */
     int64_t kcb, mcb, ncb;    /* cache blocks, clipped to the shape */
     int nv;                   /* vectors per register-tile row */
+    int64_t nkb;              /* K blocks */
     const hc_type *vec;       /* f32 x lanes */
-    hc_var *A, *B, *C, *Ap, *Bp;
+    hc_var *A, *B, *C, *Ap, *Bp, *Cs; /* Cs: partial sums when C is written once */
     /* loop state, set as the nest is built */
     hc_expr *bi, *k0, *kc, *m0, *mc, *n0, *nc, *pc;
 } mm;
@@ -288,14 +289,35 @@ static void k_loop(mm *g, const tile *t, bool masked) {
 }
 
 /* One vector of the C tile: = acc on the first K block, += acc on the others. `left` is
- * NULL for a full vector, else the number of valid lanes. */
-static void store_vector(mm *g, hc_expr *p, hc_expr *acc, hc_expr *left) {
+ * NULL for a full vector, else the number of valid lanes. With c_write_once and several
+ * K blocks, the partial sums live in the scratch Cs and C is stored once, on the last
+ * block: epilogue fusion rewrites exactly those stores (they hold final values). */
+static void vstore_any(mm *g, hc_expr *p, hc_expr *v, hc_expr *left) {
+    if (left) vstore_n(g, p, v, left);
+    else vstore(g, p, v);
+}
+static hc_expr *vload_any(mm *g, hc_expr *p, hc_expr *left) {
+    return left ? vload_n(g, p, left) : vload(g, p);
+}
+
+static void store_vector(mm *g, hc_expr *p, hc_expr *ps, hc_expr *acc, hc_expr *left) {
+    if (g->nkb == 1) {
+        vstore_any(g, p, acc, left);
+        return;
+    }
+    hc_expr *q = ps ? ps : p; /* where partial sums live */
     hc_b_if_begin(g->b, hc_eq(g->a, g->pc, I(g, 0)));
-    if (left) vstore_n(g, p, acc, left);
-    else vstore(g, p, acc);
+    vstore_any(g, q, acc, left);
     hc_b_else(g->b);
-    if (left) vstore_n(g, p, ADD(vload_n(g, p, left), acc), left);
-    else vstore(g, p, ADD(vload(g, p), acc));
+    if (ps) {
+        hc_b_if_begin(g->b, LT(g->pc, I(g, g->nkb - 1)));
+        vstore_any(g, ps, ADD(vload_any(g, ps, left), acc), left);
+        hc_b_else(g->b);
+        vstore_any(g, p, ADD(vload_any(g, ps, left), acc), left);
+        hc_b_end(g->b);
+    } else {
+        vstore_any(g, p, ADD(vload_any(g, p, left), acc), left);
+    }
     hc_b_end(g->b);
 }
 
@@ -306,14 +328,15 @@ static void store_tile(mm *g, const tile *t, bool tail) {
         if (tail) hc_b_if_begin(g->b, LT(R(g, i), t->mr));
         HC_FOR(g->b, v, "sv", I(g, g->nv), hc_unroll(0)) {
             hc_expr *cv = MUL(R(g, v), I(g, g->c->lanes));
-            hc_expr *p = addr3(g, g->C, g->bi, ADD(ADD(g->m0, t->row), R(g, i)),
-                               ADD(ADD(g->n0, t->col), cv));
+            hc_expr *row = ADD(ADD(g->m0, t->row), R(g, i)), *col = ADD(ADD(g->n0, t->col), cv);
+            hc_expr *p = addr3(g, g->C, g->bi, row, col);
+            hc_expr *ps = g->Cs ? addr3(g, g->Cs, g->bi, row, col) : NULL;
             hc_expr *acc = hc_load(a, t->acc, 2, (hc_expr *[]){R(g, i), R(g, v)});
             if (tail) {
                 hc_expr *left = SUB(t->nr, cv);
-                HC_IF(g->b, LT(I(g, 0), left)) { store_vector(g, p, acc, left); }
+                HC_IF(g->b, LT(I(g, 0), left)) { store_vector(g, p, ps, acc, left); }
             } else {
-                store_vector(g, p, acc, NULL);
+                store_vector(g, p, ps, acc, NULL);
             }
         }
         if (tail) hc_b_end(g->b);
@@ -435,6 +458,8 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
     g.A = param(&g, "A", s->batch, s->m, s->k);
     g.B = param(&g, "B", s->batch, s->k, s->n);
     g.C = param(&g, "C", s->batch, s->m, s->n);
+    g.nkb = cdiv(s->k, g.kcb);
+    if (c->c_write_once && g.nkb > 1) g.Cs = heap_buffer(&g, "Cs", s->batch, s->m, s->n);
 
     int threads = c->tb * c->tm * c->tn;
     hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
