@@ -1,25 +1,68 @@
-/* hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N] [--verbose]
+/* hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]
+ *                    [--input NAME=FILE.npy ...] [--serve] [--verbose]
  *
- * Compiles once, feeds the deterministic random inputs of `hidetc run`, runs W untimed
- * and R timed iterations. --profile N then times each kernel over R more runs and lists
- * the N slowest. Output (relied on by scripts), the last line being:
- *   median_ms: X min_ms: Y max_ms: Z */
+ * Compiles once, feeds the deterministic random inputs of `hidetc run` (or the --input
+ * files), runs W untimed and R timed iterations. --profile N then times each kernel over
+ * R more runs and lists the N slowest, with the GFLOP/s each achieves (hc_node_flops of
+ * the kernel's anchor node) against the machine's peak, measured first by timing a large
+ * fp32 matmul (hidetc's matmul template, the same threads). Output (relied on by
+ * scripts), the last line being:
+ *   median_ms: X min_ms: Y max_ms: Z
+ * With --profile, before it:
+ *   peak_gflops: P (...)
+ *   profile: K kernels, T ms per run in kernels, F GFLOP per run (...); the slowest:
+ *     (per kernel: ...)
+ *     T ms S%  G GFLOP/s  Q%  NAME (OP, template|auto) -> [SHAPE]
+ *
+ * --serve (for bench/compare, which drives several systems round by round): after the
+ * compile lines, prints "ready" and then answers one line per request read from stdin:
+ *   run          -> "ms X"   (one timed run)
+ *   save DIR     -> "ok"     (outputs written as DIR/out<i>.npy, i = output index)
+ *   quit or EOF  -> exit 0
+ * A failure answers "error MESSAGE" and exits 1. */
 #include <string.h>
 
 #include "cli.h"
+#include "core/npy.h"
+#include "graph/flops.h"
+#include "hidetc.h"
 #include "model_load.h"
+
+#define MAX_INPUT_ARGS 16
 
 typedef struct bench_args {
     const char *model;
     long threads, warmup, repeat, profile;
-    bool verbose;
+    bool verbose, serve;
+    int ninputs;
+    const char *input_names[MAX_INPUT_ARGS], *input_files[MAX_INPUT_ARGS];
 } bench_args;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]\n"
-               "                          [--verbose]\n"
+               "                          [--input NAME=FILE.npy ...] [--serve] [--verbose]\n"
                "  MODEL: an ONNX file or builtin:NAME; defaults: all cores, W = 3, R = 10\n"
-               "  --profile N: list the N slowest kernels\n");
+               "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
+               "  --input: an input's values (others are random)\n"
+               "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");
+}
+
+/* --input NAME=FILE.npy; val is argv memory, split in place. */
+static int parse_input_arg(bench_args *r, char *val) {
+    char *eq = val ? strchr(val, '=') : NULL;
+    if (!eq || eq == val || !eq[1]) {
+        fprintf(stderr, "hidetc bench: --input expects NAME=FILE.npy, got '%s'\n",
+                val ? val : "(nothing)");
+        return 2;
+    }
+    if (r->ninputs == MAX_INPUT_ARGS) {
+        fprintf(stderr, "hidetc bench: more than %d --input options\n", MAX_INPUT_ARGS);
+        return 2;
+    }
+    *eq = '\0';
+    r->input_names[r->ninputs] = val;
+    r->input_files[r->ninputs++] = eq + 1;
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, bench_args *r) {
@@ -30,11 +73,16 @@ static int parse_args(int argc, char **argv, bench_args *r) {
         long *dst = NULL, lo = 0;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout), -1;
         if (!strcmp(o, "--verbose")) r->verbose = true;
+        else if (!strcmp(o, "--serve")) r->serve = true;
         else if (!strcmp(o, "--threads")) dst = &r->threads, lo = 1;
         else if (!strcmp(o, "--warmup")) dst = &r->warmup;
         else if (!strcmp(o, "--repeat")) dst = &r->repeat, lo = 1;
         else if (!strcmp(o, "--profile")) dst = &r->profile, lo = 1;
-        else if (o[0] == '-' && o[1]) {
+        else if (!strcmp(o, "--input")) {
+            int rc = parse_input_arg(r, i + 1 < argc ? argv[i + 1] : NULL);
+            if (rc) return rc;
+            i++;
+        } else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "hidetc bench: unknown option '%s'\n", o);
             return usage(stderr), 2;
         } else if (r->model) {
@@ -55,9 +103,39 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* ---- the machine's peak ---------------------------------------------------------- */
+#define PEAK_SIZE 1024
+#define PEAK_RUNS 10
+
+/* GFLOP/s of hidetc's fp32 matmul template on PEAK_SIZE^3 with T threads, the best of
+ * PEAK_RUNS runs after one warm-up: what the kernels of a model can hope to reach. 0 and
+ * a message on stderr when the matmul cannot be built (the profile still prints). */
+static double measure_peak(long threads) {
+    hidetc_options opt = {.num_threads = (int)threads};
+    hidetc_matmul *mm;
+    if (hidetc_matmul_init(&mm, 1, PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, &opt) != HIDETC_OK) {
+        fprintf(stderr, "hidetc bench: peak matmul: %s\n", hidetc_last_error());
+        return 0;
+    }
+    size_t n = (size_t)PEAK_SIZE * PEAK_SIZE;
+    float *a = hc_xcalloc(n, sizeof *a), *b = hc_xcalloc(n, sizeof *b), *c = hc_xcalloc(n, sizeof *c);
+    for (size_t i = 0; i < n; i++) a[i] = (float)(i % 7) * 0.25f, b[i] = (float)(i % 5) * 0.5f;
+    double best = 0;
+    for (int run = 0; run <= PEAK_RUNS; run++) {
+        double t0 = hc_now_ms();
+        hidetc_matmul_run(mm, a, b, c);
+        double ms = hc_now_ms() - t0;
+        if (run > 0 && (best == 0 || ms < best)) best = ms;
+    }
+    hidetc_matmul_free(mm);
+    free(a), free(b), free(c);
+    return best > 0 ? 2.0 * PEAK_SIZE * PEAK_SIZE * PEAK_SIZE / best * 1e-6 : 0;
+}
+
+/* ---- profile ------------------------------------------------------------------- */
 typedef struct kernel_time {
     int kernel;
-    double ms;
+    double ms; /* summed over the runs */
 } kernel_time;
 
 static int slower_first(const void *a, const void *b) {
@@ -65,26 +143,34 @@ static int slower_first(const void *a, const void *b) {
     return x > y ? -1 : x < y;
 }
 
-static void print_kernel(const hc_model *m, const kernel_time *k, double total, long runs) {
+static double gflops(double flops, double ms) { return ms > 0 ? flops / ms * 1e-6 : 0; }
+
+static void print_kernel(const hc_model *m, const kernel_time *k, double total, long runs,
+                         double peak) {
     const hc_node *n = hc_model_kernel_node(m, k->kernel);
     const char *op = hc_op_onnx_name(n->op)[0] ? hc_op_onnx_name(n->op) : hc_op_name(n->op);
+    double ms = k->ms / (double)runs, gf = gflops(hc_node_flops(n), ms);
     hc_sb sb;
     hc_sb_init(&sb);
     for (int i = 0; i < n->noutputs; i++)
         if (n->outputs[i]) hc_print_shape(&sb, n->outputs[i]->ndim, n->outputs[i]->shape);
-    printf("  %9.3f ms %5.1f%%  %s (%s, %s) -> %s\n", k->ms / (double)runs,
-           total > 0 ? 100 * k->ms / total : 0, n->name, op,
-           hc_model_kernel_templated(m, k->kernel) ? "template" : "auto", hc_sb_str(&sb));
+    printf("  %9.3f ms %5.1f%%  %8.2f GFLOP/s %5.1f%%  %s (%s, %s) -> %s\n", ms,
+           total > 0 ? 100 * k->ms / total : 0, gf, peak > 0 ? 100 * gf / peak : 0, n->name,
+           op, hc_model_kernel_templated(m, k->kernel) ? "template" : "auto", hc_sb_str(&sb));
     hc_sb_free(&sb);
 }
 
 /* Per-kernel times summed over R runs; the N slowest kernels, per run. */
 static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
+    long threads = r->threads ? r->threads : (long)hc_target_host()->num_cores;
+    double peak = measure_peak(threads);
+    printf("peak_gflops: %.2f (fp32 matmul %dx%dx%d, hidetc's template, %ld threads, best of "
+           "%d runs)\n", peak, PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, threads, PEAK_RUNS);
     int nk = hc_model_num_kernels(m);
     kernel_time *kt = hc_xcalloc((size_t)nk + 1, sizeof *kt);
-    double *ms = hc_xcalloc((size_t)nk + 1, sizeof(double)), total = 0;
+    double *ms = hc_xcalloc((size_t)nk + 1, sizeof(double)), total = 0, flops = 0;
     hc_error err = {0};
-    for (int i = 0; i < nk; i++) kt[i].kernel = i;
+    for (int i = 0; i < nk; i++) kt[i].kernel = i, flops += hc_node_flops(hc_model_kernel_node(m, i));
     for (long run = 0; run < r->repeat; run++) {
         if (hc_model_run_profile(m, b->in, b->out, ms, &err) != HC_OK) {
             fprintf(stderr, "hidetc bench: %s\n", err.msg);
@@ -94,13 +180,18 @@ static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
         for (int i = 0; i < nk; i++) kt[i].ms += ms[i], total += ms[i];
     }
     qsort(kt, (size_t)nk, sizeof *kt, slower_first);
-    printf("profile: %d kernels, %.3f ms per run in kernels; the slowest:\n", nk,
-           total / (double)r->repeat);
-    for (int i = 0; i < nk && i < r->profile; i++) print_kernel(m, &kt[i], total, r->repeat);
+    double per_run = total / (double)r->repeat, gf = gflops(flops, per_run);
+    printf("profile: %d kernels, %.3f ms per run in kernels, %.6f GFLOP per run (%.2f GFLOP/s, "
+           "%.1f%% of peak); the slowest:\n", nk, per_run, flops * 1e-9, gf,
+           peak > 0 ? 100 * gf / peak : 0);
+    printf("  (per kernel: ms per run, share of the kernel time, GFLOP/s, share of the peak, "
+           "anchor node (op, template|auto) -> output shape)\n");
+    for (int i = 0; i < nk && i < r->profile; i++) print_kernel(m, &kt[i], total, r->repeat, peak);
     free(kt), free(ms);
     return 0;
 }
 
+/* ---- timing ---------------------------------------------------------------------- */
 static int time_runs(const bench_args *r, hc_model *m, cli_buffers *b) {
     hc_error err = {0};
     double *ms = hc_xcalloc((size_t)r->repeat, sizeof(double));
@@ -122,6 +213,86 @@ static int time_runs(const bench_args *r, hc_model *m, cli_buffers *b) {
     }
     free(ms);
     return rc;
+}
+
+/* ---- inputs from files ------------------------------------------------------------ */
+static bool same_shape(const hc_tensor *t, const hc_npy *n) {
+    if (t->ndim != n->ndim) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] != n->shape[d]) return false;
+    return true;
+}
+
+/* Copies each --input file into the buffer of the model input of that name. */
+static int load_inputs(const bench_args *r, const hc_model *m, cli_buffers *b) {
+    for (int k = 0; k < r->ninputs; k++) {
+        int i = 0;
+        while (i < b->nin && strcmp(hc_model_input(m, i)->name, r->input_names[k])) i++;
+        if (i == b->nin) {
+            fprintf(stderr, "hidetc bench: the model has no input '%s'\n", r->input_names[k]);
+            return 1;
+        }
+        const hc_tensor *t = hc_model_input(m, i);
+        hc_npy npy;
+        hc_error err = {0};
+        if (hc_npy_read(r->input_files[k], &npy, &err) != HC_OK) {
+            fprintf(stderr, "hidetc bench: input '%s': %s\n", t->name, err.msg);
+            return 1;
+        }
+        bool ok = npy.dtype == t->dtype && same_shape(t, &npy);
+        if (ok) memcpy(b->in[i], npy.data, hc_tensor_nbytes(t));
+        else {
+            hc_sb want, got;
+            hc_sb_init(&want), hc_sb_init(&got);
+            hc_print_shape(&want, t->ndim, t->shape);
+            hc_print_shape(&got, npy.ndim, npy.shape);
+            fprintf(stderr, "hidetc bench: input '%s': %s holds %s %s, the model expects %s %s\n",
+                    t->name, r->input_files[k], hc_dtype_name(npy.dtype), hc_sb_str(&got),
+                    hc_dtype_name(t->dtype), hc_sb_str(&want));
+            hc_sb_free(&want), hc_sb_free(&got);
+        }
+        hc_npy_free(&npy);
+        if (!ok) return 1;
+    }
+    return 0;
+}
+
+/* ---- --serve ------------------------------------------------------------------- */
+static int save_outputs(const hc_model *m, const cli_buffers *b, const char *dir, hc_error *err) {
+    for (int i = 0; i < b->nout; i++) {
+        const hc_tensor *t = hc_model_output(m, i);
+        hc_sb path;
+        hc_sb_init(&path);
+        hc_sb_printf(&path, "%s/out%d.npy", dir, i);
+        hc_status st = hc_npy_write(hc_sb_str(&path), t->dtype, t->ndim, t->shape, b->out[i], err);
+        hc_sb_free(&path);
+        if (st != HC_OK) return 1;
+    }
+    return 0;
+}
+
+static int serve(hc_model *m, cli_buffers *b) {
+    char line[4096];
+    printf("ready\n");
+    fflush(stdout);
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        hc_error err = {0};
+        if (!strcmp(line, "quit")) break;
+        if (!strcmp(line, "run")) {
+            double t0 = hc_now_ms();
+            if (hc_model_run(m, b->in, b->out, &err) != HC_OK) return printf("error %s\n", err.msg), 1;
+            printf("ms %.4f\n", hc_now_ms() - t0);
+        } else if (!strncmp(line, "save ", 5) && line[5]) {
+            if (save_outputs(m, b, line + 5, &err)) return printf("error %s\n", err.msg), 1;
+            printf("ok\n");
+        } else {
+            printf("error unknown request '%s' (run, save DIR, quit)\n", line);
+            return 1;
+        }
+        fflush(stdout);
+    }
+    return 0;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -149,7 +320,8 @@ int cmd_bench(int argc, char **argv) {
     cli_buffers b;
     cli_buffers_alloc(m, &b);
     cli_random_inputs(m, &b);
-    rc = time_runs(&r, m, &b);
+    rc = load_inputs(&r, m, &b);
+    if (!rc) rc = r.serve ? serve(m, &b) : time_runs(&r, m, &b);
     cli_buffers_free(&b);
     hc_model_free(m);
     return rc;
