@@ -1,9 +1,12 @@
 /* nn_conv.c — Conv and ConvTranspose as direct reduce definitions. The graph passes
- * lower group-1 convolutions to Im2Col + MatMul; these tasks are the oracle, and the
- * path for grouped and depthwise convolutions. */
+ * lower group-1 convolutions to Im2Col + MatMul; these tasks are the oracle. Grouped and
+ * depthwise 2-D f32 convolutions are scheduled by the conv_dw template through Conv's
+ * schedule hook (nn_schedule_conv, at the end). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/ops/nn_internal.h"
+#include "sched/conv_dw.h"
 
 typedef struct conv_ctx {
     const hc_tnode *x, *w, *b;
@@ -205,4 +208,59 @@ hc_task *nn_task_conv(hc_arena *a, const hc_node *n, hc_error *err) {
 
 hc_task *nn_task_conv_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
     return conv_task(a, n, true, err);
+}
+
+/* ---- the grouped / depthwise template (src/sched/templates/conv_dw_cpu.c) ------------- */
+/* The template's shape for a 2-D f32 Conv with group > 1; false for anything else (group-1
+ * convs are lowered to im2col + matmul; the rest goes to the auto-scheduler). */
+static bool dw_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
+    const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2), *y = n->outputs[0];
+    if (n->op != HC_OPK_CONV || !x || !wt || !y || !y->shape_known || x->ndim != 4 ||
+        x->dtype != HC_F32 || wt->dtype != HC_F32 || (b && b->dtype != HC_F32) ||
+        hc_node_attr_int(n, "group", 1) <= 1)
+        return false;
+    nn_window w;
+    int64_t cg, mg, m;
+    hc_error e = {0};
+    if (conv_geometry(n, false, &w, &cg, &mg, &m, &e) || nn_window_forward(n, &w, false, &e))
+        return false;
+    *s = (hc_conv_dw_shape){
+        .n = x->shape[0], .c = x->shape[1], .h = x->shape[2], .w = x->shape[3],
+        .m = m, .group = hc_node_attr_int(n, "group", 1),
+        .kh = w.kernel[0], .kw = w.kernel[1], .sh = w.stride[0], .sw = w.stride[1],
+        .dh = w.dilation[0], .dw = w.dilation[1],
+        .pt = w.pad_begin[0], .pl = w.pad_begin[1], .pb = w.pad_end[0], .pr = w.pad_end[1],
+        .oh = w.out[0], .ow = w.out[1], .bias = b != NULL};
+    return y->shape[2] == s->oh && y->shape[3] == s->ow &&
+           hc_conv_dw_validate_shape(s, &e) == HC_OK;
+}
+
+int nn_space_conv(const hc_node *n, const hc_target *target, int level) {
+    hc_conv_dw_shape s;
+    if (!dw_template_shape(n, &s)) return 0;
+    return hc_conv_dw_space(target, &s, level, NULL, 0);
+}
+
+hc_func *nn_schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
+                          const hc_target *target, const char *fname,
+                          const hc_sched_opts *opts, hc_error *err) {
+    hc_conv_dw_shape s;
+    if (!dw_template_shape(n, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
+        return NULL;
+    hc_conv_dw_config cfg = hc_conv_dw_default_config(target, &s);
+    if (opts && (opts->level > 0 || opts->candidate > 0)) {
+        int count = hc_conv_dw_space(target, &s, opts->level, NULL, 0);
+        if (opts->candidate < 0 || opts->candidate >= count) {
+            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
+                         opts->candidate, count, opts->level);
+            return NULL;
+        }
+        hc_conv_dw_config *all = hc_xmalloc(sizeof *all * (size_t)count);
+        hc_conv_dw_space(target, &s, opts->level, all, count);
+        cfg = all[opts->candidate];
+        free(all);
+    }
+    /* every output element is stored once with its final value: write_once holds */
+    hc_error e2 = {0};
+    return hc_conv_dw_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
 }

@@ -1,0 +1,396 @@
+/* conv_dw_cpu.c — the CPU fp32 template for grouped and depthwise 2-D convolution.
+ *
+ *   for t in [0, T) parallel:
+ *     for (ti) in spatial(T) on t:                    one scratch per thread
+ *       for (it) in repeat(ceil(items / T)):          item = (n, m, row block), in order
+ *         copy the rows of X[n, group(m)] the block reads into the scratch:
+ *           xs[c][q][r][j] = Xpad[r0 + r][j * sw + q]  (zero padded; sw column phases)
+ *         for (cb) in repeat(col blocks):             rb rows x nv vectors of Y
+ *           acc[rb][nv] (REGISTER f32xL) = bias
+ *           for c, kh, kw:  acc[r][v] += xs[c][kw*dw % sw][r*sh + kh*dh][col + v*L + kw*dw / sw]
+ *                                        * W[m, c, kh, kw]
+ *           store acc to Y (masked on the last column block, rows past OH skipped)
+ *
+ * The scratch takes the borders and the strides out of the inner loop: every tap of every
+ * output vector is one contiguous, in-bounds vector load, whatever the padding (asymmetric
+ * too), stride or dilation. The copy costs about one load and store per input element of
+ * the block, against kh * kw FMAs per output element. */
+#include <string.h>
+
+#include "ir/mapping.h"
+#include "sched/conv_dw.h"
+#include "sched/sched.h"
+
+static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+static int64_t round_up(int64_t x, int64_t y) { return cdiv(x, y) * y; }
+static int64_t floor_div(int64_t x, int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); }
+
+/* ---- shapes and configs ------------------------------------------------------------- */
+hc_status hc_conv_dw_validate_shape(const hc_conv_dw_shape *s, hc_error *err) {
+    const int64_t pos[] = {s->n, s->c, s->h, s->w, s->m, s->group, s->kh, s->kw,
+                           s->sh, s->sw, s->dh, s->dw, s->oh, s->ow};
+    const char *names[] = {"n", "c", "h", "w", "m", "group", "kh", "kw",
+                           "sh", "sw", "dh", "dw", "oh", "ow"};
+    for (size_t i = 0; i < HC_ARRAY_LEN(pos); i++)
+        if (pos[i] < 1 || pos[i] > ((int64_t)1 << 30))
+            return hc_error_set(err, HC_ERR_INVALID, "conv_dw shape: %s = %lld is not in [1, 2^30]",
+                                names[i], (long long)pos[i]);
+    const int64_t pads[] = {s->pt, s->pl, s->pb, s->pr};
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0 || pads[i] > ((int64_t)1 << 30))
+            return hc_error_set(err, HC_ERR_INVALID, "conv_dw shape: pad %d = %lld is negative",
+                                i, (long long)pads[i]);
+    if (s->c % s->group || s->m % s->group)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_dw shape: group %lld does not divide c %lld and m %lld",
+                            (long long)s->group, (long long)s->c, (long long)s->m);
+    int64_t oh = (s->h + s->pt + s->pb - (s->kh - 1) * s->dh - 1) / s->sh + 1;
+    int64_t ow = (s->w + s->pl + s->pr - (s->kw - 1) * s->dw - 1) / s->sw + 1;
+    if (s->h + s->pt + s->pb < (s->kh - 1) * s->dh + 1 || oh != s->oh ||
+        s->w + s->pl + s->pr < (s->kw - 1) * s->dw + 1 || ow != s->ow)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_dw shape: output %lldx%lld does not match the window",
+                            (long long)s->oh, (long long)s->ow);
+    return HC_OK;
+}
+
+hc_status hc_conv_dw_validate(const hc_conv_dw_config *c, hc_error *err) {
+    if (c->lanes != 4 && c->lanes != 8 && c->lanes != 16)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_dw config: lanes %d is not 4, 8 or 16",
+                            c->lanes);
+    if (c->rb < 1 || c->rb > HC_CONV_DW_MAX_RB || c->nv < 1 || c->nv > HC_CONV_DW_MAX_NV ||
+        c->rb * c->nv > HC_CONV_DW_MAX_VECS)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_dw config: register block rb %d x nv %d is not within "
+                            "%d x %d and %d vectors",
+                            c->rb, c->nv, HC_CONV_DW_MAX_RB, HC_CONV_DW_MAX_NV,
+                            HC_CONV_DW_MAX_VECS);
+    if (c->threads < 1 || c->threads > HC_CONV_DW_MAX_THREADS)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_dw config: threads %d is not in [1, %d]",
+                            c->threads, HC_CONV_DW_MAX_THREADS);
+    return HC_OK;
+}
+
+void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c) {
+    hc_sb_printf(sb, "rb%d nv%d t%d", c->rb, c->nv, c->threads);
+}
+
+/* Clip a config to the shape: no more rows or vectors than the output has, no more
+ * threads than items (so that equal programs compare equal in the space). */
+static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
+    int64_t nvec = cdiv(s->ow, c.lanes);
+    if (c.nv > nvec) c.nv = (int)nvec;
+    if (c.rb > s->oh) c.rb = (int)s->oh;
+    int64_t items = s->n * s->m * cdiv(s->oh, c.rb);
+    if (c.threads > items) c.threads = (int)items;
+    return c;
+}
+
+/* Threads: the cores, unless the work is below what pays for a parallel region. */
+static int default_threads(const hc_target *t, const hc_conv_dw_shape *s) {
+    int64_t work = s->n * s->m * s->oh * s->ow * (s->c / s->group) * s->kh * s->kw;
+    return work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->num_cores, 1);
+}
+
+hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw_shape *s) {
+    hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
+    /* vectors per row: the fewest padded vectors among 1..4 (ties: the widest block) */
+    int64_t nvec = cdiv(s->ow, c.lanes);
+    c.nv = 1;
+    for (int nv = 2; nv <= 4 && nv <= nvec; nv++)
+        if (round_up(nvec, nv) <= round_up(nvec, c.nv)) c.nv = nv;
+    /* about 12 accumulators leave room for the weight and the loaded vectors even with
+     * 16 registers; rows: the fewest padded rows among the tallest blocks */
+    int accs = t->num_regs >= 32 ? 12 : 8;
+    int rb_max = HC_MAX(accs / c.nv, 1);
+    c.rb = rb_max;
+    for (int rb = rb_max - 1; rb >= HC_MAX(rb_max / 2, 1); rb--)
+        if (round_up(s->oh, rb) < round_up(s->oh, c.rb)) c.rb = rb;
+    c.threads = default_threads(t, s);
+    return clip(c, s);
+}
+
+static bool same_config(const hc_conv_dw_config *x, const hc_conv_dw_config *y) {
+    return x->rb == y->rb && x->nv == y->nv && x->threads == y->threads;
+}
+
+int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
+                     hc_conv_dw_config *out, int max) {
+    hc_conv_dw_config all[256];
+    int n = 0;
+    all[n++] = hc_conv_dw_default_config(t, s);
+    static const int rb1[] = {2, 4, 8}, nv1[] = {1, 2, 4};
+    static const int rb2[] = {1, 2, 3, 4, 5, 6, 7, 8}, nv2[] = {1, 2, 3, 4};
+    const int *rbs = level >= 2 ? rb2 : rb1, *nvs = level >= 2 ? nv2 : nv1;
+    int nrb = level >= 2 ? 8 : 3, nnv = level >= 2 ? 4 : 3;
+    int cores = HC_MAX(t->num_cores, 1);
+    int threads[2] = {all[0].threads, all[0].threads > 1 ? 1 : cores};
+    for (int ti = 0; level >= 1 && ti < (level >= 2 ? 2 : 1); ti++)
+        for (int i = 0; i < nrb; i++)
+            for (int j = 0; j < nnv; j++) {
+                hc_conv_dw_config c = {all[0].lanes, rbs[i], nvs[j], threads[ti]};
+                if (c.rb * c.nv > t->num_regs - 4) continue; /* weight + loads */
+                c = clip(c, s);
+                bool dup = false;
+                for (int k = 0; k < n && !dup; k++) dup = same_config(&all[k], &c);
+                if (!dup && n < (int)HC_ARRAY_LEN(all)) all[n++] = c;
+            }
+    for (int i = 0; out && i < n && i < max; i++) out[i] = all[i];
+    return n;
+}
+
+/* ---- the program ---------------------------------------------------------------------- */
+typedef struct dw {
+    hc_arena *a;
+    hc_builder *b;
+    const hc_conv_dw_shape *s;
+    const hc_conv_dw_config *c;
+    int L;                /* lanes */
+    int64_t cg, mg;       /* input / output channels per group */
+    int64_t rows_in;      /* scratch rows per channel and phase */
+    int64_t wq;           /* scratch columns per row (a multiple of L) */
+    int64_t nrb, ncb;     /* row blocks, column blocks */
+    const hc_type *vec;
+    hc_var *X, *W, *B, *Y, *xs;
+    /* item state */
+    hc_expr *n, *m, *cin0, *oh0, *rows;
+} dw;
+
+static hc_expr *I(dw *g, int64_t v) { return hc_int(g->a, v); }
+static hc_expr *R(dw *g, hc_var *v) { return hc_ref(g->a, v); }
+#define ADD(x, y) hc_add(g->a, (x), (y))
+#define SUB(x, y) hc_sub(g->a, (x), (y))
+#define MUL(x, y) hc_mul(g->a, (x), (y))
+#define LT(x, y) hc_lt(g->a, (x), (y))
+
+static hc_expr *vcall(dw *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y,
+                      hc_expr *z) {
+    hc_expr *args[3] = {x, y, z};
+    return hc_call(g->a, p, t, n, args);
+}
+static hc_expr *addr4(dw *g, hc_var *buf, hc_expr *i, hc_expr *j, hc_expr *k, hc_expr *l) {
+    return hc_address(g->a, buf, 4, (hc_expr *[]){i, j, k, l});
+}
+static void vstore(dw *g, hc_expr *ptr, hc_expr *v) {
+    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
+}
+static void vstore_n(dw *g, hc_expr *ptr, hc_expr *v, hc_expr *n) {
+    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3, ptr, v, n));
+}
+static hc_expr *let(dw *g, const char *name, hc_expr *value) {
+    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
+}
+
+/* Scratch row (c, q, r) = padded input row oh0*sh + r, columns j*sw + q: zeros, then the
+ * in-range columns of X. sw == 1: vector copies at offset pl; else scalar copies. */
+static void copy_rows(dw *g) {
+    const hc_conv_dw_shape *s = g->s;
+    hc_arena *a = g->a;
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+    HC_FOR(g->b, c, "cc", I(g, g->cg), hc_serial()) {
+        hc_expr *cin = ADD(g->cin0, R(g, c));
+        HC_FOR(g->b, r, "cr", I(g, g->rows_in), hc_serial()) {
+            hc_expr *ih = let(g, "ih", SUB(ADD(MUL(g->oh0, I(g, s->sh)), R(g, r)), I(g, s->pt)));
+            hc_expr *inside = hc_and(a, hc_le(a, I(g, 0), ih), LT(ih, I(g, s->h)));
+            for (int64_t q = 0; q < s->sw; q++) {
+                HC_FOR(g->b, k, "cz", I(g, g->wq / g->L), hc_serial()) {
+                    vstore(g, addr4(g, g->xs, R(g, c), I(g, q), R(g, r), MUL(R(g, k), I(g, g->L))),
+                           zero);
+                }
+                HC_IF(g->b, inside) {
+                    if (s->sw == 1) {
+                        int64_t full = s->w / g->L;
+                        HC_FOR(g->b, k, "cv", I(g, full), hc_serial()) {
+                            hc_expr *iw = MUL(R(g, k), I(g, g->L));
+                            hc_expr *src = addr4(g, g->X, g->n, cin, ih, iw);
+                            hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1, src, 0, 0);
+                            vstore(g, addr4(g, g->xs, R(g, c), I(g, 0), R(g, r), ADD(iw, I(g, s->pl))),
+                                   x);
+                        }
+                        if (s->w % g->L) {
+                            int64_t iw = full * g->L;
+                            hc_expr *src = addr4(g, g->X, g->n, cin, ih, I(g, iw));
+                            hc_expr *x = vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, src,
+                                               I(g, s->w - iw), 0);
+                            vstore(g, addr4(g, g->xs, R(g, c), I(g, 0), R(g, r), I(g, iw + s->pl)),
+                                   x);
+                        }
+                    } else {
+                        /* j with 0 <= j*sw + q - pl < w, inside the scratch row */
+                        int64_t lo = HC_MAX(floor_div(s->pl - q + s->sw - 1, s->sw), 0);
+                        int64_t hi = HC_MIN(floor_div(s->w - 1 + s->pl - q, s->sw) + 1, g->wq);
+                        if (hi > lo) {
+                            HC_FOR(g->b, j, "cj", I(g, hi - lo), hc_serial()) {
+                                hc_expr *jj = ADD(R(g, j), I(g, lo));
+                                hc_expr *iw = ADD(MUL(jj, I(g, s->sw)), I(g, q - s->pl));
+                                hc_expr *x = hc_load(a, g->X, 4, (hc_expr *[]){g->n, cin, ih, iw});
+                                hc_b_store(g->b, g->xs, 4, (hc_expr *[]){R(g, c), I(g, q), R(g, r), jj},
+                                           x);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* acc[r][v] += xs[...] * W[m, c, kh, kw] over c, kh, kw for the column block at ow0. */
+static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
+    const hc_conv_dw_shape *s = g->s;
+    hc_arena *a = g->a;
+    hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
+    HC_FOR(g->b, c, "c", I(g, g->cg), hc_serial()) {
+        HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
+            HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
+                hc_expr *wk = hc_load(a, g->W, 4, (hc_expr *[]){g->m, R(g, c), R(g, kh), R(g, kw)});
+                hc_var *wv = hc_b_declare(g->b, "wv", g->vec,
+                                          vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, wk, 0, 0));
+                hc_expr *tap = MUL(R(g, kw), I(g, s->dw));
+                hc_expr *q = s->sw > 1 ? hc_mod(a, tap, I(g, s->sw)) : I(g, 0);
+                hc_expr *jo = s->sw > 1 ? hc_div(a, tap, I(g, s->sw)) : tap;
+                HC_FOR(g->b, r, "r", I(g, g->c->rb), hc_unroll(0)) {
+                    hc_expr *row = ADD(MUL(R(g, r), I(g, s->sh)), MUL(R(g, kh), I(g, s->dh)));
+                    HC_FOR(g->b, v, "v", I(g, g->c->nv), hc_unroll(0)) {
+                        hc_expr *col = ADD(ADD(ow0, MUL(R(g, v), I(g, g->L))), jo);
+                        hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1,
+                                           addr4(g, g->xs, R(g, c), q, row, col), 0, 0);
+                        hc_expr *idx[2] = {R(g, r), R(g, v)};
+                        hc_b_store(g->b, acc, 2, idx,
+                                   vcall(g, HC_PRIM_VFMA, g->vec, 3, x, R(g, wv),
+                                         hc_load(a, acc, 2, idx)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Y[n, m, oh0 + r, ow0 + v*L ..] = acc[r][v]; `tail`: the block crosses OW. */
+static void store_block(dw *g, hc_var *acc, hc_expr *ow0, bool tail) {
+    hc_arena *a = g->a;
+    bool row_tail = g->s->oh % g->c->rb != 0;
+    HC_FOR(g->b, r, "sr", I(g, g->c->rb), hc_unroll(0)) {
+        if (row_tail) hc_b_if_begin(g->b, LT(R(g, r), g->rows));
+        HC_FOR(g->b, v, "sv", I(g, g->c->nv), hc_unroll(0)) {
+            hc_expr *col = ADD(ow0, MUL(R(g, v), I(g, g->L)));
+            hc_expr *p = addr4(g, g->Y, g->n, g->m, ADD(g->oh0, R(g, r)), col);
+            hc_expr *val = hc_load(a, acc, 2, (hc_expr *[]){R(g, r), R(g, v)});
+            if (tail) {
+                hc_expr *left = SUB(I(g, g->s->ow), col);
+                HC_IF(g->b, LT(I(g, 0), left)) { vstore_n(g, p, val, left); }
+            } else {
+                vstore(g, p, val);
+            }
+        }
+        if (row_tail) hc_b_end(g->b);
+    }
+}
+
+static void col_blocks(dw *g) {
+    hc_arena *a = g->a;
+    int64_t bw = (int64_t)g->c->nv * g->L;
+    hc_expr *init = g->B ? hc_load(a, g->B, 1, (hc_expr *[]){g->m}) : hc_f32(a, 0);
+    hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
+                              vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
+    hc_var *cbv[1];
+    static const char *const names[1] = {"cb"};
+    HC_FOR_MAP(g->b, hc_map_repeat(a, 1, (int64_t[]){g->ncb}, NULL), I(g, 0), 1, cbv, names) {
+        hc_expr *ow0 = let(g, "ow0", MUL(R(g, cbv[0]), I(g, bw)));
+        hc_expr *shape[2] = {I(g, g->c->rb), I(g, g->c->nv)};
+        hc_var *acc = hc_b_declare(
+            g->b, "acc", hc_type_tensor_vec(a, HC_F32, g->L, 2, shape, NULL, HC_SCOPE_REGISTER),
+            NULL);
+        HC_FOR(g->b, r, "zr", I(g, g->c->rb), hc_unroll(0)) {
+            HC_FOR(g->b, v, "zv", I(g, g->c->nv), hc_unroll(0)) {
+                hc_b_store(g->b, acc, 2, (hc_expr *[]){R(g, r), R(g, v)}, R(g, bv));
+            }
+        }
+        taps(g, acc, ow0);
+        if (g->s->ow % bw == 0) {
+            store_block(g, acc, ow0, false);
+        } else {
+            hc_b_if_begin(g->b, hc_le(a, ADD(ow0, I(g, bw)), I(g, g->s->ow)));
+            store_block(g, acc, ow0, false);
+            hc_b_else(g->b);
+            store_block(g, acc, ow0, true);
+            hc_b_end(g->b);
+        }
+    }
+}
+
+/* One item: plane (n, m) and row block rbi. */
+static void item(dw *g, hc_expr *w) {
+    const hc_conv_dw_shape *s = g->s;
+    hc_expr *plane = let(g, "plane", hc_div(g->a, w, I(g, g->nrb)));
+    hc_expr *rbi = let(g, "rbi", hc_mod(g->a, w, I(g, g->nrb)));
+    g->n = let(g, "n", hc_div(g->a, plane, I(g, s->m)));
+    g->m = let(g, "m", hc_mod(g->a, plane, I(g, s->m)));
+    g->cin0 = let(g, "cin0", MUL(hc_div(g->a, g->m, I(g, g->mg)), I(g, g->cg)));
+    g->oh0 = let(g, "oh0", MUL(rbi, I(g, g->c->rb)));
+    g->rows = let(g, "rows", hc_min(g->a, I(g, g->c->rb), SUB(I(g, s->oh), g->oh0)));
+    copy_rows(g);
+    col_blocks(g);
+}
+
+static hc_var *param(dw *g, const char *name, int nd, const int64_t *shape) {
+    return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, nd, shape, HC_SCOPE_GLOBAL));
+}
+
+hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s,
+                        const hc_conv_dw_config *cfg, const hc_target *t, hc_error *err) {
+    if (hc_conv_dw_validate_shape(s, err) || hc_conv_dw_validate(cfg, err)) return NULL;
+    if (cfg->lanes != hc_target_f32_lanes(t)) {
+        hc_error_set(err, HC_ERR_INVALID, "conv_dw config: lanes %d but target %s has %d f32 lanes",
+                     cfg->lanes, t->name, hc_target_f32_lanes(t));
+        return NULL;
+    }
+    hc_conv_dw_config c = clip(*cfg, s);
+    hc_builder b;
+    dw g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes};
+    g.cg = s->c / s->group, g.mg = s->m / s->group;
+    g.vec = hc_type_vector(a, HC_F32, c.lanes);
+    int64_t bw = (int64_t)c.nv * c.lanes;
+    g.ncb = cdiv(s->ow, bw), g.nrb = cdiv(s->oh, c.rb);
+    g.rows_in = (c.rb - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+    int64_t need = g.ncb * bw + (s->kw - 1) * s->dw / s->sw;
+    if (s->sw == 1) need = HC_MAX(need, s->pl + round_up(s->w, c.lanes));
+    g.wq = round_up(need, c.lanes);
+    int64_t scratch = g.cg * s->sw * g.rows_in * g.wq;
+    if (scratch > HC_CONV_DW_MAX_SCRATCH) {
+        hc_error_set(err, HC_ERR_UNSUPPORTED,
+                     "conv_dw: scratch of %lld floats per thread exceeds %d", (long long)scratch,
+                     HC_CONV_DW_MAX_SCRATCH);
+        return NULL;
+    }
+    hc_builder_init(&b, a);
+    g.X = param(&g, "X", 4, (int64_t[]){s->n, s->c, s->h, s->w});
+    g.W = param(&g, "W", 4, (int64_t[]){s->m, g.cg, s->kh, s->kw});
+    g.B = s->bias ? param(&g, "B", 1, (int64_t[]){s->m}) : NULL;
+    g.Y = param(&g, "Y", 4, (int64_t[]){s->n, s->m, s->oh, s->ow});
+
+    int64_t items = s->n * s->m * g.nrb, per = cdiv(items, c.threads);
+    hc_loop_attr attr = c.threads > 1 ? hc_parallel(c.threads) : hc_serial();
+    HC_FOR(&b, th, "t", I(&g, c.threads), attr) {
+        hc_var *tv[1], *iv[1];
+        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
+        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){c.threads}), R(&g, th), 1, tv, tnames) {
+            g.xs = hc_b_declare(&b, "xs",
+                                hc_type_tensor_c(a, HC_F32, 4,
+                                                 (int64_t[]){g.cg, s->sw, g.rows_in, g.wq},
+                                                 HC_SCOPE_GLOBAL),
+                                NULL);
+            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(&g, 0), 1, iv, inames) {
+                hc_expr *w = hc_add(a, hc_mul(a, R(&g, tv[0]), I(&g, per)), R(&g, iv[0]));
+                if (per * c.threads == items) {
+                    item(&g, w);
+                } else {
+                    HC_IF(&b, hc_lt(a, w, I(&g, items))) { item(&g, w); }
+                }
+            }
+        }
+    }
+    hc_stmt *body = hc_builder_finish(&b);
+    hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
+    return hc_func_new(a, name ? name : "conv_dw", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);
+}

@@ -1,0 +1,310 @@
+/* test_conv_dw.c — the grouped / depthwise conv template (src/sched/templates/conv_dw_cpu.c)
+ * through Conv's schedule hooks: every candidate of levels 0..2, and explicit thread
+ * counts, compiled with the JIT and checked against the reference interpreter on awkward
+ * shapes (1x1, primes, tails, strides, dilation, asymmetric pads, multipliers, batches);
+ * the access contract of the program; and the fallbacks (NULL for what it does not take). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+#include "graph/graph.h"
+#include "jit/jit.h"
+#include "sched/conv_dw.h"
+#include "sched/sched.h"
+#include "test.h"
+
+static hc_error err;
+static hc_rng rng = {77};
+
+#define NARGS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+#define INTS(nm, ...) {.name = nm, .kind = HC_ATTR_INTS, .n = NARGS(__VA_ARGS__), \
+                       .ints = (int64_t[]){__VA_ARGS__}}
+#define INT(nm, v) {.name = nm, .kind = HC_ATTR_INT, .i = (v)}
+#define STR(nm, v) {.name = nm, .kind = HC_ATTR_STRING, .s = (v)}
+
+typedef struct dcase {
+    const char *name;
+    int64_t n, c, h, w, m, group, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    bool bias;
+    const char *auto_pad; /* NULL: explicit pads */
+} dcase;
+
+/* A one-Conv graph for case k (dtype dt, rank 4 unless `one_d`). */
+static hc_node *conv_node(hc_graph *g, const dcase *k, hc_dtype dt) {
+    hc_tensor *in[3];
+    in[0] = hc_graph_add_input(g, "x", dt, 4, (int64_t[]){k->n, k->c, k->h, k->w});
+    in[1] = hc_graph_add_input(g, "w", dt, 4, (int64_t[]){k->m, k->c / k->group, k->kh, k->kw});
+    if (k->bias) in[2] = hc_graph_add_input(g, "b", dt, 1, (int64_t[]){k->m});
+    hc_attr at[5] = {INT("group", k->group), INTS("strides", k->sh, k->sw),
+                     INTS("dilations", k->dh, k->dw), INTS("pads", k->pt, k->pl, k->pb, k->pr)};
+    int na = 4;
+    if (k->auto_pad) at[3] = (hc_attr)STR("auto_pad", k->auto_pad);
+    hc_tensor *y = hc_graph_tensor(g, "y", dt, 0, NULL);
+    hc_node *n = hc_graph_add_node(g, HC_OPK_CONV, k->name, k->bias ? 3 : 2, in, 1, &y, na, at,
+                                   &err);
+    HC_ASSERT_MSG(n, err.msg);
+    HC_ASSERT_MSG(hc_op_get(HC_OPK_CONV)->infer(n, &err) == HC_OK, err.msg);
+    return n;
+}
+
+static float *rand_buf(int64_t n) {
+    float *p = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)hc_rng_uniform(&rng, -2, 2);
+    return p;
+}
+
+/* max |x - y| / max(1, |y|) */
+static double max_rel_err(const float *x, const float *y, int64_t n) {
+    double e = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / fmax(1.0, fabs((double)y[i]));
+        if (isnan(d) || d > e) e = isnan(d) ? INFINITY : d;
+    }
+    return e;
+}
+
+/* ---- the access contract ---------------------------------------------------------- */
+typedef struct access_scan {
+    const hc_func *f;
+    int y_stores, bad;
+} access_scan;
+
+static bool is_param(const access_scan *s, const hc_var *v, int i) {
+    return s->f->params[i] == v;
+}
+
+static hc_expr *scan_expr(hc_mutator *m, hc_expr *e) {
+    access_scan *s = m->ctx;
+    int np = s->f->nparams;
+    if (e->kind == HC_E_LOAD && is_param(s, e->u.load.buf, np - 1)) s->bad++; /* Y re-read */
+    if (e->kind == HC_E_CALL) {
+        hc_prim p = e->u.call.prim;
+        if (p == HC_PRIM_VSTORE || p == HC_PRIM_VSTORE_MASK) {
+            hc_expr *ptr = e->u.call.args[0];
+            if (ptr->kind == HC_E_ADDRESS && is_param(s, ptr->u.load.buf, np - 1)) s->y_stores++;
+            for (int i = 0; i < np - 1 && ptr->kind == HC_E_ADDRESS; i++)
+                if (is_param(s, ptr->u.load.buf, i)) s->bad++; /* stores into an input */
+        }
+        if ((p == HC_PRIM_VLOAD || p == HC_PRIM_VLOAD_MASK) &&
+            e->u.call.args[0]->kind == HC_E_ADDRESS &&
+            is_param(s, e->u.call.args[0]->u.load.buf, np - 1))
+            s->bad++;
+    }
+    return e;
+}
+
+static hc_stmt *scan_stmt(hc_mutator *m, hc_stmt *st) {
+    access_scan *s = m->ctx;
+    if (st->kind == HC_S_STORE)
+        for (int i = 0; i < s->f->nparams; i++)
+            if (is_param(s, st->u.store.buf, i)) s->bad++; /* the template only vstores Y */
+    return st;
+}
+
+/* Y written only by VSTORE(_MASK) of an address, never loaded; inputs never written. */
+static void check_contract(const hc_func *f) {
+    access_scan s = {f, 0, 0};
+    hc_mutator m = {.ctx = &s, .expr = scan_expr, .stmt = scan_stmt};
+    hc_mutate_stmt(&m, f->body);
+    CHECK_MSG(s.bad == 0 && s.y_stores > 0, "%s: %d bad accesses, %d stores of Y", f->name,
+              s.bad, s.y_stores);
+}
+
+/* ---- one case: all candidates of levels 0..2 and explicit thread counts ------------ */
+#define MAX_FUNCS 160
+
+static void run_case(const dcase *k, const hc_target *tg) {
+    hc_graph *g = hc_graph_new("dw", 13);
+    hc_node *n = conv_node(g, k, HC_F32);
+    const hc_op_def *d = hc_op_get(HC_OPK_CONV);
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_task *t = d->task(&a, n, &err);
+    HC_ASSERT_MSG(t, err.msg);
+    hc_func *fs[MAX_FUNCS];
+    int nf = 0;
+    int counts[3];
+    for (int level = 0; level <= 2; level++) {
+        counts[level] = nn_space_conv(n, tg, level);
+        for (int c = 0; c < counts[level] && nf < MAX_FUNCS; c++) {
+            hc_sched_opts o = {.level = level, .candidate = c, .write_once = true};
+            const char *fn = hc_arena_printf(&a, "dw_l%d_c%d", level, c);
+            hc_func *f = nn_schedule_conv(&a, n, t, tg, fn, &o, &err);
+            CHECK_MSG(f != NULL, "%s level %d candidate %d", k->name, level, c);
+            if (f) fs[nf++] = f;
+        }
+    }
+    CHECK_MSG(counts[0] == 1 && counts[1] >= 1 && counts[2] >= counts[1], "%s: %d %d %d",
+              k->name, counts[0], counts[1], counts[2]);
+    /* an out-of-range candidate is an error naming the node */
+    hc_sched_opts bad = {.level = 1, .candidate = counts[1]};
+    err = (hc_error){0};
+    CHECK(nn_schedule_conv(&a, n, t, tg, "bad", &bad, &err) == NULL && err.status != HC_OK &&
+          strstr(err.msg, k->name));
+    /* the hook with NULL opts is the default config */
+    hc_func *def = nn_schedule_conv(&a, n, t, tg, "dw_default", NULL, &err);
+    CHECK(def != NULL);
+    if (def) fs[nf++] = def;
+    /* threads 1, 2 and 3 with the default register block */
+    hc_conv_dw_shape s = {k->n, k->c, k->h, k->w, k->m, k->group, k->kh, k->kw, k->sh, k->sw,
+                          k->dh, k->dw, 0, 0, 0, 0, n->outputs[0]->shape[2],
+                          n->outputs[0]->shape[3], k->bias};
+    if (!k->auto_pad) s.pt = k->pt, s.pl = k->pl, s.pb = k->pb, s.pr = k->pr;
+    else { /* SAME_UPPER: the extra pad at the end */
+        int64_t th = HC_MAX((s.oh - 1) * s.sh + (s.kh - 1) * s.dh + 1 - s.h, 0);
+        int64_t tw = HC_MAX((s.ow - 1) * s.sw + (s.kw - 1) * s.dw + 1 - s.w, 0);
+        s.pt = th / 2, s.pb = th - th / 2, s.pl = tw / 2, s.pr = tw - tw / 2;
+    }
+    CHECK(hc_conv_dw_validate_shape(&s, &err) == HC_OK);
+    for (int th = 1; th <= 3; th++) {
+        hc_conv_dw_config c = hc_conv_dw_default_config(tg, &s);
+        c.threads = th;
+        hc_func *f = hc_conv_dw_cpu(&a, hc_arena_printf(&a, "dw_t%d", th), &s, &c, tg, &err);
+        CHECK_MSG(f != NULL, "%s threads %d: %s", k->name, th, err.msg);
+        if (f) fs[nf++] = f;
+    }
+    for (int i = 0; i < nf; i++) check_contract(fs[i]);
+
+    char *src = hc_codegen_c(&a, hc_module_new(&a, "conv_dw", nf, fs), tg);
+    hc_jit_lib *lib = NULL;
+    CHECK_MSG(hc_jit_build(src, NULL, &lib, &err) == HC_OK, "%s: %s", k->name, err.msg);
+    free(src);
+    int64_t ny = hc_tensor_numel(n->outputs[0]);
+    void *in[3];
+    for (int i = 0; i < n->ninputs; i++) in[i] = rand_buf(hc_tensor_numel(n->inputs[i]));
+    float *ref = malloc(sizeof(float) * (size_t)ny), *out = malloc(sizeof(float) * (size_t)ny);
+    CHECK(hc_interpret_task(t, in, (void *[]){ref}, &err) == HC_OK);
+    int wrong = 0;
+    for (int i = 0; lib && i < nf; i++) {
+        for (int64_t j = 0; j < ny; j++) out[j] = NAN; /* every element must be written */
+        void *args[4];
+        int na = 0;
+        for (int j = 0; j < n->ninputs; j++) args[na++] = in[j];
+        args[na++] = out;
+        hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(
+            lib, hc_arena_printf(&a, "%s__packed", fs[i]->name));
+        CHECK(fn != NULL);
+        if (!fn) continue;
+        fn(args);
+        double e = max_rel_err(out, ref, ny);
+        if (e > 1e-4) {
+            wrong++;
+            fprintf(stderr, "%s (%s) %s: max error %g\n", k->name, tg->name, fs[i]->name, e);
+        }
+    }
+    CHECK_MSG(wrong == 0, "%s: %d of %d programs wrong", k->name, wrong, nf);
+    printf("%-22s isa %-6s %3d programs (levels: %d, %d, %d)\n", k->name,
+           hc_isa_name(tg->isa), nf, counts[0], counts[1], counts[2]);
+    for (int i = 0; i < n->ninputs; i++) free(in[i]);
+    free(ref), free(out);
+    if (lib) hc_jit_close(lib);
+    hc_arena_free(&a);
+    hc_graph_free(g);
+}
+
+/*  name                   n  c   h   w   m  grp kh kw sh sw dh dw pt pl pb pr bias */
+static const dcase cases[] = {
+    {"dw_1x1_spatial", 1, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
+    {"dw_7x13_k3_s1_p1", 1, 3, 7, 13, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
+    {"dw_7x13_k5_s2_p2_n3", 3, 32, 7, 13, 32, 32, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, false, NULL},
+    {"dw_13x7_k7_s1_p3", 1, 96, 13, 7, 96, 96, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3, true, NULL},
+    {"dw_k1_11x17", 1, 32, 11, 17, 32, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false, NULL},
+    {"dw_dil2_17x19", 1, 3, 17, 19, 3, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true, NULL},
+    {"dw_asym_s2_15x23", 1, 32, 15, 23, 32, 32, 3, 3, 2, 2, 1, 1, 0, 1, 2, 0, true, NULL},
+    {"grp_c2_mult2_7x13", 1, 6, 7, 13, 12, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
+    {"grp_c2_s2_n3", 3, 8, 9, 11, 16, 4, 3, 3, 2, 2, 1, 1, 1, 0, 1, 2, false, NULL},
+    {"dw_mult2_9x10", 1, 3, 9, 10, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, NULL},
+    {"dw_wide_n3_9x40", 3, 32, 9, 40, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
+    {"dw_wide_s2_5x71", 1, 3, 5, 71, 3, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, NULL},
+    {"dw_tf_s2_16x16", 1, 32, 16, 16, 32, 32, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, true, NULL},
+    {"dw_rect_k3x5_s1x2_d2x1", 1, 3, 11, 29, 3, 3, 3, 5, 1, 2, 2, 1, 1, 2, 3, 0, true, NULL},
+    {"dw_k1x9_s3", 1, 3, 9, 37, 3, 3, 1, 9, 3, 3, 1, 1, 0, 4, 0, 4, false, NULL},
+    {"dw_same_upper_8x9_s2", 1, 32, 8, 9, 32, 32, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true,
+     "SAME_UPPER"},
+    {"dw_big_pad_5x5", 1, 3, 5, 5, 3, 3, 3, 3, 1, 1, 1, 1, 4, 5, 3, 2, true, NULL},
+};
+
+/* ---- fallbacks: NULL (the auto-scheduler) for what the template does not take ---------- */
+static void test_fallbacks(void) {
+    const hc_target *tg = hc_target_host();
+    hc_arena a;
+    hc_arena_init(&a);
+    /* group 1 (also with a single channel), f64, 1-D */
+    const dcase g1 = {"g1", 1, 1, 5, 5, 2, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, NULL};
+    const dcase dwk = {"f64", 1, 4, 5, 5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, NULL};
+    for (int i = 0; i < 2; i++) {
+        hc_graph *g = hc_graph_new("fb", 13);
+        hc_node *n = conv_node(g, i ? &dwk : &g1, i ? HC_F64 : HC_F32);
+        hc_task *t = hc_op_get(HC_OPK_CONV)->task(&a, n, &err);
+        HC_ASSERT_MSG(t, err.msg);
+        err = (hc_error){0};
+        CHECK(nn_schedule_conv(&a, n, t, tg, "fb", NULL, &err) == NULL && err.status == HC_OK);
+        CHECK_EQ_INT(nn_space_conv(n, tg, 1), 0);
+        hc_graph_free(g);
+    }
+    hc_graph *g = hc_graph_new("fb1d", 13);
+    hc_tensor *in[2] = {hc_graph_add_input(g, "x", HC_F32, 3, (int64_t[]){1, 4, 9}),
+                        hc_graph_add_input(g, "w", HC_F32, 3, (int64_t[]){4, 1, 3})};
+    hc_tensor *y = hc_graph_tensor(g, "y", HC_F32, 0, NULL);
+    hc_attr at[1] = {INT("group", 4)};
+    hc_node *n = hc_graph_add_node(g, HC_OPK_CONV, "conv1d", 2, in, 1, &y, 1, at, &err);
+    HC_ASSERT(n && hc_op_get(HC_OPK_CONV)->infer(n, &err) == HC_OK);
+    hc_task *t = hc_op_get(HC_OPK_CONV)->task(&a, n, &err);
+    CHECK(t && nn_schedule_conv(&a, n, t, tg, "fb", NULL, &err) == NULL);
+    CHECK_EQ_INT(nn_space_conv(n, tg, 2), 0);
+    hc_graph_free(g);
+    /* bad shapes and configs are errors, not programs */
+    hc_conv_dw_shape s = {1, 4, 5, 5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 6, false};
+    CHECK(hc_conv_dw_validate_shape(&s, &err) != HC_OK); /* ow should be 5 */
+    s.ow = 5;
+    CHECK(hc_conv_dw_validate_shape(&s, &err) == HC_OK);
+    hc_conv_dw_config c = hc_conv_dw_default_config(tg, &s);
+    c.rb = 0;
+    CHECK(hc_conv_dw_cpu(&a, "x", &s, &c, tg, &err) == NULL && err.status != HC_OK);
+    c = hc_conv_dw_default_config(tg, &s);
+    c.lanes = c.lanes == 4 ? 8 : 4;
+    CHECK(hc_conv_dw_cpu(&a, "x", &s, &c, tg, &err) == NULL && err.status != HC_OK);
+    hc_arena_free(&a);
+}
+
+/* Candidate 0 is the default at every level; candidates are distinct. */
+static void test_space(void) {
+    const hc_target *tg = hc_target_host();
+    hc_conv_dw_shape s = {1, 144, 56, 56, 144, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 56, 56, true};
+    hc_conv_dw_config d = hc_conv_dw_default_config(tg, &s), all[256];
+    for (int level = 0; level <= 2; level++) {
+        int n = hc_conv_dw_space(tg, &s, level, all, 256);
+        CHECK(n >= 1 && n <= 256);
+        CHECK(all[0].rb == d.rb && all[0].nv == d.nv && all[0].threads == d.threads);
+        for (int i = 0; i < n; i++) {
+            CHECK(hc_conv_dw_validate(&all[i], &err) == HC_OK);
+            for (int j = 0; j < i; j++)
+                CHECK(all[i].rb != all[j].rb || all[i].nv != all[j].nv ||
+                      all[i].threads != all[j].threads);
+        }
+        if (level == 0) CHECK_EQ_INT(n, 1);
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_conv_dw_config_print(&sb, &all[n - 1]);
+        printf("level %d: %d candidates, last %s\n", level, n, hc_sb_str(&sb));
+        hc_sb_free(&sb);
+    }
+}
+
+int main(void) {
+    test_space();
+    test_fallbacks();
+    const hc_target *host = hc_target_host();
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) run_case(&cases[i], host);
+    /* the narrower vector widths on a few cases (the host runs them) */
+    static const hc_isa lower[] = {HC_ISA_AVX2, HC_ISA_SCALAR};
+    for (size_t j = 0; j < HC_ARRAY_LEN(lower); j++) {
+        if (lower[j] >= host->isa) continue;
+        const hc_target *tg = hc_target_cpu(lower[j]);
+        run_case(&cases[2], tg);
+        run_case(&cases[7], tg);
+        run_case(&cases[13], tg);
+    }
+    TEST_DONE();
+}
