@@ -179,12 +179,15 @@ static void job_free(job *j) {
     free(j->src_path), free(j->so_path), free(j->log_path), free(j->tmp_so), free(j->tmp_log);
 }
 
+/* object: the job makes an object file (cc -c) for hc_jit_build_parallel; its key differs
+ * from the shared object's of the same source. */
 static void job_init(job *j, const char *source, const char *dir, const char *cc,
-                     const char *cflags, const char *version) {
+                     const char *cflags, const char *version, bool object) {
     memset(j, 0, sizeof *j);
     j->source = source;
     hc_hasher h;
     hc_hash_init(&h);
+    if (object) hc_hash_str(&h, "object file");
     hc_hash_str(&h, source);
     hc_hash_str(&h, cflags);
     for (size_t i = 0; i < HC_ARRAY_LEN(fixed_flags); i++) hc_hash_str(&h, fixed_flags[i]);
@@ -192,7 +195,7 @@ static void job_init(job *j, const char *source, const char *dir, const char *cc
     hc_hash_str(&h, version);
     hc_hash_hex(&h, j->key);
     j->src_path = path_with(dir, j->key, ".c");
-    j->so_path = path_with(dir, j->key, ".so");
+    j->so_path = path_with(dir, j->key, object ? ".o" : ".so");
     j->log_path = path_with(dir, j->key, ".log");
 }
 
@@ -211,7 +214,7 @@ static hc_status open_lib(const char *path, bool cached, hc_jit_lib **out, hc_er
 
 /* Write the source (atomically) and start the compiler. */
 static hc_status job_start(job *j, const char *cc, const char *cflags, bool verbose,
-                           hc_error *err) {
+                           bool object, hc_error *err) {
     char *tmp_src = tmp_name(j->src_path);
     hc_status st = hc_write_file(tmp_src, j->source, strlen(j->source), err);
     if (st == HC_OK && rename(tmp_src, j->src_path) != 0)
@@ -227,7 +230,8 @@ static hc_status job_start(job *j, const char *cc, const char *cflags, bool verb
     snprintf(words, len, "%s %s", cc, cflags);
     char *argv[MAX_ARGS + 16];
     int n = split_words(words, argv, MAX_ARGS);
-    for (size_t i = 0; i < HC_ARRAY_LEN(fixed_flags); i++) argv[n++] = (char *)fixed_flags[i];
+    for (size_t i = 0; i < HC_ARRAY_LEN(fixed_flags); i++)
+        argv[n++] = object && !strcmp(fixed_flags[i], "-shared") ? "-c" : (char *)fixed_flags[i];
     const char *tail[] = {"-o", j->tmp_so, j->src_path};
     for (size_t i = 0; i < HC_ARRAY_LEN(tail); i++) argv[n++] = (char *)tail[i];
     argv[n] = NULL;
@@ -257,8 +261,8 @@ static hc_status compile_error(job *j, int code, hc_error *err) {
     return st;
 }
 
-/* Wait for the compiler, publish its log and object, and load the object. */
-static hc_status job_finish(job *j, hc_jit_lib **out, hc_error *err) {
+/* Wait for the compiler and publish its log and output. */
+static hc_status job_publish(job *j, hc_error *err) {
     int code = wait_exit(j->pid);
     j->running = false;
     rename(j->tmp_log, j->log_path);
@@ -271,7 +275,13 @@ static hc_status job_finish(job *j, hc_jit_lib **out, hc_error *err) {
         unlink(j->tmp_so);
         return st;
     }
-    return open_lib(j->so_path, false, out, err);
+    return HC_OK;
+}
+
+/* Wait for the compiler, publish its log and object, and load the object. */
+static hc_status job_finish(job *j, hc_jit_lib **out, hc_error *err) {
+    hc_status st = job_publish(j, err);
+    return st != HC_OK ? st : open_lib(j->so_path, false, out, err);
 }
 
 static void keep_first(hc_status *first, hc_status st, hc_error *err, const hc_error *local) {
@@ -312,10 +322,10 @@ hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_opti
         }
         if (i == n) break;
         job *j = &js[i];
-        job_init(j, sources[i], dir, cc, cflags, version);
+        job_init(j, sources[i], dir, cc, cflags, version, false);
         if (access(j->so_path, F_OK) == 0 && open_lib(j->so_path, true, &out[i], NULL) == HC_OK)
             continue;
-        hc_status st = job_start(j, cc, cflags, verbose, &local);
+        hc_status st = job_start(j, cc, cflags, verbose, false, &local);
         if (st != HC_OK && first == HC_OK) keep_first(&first, st, err, &local);
         if (st == HC_OK) running++;
     }
@@ -328,6 +338,128 @@ hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_opti
 hc_status hc_jit_build(const char *source, const hc_jit_options *opt, hc_jit_lib **out,
                        hc_error *err) {
     return hc_jit_build_many(1, &source, opt, 1, out, err);
+}
+
+/* ---- several sources, one shared object ------------------------------------------ */
+/* Link the objects into so_path (tmp + rename); the log goes to log_path. */
+static hc_status link_objects(int n, job *js, const char *cc, const char *cflags,
+                              const char *so_path, const char *log_path, bool verbose,
+                              hc_error *err) {
+    size_t len = strlen(cc) + strlen(cflags) + 2;
+    char *words = hc_xmalloc(len);
+    snprintf(words, len, "%s %s", cc, cflags);
+    char **argv = hc_xcalloc((size_t)n + MAX_ARGS + 16, sizeof *argv);
+    int c = split_words(words, argv, MAX_ARGS);
+    static const char *const link_flags[] = {"-fPIC", "-shared", "-fopenmp"};
+    for (size_t i = 0; i < HC_ARRAY_LEN(link_flags); i++) argv[c++] = (char *)link_flags[i];
+    char *tmp_so = tmp_name(so_path), *tmp_log = tmp_name(log_path);
+    argv[c++] = "-o";
+    argv[c++] = tmp_so;
+    for (int i = 0; i < n; i++) argv[c++] = js[i].so_path;
+    argv[c] = NULL;
+    if (verbose) {
+        for (int i = 0; i < c; i++) fprintf(stderr, "%s%s", i ? " " : "", argv[i]);
+        fputc('\n', stderr);
+    }
+    pid_t pid;
+    int rc = spawn(argv, tmp_log, -1, &pid);
+    hc_status st = HC_OK;
+    if (rc != 0) {
+        st = hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' to link %s: %s", cc,
+                          so_path, strerror(rc));
+    } else {
+        int code = wait_exit(pid);
+        rename(tmp_log, log_path);
+        if (code != 0) {
+            char *log = NULL;
+            size_t size = 0;
+            if (hc_read_file(log_path, &log, &size, NULL) != HC_OK) log = hc_xstrdup("(no output)");
+            if (size > LOG_EXCERPT) log[LOG_EXCERPT] = '\0';
+            st = hc_error_set(err, HC_ERR_COMPILE, "linking %d objects into %s failed (exit %d):\n%s",
+                              n, so_path, code, log);
+            free(log);
+        } else if (rename(tmp_so, so_path) != 0) {
+            st = hc_error_set(err, HC_ERR_IO, "rename %s: %s", tmp_so, strerror(errno));
+        }
+    }
+    unlink(tmp_so), unlink(tmp_log); /* no-ops after the renames */
+    free(tmp_so), free(tmp_log), free(argv), free(words);
+    return st;
+}
+
+hc_status hc_jit_build_parallel_progress(int n, const char *const *sources,
+                                         const hc_jit_options *opt, int jobs,
+                                         hc_jit_progress_fn progress, void *ctx,
+                                         hc_jit_lib **out, hc_error *err) {
+    *out = NULL;
+    if (n < 1) return hc_error_set(err, HC_ERR_INVALID, "jit: no sources to build");
+    const char *cc = resolve_cc(opt), *cflags = resolve_cflags(opt);
+    bool verbose = opt && opt->verbose;
+    const char *version = compiler_version(cc);
+    if (!version)
+        return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' (`%s --version` failed)",
+                            cc, cc);
+    char *dir = hc_jit_cache_dir(opt);
+    hc_status first = hc_mkdirs(dir, err);
+    if (first != HC_OK) {
+        free(dir);
+        return first;
+    }
+    /* the library's key: every source, in order, and everything that shapes an object */
+    hc_hasher h;
+    hc_hash_init(&h);
+    hc_hash_str(&h, "parallel shared object");
+    char count[32];
+    snprintf(count, sizeof count, "%d", n);
+    hc_hash_str(&h, count);
+    for (int i = 0; i < n; i++) hc_hash_str(&h, sources[i]);
+    hc_hash_str(&h, cflags);
+    for (size_t i = 0; i < HC_ARRAY_LEN(fixed_flags); i++) hc_hash_str(&h, fixed_flags[i]);
+    hc_hash_str(&h, cc);
+    hc_hash_str(&h, version);
+    char key[33];
+    hc_hash_hex(&h, key);
+    char *so_path = path_with(dir, key, ".so"), *log_path = path_with(dir, key, ".log");
+    if (access(so_path, F_OK) == 0 && open_lib(so_path, true, out, NULL) == HC_OK) {
+        if (progress) progress(ctx, n, n);
+        free(so_path), free(log_path), free(dir);
+        return HC_OK;
+    }
+    if (jobs <= 0) jobs = default_jobs();
+    job *js = hc_xcalloc((size_t)n, sizeof *js);
+    hc_error local;
+    int next_wait = 0, running = 0, done = 0;
+    for (int i = 0; i <= n; i++) {
+        while (next_wait < i && (running >= jobs || i == n)) { /* FIFO, as in build_many */
+            job *w = &js[next_wait++];
+            if (!w->running) continue;
+            running--;
+            hc_status st = job_publish(w, &local);
+            if (st != HC_OK && first == HC_OK) keep_first(&first, st, err, &local);
+            if (progress) progress(ctx, ++done, n);
+        }
+        if (i == n) break;
+        job *j = &js[i];
+        job_init(j, sources[i], dir, cc, cflags, version, true);
+        if (access(j->so_path, F_OK) == 0) { /* the same source was compiled before */
+            if (progress) progress(ctx, ++done, n);
+            continue;
+        }
+        hc_status st = first == HC_OK ? job_start(j, cc, cflags, verbose, true, &local) : HC_OK;
+        if (st != HC_OK && first == HC_OK) keep_first(&first, st, err, &local);
+        if (st == HC_OK && j->running) running++;
+    }
+    if (first == HC_OK)
+        first = link_objects(n, js, cc, cflags, so_path, log_path, verbose, err);
+    if (first == HC_OK) first = open_lib(so_path, false, out, err);
+    for (int i = 0; i < n; i++) job_free(&js[i]);
+    free(js), free(so_path), free(log_path), free(dir);
+    return first;
+}
+
+hc_status hc_jit_build_parallel(int n, const char *const *sources, const hc_jit_options *opt,
+                                int jobs, hc_jit_lib **out, hc_error *err) {
+    return hc_jit_build_parallel_progress(n, sources, opt, jobs, NULL, NULL, out, err);
 }
 
 void *hc_jit_symbol(hc_jit_lib *lib, const char *name) {

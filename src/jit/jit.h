@@ -28,6 +28,23 @@ hc_status hc_jit_build(const char *source, const hc_jit_options *opt, hc_jit_lib
  * built and must be closed); on failure the first error is returned. */
 hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_options *opt,
                             int jobs, hc_jit_lib **out, hc_error *err);
+/* Build ONE shared object from n sources (e.g. the candidates of one task split into
+ * modules): each source is compiled to an object file in the cache (cc -c, up to `jobs`
+ * compilers at once, jobs <= 0: number of cores; an object whose source was compiled
+ * before is reused), then all are linked into one .so. Sources from hc_codegen_c link
+ * together as long as their kernel names differ (their prelude helpers are static). The
+ * .so is cached under a key of all sources (in order), the flags and the compiler
+ * version. On failure *out is NULL and the error carries the first compiler (or linker)
+ * output and the kept source path; after a failed compile the others are not started. */
+hc_status hc_jit_build_parallel(int n, const char *const *sources, const hc_jit_options *opt,
+                                int jobs, hc_jit_lib **out, hc_error *err);
+/* The same, calling progress(ctx, done, n) after each object is ready (from the calling
+ * thread), so that a progress bar can move during a long build. */
+typedef void (*hc_jit_progress_fn)(void *ctx, int done, int total);
+hc_status hc_jit_build_parallel_progress(int n, const char *const *sources,
+                                         const hc_jit_options *opt, int jobs,
+                                         hc_jit_progress_fn progress, void *ctx,
+                                         hc_jit_lib **out, hc_error *err);
 void *hc_jit_symbol(hc_jit_lib *lib, const char *name); /* NULL if absent */
 const char *hc_jit_path(const hc_jit_lib *lib);          /* the .so path */
 bool hc_jit_was_cached(const hc_jit_lib *lib);           /* found without compiling */
