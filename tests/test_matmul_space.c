@@ -1,0 +1,200 @@
+/* test_matmul_space.c — the matmul template's schedule space: candidate 0 is the default,
+ * every candidate is valid and distinct, levels nest in size, the order is deterministic,
+ * and level-1 candidates compute what the reference interpreter computes. */
+#include "sched/matmul.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define MAXC 256
+
+static const hc_matmul_shape shapes[] = {
+    {1, 1, 1, 1},       {1, 7, 13, 5},     {1, 65, 31, 129},  {3, 17, 40, 9},
+    {1, 64, 12544, 147}, {1, 64, 3136, 576}, {1, 256, 3136, 64}, {1, 128, 784, 1152},
+    {1, 512, 49, 4608}, {1, 2048, 49, 512}, {1, 1000, 1, 2048}, {12, 128, 128, 64},
+    {1, 2, 4096, 4096}, {1, 4096, 3, 17},
+};
+
+static bool same(const hc_matmul_config *x, const hc_matmul_config *y) {
+    return x->lanes == y->lanes && x->mr == y->mr && x->nr == y->nr && x->kc == y->kc &&
+           x->mc == y->mc && x->nc == y->nc && x->tb == y->tb && x->tm == y->tm &&
+           x->tn == y->tn && x->pack_a == y->pack_a && x->pack_b == y->pack_b &&
+           x->c_write_once == y->c_write_once;
+}
+
+static const char *describe(const hc_matmul_shape *s, const hc_matmul_config *c) {
+    static char buf[256];
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_sb_printf(&sb, "%lldx%lldx%lldx%lld ", (long long)s->batch, (long long)s->m,
+                 (long long)s->n, (long long)s->k);
+    if (c) hc_matmul_config_print(&sb, c);
+    snprintf(buf, sizeof buf, "%s", hc_sb_str(&sb));
+    hc_sb_free(&sb);
+    return buf;
+}
+
+/* The properties of one target's space on every shape above. */
+static void check_target(const hc_target *t) {
+    static hc_matmul_config a[MAXC], b[MAXC];
+    for (size_t si = 0; si < HC_ARRAY_LEN(shapes); si++) {
+        const hc_matmul_shape *s = &shapes[si];
+        hc_matmul_config def = hc_matmul_default_config(t, s);
+        int sizes[3];
+        for (int level = 0; level <= 2; level++) {
+            int n = hc_matmul_space(t, s, level, a, MAXC);
+            sizes[level] = n;
+            CHECK_MSG(n >= 1 && n <= MAXC, "%s level %d: %d candidates", describe(s, NULL), level,
+                      n);
+            if (n < 1 || n > MAXC) continue;
+            /* candidate 0 is the default itself, not a clipped copy */
+            CHECK_MSG(same(&a[0], &def), "%s level %d: candidate 0 is not the default",
+                      describe(s, &a[0]), level);
+            /* deterministic: a second call gives the same list; a short buffer its prefix */
+            CHECK_EQ_INT(hc_matmul_space(t, s, level, b, MAXC), n);
+            bool equal = true;
+            for (int i = 0; i < n; i++) equal = equal && same(&a[i], &b[i]);
+            CHECK_MSG(equal, "%s level %d: two calls differ", describe(s, NULL), level);
+            CHECK_EQ_INT(hc_matmul_space(t, s, level, b, 1), n);
+            CHECK(same(&b[0], &def));
+            CHECK_EQ_INT(hc_matmul_space(t, s, level, NULL, 0), n);
+            for (int i = 0; i < n; i++) {
+                hc_error err;
+                CHECK_MSG(hc_matmul_validate(&a[i], &err) == HC_OK, "%s: %s",
+                          describe(s, &a[i]), err.msg);
+                CHECK_EQ_INT(a[i].lanes, hc_target_f32_lanes(t));
+                CHECK_EQ_INT((int64_t)a[i].tb * a[i].tm * a[i].tn, HC_MAX(t->num_cores, 1));
+                CHECK(!a[i].c_write_once);
+                /* register tiles fit the register file (accumulators, B vectors, a
+                 * broadcast), except the default's own */
+                int nv = a[i].nr / a[i].lanes;
+                if (i > 0)
+                    CHECK_MSG(a[i].mr * nv + nv + 1 <= t->num_regs, "%s: tile over %d registers",
+                              describe(s, &a[i]), t->num_regs);
+                /* no register tile taller than the shape */
+                CHECK_MSG(a[i].mr <= HC_MAX(s->m, 1), "%s", describe(s, &a[i]));
+            }
+            /* no two candidates generate the same program */
+            char **src = calloc((size_t)n, sizeof *src);
+            for (int i = 0; i < n; i++) src[i] = hc_matmul_source(s, &a[i], t, "k", NULL);
+            for (int i = 0; i < n; i++) {
+                CHECK_MSG(src[i] != NULL, "%s: no source", describe(s, &a[i]));
+                for (int j = 0; j < i && src[i]; j++)
+                    CHECK_MSG(!src[j] || strcmp(src[i], src[j]) != 0,
+                              "%s level %d: candidates %d and %d generate the same program",
+                              describe(s, NULL), level, j, i);
+            }
+            for (int i = 0; i < n; i++) free(src[i]);
+            free(src);
+        }
+        CHECK_EQ_INT(sizes[0], 1);
+        CHECK_MSG(1 <= sizes[1] && sizes[1] <= sizes[2], "%s: levels %d %d %d",
+                  describe(s, NULL), sizes[0], sizes[1], sizes[2]);
+        /* budgets (docs/tuning.md): level 1 about 6-10, level 2 tens */
+        CHECK_MSG(sizes[1] <= 10 && sizes[2] <= 40, "%s: levels %d %d", describe(s, NULL),
+                  sizes[1], sizes[2]);
+    }
+}
+
+/* Level sizes on shapes big enough to have choices: level 2 is a real space. */
+static void test_sizes(void) {
+    const hc_target *t = hc_target_host();
+    const hc_matmul_shape big[] = {{1, 64, 3136, 576}, {1, 256, 196, 2304}, {1, 512, 49, 4608}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(big); i++) {
+        int n1 = hc_matmul_space(t, &big[i], 1, NULL, 0);
+        int n2 = hc_matmul_space(t, &big[i], 2, NULL, 0);
+        CHECK_MSG(n1 >= 4 && n2 > n1 && n2 >= 16, "%s: levels %d %d", describe(&big[i], NULL),
+                  n1, n2);
+    }
+    /* a bad shape still gets its default (the template reports the error) */
+    hc_matmul_shape bad = {1, 0, 5, 5};
+    CHECK_EQ_INT(hc_matmul_space(t, &bad, 2, NULL, 0), 1);
+}
+
+/* More cores: every factorization of the thread count is a candidate grid. */
+static void test_many_cores(void) {
+    hc_target t = *hc_target_host();
+    t.num_cores = 12;
+    check_target(&t);
+    hc_matmul_shape s = {4, 512, 512, 512};
+    hc_matmul_config c[MAXC];
+    int n = hc_matmul_space(&t, &s, 2, c, MAXC);
+    bool batch_split = false, col_split = false;
+    for (int i = 0; i < n && i < MAXC; i++) {
+        batch_split = batch_split || c[i].tb > 1;
+        col_split = col_split || c[i].tn > 1;
+    }
+    CHECK(batch_split && col_split);
+    /* one core: a single grid */
+    t.num_cores = 1;
+    n = hc_matmul_space(&t, &s, 2, c, MAXC);
+    for (int i = 0; i < n && i < MAXC; i++) CHECK(c[i].tb == 1 && c[i].tm == 1 && c[i].tn == 1);
+}
+
+static float *random_buffer(int64_t n, uint64_t seed) {
+    float *x = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    hc_rng r = {seed};
+    for (int64_t i = 0; i < n; i++) x[i] = (float)hc_rng_uniform(&r, -1, 1);
+    return x;
+}
+
+/* Every level-1 candidate on awkward shapes against the interpreter. */
+static void test_against_interpreter(void) {
+    const hc_target *t = hc_target_host();
+    const hc_matmul_shape awkward[] = {{1, 1, 1, 1}, {1, 7, 13, 5}, {1, 65, 31, 129},
+                                       {2, 3, 37, 11}};
+    char cache[] = "/tmp/hidetc-test-space-XXXXXX";
+    CHECK(mkdtemp(cache) != NULL);
+    hc_jit_options opt = {.cache_dir = cache};
+    int checked = 0;
+    for (size_t si = 0; si < HC_ARRAY_LEN(awkward); si++) {
+        const hc_matmul_shape *s = &awkward[si];
+        hc_matmul_config c[MAXC];
+        int n = hc_matmul_space(t, s, 1, c, MAXC);
+        int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n;
+        int64_t nc = s->batch * s->m * s->n;
+        float *A = random_buffer(na, 11 + si), *B = random_buffer(nb, 23 + si);
+        float *R = malloc(sizeof(float) * (size_t)nc), *C = malloc(sizeof(float) * (size_t)nc);
+        hc_arena a;
+        hc_arena_init(&a);
+        hc_error err;
+        void *in[2] = {A, B}, *out[1] = {R};
+        hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
+        CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
+        for (int i = 0; i < n && st == HC_OK; i++) {
+            hc_matmul_kernel k;
+            if (hc_matmul_build(s, &c[i], t, &opt, &k, &err) != HC_OK) {
+                CHECK_MSG(0, "%s: %s", describe(s, &c[i]), err.msg);
+                continue;
+            }
+            for (int64_t j = 0; j < nc; j++) C[j] = NAN; /* elements never stored stay NaN */
+            hc_matmul_run(&k, A, B, C);
+            double maxerr = 0, tol = 1e-5 + 2e-6 * (double)s->k;
+            for (int64_t j = 0; j < nc; j++) {
+                double e = fabs((double)C[j] - (double)R[j]);
+                if (!(e <= maxerr)) maxerr = isnan(e) ? INFINITY : e;
+            }
+            CHECK_MSG(maxerr <= tol, "%s: max error %g", describe(s, &c[i]), maxerr);
+            hc_matmul_kernel_close(&k);
+            checked++;
+        }
+        hc_arena_free(&a);
+        free(A), free(B), free(C), free(R);
+    }
+    CHECK_MSG(checked >= 8, "only %d candidates checked", checked);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+    CHECK(system(cmd) == 0);
+}
+
+int main(void) {
+    check_target(hc_target_host());
+    check_target(hc_target_cpu(HC_ISA_AVX2));
+    check_target(hc_target_cpu(HC_ISA_SCALAR));
+    test_sizes();
+    test_many_cores();
+    test_against_interpreter();
+    TEST_DONE();
+}
