@@ -1,0 +1,79 @@
+/* tune.h — the tuner (DESIGN.md, "JIT, cache, tuning").
+ *
+ * A template declares a schedule space per node (hc_op_def.space); every candidate is a
+ * complete program with the same parameters. The tuner compiles all candidates of one
+ * task into one shared object (parallel compiler jobs), benchmarks each on the task's
+ * real shapes (warm-up, then the median of timed runs) and keeps the fastest. Records
+ * (task signature, level, target, machine) -> winner persist in the JIT cache directory,
+ * so a second compile reuses them without benchmarking.
+ *
+ * Usage (the runtime does this per fused group whose anchor has a space):
+ *   char key[33]; hc_tune_key(sig, level, target, key);
+ *   if (!hc_tune_record_get(jit, key, &rec)) {
+ *       ... schedule candidates 0..n-1 ...
+ *       hc_tune_select(arena, n, funcs, args, target, jit, &progress, &res, &err);
+ *       hc_tune_record_put(jit, key, &(hc_tune_record){res.best, res.best_ms, n}, &err);
+ *   }
+ */
+#ifndef HC_TUNE_H
+#define HC_TUNE_H
+
+#include "codegen/codegen.h"
+#include "ir/ir.h"
+#include "jit/jit.h"
+
+/* ---- progress bar ------------------------------------------------------------------- */
+/* One line on stderr, redrawn in place: "tuning [#####.....] 12/40 tasks, 130/520
+ * candidates, 1m05s elapsed, ETA 3m10s". Silent when stderr is not a terminal or
+ * HIDETC_NO_PROGRESS=1. */
+typedef struct hc_progress {
+    bool active;
+    const char *label;
+    int total, done;  /* candidates */
+    int tasks_total, tasks_done;
+    double t0_ms, last_draw_ms;
+} hc_progress;
+void hc_progress_begin(hc_progress *p, const char *label, int tasks, int candidates);
+void hc_progress_step(hc_progress *p, int candidates_done); /* adds */
+void hc_progress_task_done(hc_progress *p);
+void hc_progress_end(hc_progress *p); /* final line with the total time, then newline */
+
+/* ---- records ------------------------------------------------------------------------ */
+typedef struct hc_tune_record {
+    int best;       /* candidate index at that level */
+    double best_ms; /* its median time */
+    int ncand;      /* the space size when tuned (a record whose ncand differs is stale) */
+} hc_tune_record;
+
+/* A short description of this machine: CPU model name and core count. */
+const char *hc_tune_machine(void);
+/* key = hex hash of (signature, level, target name/isa/vector bits/num_cores, machine). */
+void hc_tune_key(const char *signature, int level, const hc_target *t, char key[33]);
+/* Look up / store a record under <cache>/tune/<key> (atomic write: tmp + rename). */
+bool hc_tune_record_get(const hc_jit_options *jit, const char *key, hc_tune_record *out);
+hc_status hc_tune_record_put(const hc_jit_options *jit, const char *key,
+                             const hc_tune_record *r, hc_error *err);
+
+/* ---- benchmarking ------------------------------------------------------------------- */
+typedef struct hc_tune_result {
+    int best;
+    double best_ms;
+    double *ms;        /* per candidate median (malloc'ed, caller frees; may be NULL) */
+    double compile_ms; /* wall time of building the shared object */
+    double bench_ms;   /* wall time of benchmarking */
+} hc_tune_result;
+
+/* Compile the n candidates (distinct function names required) into one shared object
+ * with parallel compiler jobs, run each on args (one buffer per parameter, shared by all
+ * candidates: inputs hold data, outputs are scratch), and pick the one with the smallest
+ * median. progress may be NULL. The library is closed before returning. */
+hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
+                         const hc_target *t, const hc_jit_options *jit, hc_progress *progress,
+                         hc_tune_result *out, hc_error *err);
+
+/* Median time (ms) of fn(args) after `warmup` runs: at least min_runs timed runs, more
+ * until about budget_ms has passed (at most max_runs). */
+double hc_bench_median(hc_packed_fn fn, void *const *args, int warmup, int min_runs,
+                       int max_runs, double budget_ms);
+
+#endif
