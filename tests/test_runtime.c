@@ -194,6 +194,9 @@ static void compare_outputs(const char *label, const hc_graph *ref, const io *b)
 
 /* Compile build() with `threads`, run it on two sets of random inputs and compare with the
  * reference evaluator on a separately built copy. Returns the model (caller frees). */
+/* Unfused: one kernel per node (the plan and dedup tests count them). */
+static bool no_fusion;
+
 static hc_model *check_model(const char *label, hc_graph *(*build)(void), int threads) {
     weights_rng = (hc_rng){7};
     hc_graph *ref = build();
@@ -203,7 +206,7 @@ static hc_model *check_model(const char *label, hc_graph *(*build)(void), int th
     hc_status st = hc_pass_infer_shapes(ref, &err);
     CHECK_MSG(st == HC_OK, "%s: infer: %s", label, err.msg);
     hc_model *m = NULL;
-    hc_compile_options opt = {.num_threads = threads};
+    hc_compile_options opt = {.num_threads = threads, .no_fusion = no_fusion};
     hc_status cst = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(cst == HC_OK, "%s: compile: %s", label, err.msg);
     if (st != HC_OK || cst != HC_OK) {
@@ -310,10 +313,14 @@ static void test_models(void) {
 }
 
 static void test_shared_and_io_outputs(void) {
+    no_fusion = true;
     hc_model *m = check_model("shared", build_shared, 2);
+    no_fusion = false;
     if (!m) return;
     check_plan("shared", m);
     CHECK_EQ_INT(hc_model_num_kernels(m), 3);
+    hc_model_free(m);
+    m = check_model("shared/fused", build_shared, 2); /* checked against the reference */
     hc_model_free(m);
 }
 
@@ -329,7 +336,9 @@ static void test_empty(void) {
 }
 
 static void test_chain_memory_and_dedup(void) {
+    no_fusion = true;
     hc_model *m = check_model("chain", build_chain, 2);
+    no_fusion = false;
     if (!m) return;
     check_plan("chain", m);
     size_t one = 32 * 64 * sizeof(float);
@@ -337,6 +346,12 @@ static void test_chain_memory_and_dedup(void) {
     CHECK_MSG(hc_model_arena_bytes(m) <= 2 * one, "arena %zu", hc_model_arena_bytes(m));
     CHECK_EQ_INT(hc_model_num_kernels(m), 9);
     CHECK_MSG(hc_model_num_programs(m) == 3, "%d programs", hc_model_num_programs(m));
+    hc_model_free(m);
+    /* fused: the injective chain is one kernel, with no intermediate tensor */
+    m = check_model("chain/fused", build_chain, 2);
+    if (!m) return;
+    CHECK_EQ_INT(hc_model_num_kernels(m), 1);
+    CHECK_EQ_INT(hc_model_intermediate_bytes(m), 0);
     hc_model_free(m);
 }
 

@@ -21,12 +21,14 @@ typedef struct run_args {
     const char *input_names[MAX_INPUT_ARGS], *input_files[MAX_INPUT_ARGS];
     long threads;
     bool verbose;
+    hc_compile_options co;
 } run_args;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] "
-               "[--threads T] [--verbose]\n"
-               "  MODEL: an ONNX file or builtin:NAME\n");
+               "[--threads T] " CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
+               "  MODEL: an ONNX file or builtin:NAME (or a file written by hidetc compile)\n"
+               "  --no-fusion: one kernel per node; --tune L: schedule-space level (0 default)\n");
 }
 
 static int parse_input_arg(run_args *r, char *val) {
@@ -53,6 +55,12 @@ static int parse_args(int argc, char **argv, run_args *r) {
         const char *o = argv[i];
         char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout), -1;
+        int co = cli_compile_option("run", o, val, &r->co);
+        if (co < 0) return 2;
+        if (co) {
+            i += co - 1;
+            continue;
+        }
         if (!strcmp(o, "--verbose")) r->verbose = true;
         else if (!strcmp(o, "--input")) {
             int rc = parse_input_arg(r, val);
@@ -207,7 +215,8 @@ static int write_outputs(const char *dir, const hc_model *m, const cli_buffers *
 
 static int run_model(const run_args *r, hc_graph *g, hc_npy *npys) {
     hc_error err = {0};
-    hc_compile_options opt = {.num_threads = (int)r->threads, .verbose = r->verbose};
+    hc_compile_options opt = r->co;
+    opt.num_threads = (int)r->threads, opt.verbose = r->verbose;
     hc_model *m;
     if (hc_model_compile(g, &opt, &m, &err) != HC_OK) {
         fprintf(stderr, "hidetc run: %s\n", err.msg);

@@ -65,3 +65,17 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
     *out = v;
     return true;
 }
+
+int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co) {
+    if (!strcmp(o, "--no-fusion")) {
+        co->no_fusion = true;
+        return 1;
+    }
+    if (!strcmp(o, "--tune")) {
+        long level;
+        if (!cli_parse_int(cmd, o, val, 0, 2, &level)) return -1;
+        co->tune_level = (int)level;
+        return 2;
+    }
+    return 0;
+}

@@ -142,7 +142,15 @@ static bool is_value(const hc_type *t) {
 }
 
 /* Element type of a load/store through buf, NULL when buf is not a buffer. */
+/* Elements of a tensor of vectors (hc_type_tensor_vec) are vectors. */
+static _Thread_local hc_type vec_elem;
+
 static const hc_type *element_type(const hc_var *buf) {
+    if (buf->type->kind == HC_TY_TENSOR && buf->type->lanes > 1) {
+        vec_elem = (hc_type){.kind = HC_TY_VECTOR, .dtype = buf->type->dtype,
+                             .lanes = buf->type->lanes};
+        return &vec_elem;
+    }
     if (buf->type->kind == HC_TY_TENSOR) return hc_type_scalar(buf->type->dtype);
     if (buf->type->kind == HC_TY_POINTER) return buf->type->pointee;
     return NULL;

@@ -8,9 +8,11 @@
 #include <omp.h>
 #include <string.h>
 
+#include "fuse/fuse.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "sched/sched.h"
+#include "tune/tune.h"
 
 typedef enum loc_kind { LOC_NONE, LOC_EMPTY, LOC_CONST, LOC_INPUT, LOC_OUTPUT, LOC_ARENA } loc_kind;
 
@@ -20,7 +22,10 @@ typedef struct loc {
 } loc;
 
 typedef struct kernel {
-    const hc_node *node;
+    const hc_node *node; /* the group's anchor */
+    hc_group group;
+    int ncand, chosen;   /* tuning: candidates at the level, the one used */
+    bool tune_cached;
     hc_func *func;
     int unique;    /* index of the compiled function it runs (shared by identical ones) */
     bool templated;
@@ -58,6 +63,7 @@ struct hc_model {
     hc_arena arena; /* programs, kernel records, argument arrays */
     int num_threads;
     bool verbose;
+    hc_compile_options opt;
     HC_VEC(kernel) kernels;
     HC_VEC(unique_fn) uniques;
     int nlibs;
@@ -125,10 +131,10 @@ static hc_status node_needs_kernel(const hc_node *n, bool *out, hc_error *err) {
 }
 
 /* Give the outputs of kernel k arena places, and extend the live ranges of its inputs. */
-static hc_status locate_kernel(hc_model *m, const hc_node *n, int k, hc_error *err) {
-    for (int i = 0; i < n->ninputs; i++) {
-        const hc_tensor *t = n->inputs[i];
-        if (!t) continue;
+static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error *err) {
+    const hc_node *n = grp->anchor;
+    for (int i = 0; i < grp->ninputs; i++) {
+        const hc_tensor *t = grp->inputs[i];
         loc *l = &m->locs[t->id];
         if (l->kind == LOC_NONE) {
             if (is_empty(t)) *l = (loc){LOC_EMPTY, 0};
@@ -140,9 +146,8 @@ static hc_status locate_kernel(hc_model *m, const hc_node *n, int k, hc_error *e
         }
         if (l->kind == LOC_ARENA) m->plan.data[l->index].last = k;
     }
-    for (int i = 0; i < n->noutputs; i++) {
-        const hc_tensor *t = n->outputs[i];
-        if (!t) continue;
+    for (int i = 0; i < grp->noutputs; i++) {
+        const hc_tensor *t = grp->outputs[i];
         loc *l = &m->locs[t->id];
         if (l->kind == LOC_OUTPUT) continue;
         if (l->kind != LOC_NONE)
@@ -163,15 +168,8 @@ static hc_status plan_memory(hc_model *m, hc_error *err) {
     m->locs = HC_NEW_ARRAY(&m->arena, loc, m->g->tensors.len + 1);
     locate_graph_inputs(m);
     hc_status st = locate_outputs(m, err);
-    for (size_t i = 0; st == HC_OK && i < m->g->nodes.len; i++) {
-        const hc_node *n = m->g->nodes.data[i];
-        bool run = false;
-        st = node_needs_kernel(n, &run, err);
-        if (st != HC_OK || !run) continue;
-        kernel k = {.node = n};
-        st = locate_kernel(m, n, (int)m->kernels.len, err);
-        hc_vec_push(&m->kernels, k);
-    }
+    for (size_t i = 0; st == HC_OK && i < m->kernels.len; i++)
+        st = locate_kernel(m, &m->kernels.data[i].group, (int)i, err);
     if (st != HC_OK) return st;
     int n = (int)m->plan.len;
     size_t *bytes = hc_xmalloc(sizeof(size_t) * (size_t)(n + 1));
@@ -239,40 +237,179 @@ static void program_key(hc_arena *a, const hc_func *f, char key[33], size_t *cos
     hc_vec_free(&vs);
 }
 
-static int present_count(hc_tensor *const *ts, int n) {
-    int c = 0;
-    for (int i = 0; i < n; i++) c += ts[i] != NULL;
-    return c;
+static const char *kernel_fname(hc_model *m, const hc_node *n, int idx) {
+    const char *base = hc_sched_func_name(&m->arena, n->name);
+    return hc_arena_printf(&m->arena, "k%d_%.40s", idx, base);
 }
 
-static hc_status schedule_kernel(hc_model *m, kernel *k, const hc_target *target, int idx,
-                                 hc_error *err) {
-    const hc_node *n = k->node;
-    const hc_op_def *def = hc_op_get(n->op);
-    if (!def || !def->task)
-        return hc_error_set(err, HC_ERR_UNSUPPORTED, "node '%s': operator %s is not implemented",
-                            n->name, hc_op_name(n->op));
-    hc_task *t = def->task(&m->arena, n, err);
-    if (!t) return err && err->status ? err->status : HC_ERR_INVALID;
-    const char *base = hc_sched_func_name(&m->arena, n->name);
-    const char *fname = hc_arena_printf(&m->arena, "k%d_%.40s", idx, base);
-    hc_func *f = NULL;
-    if (def->schedule) {
-        if (err) err->status = HC_OK;
-        f = def->schedule(&m->arena, n, t, target, fname, NULL, err);
-        if (!f && err && err->status != HC_OK) return err->status;
-        k->templated = f != NULL;
-    }
-    if (!f) f = hc_auto_schedule(&m->arena, t, target, err);
-    if (!f) return err && err->status ? err->status : HC_ERR_UNSUPPORTED;
-    f->name = fname;
-    int want = present_count(n->inputs, n->ninputs) + present_count(n->outputs, n->noutputs);
-    if (f->nparams != want)
+static hc_status check_params(const kernel *k, hc_error *err) {
+    int want = k->group.ninputs + k->group.noutputs;
+    if (k->func->nparams != want)
         return hc_error_set(err, HC_ERR_INVALID,
-                            "node '%s': its program takes %d buffers, the node has %d inputs "
-                            "and outputs", n->name, f->nparams, want);
-    k->func = f;
+                            "node '%s': its program takes %d buffers, the kernel has %d inputs "
+                            "and outputs", k->node->name, k->func->nparams, want);
     return HC_OK;
+}
+
+/* ---- tuning ---------------------------------------------------------------------- */
+typedef struct tune_job {
+    int kernel;
+    int ncand;
+    char key[33];
+} tune_job;
+
+static void fill_random(void *buf, const hc_tensor *t, hc_rng *rng) {
+    int64_t n = hc_tensor_numel(t);
+    if (t->dtype == HC_F32) {
+        float *f = buf;
+        for (int64_t i = 0; i < n; i++) f[i] = (float)hc_rng_uniform(rng, -1, 1);
+    } else {
+        memset(buf, 0, hc_tensor_nbytes(t));
+    }
+}
+
+/* Benchmark every candidate of kernel j's space on its real shapes; keep the best. */
+static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *target,
+                             hc_progress *pg, hc_error *err) {
+    kernel *k = &m->kernels.data[job->kernel];
+    hc_tune_record rec;
+    if (hc_tune_record_get(m->opt.jit, job->key, &rec) && rec.ncand == job->ncand &&
+        rec.best >= 0 && rec.best < job->ncand) {
+        hc_progress_step(pg, job->ncand);
+        hc_progress_task_done(pg);
+        k->chosen = rec.best, k->tune_cached = true;
+    } else {
+        hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
+        for (int c = 0; c < job->ncand; c++) {
+            hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
+            bool templated;
+            const char *why;
+            const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
+            cands[c] = hc_fuse_schedule(&m->arena, &k->group, target, &o, name, &templated,
+                                        &why, err);
+            if (!cands[c])
+                return hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
+                                    "tuning '%s': candidate %d could not be scheduled%s%s",
+                                    k->node->name, c, why ? ": " : "", why ? why : "");
+        }
+        int np = k->group.ninputs + k->group.noutputs;
+        void **args = hc_xcalloc((size_t)np + 1, sizeof(void *));
+        hc_rng rng = {0x1234};
+        for (int i = 0; i < np; i++) {
+            const hc_tensor *t = i < k->group.ninputs ? k->group.inputs[i]
+                                                      : k->group.outputs[i - k->group.ninputs];
+            if (i < k->group.ninputs && is_const(t)) {
+                args[i] = t->data;
+                continue;
+            }
+            size_t bytes = (hc_tensor_nbytes(t) + 63) / 64 * 64;
+            args[i] = aligned_alloc(64, bytes ? bytes : 64);
+            fill_random(args[i], t, &rng);
+        }
+        hc_tune_result res = {0};
+        hc_status st = hc_tune_select(&m->arena, job->ncand, cands, args, target, m->opt.jit,
+                                      pg, &res, err);
+        for (int i = 0; i < np; i++) {
+            const hc_tensor *t = i < k->group.ninputs ? k->group.inputs[i]
+                                                      : k->group.outputs[i - k->group.ninputs];
+            if (!(i < k->group.ninputs && is_const(t))) free(args[i]);
+        }
+        free(args);
+        free(res.ms);
+        if (st != HC_OK) return st;
+        hc_progress_task_done(pg);
+        rec = (hc_tune_record){res.best, res.best_ms, job->ncand};
+        st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
+        if (st != HC_OK) return st;
+        k->chosen = res.best;
+    }
+    if (k->chosen != 0) {
+        hc_sched_opts o = {.level = m->opt.tune_level, .candidate = k->chosen};
+        bool templated;
+        const char *why;
+        hc_func *f = hc_fuse_schedule(&m->arena, &k->group, target, &o, k->func->name,
+                                      &templated, &why, err);
+        if (!f)
+            return hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
+                                "tuning '%s': the chosen candidate %d could not be scheduled",
+                                k->node->name, k->chosen);
+        k->func = f;
+    }
+    return HC_OK;
+}
+
+static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
+    int level = m->opt.tune_level;
+    if (level <= 0) return HC_OK;
+    HC_VEC(tune_job) jobs = {0};
+    int total = 0;
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        kernel *k = &m->kernels.data[i];
+        const hc_op_def *def = hc_op_get(k->node->op);
+        if (!k->templated || !def || !def->space) continue;
+        int n = def->space(k->node, target, level);
+        k->ncand = HC_MAX(n, 1);
+        if (n <= 1) continue;
+        tune_job j = {.kernel = (int)i, .ncand = n};
+        /* the signature: the default candidate's program (shapes, fused code) */
+        char sig[33];
+        size_t cost;
+        program_key(&m->arena, k->func, sig, &cost);
+        hc_tune_key(sig, level, target, j.key);
+        hc_vec_push(&jobs, j);
+        total += n;
+    }
+    hc_progress pg;
+    hc_progress_begin(&pg, "tuning", (int)jobs.len, total);
+    hc_status st = HC_OK;
+    for (size_t i = 0; i < jobs.len && st == HC_OK; i++)
+        st = tune_kernel(m, &jobs.data[i], target, &pg, err);
+    hc_progress_end(&pg);
+    hc_vec_free(&jobs);
+    return st;
+}
+
+/* ---- scheduling ------------------------------------------------------------------ */
+/* Partition the kernel nodes into fused groups and schedule each group; a group whose
+ * fusion cannot apply is split into one kernel per node (the reason is kept). */
+static hc_status schedule_groups(hc_model *m, const hc_target *target, hc_error *err) {
+    HC_VEC(hc_node *) nodes = {0};
+    hc_status st = HC_OK;
+    for (size_t i = 0; i < m->g->nodes.len && st == HC_OK; i++) {
+        hc_node *n = m->g->nodes.data[i];
+        bool run = false;
+        st = node_needs_kernel(n, &run, err);
+        if (run) hc_vec_push(&nodes, n);
+    }
+    hc_partition part = {0};
+    if (st == HC_OK)
+        st = hc_fuse_partition(&m->arena, m->g, (int)nodes.len, nodes.data, !m->opt.no_fusion,
+                               &part, err);
+    hc_vec_free(&nodes);
+    hc_sched_opts o = {0};
+    for (int i = 0; st == HC_OK && i < part.ngroups; i++) {
+        const hc_group *grp = &part.groups[i];
+        kernel k = {.node = grp->anchor, .group = *grp, .ncand = 1};
+        const char *why = NULL;
+        if (err) err->status = HC_OK;
+        k.func = hc_fuse_schedule(&m->arena, grp, target, &o,
+                                  kernel_fname(m, grp->anchor, (int)m->kernels.len),
+                                  &k.templated, &why, err);
+        if (!k.func && why && hc_group_size(grp) > 1) {
+            hc_partition_split(&m->arena, &part, i, why);
+            i--; /* schedule the members one by one */
+            continue;
+        }
+        if (!k.func) {
+            st = err && err->status ? err->status : HC_ERR_UNSUPPORTED;
+            if (why) hc_error_set(err, st, "node '%s': %s", grp->anchor->name, why);
+            break;
+        }
+        st = check_params(&k, err);
+        if (st == HC_OK) hc_vec_push(&m->kernels, k);
+    }
+    if (st == HC_OK) st = tune_all(m, target, err);
+    return st;
 }
 
 /* Kernels whose programs are identical share one compiled function. */
@@ -291,19 +428,22 @@ static void dedup_kernel(hc_model *m, kernel *k) {
 static hc_status schedule_all(hc_model *m, hc_error *err) {
     hc_target target = *hc_target_host();
     target.num_cores = m->num_threads;
+    hc_status st = schedule_groups(m, &target, err);
+    if (st != HC_OK) return st;
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
-        hc_status st = schedule_kernel(m, k, &target, (int)i, err);
-        if (st != HC_OK) return st;
         dedup_kernel(m, k);
-        if (m->verbose)
-            fprintf(stderr, "hidetc: kernel %zu: %s (%s) %s%s\n", i, k->node->name,
-                    hc_op_onnx_name(k->node->op)[0] ? hc_op_onnx_name(k->node->op)
-                                                    : hc_op_name(k->node->op),
+        if (m->verbose) {
+            hc_sb sb;
+            hc_sb_init(&sb);
+            hc_group_print(&sb, &k->group);
+            fprintf(stderr, "hidetc: kernel %zu: %s (%s)%s\n", i, sb.buf,
                     k->templated ? "template" : "auto-scheduled",
                     m->uniques.data[k->unique].func != k->func
                         ? ", same program as an earlier kernel"
                         : "");
+            hc_sb_free(&sb);
+        }
     }
     return HC_OK;
 }
@@ -406,14 +546,13 @@ static void prepare_args(hc_model *m) {
     HC_ASSERT(m->mem);
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
-        const hc_node *n = k->node;
         k->nargs = k->func->nparams;
         k->args = HC_NEW_ARRAY(&m->arena, void *, k->nargs + 1);
         int a = 0;
-        for (int j = 0; j < n->ninputs; j++)
-            if (n->inputs[j]) k->args[a] = bind_arg(m, n->inputs[j], &k->args[a]), a++;
-        for (int j = 0; j < n->noutputs; j++)
-            if (n->outputs[j]) k->args[a] = bind_arg(m, n->outputs[j], &k->args[a]), a++;
+        for (int j = 0; j < k->group.ninputs; j++)
+            k->args[a] = bind_arg(m, k->group.inputs[j], &k->args[a]), a++;
+        for (int j = 0; j < k->group.noutputs; j++)
+            k->args[a] = bind_arg(m, k->group.outputs[j], &k->args[a]), a++;
         HC_ASSERT(a == k->nargs);
     }
 }
@@ -437,13 +576,18 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     m->num_threads = opt && opt->num_threads > 0 ? opt->num_threads
                                                    : HC_MAX(1, hc_target_host()->num_cores);
     m->verbose = opt && opt->verbose;
+    if (opt) m->opt = *opt;
     hc_status st = hc_graph_optimize(g, err);
-    if (st == HC_OK) st = plan_memory(m, err);
     if (st == HC_OK) st = schedule_all(m, err);
-    if (st == HC_OK) st = compile_all(m, opt, err);
+    if (st == HC_OK) st = plan_memory(m, err);
+    if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err);
     if (st != HC_OK) {
         hc_model_free(m);
         return st;
+    }
+    if (m->opt.schedule_only) {
+        *out = m;
+        return HC_OK;
     }
     prepare_args(m);
     if (m->verbose) report_plan(m);
@@ -502,6 +646,9 @@ static hc_status check_buffers(const hc_model *m, void *const *inputs, void *con
 
 static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
                      hc_error *err) {
+    if (m->opt.schedule_only)
+        return hc_error_set(err, HC_ERR_INVALID, "hc_model_run: the model was compiled with "
+                                                 "schedule_only (for inspection)");
     if ((m->g->inputs.len && !inputs) || (m->g->outputs.len && !outputs))
         return hc_error_set(err, HC_ERR_INVALID, "hc_model_run: inputs or outputs is NULL");
     hc_status st = check_buffers(m, inputs, outputs, err);
@@ -538,6 +685,19 @@ hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *ou
 const hc_node *hc_model_kernel_node(const hc_model *m, int i) {
     HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
     return m->kernels.data[i].node;
+}
+
+const hc_group *hc_model_kernel_group(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    return &m->kernels.data[i].group;
+}
+
+void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, bool *cached) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    const kernel *k = &m->kernels.data[i];
+    if (ncand) *ncand = k->ncand;
+    if (chosen) *chosen = k->chosen;
+    if (cached) *cached = k->tune_cached;
 }
 
 bool hc_model_kernel_templated(const hc_model *m, int i) {

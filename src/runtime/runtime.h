@@ -11,6 +11,10 @@ typedef struct hc_compile_options {
     int num_threads;           /* <= 0: all cores */
     const hc_jit_options *jit; /* NULL: defaults */
     bool verbose;              /* progress and per-kernel notes on stderr */
+    bool no_fusion;            /* one kernel per node */
+    int tune_level;            /* 0: default configs; 1: small spaces; 2: full spaces */
+    bool schedule_only;        /* stop before code generation (for inspection: the model
+                                  cannot run) */
 } hc_compile_options;
 
 typedef struct hc_model hc_model;
@@ -38,8 +42,13 @@ hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, h
 /* Run once, timing each kernel: ms[i] for kernel i (hc_model_num_kernels entries). */
 hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
                                hc_error *err);
-/* The node kernel i computes, and whether a template (not the auto-scheduler) made it. */
+/* The anchor node of kernel i, and whether a template (not the auto-scheduler) made it. */
 const hc_node *hc_model_kernel_node(const hc_model *m, int i);
+/* The fused group kernel i computes (src/fuse/fuse.h). */
+const struct hc_group *hc_model_kernel_group(const hc_model *m, int i);
+/* Tuning of kernel i: level used, number of candidates (1: not tuned), the chosen one, and
+ * whether it came from a record. */
+void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, bool *cached);
 bool hc_model_kernel_templated(const hc_model *m, int i);
 
 /* ---- memory plan (exposed for tests and tools) ------------------------------------ */

@@ -175,19 +175,24 @@ static void collect_access(const hc_expr *e, void *ctx) {
     else if (!hc_expr_equal(c->first, e)) c->mismatch = true;
 }
 
-/* perm[p] = output dim whose axis indexes input dim p; false if not a permutation. */
+/* perm[p] = output dim whose axis indexes input dim p (-1: a size-1 input dim read at
+ * index 0); false unless every element of the output reads a distinct input element and
+ * all of the input is read (a bijection: output dims not indexed have size 1). */
 static bool access_permutation(const hc_tnode *out, const hc_tnode *in, const hc_expr *acc,
                                int *perm) {
-    if (in->ndim != out->ndim) return false;
     bool used[HC_MAX_DIMS] = {false};
     for (int p = 0; p < in->ndim; p++) {
         const hc_expr *ix = acc->u.access.idx[p];
+        int64_t c;
         perm[p] = -1;
+        if (in->shape[p] == 1 && hc_expr_is_const_int(ix, &c) && c == 0) continue;
         for (int k = 0; k < out->ndim && ix->kind == HC_E_VAR; k++)
             if (ix->u.var == out->axes[k] && !used[k]) perm[p] = k;
         if (perm[p] < 0 || in->shape[p] != out->shape[perm[p]]) return false;
         used[perm[p]] = true;
     }
+    for (int k = 0; k < out->ndim; k++)
+        if (!used[k] && out->shape[k] != 1) return false;
     return true;
 }
 
@@ -200,7 +205,9 @@ static void derive_inverse(hc_arena *a, hc_task *t, int input, const hc_expr *va
     hc_var *in_axes[HC_MAX_DIMS];
     hc_expr *out_idx[HC_MAX_DIMS];
     make_axes(a, in->ndim, in_axes, "x");
-    for (int p = 0; p < in->ndim; p++) out_idx[perm[p]] = hc_ref(a, in_axes[p]);
+    for (int k = 0; k < out->ndim; k++) out_idx[k] = hc_int(a, 0);
+    for (int p = 0; p < in->ndim; p++)
+        if (perm[p] >= 0) out_idx[perm[p]] = hc_ref(a, in_axes[p]);
     hc_task_set_inverse(a, t, input, in->ndim, in_axes, out->ndim, out_idx);
 }
 
@@ -380,14 +387,9 @@ hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, i
     }
     hc_var *axes[HC_MAX_DIMS];
     make_axes(a, ndim, axes, NULL);
-    hc_expr *flat = hc_int(a, 0), *idx[HC_MAX_DIMS];
-    for (int d = 0; d < ndim; d++)
-        flat = hc_add(a, hc_mul(a, flat, hc_int(a, shape[d])), hc_ref(a, axes[d]));
-    int64_t stride = 1;
-    for (int d = x->ndim - 1; d >= 0; d--) {
-        idx[d] = hc_mod(a, hc_div(a, flat, hc_int(a, stride)), hc_int(a, x->shape[d]));
-        stride *= x->shape[d];
-    }
+    hc_expr *ax[HC_MAX_DIMS], *idx[HC_MAX_DIMS];
+    for (int d = 0; d < ndim; d++) ax[d] = hc_ref(a, axes[d]);
+    hc_reshape_index(a, ndim, shape, ax, x->ndim, x->shape, idx);
     return hc_compute_with_axes(a, name, ndim, shape, axes, hc_at(a, x, idx));
 }
 

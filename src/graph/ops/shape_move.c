@@ -16,7 +16,18 @@ static hc_task *reshape_task(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
     hc_tnode *y = hc_compute_reshape(a, out_name(n, 0), p[0], o->ndim, o->shape, err);
-    return y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
+    hc_task *t = y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
+    if (t) { /* the inverse map: the same element, seen through the output's shape */
+        hc_var *xa[HC_MAX_DIMS];
+        hc_expr *xi[HC_MAX_DIMS], *yi[HC_MAX_DIMS];
+        for (int d = 0; d < p[0]->ndim; d++) {
+            xa[d] = hc_axis(a, "x");
+            xi[d] = hc_ref(a, xa[d]);
+        }
+        hc_reshape_index(a, p[0]->ndim, p[0]->shape, xi, o->ndim, o->shape, yi);
+        hc_task_set_inverse(a, t, 0, p[0]->ndim, xa, o->ndim, yi);
+    }
+    return t;
 }
 
 /* ---- Reshape ----------------------------------------------------------------------- */

@@ -1,0 +1,418 @@
+/* partition.c — kernel nodes into fused groups (rules in fuse.h and DESIGN.md). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/fuse.h"
+
+typedef struct pnode {
+    hc_node *n;
+    hc_task *task;   /* NULL: no task (never fused) */
+    bool injective;  /* single output, injective task */
+    int group;       /* -1 while unassigned */
+} pnode;
+
+typedef struct pctx {
+    hc_arena *a;
+    const hc_graph *g;
+    int n;
+    pnode *nodes;
+    int *node_of;      /* graph node index -> kernel node index or -1 */
+    const hc_node **hkeys; /* open addressing: node pointer -> kernel index */
+    int *hvals;
+    size_t hcap;
+    int *uses;         /* per tensor id: reads by kernel nodes (each input slot counts) */
+    int *reader;       /* per tensor id: a kernel node reading it (the only one if uses == 1) */
+    bool *escapes;     /* per tensor id: graph output */
+    int *owner;        /* per tensor id: group of its producer, -1 */
+    HC_VEC(hc_group) groups;
+} pctx;
+
+hc_task *hc_fuse_node_task(hc_arena *a, const hc_node *n, hc_error *err) {
+    const hc_op_def *def = hc_op_get(n->op);
+    if (!def || !def->task) {
+        hc_error_set(err, HC_ERR_UNSUPPORTED, "node '%s': operator %s is not implemented",
+                     n->name, hc_op_name(n->op));
+        return NULL;
+    }
+    return def->task(a, n, err);
+}
+
+static int present_outputs(const hc_node *n) {
+    int c = 0;
+    for (int i = 0; i < n->noutputs; i++) c += n->outputs[i] != NULL;
+    return c;
+}
+
+static hc_tensor *only_output(const hc_node *n) {
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->outputs[i]) return n->outputs[i];
+    return NULL;
+}
+
+static size_t hslot(const pctx *c, const hc_node *n) {
+    size_t h = ((uintptr_t)n >> 4) * 0x9E3779B97F4A7C15ull;
+    return h & (c->hcap - 1);
+}
+
+static int kidx(const pctx *c, const hc_node *n) {
+    for (size_t s = hslot(c, n);; s = (s + 1) & (c->hcap - 1)) {
+        if (!c->hkeys[s]) return -1;
+        if (c->hkeys[s] == n) return c->hvals[s];
+    }
+}
+
+static void hput(pctx *c, const hc_node *n, int k) {
+    size_t s = hslot(c, n);
+    while (c->hkeys[s]) s = (s + 1) & (c->hcap - 1);
+    c->hkeys[s] = n, c->hvals[s] = k;
+}
+
+/* Task input slot of node input i (task inputs are the present inputs in order). */
+static int task_slot(const hc_node *n, int i) {
+    int s = 0;
+    for (int j = 0; j < i; j++) s += n->inputs[j] != NULL;
+    return s;
+}
+
+typedef HC_VEC(int) int_vec;
+
+static bool in_group(const pctx *c, const hc_node *n, int gid) {
+    int k = kidx(c, n);
+    return k >= 0 && c->nodes[k].group == gid;
+}
+
+/* Does node k read a tensor produced inside group gid? */
+static bool reads_group(const pctx *c, int k, int gid) {
+    const hc_node *n = c->nodes[k].n;
+    for (int i = 0; i < n->ninputs; i++) {
+        const hc_tensor *t = n->inputs[i];
+        if (t && t->producer && in_group(c, t->producer, gid)) return true;
+    }
+    return false;
+}
+
+static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
+    int last = c->groups.data[gid].anchor ? kidx(c, c->groups.data[gid].anchor) : -1;
+    for (;;) {
+        const hc_node *n = c->nodes[last].n;
+        if (present_outputs(n) != 1) return;
+        hc_tensor *t = only_output(n);
+        if (c->escapes[t->id] || c->uses[t->id] != 1) return;
+        int k = c->reader[t->id];
+        if (k < 0) return;
+        pnode *e = &c->nodes[k];
+        if (e->group >= 0 || !e->injective) return;
+        int slot = -1;
+        for (int i = 0; i < e->n->ninputs; i++)
+            if (e->n->inputs[i] == t) slot = task_slot(e->n, i);
+        if (slot < 0 || !e->task->inverse[slot]) return;
+        if (hc_tensor_numel(only_output(e->n)) != hc_tensor_numel(t)) return;
+        /* the chained input must be its only tensor from this group */
+        e->group = gid; /* tentatively, so reads_group sees t's producer as a member */
+        bool other = false;
+        for (int i = 0; i < e->n->ninputs; i++) {
+            const hc_tensor *u = e->n->inputs[i];
+            if (u && u != t && u->producer && in_group(c, u->producer, gid)) other = true;
+        }
+        if (other) {
+            e->group = -1;
+            return;
+        }
+        hc_vec_push(epi, k);
+        last = k;
+    }
+}
+
+static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (size_t m = 0; m < members->len && !changed; m++) {
+            const hc_node *n = c->nodes[members->data[m]].n;
+            for (int i = 0; i < n->ninputs && !changed; i++) {
+                const hc_tensor *t = n->inputs[i];
+                if (!t || !t->producer || t->data || c->escapes[t->id]) continue;
+                int k = kidx(c, t->producer);
+                if (k < 0) continue;
+                pnode *p = &c->nodes[k];
+                if (p->group >= 0 || !p->injective) continue;
+                /* every reader of t must be in the group */
+                bool all_in = true;
+                for (int j = 0; j < c->n && all_in; j++) {
+                    const hc_node *r = c->nodes[j].n;
+                    for (int s = 0; s < r->ninputs; s++)
+                        if (r->inputs[s] == t && c->nodes[j].group != gid) all_in = false;
+                }
+                if (!all_in) continue;
+                p->group = gid;
+                hc_vec_push(members, k);
+                hc_vec_push(pro, k);
+                changed = true;
+            }
+        }
+    }
+}
+
+static int cmp_int(const void *x, const void *y) {
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+typedef HC_VEC(hc_tensor *) tensor_vec;
+
+static void push_unique(hc_arena *a, tensor_vec *v, hc_tensor *t) {
+    (void)a;
+    for (size_t i = 0; i < v->len; i++)
+        if (v->data[i] == t) return;
+    hc_vec_push(v, t);
+}
+
+/* Inputs and outputs of a group from its members. */
+static void group_io(pctx *c, hc_group *grp, int gid) {
+    int nm = hc_group_size(grp);
+    hc_node **mem = HC_NEW_ARRAY(c->a, hc_node *, nm);
+    int k = 0;
+    for (int i = 0; i < grp->nprologue; i++) mem[k++] = grp->prologue[i];
+    mem[k++] = grp->anchor;
+    for (int i = 0; i < grp->nepilogue; i++) mem[k++] = grp->epilogue[i];
+    tensor_vec ins = {0}, outs = {0};
+    if (nm == 1) {
+        const hc_node *n = grp->anchor;
+        for (int i = 0; i < n->ninputs; i++)
+            if (n->inputs[i]) hc_vec_push(&ins, n->inputs[i]);
+        for (int i = 0; i < n->noutputs; i++)
+            if (n->outputs[i]) hc_vec_push(&outs, n->outputs[i]);
+    } else {
+        for (int m = 0; m < nm; m++) {
+            const hc_node *n = mem[m];
+            for (int i = 0; i < n->ninputs; i++) {
+                hc_tensor *t = n->inputs[i];
+                if (t && !(t->producer && in_group(c, t->producer, gid))) push_unique(c->a, &ins, t);
+            }
+        }
+        for (int m = 0; m < nm; m++) {
+            const hc_node *n = mem[m];
+            for (int i = 0; i < n->noutputs; i++) {
+                hc_tensor *t = n->outputs[i];
+                if (!t) continue;
+                bool outside = c->escapes[t->id];
+                for (int j = 0; j < c->n && !outside; j++) {
+                    if (c->nodes[j].group == gid) continue;
+                    const hc_node *r = c->nodes[j].n;
+                    for (int s = 0; s < r->ninputs; s++) outside |= r->inputs[s] == t;
+                }
+                if (outside) push_unique(c->a, &outs, t);
+            }
+        }
+    }
+    grp->ninputs = (int)ins.len, grp->noutputs = (int)outs.len;
+    grp->inputs = hc_arena_memdup(c->a, ins.data, sizeof(hc_tensor *) * (ins.len + 1));
+    grp->outputs = hc_arena_memdup(c->a, outs.data, sizeof(hc_tensor *) * (outs.len + 1));
+    hc_vec_free(&ins);
+    hc_vec_free(&outs);
+}
+
+static int make_group(pctx *c, int anchor) {
+    int gid = (int)c->groups.len;
+    hc_group grp = {.anchor = c->nodes[anchor].n};
+    hc_vec_push(&c->groups, grp);
+    c->nodes[anchor].group = gid;
+    return gid;
+}
+
+static void finish_group(pctx *c, int gid, int_vec *pro, int_vec *epi) {
+    hc_group *grp = &c->groups.data[gid];
+    qsort(pro->data, pro->len, sizeof(int), cmp_int);
+    grp->nprologue = (int)pro->len, grp->nepilogue = (int)epi->len;
+    grp->prologue = HC_NEW_ARRAY(c->a, hc_node *, pro->len + 1);
+    grp->epilogue = HC_NEW_ARRAY(c->a, hc_node *, epi->len + 1);
+    for (size_t i = 0; i < pro->len; i++) grp->prologue[i] = c->nodes[pro->data[i]].n;
+    for (size_t i = 0; i < epi->len; i++) grp->epilogue[i] = c->nodes[epi->data[i]].n;
+}
+
+static void build_group(pctx *c, int anchor, bool epilogue_first) {
+    int gid = make_group(c, anchor);
+    int_vec members = {0}, pro = {0}, epi = {0};
+    hc_vec_push(&members, anchor);
+    if (epilogue_first) grow_epilogue(c, gid, &epi);
+    for (size_t i = 0; i < epi.len; i++) hc_vec_push(&members, epi.data[i]);
+    grow_prologue(c, gid, &members, &pro);
+    finish_group(c, gid, &pro, &epi);
+    hc_vec_free(&members);
+    hc_vec_free(&pro);
+    hc_vec_free(&epi);
+}
+
+/* Kahn's algorithm over groups, earliest anchor first; false on a cycle. */
+static bool order_groups(pctx *c, hc_partition *out) {
+    int ng = (int)c->groups.len;
+    for (int gi = 0; gi < ng; gi++) group_io(c, &c->groups.data[gi], gi);
+    int *first = HC_NEW_ARRAY(c->a, int, ng + 1);
+    for (int gi = 0; gi < ng; gi++) first[gi] = kidx(c, c->groups.data[gi].anchor);
+    bool *done = HC_NEW_ARRAY(c->a, bool, ng + 1);
+    out->groups = HC_NEW_ARRAY(c->a, hc_group, ng + 1);
+    out->ngroups = 0;
+    for (int step = 0; step < ng; step++) {
+        int pick = -1;
+        for (int gi = 0; gi < ng; gi++) {
+            if (done[gi]) continue;
+            const hc_group *grp = &c->groups.data[gi];
+            bool ready = true;
+            for (int i = 0; i < grp->ninputs && ready; i++) {
+                const hc_tensor *t = grp->inputs[i];
+                if (!t->producer) continue;
+                int k = kidx(c, t->producer);
+                if (k >= 0 && c->nodes[k].group != gi && !done[c->nodes[k].group]) ready = false;
+            }
+            if (ready && (pick < 0 || first[gi] < first[pick])) pick = gi;
+        }
+        if (pick < 0) return false;
+        done[pick] = true;
+        out->groups[out->ngroups++] = c->groups.data[pick];
+    }
+    return true;
+}
+
+hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, int nnodes, hc_node *const *nodes,
+                            bool fuse, hc_partition *out, hc_error *err) {
+    (void)err;
+    pctx c = {.a = a, .g = g, .n = nnodes};
+    c.nodes = HC_NEW_ARRAY(a, pnode, nnodes + 1);
+    c.node_of = HC_NEW_ARRAY(a, int, g->nodes.len + 1);
+    size_t nt = g->tensors.len + 1;
+    c.uses = HC_NEW_ARRAY(a, int, nt);
+    c.reader = HC_NEW_ARRAY(a, int, nt);
+    c.escapes = HC_NEW_ARRAY(a, bool, nt);
+    for (size_t i = 0; i < g->nodes.len; i++) c.node_of[i] = -1;
+    c.hcap = 16;
+    while (c.hcap < (size_t)nnodes * 2 + 2) c.hcap *= 2;
+    c.hkeys = HC_NEW_ARRAY(a, const hc_node *, c.hcap);
+    c.hvals = HC_NEW_ARRAY(a, int, c.hcap);
+    for (size_t i = 0; i < nt; i++) c.reader[i] = -1;
+    for (size_t i = 0; i < g->outputs.len; i++) c.escapes[g->outputs.data[i]->id] = true;
+    size_t gi = 0;
+    for (int k = 0; k < nnodes; k++) {
+        while (gi < g->nodes.len && g->nodes.data[gi] != nodes[k]) gi++;
+        HC_ASSERT_MSG(gi < g->nodes.len, "hc_fuse_partition: nodes not in graph order");
+        c.node_of[gi] = k;
+        hput(&c, nodes[k], k);
+        pnode *p = &c.nodes[k];
+        p->n = nodes[k];
+        p->group = -1;
+        if (fuse) {
+            p->task = hc_fuse_node_task(a, nodes[k], NULL);
+            p->injective = p->task && present_outputs(nodes[k]) == 1 &&
+                           p->task->noutputs == 1 &&
+                           hc_op_class_of(nodes[k]->op) == HC_OPC_INJECTIVE &&
+                           hc_task_is_injective(p->task);
+        }
+        for (int i = 0; i < nodes[k]->ninputs; i++) {
+            const hc_tensor *t = nodes[k]->inputs[i];
+            if (!t) continue;
+            c.uses[t->id]++;
+            c.reader[t->id] = k;
+        }
+    }
+    /* tensors read by nodes that are not kernels (rare) escape too */
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        if (c.node_of[i] >= 0) continue;
+        const hc_node *n = g->nodes.data[i];
+        for (int j = 0; j < n->ninputs; j++)
+            if (n->inputs[j]) c.escapes[n->inputs[j]->id] = true;
+    }
+    if (!fuse) {
+        for (int k = 0; k < nnodes; k++) {
+            int gid = make_group(&c, k);
+            int_vec e = {0};
+            finish_group(&c, gid, &e, &e);
+        }
+    } else {
+        for (int k = 0; k < nnodes; k++)
+            if (!c.nodes[k].injective && c.nodes[k].group < 0) build_group(&c, k, true);
+        for (int k = nnodes - 1; k >= 0; k--)
+            if (c.nodes[k].group < 0) build_group(&c, k, false);
+    }
+    bool ok = order_groups(&c, out);
+    if (!ok) { /* a dependency cycle between groups: no fusion at all */
+        hc_vec_free(&c.groups);
+        hc_partition flat;
+        hc_status st = hc_fuse_partition(a, g, nnodes, nodes, false, &flat, err);
+        for (int i = 0; i < flat.ngroups; i++)
+            flat.groups[i].fallback = "fusion made a dependency cycle between groups";
+        *out = flat;
+        return st;
+    }
+    (void)reads_group;
+    hc_vec_free(&c.groups);
+    return HC_OK;
+}
+
+void hc_partition_split(hc_arena *a, hc_partition *p, int i, const char *why) {
+    hc_group old = p->groups[i];
+    int nm = hc_group_size(&old);
+    hc_node **all = HC_NEW_ARRAY(a, hc_node *, nm), **mem = HC_NEW_ARRAY(a, hc_node *, nm);
+    int k = 0;
+    for (int j = 0; j < old.nprologue; j++) all[k++] = old.prologue[j];
+    all[k++] = old.anchor;
+    for (int j = 0; j < old.nepilogue; j++) all[k++] = old.epilogue[j];
+    /* a topological order of the members: a member runs once no unplaced member
+     * produces one of its inputs */
+    bool *placed = HC_NEW_ARRAY(a, bool, nm);
+    for (int done = 0; done < nm;) {
+        for (int j = 0; j < nm; j++) {
+            if (placed[j]) continue;
+            bool ready = true;
+            for (int t = 0; t < all[j]->ninputs && ready; t++)
+                for (int q = 0; q < nm; q++)
+                    if (!placed[q] && q != j && all[j]->inputs[t] &&
+                        all[j]->inputs[t]->producer == all[q])
+                        ready = false;
+            if (ready) {
+                placed[j] = true;
+                mem[done++] = all[j];
+            }
+        }
+    }
+    hc_group *ng = HC_NEW_ARRAY(a, hc_group, p->ngroups + nm);
+    memcpy(ng, p->groups, sizeof(hc_group) * (size_t)i);
+    for (int j = 0; j < nm; j++) {
+        hc_group s = {.anchor = mem[j], .fallback = why};
+        const hc_node *n = mem[j];
+        int ni = 0, no = 0;
+        for (int t = 0; t < n->ninputs; t++) ni += n->inputs[t] != NULL;
+        for (int t = 0; t < n->noutputs; t++) no += n->outputs[t] != NULL;
+        s.inputs = HC_NEW_ARRAY(a, hc_tensor *, ni + 1);
+        s.outputs = HC_NEW_ARRAY(a, hc_tensor *, no + 1);
+        for (int t = 0; t < n->ninputs; t++)
+            if (n->inputs[t]) s.inputs[s.ninputs++] = n->inputs[t];
+        for (int t = 0; t < n->noutputs; t++)
+            if (n->outputs[t]) s.outputs[s.noutputs++] = n->outputs[t];
+        s.prologue = HC_NEW_ARRAY(a, hc_node *, 1);
+        s.epilogue = HC_NEW_ARRAY(a, hc_node *, 1);
+        ng[i + j] = s;
+    }
+    memcpy(ng + i + nm, p->groups + i + 1, sizeof(hc_group) * (size_t)(p->ngroups - i - 1));
+    p->groups = ng;
+    p->ngroups += nm - 1;
+}
+
+static const char *op_label(const hc_node *n) {
+    const char *o = hc_op_onnx_name(n->op);
+    return o && *o ? o : hc_op_name(n->op);
+}
+
+void hc_group_print(hc_sb *sb, const hc_group *grp) {
+    hc_sb_printf(sb, "%s '%s'", op_label(grp->anchor), grp->anchor->name);
+    if (grp->nprologue) {
+        hc_sb_puts(sb, " | prologue:");
+        for (int i = 0; i < grp->nprologue; i++)
+            hc_sb_printf(sb, " %s '%s'", op_label(grp->prologue[i]), grp->prologue[i]->name);
+    }
+    if (grp->nepilogue) {
+        hc_sb_puts(sb, " | epilogue:");
+        for (int i = 0; i < grp->nepilogue; i++)
+            hc_sb_printf(sb, " %s '%s'", op_label(grp->epilogue[i]), grp->epilogue[i]->name);
+    }
+    if (grp->fallback) hc_sb_printf(sb, " | unfused: %s", grp->fallback);
+}
