@@ -11,70 +11,9 @@
 #include "fuse/fuse.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "runtime/runtime_internal.h"
 #include "sched/sched.h"
 #include "tune/tune.h"
-
-typedef enum loc_kind { LOC_NONE, LOC_EMPTY, LOC_CONST, LOC_INPUT, LOC_OUTPUT, LOC_ARENA } loc_kind;
-
-typedef struct loc {
-    loc_kind kind;
-    int index; /* INPUT/OUTPUT: graph input/output index; ARENA: plan entry */
-} loc;
-
-typedef struct kernel {
-    const hc_node *node; /* the group's anchor */
-    hc_group group;
-    int ncand, chosen;   /* tuning: candidates at the level, the one used */
-    bool tune_cached;
-    hc_func *func;
-    int unique;    /* index of the compiled function it runs (shared by identical ones) */
-    bool templated;
-    hc_packed_fn fn;
-    int nargs;
-    void **args;
-} kernel;
-
-typedef struct unique_fn {
-    hc_func *func;
-    char key[33];
-    size_t cost; /* length of the printed program: a proxy for compile time */
-    int chunk;
-} unique_fn;
-
-/* A run-time argument slot filled with a caller buffer. */
-typedef struct binding {
-    void **slot;
-    int index;
-    bool output;
-} binding;
-
-/* Graph outputs that no kernel writes: copied after the kernels ran. */
-typedef enum copy_src { COPY_CONST, COPY_INPUT, COPY_OUTPUT } copy_src;
-typedef struct out_copy {
-    int output;
-    copy_src src;
-    int index;        /* INPUT/OUTPUT: the index to copy from */
-    const void *data; /* CONST */
-    size_t bytes;
-} out_copy;
-
-struct hc_model {
-    hc_graph *g;
-    hc_arena arena; /* programs, kernel records, argument arrays */
-    int num_threads;
-    bool verbose;
-    hc_compile_options opt;
-    HC_VEC(kernel) kernels;
-    HC_VEC(unique_fn) uniques;
-    int nlibs;
-    hc_jit_lib **libs;
-    loc *locs; /* per tensor id */
-    HC_VEC(hc_plan_entry) plan;
-    size_t arena_bytes, intermediate_bytes;
-    void *mem;
-    HC_VEC(binding) binds;
-    HC_VEC(out_copy) copies;
-};
 
 /* Empty tensors point here: kernels never dereference them, but NULL would upset
  * kernels that compute addresses up front. */
