@@ -47,9 +47,13 @@ typedef struct hc_tune_record {
 
 /* A short description of this machine: CPU model name and core count. */
 const char *hc_tune_machine(void);
-/* key = hex hash of (signature, level, target name/isa/vector bits/num_cores, machine). */
+/* key = hex hash of (signature, level, target name/isa/vector bits/num_cores/registers/
+ * cache sizes, machine): everything the schedule space is built from. */
 void hc_tune_key(const char *signature, int level, const hc_target *t, char key[33]);
-/* Look up / store a record under <cache>/tune/<key> (atomic write: tmp + rename). */
+/* Look up / store a record under <cache>/tune/<key> (atomic write: tmp + rename). The
+ * file is text: "hidetc-tune 1", "best N", "best_ms X", "ncand N" and a "desc" line for
+ * people. A missing, unreadable or inconsistent file (best outside [0, ncand)) reads as
+ * no record. */
 bool hc_tune_record_get(const hc_jit_options *jit, const char *key, hc_tune_record *out);
 hc_status hc_tune_record_put(const hc_jit_options *jit, const char *key,
                              const hc_tune_record *r, hc_error *err);
@@ -64,9 +68,15 @@ typedef struct hc_tune_result {
 } hc_tune_result;
 
 /* Compile the n candidates (distinct function names required) into one shared object
- * with parallel compiler jobs, run each on args (one buffer per parameter, shared by all
- * candidates: inputs hold data, outputs are scratch), and pick the one with the smallest
- * median. progress may be NULL. The library is closed before returning. */
+ * with parallel compiler jobs (one module per core, hc_jit_build_parallel), run each on
+ * args (one buffer per parameter, shared by all candidates: inputs hold data, outputs are
+ * scratch), and pick the one with the smallest median. First pass: candidates in turn,
+ * one warm-up run, then at least 5 timed runs up to a 40 ms budget; a candidate whose
+ * warm-up run is over 3x the best median so far is not timed further (its ms is that
+ * run). Second pass: the 4 fastest run in turn for a few rounds and their medians take
+ * in those runs too, so that noise from a shared machine hits them alike.
+ * progress may be NULL (else: a redraw after each compiled module, a step after each
+ * candidate benchmarked). The library is closed before returning. */
 hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
                          const hc_target *t, const hc_jit_options *jit, hc_progress *progress,
                          hc_tune_result *out, hc_error *err);
