@@ -1,4 +1,5 @@
-/* hidetc inspect MODEL [--dot FILE] — what a model is, without compiling it.
+/* hidetc inspect MODEL [--dot FILE] [--fusion] [--tune-space] [--no-fusion] [--threads T]
+ * — what a model is, without compiling it.
  *
  * Output (relied on by scripts):
  *   model: NAME (opset N)
@@ -8,20 +9,32 @@
  *   parameters: P      elements of the constant float tensors the nodes read (weights;
  *                      BatchNorm running statistics excluded)
  *   flops: F (...)     an estimate from the operators' Tasks, see count_flops
- * --dot FILE writes the graph (after shape inference) in Graphviz DOT. */
+ * --dot FILE writes the graph (after shape inference) in Graphviz DOT.
+ * --fusion schedules the model (no code generation) and lists its kernels:
+ *   "kernel I: OP 'anchor' | prologue: OP 'name' ... | epilogue: ... | unfused: WHY",
+ *   then "kernels: N" (the kernels one run launches).
+ * --tune-space lists, per distinct templated task, its schedule-space size per level:
+ *   "task OP 'anchor' (K kernels): level0 1 level1 A level2 B", then
+ *   "tune-space: T tasks; candidates: level0 X level1 Y level2 Z". */
 #include <string.h>
 
 #include "cli.h"
 #include "model_load.h"
+#include "fuse/fuse.h"
 #include "passes/passes.h"
 
 typedef struct inspect_args {
     const char *model, *dot;
+    bool fusion, tune_space;
+    long threads;
+    hc_compile_options co;
 } inspect_args;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hidetc inspect MODEL [--dot FILE]\n"
-               "  MODEL: an ONNX file or builtin:NAME\n");
+    fprintf(f, "usage: hidetc inspect MODEL [--dot FILE] [--fusion] [--tune-space] "
+               "[--no-fusion] [--threads T]\n"
+               "  MODEL: an ONNX file or builtin:NAME\n"
+               "  --fusion: the fused kernels; --tune-space: schedule-space sizes per level\n");
 }
 
 static int parse_args(int argc, char **argv, inspect_args *r) {
@@ -29,7 +42,18 @@ static int parse_args(int argc, char **argv, inspect_args *r) {
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout), -1;
-        if (!strcmp(o, "--dot")) {
+        int co = cli_compile_option("inspect", o, val, &r->co);
+        if (co < 0) return 2;
+        if (co) {
+            i += co - 1;
+            continue;
+        }
+        if (!strcmp(o, "--fusion")) r->fusion = true;
+        else if (!strcmp(o, "--tune-space")) r->tune_space = true;
+        else if (!strcmp(o, "--threads")) {
+            if (!cli_parse_int("inspect", o, val, 1, 1024, &r->threads)) return 2;
+            i++;
+        } else if (!strcmp(o, "--dot")) {
             if (!val) return fprintf(stderr, "hidetc inspect: --dot needs a file name\n"), 2;
             r->dot = val, i++;
         } else if (o[0] == '-' && o[1]) {
@@ -194,6 +218,71 @@ static int write_dot(const char *path, const hc_graph *g) {
     return st == HC_OK ? 0 : 1;
 }
 
+static void print_fusion(const hc_model *m) {
+    int n = hc_model_num_kernels(m);
+    for (int i = 0; i < n; i++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_group_print(&sb, hc_model_kernel_group(m, i));
+        printf("kernel %d: %s%s\n", i, hc_sb_str(&sb),
+               hc_model_kernel_templated(m, i) ? " [template]" : "");
+        hc_sb_free(&sb);
+    }
+    printf("kernels: %d\n", n);
+}
+
+static void print_tune_space(const hc_model *m, int threads) {
+    hc_target t = *hc_target_host();
+    if (threads > 0) t.num_cores = threads;
+    int n = hc_model_num_kernels(m), np = hc_model_num_programs(m);
+    int *uses = calloc((size_t)np + 1, sizeof(int)), *first = calloc((size_t)np + 1, sizeof(int));
+    for (int p = 0; p < np; p++) first[p] = -1;
+    for (int i = 0; i < n; i++) {
+        int p = hc_model_kernel_program(m, i);
+        if (first[p] < 0) first[p] = i;
+        uses[p]++;
+    }
+    long total[3] = {0, 0, 0};
+    int tasks = 0;
+    for (int p = 0; p < np; p++) {
+        int i = first[p];
+        const hc_node *a = hc_model_kernel_node(m, i);
+        const hc_op_def *def = hc_op_get(a->op);
+        if (i < 0 || !hc_model_kernel_templated(m, i) || !def || !def->space) continue;
+        int c[3];
+        for (int l = 0; l < 3; l++) c[l] = def->space(a, &t, l), total[l] += c[l];
+        tasks++;
+        printf("task %s '%s' (%d kernel%s): level0 %d level1 %d level2 %d\n", op_label(a->op),
+               a->name, uses[p], uses[p] == 1 ? "" : "s", c[0], c[1], c[2]);
+    }
+    printf("tune-space: %d tasks; candidates: level0 %ld level1 %ld level2 %ld\n", tasks,
+           total[0], total[1], total[2]);
+    free(uses), free(first);
+}
+
+/* Schedule (no code generation) and report fusion and/or schedule spaces. */
+static int inspect_schedule(const inspect_args *r) {
+    hc_error err = {0};
+    hc_graph *g;
+    if (cli_load_model(r->model, &g, &err) != HC_OK) {
+        fprintf(stderr, "hidetc inspect: %s\n", err.msg);
+        return 1;
+    }
+    hc_compile_options opt = r->co;
+    opt.num_threads = (int)r->threads;
+    opt.schedule_only = true;
+    opt.tune_level = 0;
+    hc_model *m;
+    if (hc_model_compile(g, &opt, &m, &err) != HC_OK) {
+        fprintf(stderr, "hidetc inspect: %s\n", err.msg);
+        return 1;
+    }
+    if (r->fusion) print_fusion(m);
+    if (r->tune_space) print_tune_space(m, (int)r->threads);
+    hc_model_free(m);
+    return 0;
+}
+
 int cmd_inspect(int argc, char **argv) {
     inspect_args r;
     int rc = parse_args(argc, argv, &r);
@@ -227,5 +316,6 @@ int cmd_inspect(int argc, char **argv) {
     printf(")\n");
     if (r.dot) rc = write_dot(r.dot, g);
     hc_graph_free(g);
+    if (!rc && (r.fusion || r.tune_space)) rc = inspect_schedule(&r);
     return rc;
 }

@@ -207,7 +207,27 @@ static void fill_random(void *buf, const hc_tensor *t, hc_rng *rng) {
     }
 }
 
-/* Benchmark every candidate of kernel j's space on its real shapes; keep the best. */
+/* The anchor alone, as an unfused kernel: tuning benchmarks the anchor's template (its
+ * schedule space does not depend on what is fused into it, DESIGN.md), so one record
+ * serves every group with the same anchor task. */
+static hc_group anchor_group(hc_model *m, const hc_node *n) {
+    hc_group g = {.anchor = (hc_node *)n};
+    g.inputs = HC_NEW_ARRAY(&m->arena, hc_tensor *, n->ninputs + 1);
+    g.outputs = HC_NEW_ARRAY(&m->arena, hc_tensor *, n->noutputs + 1);
+    for (int i = 0; i < n->ninputs; i++)
+        if (n->inputs[i]) g.inputs[g.ninputs++] = n->inputs[i];
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->outputs[i]) g.outputs[g.noutputs++] = n->outputs[i];
+    g.prologue = HC_NEW_ARRAY(&m->arena, hc_node *, 1);
+    g.epilogue = HC_NEW_ARRAY(&m->arena, hc_node *, 1);
+    return g;
+}
+
+static const hc_tensor *group_param(const hc_group *g, int i) {
+    return i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+}
+
+/* Benchmark every candidate of the anchor's space on its real shapes; keep the best. */
 static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *target,
                              hc_progress *pg, hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
@@ -218,26 +238,25 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_progress_task_done(pg);
         k->chosen = rec.best, k->tune_cached = true;
     } else {
+        hc_group ag = anchor_group(m, k->node);
         hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
         for (int c = 0; c < job->ncand; c++) {
             hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
             bool templated;
             const char *why;
             const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
-            cands[c] = hc_fuse_schedule(&m->arena, &k->group, target, &o, name, &templated,
-                                        &why, err);
+            cands[c] = hc_fuse_schedule(&m->arena, &ag, target, &o, name, &templated, &why, err);
             if (!cands[c])
                 return hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
                                     "tuning '%s': candidate %d could not be scheduled%s%s",
                                     k->node->name, c, why ? ": " : "", why ? why : "");
         }
-        int np = k->group.ninputs + k->group.noutputs;
+        int np = ag.ninputs + ag.noutputs;
         void **args = hc_xcalloc((size_t)np + 1, sizeof(void *));
         hc_rng rng = {0x1234};
         for (int i = 0; i < np; i++) {
-            const hc_tensor *t = i < k->group.ninputs ? k->group.inputs[i]
-                                                      : k->group.outputs[i - k->group.ninputs];
-            if (i < k->group.ninputs && is_const(t)) {
+            const hc_tensor *t = group_param(&ag, i);
+            if (i < ag.ninputs && is_const(t)) {
                 args[i] = t->data;
                 continue;
             }
@@ -248,11 +267,8 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_tune_result res = {0};
         hc_status st = hc_tune_select(&m->arena, job->ncand, cands, args, target, m->opt.jit,
                                       pg, &res, err);
-        for (int i = 0; i < np; i++) {
-            const hc_tensor *t = i < k->group.ninputs ? k->group.inputs[i]
-                                                      : k->group.outputs[i - k->group.ninputs];
-            if (!(i < k->group.ninputs && is_const(t))) free(args[i]);
-        }
+        for (int i = 0; i < np; i++)
+            if (!(i < ag.ninputs && is_const(group_param(&ag, i)))) free(args[i]);
         free(args);
         free(res.ms);
         if (st != HC_OK) return st;
@@ -281,7 +297,7 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
     int level = m->opt.tune_level;
     if (level <= 0) return HC_OK;
     HC_VEC(tune_job) jobs = {0};
-    int total = 0;
+    int total = 0, tasks = 0;
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
         const hc_op_def *def = hc_op_get(k->node->op);
@@ -290,19 +306,38 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
         k->ncand = HC_MAX(n, 1);
         if (n <= 1) continue;
         tune_job j = {.kernel = (int)i, .ncand = n};
-        /* the signature: the default candidate's program (shapes, fused code) */
+        /* the signature: the anchor's default program alone (its shapes) */
+        hc_group ag = anchor_group(m, k->node);
+        bool templated;
+        const char *why;
+        hc_sched_opts o = {0};
+        hc_func *f = hc_fuse_schedule(&m->arena, &ag, target, &o, "sig", &templated, &why, err);
+        if (!f) {
+            hc_vec_free(&jobs);
+            return err && err->status ? err->status : HC_ERR_UNSUPPORTED;
+        }
         char sig[33];
         size_t cost;
-        program_key(&m->arena, k->func, sig, &cost);
+        program_key(&m->arena, f, sig, &cost);
         hc_tune_key(sig, level, target, j.key);
+        bool dup = false;
+        for (size_t q = 0; q < jobs.len && !dup; q++) dup = !strcmp(jobs.data[q].key, j.key);
+        if (!dup) total += n, tasks++;
         hc_vec_push(&jobs, j);
-        total += n;
     }
     hc_progress pg;
-    hc_progress_begin(&pg, "tuning", (int)jobs.len, total);
+    hc_progress_begin(&pg, "tuning", tasks, total);
     hc_status st = HC_OK;
-    for (size_t i = 0; i < jobs.len && st == HC_OK; i++)
-        st = tune_kernel(m, &jobs.data[i], target, &pg, err);
+    for (size_t i = 0; i < jobs.len && st == HC_OK; i++) {
+        bool dup = false;
+        for (size_t q = 0; q < i && !dup; q++) dup = !strcmp(jobs.data[q].key, jobs.data[i].key);
+        if (dup) { /* tuned just before: its record is there, without progress steps */
+            hc_progress quiet = {0};
+            st = tune_kernel(m, &jobs.data[i], target, &quiet, err);
+        } else {
+            st = tune_kernel(m, &jobs.data[i], target, &pg, err);
+        }
+    }
     hc_progress_end(&pg);
     hc_vec_free(&jobs);
     return st;
@@ -629,6 +664,11 @@ const hc_node *hc_model_kernel_node(const hc_model *m, int i) {
 const hc_group *hc_model_kernel_group(const hc_model *m, int i) {
     HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
     return &m->kernels.data[i].group;
+}
+
+int hc_model_kernel_program(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    return m->kernels.data[i].unique;
 }
 
 void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, bool *cached) {

@@ -46,6 +46,8 @@ hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *ou
 const hc_node *hc_model_kernel_node(const hc_model *m, int i);
 /* The fused group kernel i computes (src/fuse/fuse.h). */
 const struct hc_group *hc_model_kernel_group(const hc_model *m, int i);
+/* The distinct program kernel i runs (0 <= p < hc_model_num_programs). */
+int hc_model_kernel_program(const hc_model *m, int i);
 /* Tuning of kernel i: level used, number of candidates (1: not tuned), the chosen one, and
  * whether it came from a record. */
 void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, bool *cached);
