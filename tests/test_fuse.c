@@ -1,0 +1,304 @@
+/* test_fuse.c — post-scheduling fusion: random fusible groups (matmul and conv anchors
+ * with prologues and epilogues, reductions with epilogues, injective chains) compiled
+ * fused, checked against the reference evaluator on the unfused graph, with the fusion
+ * itself asserted (kernel counts, groups without fallback); the partition rules on small
+ * graphs; shapes 1, primes and tails of the register tiles. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse/fuse.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+#include "test.h"
+
+static hc_rng rng;
+
+static int64_t pick(const int64_t *v, int n) { return v[hc_rng_next(&rng) % (uint64_t)n]; }
+static int pick_int(int n) { return (int)(hc_rng_next(&rng) % (uint64_t)n); }
+
+static hc_tensor *op(hc_graph *g, hc_op_kind k, int nin, hc_tensor **in, int nattrs,
+                     const hc_attr *attrs) {
+    hc_error err = {0};
+    hc_node *n = hc_graph_add_node(g, k, NULL, nin, in, 0, NULL, nattrs, attrs, &err);
+    CHECK_MSG(n != NULL, "add %s: %s", hc_op_name(k), err.msg);
+    if (!n) abort();
+    return n->outputs[0];
+}
+#define T(...) ((hc_tensor *[]){__VA_ARGS__})
+#define NT(...) (int)(sizeof((hc_tensor *[]){__VA_ARGS__}) / sizeof(hc_tensor *))
+#define OP(g, kind, ...) op((g), HC_OPK_##kind, NT(__VA_ARGS__), T(__VA_ARGS__), 0, NULL)
+#define OPA(g, kind, attrs, nattrs, ...)                                                   \
+    op((g), HC_OPK_##kind, NT(__VA_ARGS__), T(__VA_ARGS__), (nattrs), (attrs))
+
+static hc_attr ints_attr(const char *name, int n, const int64_t *v) {
+    return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
+}
+static hc_attr int_attr(const char *name, int64_t v) {
+    return (hc_attr){.name = name, .kind = HC_ATTR_INT, .i = v};
+}
+
+static hc_tensor *rand_const(hc_graph *g, int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    float *v = malloc(sizeof(float) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(&rng, -1, 1);
+    hc_tensor *t = hc_graph_constant(g, NULL, HC_F32, ndim, shape, v);
+    free(v);
+    return t;
+}
+
+static hc_tensor *shape_const(hc_graph *g, int n, const int64_t *v) {
+    return hc_graph_constant(g, NULL, HC_I64, 1, (int64_t[]){n}, v);
+}
+
+/* ---- checking ------------------------------------------------------------------------ */
+typedef hc_graph *(*builder)(uint64_t seed, int *expect_kernels);
+
+typedef struct result {
+    int kernels, fallbacks, nodes;
+} result;
+
+/* Build twice from the same seed (one copy is the reference), compile fused, run on random
+ * inputs and compare. */
+static result check(const char *label, builder build, uint64_t seed, int threads) {
+    result res = {0};
+    int expect = 0;
+    rng = (hc_rng){seed};
+    hc_graph *ref = build(seed, &expect);
+    rng = (hc_rng){seed};
+    hc_graph *g = build(seed, &expect);
+    hc_error err = {0};
+    CHECK_MSG(hc_pass_infer_shapes(ref, &err) == HC_OK, "%s: %s", label, err.msg);
+    hc_model *m = NULL;
+    hc_compile_options opt = {.num_threads = threads};
+    hc_status st = hc_model_compile(g, &opt, &m, &err);
+    CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
+              err.msg);
+    if (st != HC_OK) {
+        hc_graph_free(ref);
+        return res;
+    }
+    res.kernels = hc_model_num_kernels(m);
+    res.nodes = (int)hc_model_graph(m)->nodes.len;
+    for (int i = 0; i < res.kernels; i++) {
+        const hc_group *grp = hc_model_kernel_group(m, i);
+        if (grp->fallback) {
+            res.fallbacks++;
+            fprintf(stderr, "%s (seed %llu): kernel %d unfused: %s\n", label,
+                    (unsigned long long)seed, i, grp->fallback);
+        }
+    }
+    if (expect) CHECK_MSG(res.kernels == expect, "%s (seed %llu): %d kernels, expected %d", label,
+                          (unsigned long long)seed, res.kernels, expect);
+    CHECK_MSG(res.fallbacks == 0, "%s (seed %llu): %d fallbacks", label,
+              (unsigned long long)seed, res.fallbacks);
+    int nin = (int)ref->inputs.len, nout = (int)ref->outputs.len;
+    void **in = calloc((size_t)nin + 1, sizeof(void *)), **out = calloc((size_t)nout + 1, sizeof(void *));
+    void **want = calloc((size_t)nout + 1, sizeof(void *));
+    hc_rng r = {seed * 31 + 5};
+    for (int i = 0; i < nin; i++) {
+        const hc_tensor *t = ref->inputs.data[i];
+        float *f = malloc(hc_tensor_nbytes(t) + 4);
+        for (int64_t k = 0; k < hc_tensor_numel(t); k++) f[k] = (float)hc_rng_uniform(&r, -1, 1);
+        in[i] = f;
+    }
+    for (int i = 0; i < nout; i++) {
+        out[i] = calloc(1, hc_tensor_nbytes(ref->outputs.data[i]) + 4);
+        want[i] = calloc(1, hc_tensor_nbytes(ref->outputs.data[i]) + 4);
+    }
+    st = hc_graph_eval_reference(ref, in, want, &err);
+    CHECK_MSG(st == HC_OK, "%s: reference: %s", label, err.msg);
+    st = hc_model_run(m, in, out, &err);
+    CHECK_MSG(st == HC_OK, "%s: run: %s", label, err.msg);
+    for (int i = 0; i < nout; i++) {
+        const float *a = out[i], *b = want[i];
+        int64_t n = hc_tensor_numel(ref->outputs.data[i]);
+        double worst = 0, scale = 1;
+        for (int64_t k = 0; k < n; k++) scale = fmax(scale, fabs(b[k]));
+        for (int64_t k = 0; k < n; k++) worst = fmax(worst, fabs((double)a[k] - b[k]));
+        CHECK_MSG(worst <= 1e-4 * scale, "%s (seed %llu, %d threads): output %d max error %g",
+                  label, (unsigned long long)seed, threads, i, worst);
+    }
+    for (int i = 0; i < nin; i++) free(in[i]);
+    for (int i = 0; i < nout; i++) free(out[i]), free(want[i]);
+    free(in), free(out), free(want);
+    hc_model_free(m);
+    hc_graph_free(ref);
+    return res;
+}
+
+/* ---- random groups ------------------------------------------------------------------- */
+static const int64_t dims[] = {1, 3, 7, 13, 16, 17, 31, 33, 64, 65};
+#define NDIMS (int)(sizeof dims / sizeof dims[0])
+
+/* An epilogue op on y (shape [m, n]) that keeps it fusible; may read a new graph input. */
+static hc_tensor *epilogue_op(hc_graph *g, hc_tensor *y, int64_t m, int64_t n, int *ninputs) {
+    switch (pick_int(7)) {
+    case 0: return OP(g, ADD, y, rand_const(g, 1, (int64_t[]){n}));        /* bias on columns */
+    case 1: return OP(g, ADD, y, rand_const(g, 2, (int64_t[]){m, 1}));     /* bias on rows */
+    case 2: return OP(g, RELU, y);
+    case 3: return OP(g, TANH, y);
+    case 4: {                                                              /* residual input */
+        char name[16];
+        snprintf(name, sizeof name, "r%d", (*ninputs)++);
+        return OP(g, ADD, y, hc_graph_add_input(g, name, HC_F32, 2, (int64_t[]){m, n}));
+    }
+    case 5: return OP(g, MUL, y, rand_const(g, 0, NULL));                 /* scalar scale */
+    default: return OP(g, SIGMOID, y);
+    }
+}
+
+/* MatMul with a random prologue on A or B and a random epilogue chain. */
+static hc_graph *build_matmul(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("mm", 13);
+    int64_t m = pick(dims, NDIMS), n = pick(dims, NDIMS), k = pick(dims, NDIMS);
+    hc_tensor *a, *b;
+    int pro = pick_int(4), ninputs = 0;
+    if (pro == 1) { /* A = transpose(x) */
+        hc_tensor *x = hc_graph_add_input(g, "xt", HC_F32, 2, (int64_t[]){k, m});
+        a = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, x);
+    } else if (pro == 2) { /* A = relu(x) */
+        a = OP(g, RELU, hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, k}));
+    } else {
+        a = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, k});
+    }
+    if (pro == 3) { /* B = reshape + transpose of an input */
+        hc_tensor *x = hc_graph_add_input(g, "bt", HC_F32, 3, (int64_t[]){n, 1, k});
+        hc_tensor *r = OP(g, RESHAPE, x, shape_const(g, 2, (int64_t[]){n, k}));
+        b = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, r);
+    } else {
+        b = rand_const(g, 2, (int64_t[]){k, n});
+    }
+    hc_tensor *y = OP(g, MATMUL, a, b);
+    int chain = pick_int(4);
+    for (int i = 0; i < chain; i++) y = epilogue_op(g, y, m, n, &ninputs);
+    if (pick_int(3) == 0) y = OP(g, RESHAPE, y, shape_const(g, 3, (int64_t[]){1, m, n}));
+    hc_graph_add_output(g, y);
+    *expect = 1;
+    return g;
+}
+
+/* Conv (implicit GEMM: im2col prologue) + bias + optional relu / residual. */
+static hc_graph *build_conv(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("conv", 13);
+    static const int64_t chans[] = {1, 3, 8, 17};
+    static const int64_t sizes[] = {1, 5, 7, 12};
+    int64_t c = pick(chans, 4), oc = pick(chans, 4), h = pick(sizes, 4), w = pick(sizes, 4);
+    int64_t kk = h >= 3 && w >= 3 && pick_int(2) ? 3 : 1, s = pick_int(3) == 0 ? 2 : 1;
+    int64_t p = kk == 3 ? pick_int(2) : 0;
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, c, h, w});
+    hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){p, p, p, p}),
+                    ints_attr("strides", 2, (int64_t[]){s, s})};
+    hc_tensor *y = OPA(g, CONV, at, 2, x, rand_const(g, 4, (int64_t[]){oc, c, kk, kk}),
+                       rand_const(g, 1, (int64_t[]){oc}));
+    int64_t oh = (h + 2 * p - kk) / s + 1, ow = (w + 2 * p - kk) / s + 1;
+    if (pick_int(2)) {
+        hc_tensor *r = hc_graph_add_input(g, "res", HC_F32, 4, (int64_t[]){1, oc, oh, ow});
+        y = OP(g, ADD, y, r);
+    }
+    if (pick_int(2)) y = OP(g, RELU, y);
+    hc_graph_add_output(g, y);
+    *expect = 1;
+    return g;
+}
+
+/* A reduction anchor with an epilogue, fed by an injective prologue. */
+static hc_graph *build_reduce(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("reduce", 13);
+    int64_t m = pick(dims, NDIMS), n = pick(dims, NDIMS);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, n});
+    hc_tensor *y = OP(g, MUL, x, rand_const(g, 1, (int64_t[]){n}));
+    if (pick_int(2)) {
+        y = OPA(g, SOFTMAX, (hc_attr[]){int_attr("axis", -1)}, 1, y);
+        y = OP(g, ADD, y, rand_const(g, 2, (int64_t[]){m, n}));
+    } else {
+        y = OPA(g, REDUCE_MEAN, (hc_attr[]){ints_attr("axes", 1, (int64_t[]){1})}, 1, y);
+        y = OP(g, SQRT, OP(g, ABS, y));
+    }
+    hc_graph_add_output(g, y);
+    *expect = 1;
+    return g;
+}
+
+/* An injective chain with broadcasting and a transpose: one kernel. */
+static hc_graph *build_chain(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("chain", 13);
+    int64_t m = pick(dims, NDIMS), n = pick(dims, NDIMS);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, n});
+    hc_tensor *y = OP(g, ADD, x, rand_const(g, 1, (int64_t[]){n}));
+    y = OP(g, MUL, y, OP(g, SIGMOID, x)); /* x read twice inside the group */
+    y = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, y);
+    y = OP(g, RELU, y);
+    hc_graph_add_output(g, y);
+    *expect = 1;
+    return g;
+}
+
+static void run_random(const char *label, builder b, int cases, uint64_t base) {
+    for (int i = 0; i < cases; i++) check(label, b, base + (uint64_t)i, 1 + i % 2);
+}
+
+/* ---- partition rules ----------------------------------------------------------------- */
+/* A tensor with two readers stops the epilogue; both readers still get fused elsewhere. */
+static hc_graph *build_two_readers(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("two", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){9, 20});
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, 2, (int64_t[]){20, 11}));
+    hc_tensor *a = OP(g, RELU, y), *b = OP(g, TANH, y);
+    hc_graph_add_output(g, OP(g, ADD, a, b));
+    *expect = 2; /* matmul | relu, tanh, add */
+    return g;
+}
+
+/* The output of a group that is also a graph output is materialized. */
+static hc_graph *build_graph_output_mid(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("mid", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){5, 7});
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, 2, (int64_t[]){7, 3}));
+    hc_graph_add_output(g, y);
+    hc_graph_add_output(g, OP(g, RELU, y));
+    *expect = 2;
+    return g;
+}
+
+static void test_rules(void) {
+    check("two readers", build_two_readers, 1, 2);
+    check("graph output in the middle", build_graph_output_mid, 1, 2);
+    /* the partition alone: no fusion -> one group per kernel node */
+    int e;
+    rng = (hc_rng){3};
+    hc_graph *g = build_two_readers(3, &e);
+    hc_error err = {0};
+    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_partition p;
+    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, false, &p, &err) == HC_OK);
+    CHECK_EQ_INT(p.ngroups, (int)g->nodes.len);
+    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
+    CHECK_EQ_INT(p.ngroups, 2);
+    CHECK(p.groups[0].anchor->op == HC_OPK_MATMUL && p.groups[0].nepilogue == 0);
+    CHECK_EQ_INT(hc_group_size(&p.groups[1]), 3);
+    /* splitting a group keeps a topological order of its members */
+    hc_partition_split(&a, &p, 1, "test");
+    CHECK_EQ_INT(p.ngroups, 4);
+    CHECK(p.groups[3].anchor->op == HC_OPK_ADD && p.groups[3].fallback);
+    hc_arena_free(&a);
+    hc_graph_free(g);
+}
+
+int main(void) {
+    test_rules();
+    run_random("matmul", build_matmul, 16, 100);
+    run_random("conv", build_conv, 10, 200);
+    run_random("reduce", build_reduce, 6, 300);
+    run_random("chain", build_chain, 4, 400);
+    TEST_DONE();
+}
