@@ -276,13 +276,13 @@ static void test_space(void) {
     for (int level = 0; level <= 2; level++) {
         int n = hc_conv_dw_space(tg, &s, level, all, 256);
         CHECK(n >= 1 && n <= 256);
-        CHECK(all[0].rb == d.rb && all[0].nv == d.nv && all[0].threads == d.threads);
+        CHECK(memcmp(&all[0], &d, sizeof d) == 0);
+        int dups = 0;
         for (int i = 0; i < n; i++) {
             CHECK(hc_conv_dw_validate(&all[i], &err) == HC_OK);
-            for (int j = 0; j < i; j++)
-                CHECK(all[i].rb != all[j].rb || all[i].nv != all[j].nv ||
-                      all[i].threads != all[j].threads);
+            for (int j = 0; j < i; j++) dups += memcmp(&all[i], &all[j], sizeof d) == 0;
         }
+        CHECK_EQ_INT(dups, 0);
         if (level == 0) CHECK_EQ_INT(n, 1);
         hc_sb sb;
         hc_sb_init(&sb);

@@ -6,9 +6,9 @@
  *
  * Group-1 convolutions are lowered to im2col + matmul (src/passes/lower.c); this template
  * takes the others. Threads (spatial) own items of (batch x output channel) planes x row
- * blocks; each item copies the input rows it needs into a zero-padded, stride-deinterleaved
+ * tiles; each item copies the input rows it needs into a zero-padded, stride-deinterleaved
  * scratch (so the inner loop has no borders and reads contiguous vectors for any stride),
- * then walks column blocks of rb rows x nv vectors held in a REGISTER tensor of f32 vectors.
+ * then walks register blocks of rb rows x nv vectors, a REGISTER tensor of f32 vectors.
  * docs/conv_dw.md describes the program and the measurements.
  *
  * Usage:
@@ -37,6 +37,8 @@ typedef struct hc_conv_dw_config {
     int lanes;   /* f32 lanes per vector; must be the target's (16, 8 or 4) */
     int rb;      /* output rows per register block */
     int nv;      /* vectors per register-block row (columns: nv * lanes) */
+    int rt;      /* output rows per item (a multiple of rb): the rows whose input one copy
+                  * into the scratch serves */
     int threads; /* OpenMP threads over the items */
 } hc_conv_dw_config;
 
@@ -58,7 +60,7 @@ hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw
  * shape. Writes up to max configs to out (out may be NULL); returns the count. */
 int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
                      hc_conv_dw_config *out, int max);
-/* "rb4 nv2 t2" */
+/* "rb8 nv1 rt56 t2" */
 void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c);
 
 /* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "conv_dw") with params

@@ -2,19 +2,21 @@
  *
  *   for t in [0, T) parallel:
  *     for (ti) in spatial(T) on t:                    one scratch per thread
- *       for (it) in repeat(ceil(items / T)):          item = (n, m, row block), in order
- *         copy the rows of X[n, group(m)] the block reads into the scratch:
+ *       for (it) in repeat(ceil(items / T)):          item = (n, m, tile of rt rows), in order
+ *         copy the rows of X[n, group(m)] the tile reads into the scratch:
  *           xs[c][q][r][j] = Xpad[r0 + r][j * sw + q]  (zero padded; sw column phases)
- *         for (cb) in repeat(col blocks):             rb rows x nv vectors of Y
+ *         for (rbi, cb) in repeat(rt / rb, col blocks):  rb rows x nv vectors of Y
  *           acc[rb][nv] (REGISTER f32xL) = bias
- *           for c, kh, kw:  acc[r][v] += xs[c][kw*dw % sw][r*sh + kh*dh][col + v*L + kw*dw / sw]
- *                                        * W[m, c, kh, kw]
+ *           for c, kh, kw:  acc[r][v] += xs[c][kw*dw % sw][row + r*sh + kh*dh]
+ *                                           [col + v*L + kw*dw / sw] * W[m, c, kh, kw]
  *           store acc to Y (masked on the last column block, rows past OH skipped)
  *
  * The scratch takes the borders and the strides out of the inner loop: every tap of every
  * output vector is one contiguous, in-bounds vector load, whatever the padding (asymmetric
  * too), stride or dilation. The copy costs about one load and store per input element of
- * the block, against kh * kw FMAs per output element. */
+ * the tile (plus the rows the kernel overlaps between tiles), against kh * kw FMAs per
+ * output element; a tile is a whole plane unless the threads need more items or the
+ * scratch would not fit in a share of L2. */
 #include <string.h>
 
 #include "ir/mapping.h"
@@ -65,6 +67,10 @@ hc_status hc_conv_dw_validate(const hc_conv_dw_config *c, hc_error *err) {
                             "%d x %d and %d vectors",
                             c->rb, c->nv, HC_CONV_DW_MAX_RB, HC_CONV_DW_MAX_NV,
                             HC_CONV_DW_MAX_VECS);
+    if (c->rt < c->rb || c->rt % c->rb)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_dw config: row tile rt %d is not a multiple of rb %d", c->rt,
+                            c->rb);
     if (c->threads < 1 || c->threads > HC_CONV_DW_MAX_THREADS)
         return hc_error_set(err, HC_ERR_INVALID, "conv_dw config: threads %d is not in [1, %d]",
                             c->threads, HC_CONV_DW_MAX_THREADS);
@@ -72,18 +78,45 @@ hc_status hc_conv_dw_validate(const hc_conv_dw_config *c, hc_error *err) {
 }
 
 void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c) {
-    hc_sb_printf(sb, "rb%d nv%d t%d", c->rb, c->nv, c->threads);
+    hc_sb_printf(sb, "rb%d nv%d rt%d t%d", c->rb, c->nv, c->rt, c->threads);
 }
 
-/* Clip a config to the shape: no more rows or vectors than the output has, no more
- * threads than items (so that equal programs compare equal in the space). */
+/* Clip a config to the shape: no more rows or vectors than the output has, a row tile
+ * that is a multiple of rb and at most the rows, no more threads than items (so that
+ * equal programs compare equal in the space). */
 static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
     int64_t nvec = cdiv(s->ow, c.lanes);
     if (c.nv > nvec) c.nv = (int)nvec;
     if (c.rb > s->oh) c.rb = (int)s->oh;
-    int64_t items = s->n * s->m * cdiv(s->oh, c.rb);
+    if (c.rt < c.rb) c.rt = c.rb;
+    c.rt = (int)HC_MIN(round_up(c.rt, c.rb), round_up(s->oh, c.rb));
+    int64_t items = s->n * s->m * cdiv(s->oh, c.rt);
     if (c.threads > items) c.threads = (int)items;
     return c;
+}
+
+/* Scratch geometry of a config: rows per channel and phase, columns per row. */
+static int64_t scratch_rows(const hc_conv_dw_shape *s, int64_t rt) {
+    return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+}
+static int64_t scratch_cols(const hc_conv_dw_shape *s, int lanes, int nv) {
+    int64_t bw = (int64_t)nv * lanes;
+    int64_t need = cdiv(s->ow, bw) * bw + (s->kw - 1) * s->dw / s->sw;
+    if (s->sw == 1) need = HC_MAX(need, s->pl + round_up(s->w, lanes));
+    return round_up(need, lanes);
+}
+
+/* Rows per item: a whole plane when there are planes enough for the threads (4 items
+ * each) and its scratch takes at most half of L2; else fewer rows. */
+static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int nv,
+                      int threads) {
+    int64_t planes = s->n * s->m, k = 1;
+    while (threads > 1 && planes * k < 4 * threads && k * rb < s->oh) k++;
+    int64_t rt = round_up(cdiv(s->oh, k), rb);
+    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    int64_t row_bytes = (s->c / s->group) * s->sw * scratch_cols(s, hc_target_f32_lanes(t), nv) * 4;
+    while (rt > rb && scratch_rows(s, rt) * row_bytes > l2 / 2) rt -= rb;
+    return (int)HC_MIN(rt, 1 << 20);
 }
 
 /* Threads: the cores, unless the work is below what pays for a parallel region. */
@@ -94,24 +127,24 @@ static int default_threads(const hc_target *t, const hc_conv_dw_shape *s) {
 
 hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw_shape *s) {
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
-    /* vectors per row: the fewest padded vectors among 1..4 (ties: the widest block) */
+    /* 4 rows x 2 vectors: the rows share the weight broadcast, 8 accumulators leave
+     * registers for the loads even with 16, and the unrolled taps stay small (measured
+     * on MobileNet-V2's layers, docs/conv_dw.md: taller or wider blocks are no faster);
+     * rows: the fewest padded rows among 4, 3, 2 */
     int64_t nvec = cdiv(s->ow, c.lanes);
-    c.nv = 1;
-    for (int nv = 2; nv <= 4 && nv <= nvec; nv++)
-        if (round_up(nvec, nv) <= round_up(nvec, c.nv)) c.nv = nv;
-    /* about 12 accumulators leave room for the weight and the loaded vectors even with
-     * 16 registers; rows: the fewest padded rows among the tallest blocks */
-    int accs = t->num_regs >= 32 ? 12 : 8;
-    int rb_max = HC_MAX(accs / c.nv, 1);
+    c.nv = (int)HC_MIN(nvec, 2);
+    int rb_max = 4;
     c.rb = rb_max;
     for (int rb = rb_max - 1; rb >= HC_MAX(rb_max / 2, 1); rb--)
         if (round_up(s->oh, rb) < round_up(s->oh, c.rb)) c.rb = rb;
+    if (c.rb > s->oh) c.rb = (int)s->oh;
     c.threads = default_threads(t, s);
+    c.rt = default_rt(t, s, c.rb, c.nv, c.threads);
     return clip(c, s);
 }
 
 static bool same_config(const hc_conv_dw_config *x, const hc_conv_dw_config *y) {
-    return x->rb == y->rb && x->nv == y->nv && x->threads == y->threads;
+    return x->rb == y->rb && x->nv == y->nv && x->rt == y->rt && x->threads == y->threads;
 }
 
 int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
@@ -125,16 +158,21 @@ int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
     int nrb = level >= 2 ? 8 : 3, nnv = level >= 2 ? 4 : 3;
     int cores = HC_MAX(t->num_cores, 1);
     int threads[2] = {all[0].threads, all[0].threads > 1 ? 1 : cores};
+    /* level 2 also tries one register block of rows per item (least scratch) */
     for (int ti = 0; level >= 1 && ti < (level >= 2 ? 2 : 1); ti++)
         for (int i = 0; i < nrb; i++)
-            for (int j = 0; j < nnv; j++) {
-                hc_conv_dw_config c = {all[0].lanes, rbs[i], nvs[j], threads[ti]};
-                if (c.rb * c.nv > t->num_regs - 4) continue; /* weight + loads */
-                c = clip(c, s);
-                bool dup = false;
-                for (int k = 0; k < n && !dup; k++) dup = same_config(&all[k], &c);
-                if (!dup && n < (int)HC_ARRAY_LEN(all)) all[n++] = c;
-            }
+            for (int j = 0; j < nnv; j++)
+                for (int small = 0; small < (level >= 2 ? 2 : 1); small++) {
+                    hc_conv_dw_config c = {.lanes = all[0].lanes, .rb = rbs[i], .nv = nvs[j],
+                                           .threads = threads[ti]};
+                    if (c.rb * c.nv > t->num_regs - 4) continue; /* weight + loads */
+                    if (c.rb > s->oh) c.rb = (int)s->oh;
+                    c.rt = small ? c.rb : default_rt(t, s, c.rb, c.nv, c.threads);
+                    c = clip(c, s);
+                    bool dup = false;
+                    for (int k = 0; k < n && !dup; k++) dup = same_config(&all[k], &c);
+                    if (!dup && n < (int)HC_ARRAY_LEN(all)) all[n++] = c;
+                }
     for (int i = 0; out && i < n && i < max; i++) out[i] = all[i];
     return n;
 }
@@ -149,11 +187,12 @@ typedef struct dw {
     int64_t cg, mg;       /* input / output channels per group */
     int64_t rows_in;      /* scratch rows per channel and phase */
     int64_t wq;           /* scratch columns per row (a multiple of L) */
-    int64_t nrb, ncb;     /* row blocks, column blocks */
+    int64_t nrt, ncb;     /* row tiles, column blocks */
     const hc_type *vec;
     hc_var *X, *W, *B, *Y, *xs;
     /* item state */
-    hc_expr *n, *m, *cin0, *oh0, *rows;
+    hc_expr *n, *m, *cin0, *ot0; /* item: batch, channel, first input channel and row */
+    hc_expr *oh0, *rows, *row0;  /* register block: first row, valid rows, scratch row */
 } dw;
 
 static hc_expr *I(dw *g, int64_t v) { return hc_int(g->a, v); }
@@ -181,61 +220,78 @@ static hc_expr *let(dw *g, const char *name, hc_expr *value) {
     return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
 }
 
-/* Scratch row (c, q, r) = padded input row oh0*sh + r, columns j*sw + q: zeros, then the
- * in-range columns of X. sw == 1: vector copies at offset pl; else scalar copies. */
+/* Zero xs[c, q, r, lo .. hi) (constant bounds): whole vectors, then a masked one. */
+static void zero_cols(dw *g, hc_expr *c, int64_t q, hc_expr *r, int64_t lo, int64_t hi) {
+    if (hi <= lo) return;
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, 0), 0, 0);
+    int64_t full = (hi - lo) / g->L;
+    if (full > 0) {
+        HC_FOR(g->b, k, "cz", I(g, full), hc_serial()) {
+            vstore(g, addr4(g, g->xs, c, I(g, q), r, ADD(MUL(R(g, k), I(g, g->L)), I(g, lo))),
+                   zero);
+        }
+    }
+    if ((hi - lo) % g->L)
+        vstore_n(g, addr4(g, g->xs, c, I(g, q), r, I(g, lo + full * g->L)), zero,
+                 I(g, (hi - lo) % g->L));
+}
+
+/* Scratch row (c, q, r) = padded input row ot0*sh + r, columns j*sw + q: the in-range
+ * columns of X, zeros around them. sw == 1: vector copies at offset pl (the last one
+ * brings zeros up to a whole vector); else scalar copies. */
 static void copy_rows(dw *g) {
     const hc_conv_dw_shape *s = g->s;
     hc_arena *a = g->a;
-    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
     HC_FOR(g->b, c, "cc", I(g, g->cg), hc_serial()) {
         hc_expr *cin = ADD(g->cin0, R(g, c));
         HC_FOR(g->b, r, "cr", I(g, g->rows_in), hc_serial()) {
-            hc_expr *ih = let(g, "ih", SUB(ADD(MUL(g->oh0, I(g, s->sh)), R(g, r)), I(g, s->pt)));
+            hc_expr *ih = let(g, "ih", SUB(ADD(MUL(g->ot0, I(g, s->sh)), R(g, r)), I(g, s->pt)));
             hc_expr *inside = hc_and(a, hc_le(a, I(g, 0), ih), LT(ih, I(g, s->h)));
             for (int64_t q = 0; q < s->sw; q++) {
-                HC_FOR(g->b, k, "cz", I(g, g->wq / g->L), hc_serial()) {
-                    vstore(g, addr4(g, g->xs, R(g, c), I(g, q), R(g, r), MUL(R(g, k), I(g, g->L))),
-                           zero);
-                }
-                HC_IF(g->b, inside) {
-                    if (s->sw == 1) {
-                        int64_t full = s->w / g->L;
-                        HC_FOR(g->b, k, "cv", I(g, full), hc_serial()) {
-                            hc_expr *iw = MUL(R(g, k), I(g, g->L));
-                            hc_expr *src = addr4(g, g->X, g->n, cin, ih, iw);
-                            hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1, src, 0, 0);
-                            vstore(g, addr4(g, g->xs, R(g, c), I(g, 0), R(g, r), ADD(iw, I(g, s->pl))),
-                                   x);
-                        }
-                        if (s->w % g->L) {
-                            int64_t iw = full * g->L;
-                            hc_expr *src = addr4(g, g->X, g->n, cin, ih, I(g, iw));
-                            hc_expr *x = vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, src,
-                                               I(g, s->w - iw), 0);
-                            vstore(g, addr4(g, g->xs, R(g, c), I(g, 0), R(g, r), I(g, iw + s->pl)),
-                                   x);
-                        }
-                    } else {
-                        /* j with 0 <= j*sw + q - pl < w, inside the scratch row */
-                        int64_t lo = HC_MAX(floor_div(s->pl - q + s->sw - 1, s->sw), 0);
-                        int64_t hi = HC_MIN(floor_div(s->w - 1 + s->pl - q, s->sw) + 1, g->wq);
-                        if (hi > lo) {
-                            HC_FOR(g->b, j, "cj", I(g, hi - lo), hc_serial()) {
-                                hc_expr *jj = ADD(R(g, j), I(g, lo));
-                                hc_expr *iw = ADD(MUL(jj, I(g, s->sw)), I(g, q - s->pl));
-                                hc_expr *x = hc_load(a, g->X, 4, (hc_expr *[]){g->n, cin, ih, iw});
-                                hc_b_store(g->b, g->xs, 4, (hc_expr *[]){R(g, c), I(g, q), R(g, r), jj},
-                                           x);
-                            }
+                /* j with 0 <= j*sw + q - pl < w, inside the scratch row */
+                int64_t lo = HC_MAX(floor_div(s->pl - q + s->sw - 1, s->sw), 0);
+                int64_t hi = HC_MIN(floor_div(s->w - 1 + s->pl - q, s->sw) + 1, g->wq);
+                hc_b_if_begin(g->b, inside);
+                if (s->sw == 1) {
+                    int64_t full = s->w / g->L, end = s->pl + round_up(s->w, g->L);
+                    zero_cols(g, R(g, c), 0, R(g, r), 0, s->pl);
+                    HC_FOR(g->b, k, "cv", I(g, full), hc_serial()) {
+                        hc_expr *iw = MUL(R(g, k), I(g, g->L));
+                        hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1,
+                                           addr4(g, g->X, g->n, cin, ih, iw), 0, 0);
+                        vstore(g, addr4(g, g->xs, R(g, c), I(g, 0), R(g, r), ADD(iw, I(g, s->pl))),
+                               x);
+                    }
+                    if (s->w % g->L) {
+                        int64_t iw = full * g->L;
+                        hc_expr *x = vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2,
+                                           addr4(g, g->X, g->n, cin, ih, I(g, iw)),
+                                           I(g, s->w - iw), 0);
+                        vstore(g, addr4(g, g->xs, R(g, c), I(g, 0), R(g, r), I(g, iw + s->pl)), x);
+                    }
+                    zero_cols(g, R(g, c), 0, R(g, r), end, g->wq);
+                } else {
+                    zero_cols(g, R(g, c), q, R(g, r), 0, HC_MIN(lo, g->wq));
+                    if (hi > lo) {
+                        HC_FOR(g->b, j, "cj", I(g, hi - lo), hc_serial()) {
+                            hc_expr *jj = ADD(R(g, j), I(g, lo));
+                            hc_expr *iw = ADD(MUL(jj, I(g, s->sw)), I(g, q - s->pl));
+                            hc_expr *x = hc_load(a, g->X, 4, (hc_expr *[]){g->n, cin, ih, iw});
+                            hc_b_store(g->b, g->xs, 4, (hc_expr *[]){R(g, c), I(g, q), R(g, r), jj},
+                                       x);
                         }
                     }
+                    zero_cols(g, R(g, c), q, R(g, r), HC_MAX(hi, lo), g->wq);
                 }
+                hc_b_else(g->b);
+                zero_cols(g, R(g, c), q, R(g, r), 0, g->wq);
+                hc_b_end(g->b);
             }
         }
     }
 }
 
-/* acc[r][v] += xs[...] * W[m, c, kh, kw] over c, kh, kw for the column block at ow0. */
+/* acc[r][v] += xs[...] * W[m, c, kh, kw] over c, kh, kw for the block at (row0, ow0). */
 static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
     const hc_conv_dw_shape *s = g->s;
     hc_arena *a = g->a;
@@ -250,7 +306,8 @@ static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
                 hc_expr *q = s->sw > 1 ? hc_mod(a, tap, I(g, s->sw)) : I(g, 0);
                 hc_expr *jo = s->sw > 1 ? hc_div(a, tap, I(g, s->sw)) : tap;
                 HC_FOR(g->b, r, "r", I(g, g->c->rb), hc_unroll(0)) {
-                    hc_expr *row = ADD(MUL(R(g, r), I(g, s->sh)), MUL(R(g, kh), I(g, s->dh)));
+                    hc_expr *row = ADD(g->row0, ADD(MUL(R(g, r), I(g, s->sh)),
+                                                    MUL(R(g, kh), I(g, s->dh))));
                     HC_FOR(g->b, v, "v", I(g, g->c->nv), hc_unroll(0)) {
                         hc_expr *col = ADD(ADD(ow0, MUL(R(g, v), I(g, g->L))), jo);
                         hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1,
@@ -287,50 +344,61 @@ static void store_block(dw *g, hc_var *acc, hc_expr *ow0, bool tail) {
     }
 }
 
-static void col_blocks(dw *g) {
+/* for (rbi, cb) in repeat(rt / rb, col blocks): one register block each, rows past OH
+ * skipped. */
+static void blocks(dw *g) {
     hc_arena *a = g->a;
+    const hc_conv_dw_shape *s = g->s;
+    int rb = g->c->rb;
     int64_t bw = (int64_t)g->c->nv * g->L;
     hc_expr *init = g->B ? hc_load(a, g->B, 1, (hc_expr *[]){g->m}) : hc_f32(a, 0);
     hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
                               vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
-    hc_var *cbv[1];
-    static const char *const names[1] = {"cb"};
-    HC_FOR_MAP(g->b, hc_map_repeat(a, 1, (int64_t[]){g->ncb}, NULL), I(g, 0), 1, cbv, names) {
-        hc_expr *ow0 = let(g, "ow0", MUL(R(g, cbv[0]), I(g, bw)));
-        hc_expr *shape[2] = {I(g, g->c->rb), I(g, g->c->nv)};
+    hc_var *v[2];
+    static const char *const names[2] = {"rbi", "cb"};
+    const hc_mapping *map = hc_map_repeat2(a, g->c->rt / rb, g->ncb);
+    HC_FOR_MAP(g->b, map, I(g, 0), 2, v, names) {
+        hc_expr *local = MUL(R(g, v[0]), I(g, rb));
+        bool tile_tail = s->oh % g->c->rt != 0;
+        if (tile_tail) hc_b_if_begin(g->b, LT(ADD(g->ot0, local), I(g, s->oh)));
+        g->oh0 = let(g, "oh0", ADD(g->ot0, local));
+        g->row0 = let(g, "row0", MUL(local, I(g, s->sh)));
+        g->rows = let(g, "rows", hc_min(a, I(g, rb), SUB(I(g, s->oh), g->oh0)));
+        hc_expr *ow0 = let(g, "ow0", MUL(R(g, v[1]), I(g, bw)));
+        hc_expr *shape[2] = {I(g, rb), I(g, g->c->nv)};
         hc_var *acc = hc_b_declare(
             g->b, "acc", hc_type_tensor_vec(a, HC_F32, g->L, 2, shape, NULL, HC_SCOPE_REGISTER),
             NULL);
-        HC_FOR(g->b, r, "zr", I(g, g->c->rb), hc_unroll(0)) {
-            HC_FOR(g->b, v, "zv", I(g, g->c->nv), hc_unroll(0)) {
-                hc_b_store(g->b, acc, 2, (hc_expr *[]){R(g, r), R(g, v)}, R(g, bv));
+        HC_FOR(g->b, r, "zr", I(g, rb), hc_unroll(0)) {
+            HC_FOR(g->b, vv, "zv", I(g, g->c->nv), hc_unroll(0)) {
+                hc_b_store(g->b, acc, 2, (hc_expr *[]){R(g, r), R(g, vv)}, R(g, bv));
             }
         }
         taps(g, acc, ow0);
-        if (g->s->ow % bw == 0) {
+        if (s->ow % bw == 0) {
             store_block(g, acc, ow0, false);
         } else {
-            hc_b_if_begin(g->b, hc_le(a, ADD(ow0, I(g, bw)), I(g, g->s->ow)));
+            hc_b_if_begin(g->b, hc_le(a, ADD(ow0, I(g, bw)), I(g, s->ow)));
             store_block(g, acc, ow0, false);
             hc_b_else(g->b);
             store_block(g, acc, ow0, true);
             hc_b_end(g->b);
         }
+        if (tile_tail) hc_b_end(g->b);
     }
 }
 
-/* One item: plane (n, m) and row block rbi. */
+/* One item: plane (n, m) and row tile rti. */
 static void item(dw *g, hc_expr *w) {
     const hc_conv_dw_shape *s = g->s;
-    hc_expr *plane = let(g, "plane", hc_div(g->a, w, I(g, g->nrb)));
-    hc_expr *rbi = let(g, "rbi", hc_mod(g->a, w, I(g, g->nrb)));
+    hc_expr *plane = let(g, "plane", hc_div(g->a, w, I(g, g->nrt)));
+    hc_expr *rti = let(g, "rti", hc_mod(g->a, w, I(g, g->nrt)));
     g->n = let(g, "n", hc_div(g->a, plane, I(g, s->m)));
     g->m = let(g, "m", hc_mod(g->a, plane, I(g, s->m)));
     g->cin0 = let(g, "cin0", MUL(hc_div(g->a, g->m, I(g, g->mg)), I(g, g->cg)));
-    g->oh0 = let(g, "oh0", MUL(rbi, I(g, g->c->rb)));
-    g->rows = let(g, "rows", hc_min(g->a, I(g, g->c->rb), SUB(I(g, s->oh), g->oh0)));
+    g->ot0 = let(g, "ot0", MUL(rti, I(g, g->c->rt)));
     copy_rows(g);
-    col_blocks(g);
+    blocks(g);
 }
 
 static hc_var *param(dw *g, const char *name, int nd, const int64_t *shape) {
@@ -350,12 +418,9 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     dw g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes};
     g.cg = s->c / s->group, g.mg = s->m / s->group;
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
-    int64_t bw = (int64_t)c.nv * c.lanes;
-    g.ncb = cdiv(s->ow, bw), g.nrb = cdiv(s->oh, c.rb);
-    g.rows_in = (c.rb - 1) * s->sh + (s->kh - 1) * s->dh + 1;
-    int64_t need = g.ncb * bw + (s->kw - 1) * s->dw / s->sw;
-    if (s->sw == 1) need = HC_MAX(need, s->pl + round_up(s->w, c.lanes));
-    g.wq = round_up(need, c.lanes);
+    g.ncb = cdiv(s->ow, (int64_t)c.nv * c.lanes), g.nrt = cdiv(s->oh, c.rt);
+    g.rows_in = scratch_rows(s, c.rt);
+    g.wq = scratch_cols(s, c.lanes, c.nv);
     int64_t scratch = g.cg * s->sw * g.rows_in * g.wq;
     if (scratch > HC_CONV_DW_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,
@@ -369,7 +434,7 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     g.B = s->bias ? param(&g, "B", 1, (int64_t[]){s->m}) : NULL;
     g.Y = param(&g, "Y", 4, (int64_t[]){s->n, s->m, s->oh, s->ow});
 
-    int64_t items = s->n * s->m * g.nrb, per = cdiv(items, c.threads);
+    int64_t items = s->n * s->m * g.nrt, per = cdiv(items, c.threads);
     hc_loop_attr attr = c.threads > 1 ? hc_parallel(c.threads) : hc_serial();
     HC_FOR(&b, th, "t", I(&g, c.threads), attr) {
         hc_var *tv[1], *iv[1];
