@@ -707,6 +707,20 @@ static void emit_select(cg *c, hc_sb *sb, const hc_expr *e) {
     }
     int k = c->tmp++;
     const char *vs = type_str(c, e->type);
+    if (hc_dtype_size(e->type->dtype) == 4 && cond->type->dtype == HC_BOOL) {
+        /* a bitwise blend: the 0/1 lanes negated are all-zero/all-one masks (no loop,
+         * which functions built with no-tree-loop-if-convert would keep as branches) */
+        const char *is = type_str(c, hc_type_vector(c->a, HC_I32, e->type->lanes));
+        hc_sb_printf(sb, "({ %s _m%d = -(%s)(", is, k, is);
+        emit_expr(c, sb, cond);
+        hc_sb_printf(sb, "); %s _a%d = ", vs, k);
+        emit_vec_operand(c, sb, e->u.sel.t, e->type);
+        hc_sb_printf(sb, "; %s _b%d = ", vs, k);
+        emit_vec_operand(c, sb, e->u.sel.f, e->type);
+        hc_sb_printf(sb, "; (%s)(((%s)_a%d & _m%d) | ((%s)_b%d & ~_m%d)); })", vs, is, k, k, is,
+                     k, k);
+        return;
+    }
     hc_sb_printf(sb, "({ %s _c%d = ", type_str(c, cond->type), k);
     emit_expr(c, sb, cond);
     hc_sb_printf(sb, "; %s _a%d = ", vs, k);

@@ -381,6 +381,15 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
     }
     case HC_E_BINARY: {
         hc_binop op = e->u.bin.op;
+        if (hc_binop_is_comparison(op) && hc_type_is_scalar(e->u.bin.a->type, HC_F32) &&
+            hc_type_is_scalar(e->u.bin.b->type, HC_F32)) {
+            bool vx, vy; /* a vector of bools (lane masks) */
+            hc_expr *x = vectorize(v, e->u.bin.a, &vx), *y = vectorize(v, e->u.bin.b, &vy);
+            if (v->bad) return e;
+            if (!vx && !vy) return hc_binary(a, op, x, y);
+            *isvec = true;
+            return hc_binary(a, op, as_vec(v, x, vx), as_vec(v, y, vy));
+        }
         if (op != HC_OP_ADD && op != HC_OP_SUB && op != HC_OP_MUL && op != HC_OP_DIV &&
             op != HC_OP_MIN && op != HC_OP_MAX)
             break;
@@ -398,6 +407,17 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
         hc_expr *x = vectorize(v, e->u.un.a, &vx);
         *isvec = vx;
         return hc_unary(a, HC_OP_NEG, x);
+    }
+    case HC_E_SELECT: {
+        if (!hc_type_is_scalar(e->type, HC_F32)) break;
+        bool vc, vt, vf;
+        hc_expr *c = vectorize(v, e->u.sel.cond, &vc), *t = vectorize(v, e->u.sel.t, &vt),
+                *f = vectorize(v, e->u.sel.f, &vf);
+        if (v->bad) return e;
+        if (!vc && !vt && !vf) return hc_select(a, c, t, f);
+        if (!vc && !hc_type_is_scalar(c->type, HC_BOOL)) break;
+        *isvec = true;
+        return hc_select(a, c, as_vec(v, t, vt), as_vec(v, f, vf));
     }
     case HC_E_CAST:
         if (!hc_type_is_scalar(e->type, HC_F32) || !hc_type_is_scalar(e->u.cast.a->type, HC_F32))
