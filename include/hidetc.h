@@ -177,6 +177,13 @@ int hidetc_model_output_shape(const hidetc_model *m, int i, int64_t *shape);
 /* Bytes of the memory plan (one arena for every intermediate tensor). */
 size_t hidetc_model_arena_bytes(const hidetc_model *m);
 
+/* A compiled model as one file (kernels' shared objects, memory plan, weights):
+ * hidetc_model_load reads it back on a machine with the same CPU features and runs it
+ * without a C compiler or the kernel cache (the same outputs, bit for bit). A file
+ * holds machine code: load only files you trust. */
+hidetc_status hidetc_model_save(const hidetc_model *m, const char *path);
+hidetc_status hidetc_model_load(hidetc_model **out, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

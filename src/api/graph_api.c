@@ -331,3 +331,22 @@ int hidetc_model_output_shape(const hidetc_model *m, int i, int64_t *shape) {
 size_t hidetc_model_arena_bytes(const hidetc_model *m) {
     return m ? hc_model_arena_bytes(m->m) : 0;
 }
+
+hidetc_status hidetc_model_save(const hidetc_model *m, const char *path) {
+    if (!m || !path) return fail(HC_ERR_INVALID, "hidetc_model_save: %s", "NULL argument");
+    hc_error err = {0};
+    return hc_model_save(m->m, path, &err) == HC_OK ? HIDETC_OK : hc_api_fail(&err);
+}
+
+hidetc_status hidetc_model_load(hidetc_model **out, const char *path) {
+    if (!out || !path) return fail(HC_ERR_INVALID, "hidetc_model_load: %s", "NULL argument");
+    *out = NULL;
+    hc_error err = {0};
+    hidetc_model *m = hc_xcalloc(1, sizeof *m);
+    if (hc_model_load(path, &m->m, &err) != HC_OK) {
+        free(m);
+        return hc_api_fail(&err);
+    }
+    *out = m;
+    return HIDETC_OK;
+}

@@ -571,6 +571,7 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
 
 void hc_model_free(hc_model *m) {
     if (!m) return;
+    if (m->release) m->release(m);
     for (int i = 0; i < m->nlibs; i++)
         if (m->libs[i]) hc_jit_close(m->libs[i]);
     free(m->libs);

@@ -71,4 +71,24 @@ const hc_plan_entry *hc_model_plan(const hc_model *m, int *count);
 /* Sum of the sizes of all intermediate tensors (what the arena would be without reuse). */
 size_t hc_model_intermediate_bytes(const hc_model *m);
 
+/* ---- compiled-model files (model_file.c, docs/model_file.md) ----------------------- */
+/* Write m (kernels' shared objects, plan, weights, inputs and outputs) to one file;
+ * written to a temporary name and renamed. A loaded model can be saved again. */
+hc_status hc_model_save(const hc_model *m, const char *path, hc_error *err);
+/* Load a file written by hc_model_save: no compiler and no kernel cache are used. Errors
+ * (status and a message naming the file): not a model file, another format version, a
+ * truncated or damaged file, a CPU without the ISA or extensions it was compiled for.
+ * The loaded model answers every accessor above; what it lacks: the graph holds only
+ * the inputs, outputs, plan tensors and one node per kernel (its anchor: name, operator,
+ * shapes, attributes; no constant data), kernel groups have no prologue/epilogue lists,
+ * and no hc_func programs. It runs with the thread count it was compiled for. */
+hc_status hc_model_load(const char *path, hc_model **out, hc_error *err);
+/* Whether path starts with the compiled-model magic bytes. */
+bool hc_model_file_is(const char *path);
+/* Whether m came from hc_model_load. */
+bool hc_model_is_loaded(const hc_model *m);
+/* The OpenMP thread count m runs with (compiled: the option or all cores; loaded: the
+ * file's). */
+int hc_model_num_threads(const hc_model *m);
+
 #endif

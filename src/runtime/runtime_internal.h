@@ -66,7 +66,15 @@ struct hc_model {
     void *mem;
     HC_VEC(binding) binds;
     HC_VEC(out_copy) copies;
+    /* A model read by hc_model_load (model_file.c): its private state (the file's bytes,
+     * library handles), and what hc_model_free calls to release it. NULL when compiled. */
+    struct mf_loaded *loaded;
+    void (*release)(hc_model *m);
 };
+
+/* The checksum a model file's header holds over the bytes after the header (model_file.c;
+ * exposed so that tests can damage a file's body and still reach the parser). */
+uint64_t hc_model_file_checksum(const void *data, size_t n);
 
 
 #endif
