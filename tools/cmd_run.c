@@ -1,7 +1,7 @@
 /* hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads T] [--verbose]
  *
- * Compiles the model, runs it once and prints one line per input and output (relied on
- * by scripts):
+ * Compiles the model (or loads a file written by `hidetc compile`: docs/model_file.md),
+ * runs it once and prints one line per input and output (relied on by scripts):
  *   input NAME: DTYPE [SHAPE] from FILE | random (seed S)
  *   output NAME: DTYPE [SHAPE] min X max Y mean Z values [a, b, ...]
  * With --output-dir, each output is also written as DIR/NAME.npy (characters other than
@@ -213,15 +213,8 @@ static int write_outputs(const char *dir, const hc_model *m, const cli_buffers *
     return 0;
 }
 
-static int run_model(const run_args *r, hc_graph *g, hc_npy *npys) {
+static int run_model(const run_args *r, hc_model *m, hc_npy *npys) {
     hc_error err = {0};
-    hc_compile_options opt = r->co;
-    opt.num_threads = (int)r->threads, opt.verbose = r->verbose;
-    hc_model *m;
-    if (hc_model_compile(g, &opt, &m, &err) != HC_OK) {
-        fprintf(stderr, "hidetc run: %s\n", err.msg);
-        return 1;
-    }
     cli_buffers b;
     cli_buffers_alloc(m, &b);
     fill_inputs(r, m, npys, &b);
@@ -233,7 +226,6 @@ static int run_model(const run_args *r, hc_graph *g, hc_npy *npys) {
     for (int i = 0; !rc && i < b.nout; i++) print_summary(hc_model_output(m, i), b.out[i]);
     if (!rc && r->output_dir) rc = write_outputs(r->output_dir, m, &b);
     cli_buffers_free(&b);
-    hc_model_free(m);
     return rc;
 }
 
@@ -242,16 +234,18 @@ int cmd_run(int argc, char **argv) {
     int rc = parse_args(argc, argv, &r);
     if (rc) return rc < 0 ? 0 : rc;
     hc_error err = {0};
-    hc_graph *g;
-    if (cli_load_model(r.model, &g, &err) != HC_OK) {
+    hc_compile_options opt = r.co;
+    opt.num_threads = (int)r.threads, opt.verbose = r.verbose;
+    hc_model *m;
+    if (cli_open_model(r.model, &opt, &m, &err) != HC_OK) {
         fprintf(stderr, "hidetc run: %s\n", err.msg);
         return 1;
     }
     hc_npy npys[MAX_INPUT_ARGS];
     memset(npys, 0, sizeof npys);
-    rc = read_inputs(&r, g, npys);
-    if (rc) hc_graph_free(g);
-    else rc = run_model(&r, g, npys); /* the model owns g */
+    rc = read_inputs(&r, hc_model_graph(m), npys);
+    if (!rc) rc = run_model(&r, m, npys);
     for (int i = 0; i < r.ninputs; i++) hc_npy_free(&npys[i]);
+    hc_model_free(m);
     return rc;
 }

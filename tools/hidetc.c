@@ -4,6 +4,8 @@
 
 #include "cli.h"
 
+int cmd_compile(int argc, char **argv); /* tools/cmd_compile.c (belongs in cli.h) */
+
 static const struct {
     const char *name, *usage;
     int (*run)(int argc, char **argv);
@@ -15,6 +17,8 @@ static const struct {
                   "[--threads T] [--cache-dir DIR] [--no-fork] [--verbose]", cmd_onnx_test},
     {"run", "run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads T] "
             "[--verbose]", cmd_run},
+    {"compile", "compile MODEL -o FILE [--threads T] [--no-fusion] [--tune 0|1|2] [--verbose]",
+     cmd_compile},
     {"inspect", "inspect MODEL [--dot FILE]", cmd_inspect},
     {"bench", "bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N] [--verbose]",
      cmd_bench},
@@ -24,7 +28,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: hidetc COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  hidetc %s\n", commands[i].usage);
-    fprintf(f, "\nMODEL: an ONNX file or builtin:NAME\n");
+    fprintf(f, "\nMODEL: an ONNX file or builtin:NAME; run and bench also take a FILE written "
+               "by hidetc compile\n");
 }
 
 int main(int argc, char **argv) {

@@ -16,6 +16,36 @@ hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
     return hc_onnx_load(spec, out, err);
 }
 
+hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_model **out,
+                         hc_error *err) {
+    *out = NULL;
+    if (!hc_model_file_is(spec)) {
+        hc_graph *g;
+        hc_status st = cli_load_model(spec, &g, err);
+        return st == HC_OK ? hc_model_compile(g, co, out, err) : st;
+    }
+    double t0 = hc_now_ms();
+    hc_status st = hc_model_load(spec, out, err);
+    if (st != HC_OK) return st;
+    int threads = hc_model_num_threads(*out);
+    if (co && co->num_threads > 0 && co->num_threads != threads) {
+        hc_model_free(*out);
+        *out = NULL;
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "%s was compiled for %d threads, not %d: compile it again with "
+                            "--threads %d (or leave --threads out)",
+                            spec, threads, co->num_threads, co->num_threads);
+    }
+    if (co && (co->no_fusion || co->tune_level))
+        fprintf(stderr, "hidetc: note: %s is already compiled: --no-fusion and --tune do not "
+                        "apply\n", spec);
+    if (co && co->verbose)
+        fprintf(stderr, "hidetc: loaded %s: %d kernels, %d programs, %d threads, %.0f ms\n",
+                spec, hc_model_num_kernels(*out), hc_model_num_programs(*out), threads,
+                hc_now_ms() - t0);
+    return HC_OK;
+}
+
 void cli_fill_random(const hc_tensor *t, void *buf, uint64_t seed) {
     hc_rng r = {seed};
     int64_t n = hc_tensor_numel(t);

@@ -9,6 +9,14 @@
 /* MODEL is "builtin:NAME" (hc_builtin_model) or the path of an ONNX file. */
 hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err);
 
+/* Open a MODEL argument as a runnable model: a file written by `hidetc compile` (told by
+ * its magic bytes, whatever its name) is loaded without compiling; anything else is
+ * loaded as a graph (cli_load_model) and compiled with `co`. For a compiled file,
+ * co->num_threads must be 0 or the file's thread count, and the other compile options
+ * do not apply (a note on stderr says so when they are set). */
+hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_model **out,
+                         hc_error *err);
+
 /* Seed of the random inputs (documented in docs/runtime.md). */
 #define CLI_RANDOM_SEED 20240229u
 /* Integer inputs get values in [0, CLI_RANDOM_INT_MAX): valid token ids and indices for
