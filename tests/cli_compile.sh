@@ -37,6 +37,14 @@ done
 diff <(grep -v '^wrote ' "$TMP/direct.txt") <(grep -v '^wrote ' "$TMP/loaded.txt") >/dev/null ||
     fail "run summaries differ: $(diff "$TMP/direct.txt" "$TMP/loaded.txt")"
 
+# Where the temporary directory is unusable, the libraries are loaded from a memfd.
+TMPDIR=/nonexistent HIDETC_CACHE_DIR="$TMP/cache" HIDETC_CC=/nonexistent \
+    "$HIDETC" run "$TMP/model.bin" --output-dir "$TMP/memfd" >/dev/null 2>"$TMP/e.txt" ||
+    fail "run FILE with TMPDIR=/nonexistent: $(cat "$TMP/e.txt")"
+for f in "$TMP"/direct/*.npy; do
+    cmp -s "$f" "$TMP/memfd/$(basename "$f")" || fail "memfd: output $(basename "$f") differs"
+done
+
 # An explicit --input goes through as well.
 in=$(ls "$TMP"/direct/*.npy | head -1)
 iname=$("$HIDETC" run "$TMP/model.bin" | sed -n 's/^input \([^:]*\):.*/\1/p' | head -1)
