@@ -6,6 +6,7 @@
 int cmd_mapping(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_onnx_test(int argc, char **argv);
+int cmd_compile(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

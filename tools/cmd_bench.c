@@ -34,14 +34,18 @@ typedef struct bench_args {
     const char *model;
     long threads, warmup, repeat, profile;
     bool verbose, serve;
+    hc_compile_options co;
     int ninputs;
     const char *input_names[MAX_INPUT_ARGS], *input_files[MAX_INPUT_ARGS];
 } bench_args;
 
 static void usage(FILE *f) {
     fprintf(f, "usage: hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]\n"
-               "                          [--input NAME=FILE.npy ...] [--serve] [--verbose]\n"
-               "  MODEL: an ONNX file or builtin:NAME; defaults: all cores, W = 3, R = 10\n"
+               "                          [--input NAME=FILE.npy ...] [--serve] "
+               CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
+               "  MODEL: an ONNX file, builtin:NAME or a file written by hidetc compile;\n"
+               "  defaults: all cores, W = 3, R = 10\n"
+               "  --no-fusion: one kernel per node; --tune L: schedule-space level (0 default)\n"
                "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
                "  --input: an input's values (others are random)\n"
                "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");
@@ -72,6 +76,12 @@ static int parse_args(int argc, char **argv, bench_args *r) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         long *dst = NULL, lo = 0;
         if (!strcmp(o, "--help") || !strcmp(o, "-h")) return usage(stdout), -1;
+        int co = cli_compile_option("bench", o, val, &r->co);
+        if (co < 0) return 2;
+        if (co) {
+            i += co - 1;
+            continue;
+        }
         if (!strcmp(o, "--verbose")) r->verbose = true;
         else if (!strcmp(o, "--serve")) r->serve = true;
         else if (!strcmp(o, "--threads")) dst = &r->threads, lo = 1;
@@ -300,15 +310,11 @@ int cmd_bench(int argc, char **argv) {
     int rc = parse_args(argc, argv, &r);
     if (rc) return rc < 0 ? 0 : rc;
     hc_error err = {0};
-    hc_graph *g;
-    if (cli_load_model(r.model, &g, &err) != HC_OK) {
-        fprintf(stderr, "hidetc bench: %s\n", err.msg);
-        return 1;
-    }
-    hc_compile_options opt = {.num_threads = (int)r.threads, .verbose = r.verbose};
+    hc_compile_options opt = r.co;
+    opt.num_threads = (int)r.threads, opt.verbose = r.verbose;
     hc_model *m;
     double t0 = hc_now_ms();
-    if (hc_model_compile(g, &opt, &m, &err) != HC_OK) {
+    if (cli_open_model(r.model, &opt, &m, &err) != HC_OK) { /* compile, or load a file */
         fprintf(stderr, "hidetc bench: %s\n", err.msg);
         return 1;
     }

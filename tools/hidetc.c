@@ -4,7 +4,6 @@
 
 #include "cli.h"
 
-int cmd_compile(int argc, char **argv); /* tools/cmd_compile.c (belongs in cli.h) */
 
 static const struct {
     const char *name, *usage;

@@ -223,7 +223,7 @@ static int make_group(pctx *c, int anchor) {
 
 static void finish_group(pctx *c, int gid, int_vec *pro, int_vec *epi) {
     hc_group *grp = &c->groups.data[gid];
-    qsort(pro->data, pro->len, sizeof(int), cmp_int);
+    if (pro->len) qsort(pro->data, pro->len, sizeof(int), cmp_int);
     grp->nprologue = (int)pro->len, grp->nepilogue = (int)epi->len;
     grp->prologue = HC_NEW_ARRAY(c->a, hc_node *, pro->len + 1);
     grp->epilogue = HC_NEW_ARRAY(c->a, hc_node *, epi->len + 1);

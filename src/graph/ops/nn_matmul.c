@@ -40,7 +40,7 @@ static hc_status gemm_dims_of(const hc_node *n, gemm_dims *d, hc_error *err) {
 }
 
 hc_status nn_infer_gemm(hc_node *n, hc_error *err) {
-    gemm_dims d;
+    gemm_dims d = {0};
     if (gemm_dims_of(n, &d, err)) return err->status;
     hc_node_set_output(n, 0, nn_in(n, 0)->dtype, 2, (int64_t[]){d.m, d.n});
     return HC_OK;
