@@ -124,7 +124,47 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
     }
 }
 
+/* Transcendental math in an expression tree (not through tensor accesses). */
+static bool has_costly_math(const hc_expr *e) {
+    if (!e) return false;
+    switch (e->kind) {
+    case HC_E_CALL:
+        switch (e->u.call.prim) {
+        case HC_PRIM_EXP: case HC_PRIM_LOG: case HC_PRIM_TANH: case HC_PRIM_ERF:
+        case HC_PRIM_SIGMOID: case HC_PRIM_SIN: case HC_PRIM_COS: case HC_PRIM_TAN:
+        case HC_PRIM_ASIN: case HC_PRIM_ACOS: case HC_PRIM_ATAN: case HC_PRIM_SINH:
+        case HC_PRIM_COSH: case HC_PRIM_ASINH: case HC_PRIM_ACOSH: case HC_PRIM_ATANH:
+        case HC_PRIM_POW: case HC_PRIM_FMOD: return true;
+        default: break;
+        }
+        for (int i = 0; i < e->u.call.nargs; i++)
+            if (has_costly_math(e->u.call.args[i])) return true;
+        return false;
+    case HC_E_BINARY: return has_costly_math(e->u.bin.a) || has_costly_math(e->u.bin.b);
+    case HC_E_UNARY: return has_costly_math(e->u.un.a);
+    case HC_E_CAST: return has_costly_math(e->u.cast.a);
+    case HC_E_SELECT:
+        return has_costly_math(e->u.sel.cond) || has_costly_math(e->u.sel.t) ||
+               has_costly_math(e->u.sel.f);
+    default: return false;
+    }
+}
+
+/* A template evaluates a prologue at each load of its input, often scalar and more than
+ * once per element (every thread column packs its own copy of A): only data movement and
+ * cheap arithmetic go there. Costly math (GELU's erf, ...) runs as its own vectorized
+ * kernel instead. */
+static bool cheap_for_template(hc_arena *a, const pnode *p) {
+    int n;
+    hc_tnode **nodes = hc_task_compute_nodes(a, p->task, &n);
+    for (int i = 0; i < n; i++)
+        if (has_costly_math(nodes[i]->value)) return false;
+    return true;
+}
+
 static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
+    const hc_op_def *adef = hc_op_get(c->groups.data[gid].anchor->op);
+    bool templated = adef && adef->schedule;
     bool changed = true;
     while (changed) {
         changed = false;
@@ -137,6 +177,7 @@ static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
                 if (k < 0) continue;
                 pnode *p = &c->nodes[k];
                 if (p->group >= 0 || !p->injective) continue;
+                if (templated && !cheap_for_template(c->a, p)) continue;
                 /* every reader of t must be in the group */
                 bool all_in = true;
                 for (int j = 0; j < c->n && all_in; j++) {
