@@ -67,8 +67,8 @@ void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c);
  * X, W, B (only when s->bias), Y as f32 row-major GLOBAL tensors. NULL with err set on a
  * bad shape or config, a config that does not fit the target, or a scratch larger than
  * HC_CONV_DW_MAX_SCRATCH. Each element of Y is stored exactly once (VSTORE/VSTORE_MASK
- * along its last dim) and never loaded; X, W and B are read only by LOAD, or VLOAD_MASK
- * along X's last dim, so post-scheduling fusion can rewrite them. */
+ * along its last dim) and never loaded; X, W and B are read only by LOAD, or VLOAD /
+ * VLOAD_MASK along X's last dim, so post-scheduling fusion can rewrite them. */
 hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s,
                         const hc_conv_dw_config *c, const hc_target *t, hc_error *err);
 
