@@ -7,7 +7,7 @@
 #include "graph/ops/nn_internal.h"
 
 const hc_op_def hc_ops_nn[] = {
-    {HC_OPK_CONV, nn_infer_conv, nn_task_conv, NULL},
+    {HC_OPK_CONV, nn_infer_conv, nn_task_conv, nn_schedule_conv, nn_space_conv},
     {HC_OPK_CONV_TRANSPOSE, nn_infer_conv_transpose, nn_task_conv_transpose, NULL},
     {HC_OPK_BATCH_NORMALIZATION, nn_infer_batch_norm, nn_task_batch_norm, NULL},
     {HC_OPK_INSTANCE_NORMALIZATION, nn_infer_instance_norm, nn_task_instance_norm, NULL},

@@ -63,5 +63,9 @@ hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
                             const hc_target *target, const char *fname,
                             const hc_sched_opts *opts, hc_error *err);
 int nn_space_matmul(const hc_node *n, const hc_target *target, int level);
+hc_func *nn_schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
+                          const hc_target *target, const char *fname,
+                          const hc_sched_opts *opts, hc_error *err);
+int nn_space_conv(const hc_node *n, const hc_target *target, int level);
 
 #endif
