@@ -55,7 +55,9 @@ static hc_status load_tensors(const char *dir, const char *prefix, hc_host_tenso
     *out = NULL, *count = 0;
     for (int i = 0;; i++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
+        int len = snprintf(path, sizeof path, "%s/%s_%d.pb", dir, prefix, i);
+        if (len < 0 || (size_t)len >= sizeof path)
+            return hc_error_set(err, HC_ERR_INVALID, "%s: path too long", dir);
         if (access(path, F_OK) != 0) return HC_OK;
         *out = hc_xrealloc(*out, sizeof **out * (size_t)(i + 1));
         hc_status s = hc_onnx_load_tensor(path, &(*out)[i], err);

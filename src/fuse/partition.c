@@ -248,8 +248,10 @@ static void group_io(pctx *c, hc_group *grp, int gid) {
         }
     }
     grp->ninputs = (int)ins.len, grp->noutputs = (int)outs.len;
-    grp->inputs = hc_arena_memdup(c->a, ins.data, sizeof(hc_tensor *) * (ins.len + 1));
-    grp->outputs = hc_arena_memdup(c->a, outs.data, sizeof(hc_tensor *) * (outs.len + 1));
+    grp->inputs = HC_NEW_ARRAY(c->a, hc_tensor *, ins.len + 1);
+    grp->outputs = HC_NEW_ARRAY(c->a, hc_tensor *, outs.len + 1);
+    if (ins.len) memcpy(grp->inputs, ins.data, sizeof(hc_tensor *) * ins.len);
+    if (outs.len) memcpy(grp->outputs, outs.data, sizeof(hc_tensor *) * outs.len);
     hc_vec_free(&ins);
     hc_vec_free(&outs);
 }

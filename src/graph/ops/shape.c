@@ -68,7 +68,7 @@ static hc_status const_input(const hc_node *n, int i, int max, int64_t *count, h
 
 hc_status shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *count,
                          hc_error *err) {
-    int64_t c;
+    int64_t c = 0;
     hc_status st = const_input(n, i, max, &c, err);
     if (st) return st;
     const hc_tensor *t = n->inputs[i];
@@ -81,7 +81,7 @@ hc_status shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *co
 
 hc_status shp_const_doubles(const hc_node *n, int i, double *out, int max, int *count,
                             hc_error *err) {
-    int64_t c;
+    int64_t c = 0;
     hc_status st = const_input(n, i, max, &c, err);
     if (st) return st;
     for (int64_t k = 0; k < c; k++) out[k] = hc_tensor_const_at(n->inputs[i], k);

@@ -257,7 +257,7 @@ static hc_expr *se_at(hc_arena *a, hc_expr *pos, hc_var *const *axes, const void
 
 hc_task *shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *err) {
     int count, axis;
-    scatter_red red;
+    scatter_red red = RED_NONE;
     if (get_axis(n, n->inputs[0]->ndim, &axis, err) || scatter_reduction(n, &red, err))
         return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
@@ -323,7 +323,7 @@ static hc_expr *snd_at(hc_arena *a, hc_expr *pos, hc_var *const *axes, const voi
 
 hc_task *shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     int count;
-    scatter_red red;
+    scatter_red red = RED_NONE;
     if (scatter_reduction(n, &red, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tnode *x = p[0], *ind = p[1], *u = p[2];

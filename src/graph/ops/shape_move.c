@@ -597,7 +597,7 @@ static hc_status d2s_mode(const hc_node *n, bool *crd, hc_error *err) {
 
 hc_status shp_infer_depth_to_space(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    int64_t b;
+    int64_t b = 1;
     bool crd;
     hc_status st = block_args(n, &b, err);
     if (st || (st = d2s_mode(n, &crd, err))) return st;
@@ -610,7 +610,7 @@ hc_status shp_infer_depth_to_space(hc_node *n, hc_error *err) {
 }
 
 hc_task *shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err) {
-    int64_t b;
+    int64_t b = 1;
     bool crd;
     int count;
     if (block_args(n, &b, err) || d2s_mode(n, &crd, err)) return NULL;
@@ -632,7 +632,7 @@ hc_task *shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err) {
 
 hc_status shp_infer_space_to_depth(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    int64_t b;
+    int64_t b = 1;
     hc_status st = block_args(n, &b, err);
     if (st) return st;
     if (x->shape[2] % b || x->shape[3] % b)
@@ -644,7 +644,7 @@ hc_status shp_infer_space_to_depth(hc_node *n, hc_error *err) {
 }
 
 hc_task *shp_task_space_to_depth(hc_arena *a, const hc_node *n, hc_error *err) {
-    int64_t b;
+    int64_t b = 1;
     int count;
     if (block_args(n, &b, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
