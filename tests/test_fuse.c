@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fuse/fuse.h"
+#include "jit/jit.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "test.h"
@@ -57,7 +58,12 @@ typedef hc_graph *(*builder)(uint64_t seed, int *expect_kernels);
 
 typedef struct result {
     int kernels, fallbacks, nodes;
+    int tuned, cached; /* kernels with a space (tune level > 0), and those from a record */
 } result;
+
+/* Compile options of check(): a tuning level and a cache (test_tuned). */
+static int check_tune_level;
+static const hc_jit_options *check_jit;
 
 /* Build twice from the same seed (one copy is the reference), compile fused, run on random
  * inputs and compare. */
@@ -71,7 +77,8 @@ static result check(const char *label, builder build, uint64_t seed, int threads
     hc_error err = {0};
     CHECK_MSG(hc_pass_infer_shapes(ref, &err) == HC_OK, "%s: %s", label, err.msg);
     hc_model *m = NULL;
-    hc_compile_options opt = {.num_threads = threads};
+    hc_compile_options opt = {.num_threads = threads, .tune_level = check_tune_level,
+                              .jit = check_jit};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
               err.msg);
@@ -80,6 +87,14 @@ static result check(const char *label, builder build, uint64_t seed, int threads
         return res;
     }
     res.kernels = hc_model_num_kernels(m);
+    for (int i = 0; i < res.kernels; i++) {
+        int ncand, chosen;
+        bool cached;
+        hc_model_kernel_tuning(m, i, &ncand, &chosen, &cached);
+        if (ncand <= 1) continue;
+        res.tuned++, res.cached += cached;
+        CHECK(chosen >= 0 && chosen < ncand);
+    }
     res.nodes = (int)hc_model_graph(m)->nodes.len;
     for (int i = 0; i < res.kernels; i++) {
         const hc_group *grp = hc_model_kernel_group(m, i);
@@ -155,7 +170,7 @@ static hc_graph *build_matmul(uint64_t seed, int *expect) {
     hc_graph *g = hc_graph_new("mm", 13);
     int64_t m = pick(dims, NDIMS), n = pick(dims, NDIMS), k = pick(dims, NDIMS);
     hc_tensor *a, *b;
-    int pro = pick_int(4), ninputs = 0;
+    int pro = pick_int(5), ninputs = 0;
     if (pro == 1) { /* A = transpose(x) */
         hc_tensor *x = hc_graph_add_input(g, "xt", HC_F32, 2, (int64_t[]){k, m});
         a = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, x);
@@ -164,7 +179,11 @@ static hc_graph *build_matmul(uint64_t seed, int *expect) {
     } else {
         a = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, k});
     }
-    if (pro == 3) { /* B = reshape + transpose of an input */
+    if (pro == 4) { /* B = a zero-padded input: the pad's reads are guarded by its select */
+        int64_t lo = n > 2 ? 2 : 0, hi = n > 3 ? 1 : 0;
+        hc_tensor *x = hc_graph_add_input(g, "bp", HC_F32, 2, (int64_t[]){k, n - lo - hi});
+        b = OP(g, PAD, x, shape_const(g, 4, (int64_t[]){0, lo, 0, hi}));
+    } else if (pro == 3) { /* B = reshape + transpose of an input */
         hc_tensor *x = hc_graph_add_input(g, "bt", HC_F32, 3, (int64_t[]){n, 1, k});
         hc_tensor *r = OP(g, RESHAPE, x, shape_const(g, 2, (int64_t[]){n, k}));
         b = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, r);
@@ -294,7 +313,30 @@ static void test_rules(void) {
     hc_graph_free(g);
 }
 
+/* --tune 1 on fused groups: candidates benchmarked with the group fused in, results
+ * still right (check() compares with the reference), and a second compile takes the
+ * winners from the records. */
+static void test_tuned(void) {
+    char dir[] = "/tmp/hidetc_fuse_tune_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    hc_jit_options jit = {.cache_dir = dir};
+    check_tune_level = 1, check_jit = &jit;
+    for (int pass = 0; pass < 2; pass++) {
+        result r = check("tuned conv", build_conv, 900, 2);
+        CHECK_MSG(r.tuned >= 1, "no kernel was tuned");
+        CHECK_MSG(r.cached == (pass ? r.tuned : 0), "pass %d: %d of %d from records", pass,
+                  r.cached, r.tuned);
+        r = check("tuned matmul", build_matmul, 901, 2);
+        CHECK_MSG(r.cached == (pass ? r.tuned : 0), "pass %d: matmul records", pass);
+    }
+    check_tune_level = 0, check_jit = NULL;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
+    test_tuned();
     test_rules();
     run_random("matmul", build_matmul, 16, 100);
     run_random("conv", build_conv, 10, 200);

@@ -328,7 +328,56 @@ typedef struct vec {
     int lanes;
     const hc_type *vt;
     bool bad;
+    /* Inside the branches of a select that became vector code, both branches are
+     * evaluated for every lane: a load there is only allowed if it is also evaluated
+     * unconditionally (it appears in an enclosing condition), since the condition may be
+     * what keeps its index in bounds (Pad, Im2Col). */
+    int guard;
+    int nsafe;
+    const hc_expr *safe[64];
 } vec;
+
+static void collect_safe_loads(vec *v, const hc_expr *e) {
+    switch (e->kind) {
+    case HC_E_LOAD:
+        if (v->nsafe < 64) v->safe[v->nsafe++] = e;
+        break;
+    case HC_E_BINARY: collect_safe_loads(v, e->u.bin.a), collect_safe_loads(v, e->u.bin.b); break;
+    case HC_E_UNARY: collect_safe_loads(v, e->u.un.a); break;
+    case HC_E_CAST: collect_safe_loads(v, e->u.cast.a); break;
+    case HC_E_SELECT:
+        collect_safe_loads(v, e->u.sel.cond);
+        break; /* branch loads are conditional */
+    case HC_E_CALL:
+        for (int i = 0; i < e->u.call.nargs; i++) collect_safe_loads(v, e->u.call.args[i]);
+        break;
+    default: break;
+    }
+}
+
+static bool is_safe_load(const vec *v, const hc_expr *e) {
+    for (int i = 0; i < v->nsafe; i++)
+        if (hc_expr_equal(v->safe[i], e)) return true;
+    return false;
+}
+
+/* A load in e that a guard would evaluate unconditionally without being safe. */
+static bool has_unsafe_load(const vec *v, const hc_expr *e) {
+    switch (e->kind) {
+    case HC_E_LOAD: return !is_safe_load(v, e);
+    case HC_E_BINARY: return has_unsafe_load(v, e->u.bin.a) || has_unsafe_load(v, e->u.bin.b);
+    case HC_E_UNARY: return has_unsafe_load(v, e->u.un.a);
+    case HC_E_CAST: return has_unsafe_load(v, e->u.cast.a);
+    case HC_E_SELECT:
+        return has_unsafe_load(v, e->u.sel.cond) || has_unsafe_load(v, e->u.sel.t) ||
+               has_unsafe_load(v, e->u.sel.f);
+    case HC_E_CALL:
+        for (int i = 0; i < e->u.call.nargs; i++)
+            if (has_unsafe_load(v, e->u.call.args[i])) return true;
+        return false;
+    default: return false;
+    }
+}
 
 static hc_expr *zero_lane(vec *v, hc_expr *e) {
     hc_expr *z = hc_int(v->c->a, 0);
@@ -359,7 +408,10 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
     hc_arena *a = v->c->a;
     *isvec = false;
     if (v->bad) return e;
-    if (!uses_lane(v, e)) return e;
+    if (!uses_lane(v, e)) {
+        if (v->guard && has_unsafe_load(v, e)) v->bad = true;
+        return e;
+    }
     switch (e->kind) {
     case HC_E_VAR:
         if (v->vs && e->u.var == v->vs) {
@@ -369,6 +421,7 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
         break; /* the lane index used as a value */
     case HC_E_LOAD: {
         if (!hc_type_is_scalar(e->type, HC_F32)) break;
+        if (v->guard && !is_safe_load(v, e)) break;
         int64_t k = lane_coef(e->u.load.buf, e->u.load.n, e->u.load.idx, v->L);
         hc_expr **idx0 = HC_NEW_ARRAY(a, hc_expr *, e->u.load.n + 1);
         for (int i = 0; i < e->u.load.n; i++) idx0[i] = zero_lane(v, e->u.load.idx[i]);
@@ -411,11 +464,18 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
     case HC_E_SELECT: {
         if (!hc_type_is_scalar(e->type, HC_F32)) break;
         bool vc, vt, vf;
-        hc_expr *c = vectorize(v, e->u.sel.cond, &vc), *t = vectorize(v, e->u.sel.t, &vt),
-                *f = vectorize(v, e->u.sel.f, &vf);
+        hc_expr *c = vectorize(v, e->u.sel.cond, &vc);
         if (v->bad) return e;
-        if (!vc && !vt && !vf) return hc_select(a, c, t, f);
+        if (!vc && !uses_lane(v, e->u.sel.t) && !uses_lane(v, e->u.sel.f))
+            return hc_select(a, c, e->u.sel.t, e->u.sel.f); /* scalar: stays lazy */
         if (!vc && !hc_type_is_scalar(c->type, HC_BOOL)) break;
+        int saved = v->nsafe;
+        collect_safe_loads(v, e->u.sel.cond);
+        v->guard++;
+        hc_expr *t = vectorize(v, e->u.sel.t, &vt), *f = vectorize(v, e->u.sel.f, &vf);
+        v->guard--;
+        v->nsafe = saved;
+        if (v->bad) return e;
         *isvec = true;
         return hc_select(a, c, as_vec(v, t, vt), as_vec(v, f, vf));
     }

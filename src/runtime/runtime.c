@@ -207,27 +207,14 @@ static void fill_random(void *buf, const hc_tensor *t, hc_rng *rng) {
     }
 }
 
-/* The anchor alone, as an unfused kernel: tuning benchmarks the anchor's template (its
- * schedule space does not depend on what is fused into it, DESIGN.md), so one record
- * serves every group with the same anchor task. */
-static hc_group anchor_group(hc_model *m, const hc_node *n) {
-    hc_group g = {.anchor = (hc_node *)n};
-    g.inputs = HC_NEW_ARRAY(&m->arena, hc_tensor *, n->ninputs + 1);
-    g.outputs = HC_NEW_ARRAY(&m->arena, hc_tensor *, n->noutputs + 1);
-    for (int i = 0; i < n->ninputs; i++)
-        if (n->inputs[i]) g.inputs[g.ninputs++] = n->inputs[i];
-    for (int i = 0; i < n->noutputs; i++)
-        if (n->outputs[i]) g.outputs[g.noutputs++] = n->outputs[i];
-    g.prologue = HC_NEW_ARRAY(&m->arena, hc_node *, 1);
-    g.epilogue = HC_NEW_ARRAY(&m->arena, hc_node *, 1);
-    return g;
-}
-
 static const hc_tensor *group_param(const hc_group *g, int i) {
     return i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
 }
 
-/* Benchmark every candidate of the anchor's space on its real shapes; keep the best. */
+/* Benchmark every candidate of the anchor's space, each with the group fused into it, on
+ * the real shapes; keep the best. The fused program is what is measured: a prologue
+ * changes what a config costs (an im2col gather in the packing of B makes reading B in
+ * place ruinous), so tuning the anchor alone picks wrong configs. */
 static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *target,
                              hc_progress *pg, hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
@@ -238,25 +225,25 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_progress_task_done(pg);
         k->chosen = rec.best, k->tune_cached = true;
     } else {
-        hc_group ag = anchor_group(m, k->node);
+        const hc_group *ag = &k->group;
         hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
         for (int c = 0; c < job->ncand; c++) {
             hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
             bool templated;
             const char *why;
             const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
-            cands[c] = hc_fuse_schedule(&m->arena, &ag, target, &o, name, &templated, &why, err);
+            cands[c] = hc_fuse_schedule(&m->arena, ag, target, &o, name, &templated, &why, err);
             if (!cands[c])
                 return hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
                                     "tuning '%s': candidate %d could not be scheduled%s%s",
                                     k->node->name, c, why ? ": " : "", why ? why : "");
         }
-        int np = ag.ninputs + ag.noutputs;
+        int np = ag->ninputs + ag->noutputs;
         void **args = hc_xcalloc((size_t)np + 1, sizeof(void *));
         hc_rng rng = {0x1234};
         for (int i = 0; i < np; i++) {
-            const hc_tensor *t = group_param(&ag, i);
-            if (i < ag.ninputs && is_const(t)) {
+            const hc_tensor *t = group_param(ag, i);
+            if (i < ag->ninputs && is_const(t)) {
                 args[i] = t->data;
                 continue;
             }
@@ -268,7 +255,7 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_status st = hc_tune_select(&m->arena, job->ncand, cands, args, target, m->opt.jit,
                                       pg, &res, err);
         for (int i = 0; i < np; i++)
-            if (!(i < ag.ninputs && is_const(group_param(&ag, i)))) free(args[i]);
+            if (!(i < ag->ninputs && is_const(group_param(ag, i)))) free(args[i]);
         free(args);
         free(res.ms);
         if (st != HC_OK) return st;
@@ -306,19 +293,10 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
         k->ncand = HC_MAX(n, 1);
         if (n <= 1) continue;
         tune_job j = {.kernel = (int)i, .ncand = n};
-        /* the signature: the anchor's default program alone (its shapes) */
-        hc_group ag = anchor_group(m, k->node);
-        bool templated;
-        const char *why;
-        hc_sched_opts o = {0};
-        hc_func *f = hc_fuse_schedule(&m->arena, &ag, target, &o, "sig", &templated, &why, err);
-        if (!f) {
-            hc_vec_free(&jobs);
-            return err && err->status ? err->status : HC_ERR_UNSUPPORTED;
-        }
+        /* the signature: the fused group's default program (shapes and fused code) */
         char sig[33];
         size_t cost;
-        program_key(&m->arena, f, sig, &cost);
+        program_key(&m->arena, k->func, sig, &cost);
         hc_tune_key(sig, level, target, j.key);
         bool dup = false;
         for (size_t q = 0; q < jobs.len && !dup; q++) dup = !strcmp(jobs.data[q].key, j.key);
