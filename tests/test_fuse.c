@@ -204,22 +204,36 @@ static hc_graph *build_conv(uint64_t seed, int *expect) {
     (void)seed;
     hc_graph *g = hc_graph_new("conv", 13);
     static const int64_t chans[] = {1, 3, 8, 17};
-    static const int64_t sizes[] = {1, 5, 7, 12};
-    int64_t c = pick(chans, 4), oc = pick(chans, 4), h = pick(sizes, 4), w = pick(sizes, 4);
+    static const int64_t sizes[] = {1, 5, 7, 12, 23, 40};
+    int64_t c = pick(chans, 4), oc = pick(chans, 4), h = pick(sizes, 6), w = pick(sizes, 6);
     int64_t kk = h >= 3 && w >= 3 && pick_int(2) ? 3 : 1, s = pick_int(3) == 0 ? 2 : 1;
-    int64_t p = kk == 3 ? pick_int(2) : 0;
-    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, c, h, w});
+    int64_t p = kk == 3 ? pick_int(2) : 0, nb = pick_int(3) == 0 ? 2 : 1;
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){nb, c, h, w});
     hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){p, p, p, p}),
                     ints_attr("strides", 2, (int64_t[]){s, s})};
     hc_tensor *y = OPA(g, CONV, at, 2, x, rand_const(g, 4, (int64_t[]){oc, c, kk, kk}),
                        rand_const(g, 1, (int64_t[]){oc}));
     int64_t oh = (h + 2 * p - kk) / s + 1, ow = (w + 2 * p - kk) / s + 1;
     if (pick_int(2)) {
-        hc_tensor *r = hc_graph_add_input(g, "res", HC_F32, 4, (int64_t[]){1, oc, oh, ow});
+        hc_tensor *r = hc_graph_add_input(g, "res", HC_F32, 4, (int64_t[]){nb, oc, oh, ow});
         y = OP(g, ADD, y, r);
     }
     if (pick_int(2)) y = OP(g, RELU, y);
     hc_graph_add_output(g, y);
+    *expect = 1;
+    return g;
+}
+
+/* A 3x3 stride-1 conv over wide rows (the vectorized im2col path), with a residual. */
+static hc_graph *build_conv_wide(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("wide", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 5, 11, 37});
+    hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){1, 2, 1, 0})};
+    hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, 4, (int64_t[]){6, 5, 3, 3}),
+                       rand_const(g, 1, (int64_t[]){6}));
+    y = OP(g, ADD, y, hc_graph_add_input(g, "r", HC_F32, 4, (int64_t[]){1, 6, 11, 37}));
+    hc_graph_add_output(g, OP(g, RELU, y));
     *expect = 1;
     return g;
 }
@@ -335,7 +349,42 @@ static void test_tuned(void) {
     CHECK(system(cmd) == 0);
 }
 
+/* A stride-1 padded 3x3 conv on rows wider than a vector: the im2col prologue in the
+ * packing of B becomes one masked vector load per row piece (vload_range), with the
+ * lane-by-lane gather only where a vector crosses a row. */
+static void test_im2col_vectorized(void) {
+    rng = (hc_rng){5};
+    hc_graph *g = hc_graph_new("conv", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 3, 9, 40});
+    hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){1, 1, 1, 1})};
+    hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, 4, (int64_t[]){8, 3, 3, 3}));
+    hc_graph_add_output(g, OP(g, RELU, y));
+    hc_error err = {0};
+    CHECK(hc_graph_optimize(g, &err) == HC_OK);
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_partition p;
+    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
+    CHECK_EQ_INT(p.ngroups, 1);
+    bool templated;
+    const char *why = NULL;
+    hc_func *f = hc_fuse_schedule(&a, &p.groups[0], hc_target_host(), NULL, "k", &templated,
+                                  &why, &err);
+    CHECK_MSG(f && templated, "schedule: %s", why ? why : err.msg);
+    if (f && hc_target_host()->isa != HC_ISA_SCALAR) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_func(&sb, f);
+        CHECK_MSG(strstr(hc_sb_str(&sb), "vload_range") != NULL, "no vector im2col");
+        hc_sb_free(&sb);
+    }
+    hc_arena_free(&a);
+    hc_graph_free(g);
+    check("im2col vectorized", build_conv_wide, 7, 2);
+}
+
 int main(void) {
+    test_im2col_vectorized();
     test_tuned();
     test_rules();
     run_random("matmul", build_matmul, 16, 100);

@@ -450,6 +450,31 @@ static void emit_vload(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
                  k, k, vt->lanes, k, k, k, k, k, k, k, k);
 }
 
+/* Lanes lo <= i < hi; the others are zero and never read (masked loads do not fault on
+ * masked-off lanes, so the base pointer may lie outside the buffer). */
+static void emit_vload_range(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_type *vt = e->type;
+    int w = simd_width(c, vt), k = c->tmp++;
+    const char *p = expr_str(c, e->u.call.args[0]);
+    const char *lo = expr_str(c, e->u.call.args[1]);
+    const char *hi = expr_str(c, e->u.call.args[2]);
+    if (w == 512) {
+        hc_sb_printf(sb, "_mm512_maskz_loadu_ps((__mmask16)(hc_mask16(%s) & ~hc_mask16(%s)), %s)",
+                     hi, lo, p);
+        return;
+    }
+    if (w == 256) {
+        hc_sb_printf(sb, "_mm256_maskload_ps(%s, _mm256_andnot_si256(hc_mask8(%s), hc_mask8(%s)))",
+                     p, lo, hi);
+        return;
+    }
+    hc_sb_printf(sb, "({ %s _r%d = {0}; const %s *_p%d = %s; int64_t _lo%d = %s, _hi%d = %s; "
+                     "for (int _l%d = 0; _l%d < %d; _l%d++) if (_l%d >= _lo%d && _l%d < _hi%d) "
+                     "_r%d[_l%d] = _p%d[_l%d]; _r%d; })",
+                 type_str(c, vt), k, scalar_ctype(vt->dtype), k, p, k, lo, k, hi, k, k,
+                 vt->lanes, k, k, k, k, k, k, k, k, k, k);
+}
+
 static void emit_vstore(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
     const hc_expr *ptr = e->u.call.args[0], *v = e->u.call.args[1];
     const hc_type *vt = v->type;
@@ -507,6 +532,7 @@ static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
     switch (e->u.call.prim) {
     case HC_PRIM_VLOAD: emit_vload(c, sb, e, false); return;
     case HC_PRIM_VLOAD_MASK: emit_vload(c, sb, e, true); return;
+    case HC_PRIM_VLOAD_RANGE: emit_vload_range(c, sb, e); return;
     case HC_PRIM_VSTORE: emit_vstore(c, sb, e, false); return;
     case HC_PRIM_VSTORE_MASK: emit_vstore(c, sb, e, true); return;
     case HC_PRIM_VBROADCAST: {

@@ -505,6 +505,150 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
     return e;
 }
 
+/* ---- piecewise-contiguous gathers (im2col, pad) ------------------------------------- */
+/* Coefficient of L in e when e is affine in L (no other term mentions L); else INT64_MIN. */
+static int64_t lane_coef1(const hc_expr *e, const hc_var *L) {
+    lin l = {.ok = true};
+    lin_of(&l, e, 1);
+    lin_fold_divmod(&l);
+    if (!l.ok) return INT64_MIN;
+    int64_t k = 0;
+    for (int i = 0; i < l.n; i++) {
+        if (l.atom[i]->kind == HC_E_VAR && l.atom[i]->u.var == L) k += l.coef[i];
+        else if (mentions(l.atom[i], L)) return INT64_MIN;
+    }
+    return k;
+}
+
+typedef struct piece {
+    rw *c;
+    hc_var *L;
+    int lanes;
+    hc_expr *ok;   /* runtime condition under which the rewritten expression is exact */
+    bool bad;
+} piece;
+
+static void piece_and(piece *p, hc_expr *cond) {
+    p->ok = p->ok ? hc_and(p->c->a, p->ok, cond) : cond;
+}
+
+static hc_expr *lane0(rw *c, hc_var *L, hc_expr *e) {
+    hc_expr *z = hc_int(c->a, 0);
+    return hc_subst_expr(c->a, e, 1, &L, &z);
+}
+
+/* x / w and x % w with x = x0 + L: when every lane stays in the same block of w, i.e.
+ * x0 % w + lanes - 1 < w, they are x0 / w (uniform) and x0 % w + L (affine). */
+static hc_expr *piece_expr(hc_mutator *m, hc_expr *e) {
+    piece *p = m->ctx;
+    int64_t w;
+    if (e->kind != HC_E_BINARY || (e->u.bin.op != HC_OP_DIV && e->u.bin.op != HC_OP_MOD) ||
+        !mentions(e->u.bin.a, p->L))
+        return e;
+    if (!hc_expr_is_const_int(e->u.bin.b, &w) || w <= 0 || lane_coef1(e->u.bin.a, p->L) != 1) {
+        p->bad = true;
+        return e;
+    }
+    hc_arena *a = p->c->a;
+    hc_expr *x0 = lane0(p->c, p->L, e->u.bin.a), *W = hc_int(a, w);
+    piece_and(p, hc_lt(a, hc_add(a, hc_mod(a, x0, W), hc_int(a, p->lanes - 1)), W));
+    if (e->u.bin.op == HC_OP_DIV) return hc_div(a, x0, W);
+    return hc_add(a, hc_mod(a, x0, W), hc_ref(a, p->L));
+}
+
+typedef struct lrange {
+    hc_expr *lo, *hi; /* lanes [lo, hi) */
+    hc_expr *uniform; /* lane-independent conjuncts, or NULL */
+} lrange;
+
+/* Narrow r by one conjunct of a select condition; false when it is not of the form
+ * (affine in L with coefficient +-1) CMP (uniform) or lane-independent. */
+static bool range_term(rw *c, hc_var *L, const hc_expr *t, lrange *r) {
+    hc_arena *a = c->a;
+    if (!mentions(t, L)) {
+        r->uniform = r->uniform ? hc_and(a, r->uniform, (hc_expr *)t) : (hc_expr *)t;
+        return true;
+    }
+    if (t->kind != HC_E_BINARY) return false;
+    hc_binop op = t->u.bin.op;
+    if (op == HC_OP_AND)
+        return range_term(c, L, t->u.bin.a, r) && range_term(c, L, t->u.bin.b, r);
+    if (op != HC_OP_LT && op != HC_OP_LE && op != HC_OP_GT && op != HC_OP_GE) return false;
+    if (!hc_dtype_is_int(t->u.bin.a->type->dtype) || !hc_dtype_is_int(t->u.bin.b->type->dtype))
+        return false;
+    hc_expr *d = hc_sub(a, t->u.bin.a, t->u.bin.b); /* d CMP 0 */
+    int64_t k = lane_coef1(d, L);
+    if (k != 1 && k != -1) return false;
+    hc_expr *d0 = lane0(c, L, d), *one = hc_int(a, 1);
+    /* k = +1: d = d0 + L;  k = -1: d = d0 - L */
+    bool upper = (k == 1) == (op == HC_OP_LT || op == HC_OP_LE); /* bounds L from above */
+    hc_expr *bound;
+    if (k == 1) bound = hc_sub(a, hc_int(a, 0), d0); /* L CMP -d0 */
+    else bound = d0;                                  /* L CMP' d0 (flipped) */
+    bool strict = op == HC_OP_LT || op == HC_OP_GT;
+    if (upper) r->hi = hc_min(a, r->hi, strict ? bound : hc_add(a, bound, one));
+    else r->lo = hc_max(a, r->lo, strict ? hc_add(a, bound, one) : bound);
+    return true;
+}
+
+/* Strip min(max(x, 0), e - 1) from a lane-dependent index, recording the lanes where it
+ * is the identity into the fast-path condition. */
+static hc_expr *unclamp(piece *p, hc_expr *x, lrange *r) {
+    int64_t zero, top;
+    if (x->kind == HC_E_BINARY && x->u.bin.op == HC_OP_MIN &&
+        hc_expr_is_const_int(x->u.bin.b, &top) && x->u.bin.a->kind == HC_E_BINARY &&
+        x->u.bin.a->u.bin.op == HC_OP_MAX && hc_expr_is_const_int(x->u.bin.a->u.bin.b, &zero) &&
+        zero == 0) {
+        hc_expr *y = x->u.bin.a->u.bin.a;
+        if (lane_coef1(y, p->L) != 1) return NULL;
+        hc_arena *a = p->c->a;
+        hc_expr *y0 = lane0(p->c, p->L, y);
+        /* lanes [lo, hi) must satisfy 0 <= y0 + L <= top (or be empty) */
+        hc_expr *in = hc_and(a, hc_le(a, hc_int(a, 0), hc_add(a, y0, r->lo)),
+                             hc_le(a, hc_add(a, y0, hc_sub(a, r->hi, hc_int(a, 1))),
+                                   hc_int(a, top)));
+        piece_and(p, hc_binary(a, HC_OP_OR, hc_le(a, r->hi, r->lo), in));
+        return y;
+    }
+    return lane_coef1(x, p->L) == INT64_MIN ? NULL : x;
+}
+
+/* select(cond, X[idx], 0) or X[idx] (f32), after the piecewise rewrite: one masked load
+ * of the lanes the condition admits. NULL when the expression has another form. */
+static hc_expr *range_load(piece *p, hc_expr *e, hc_expr *count, const hc_type *vt) {
+    hc_arena *a = p->c->a;
+    lrange r = {.lo = hc_int(a, 0), .hi = count ? hc_min(a, count, hc_int(a, p->lanes))
+                                                : hc_int(a, p->lanes)};
+    hc_expr *ld = e;
+    if (e->kind == HC_E_SELECT) {
+        int64_t zero;
+        const hc_expr *f = e->u.sel.f;
+        bool fzero = f->kind == HC_E_CONST && hc_type_is_scalar(f->type, HC_F32) &&
+                     f->u.c.f == 0.0;
+        (void)zero;
+        if (!fzero || !range_term(p->c, p->L, e->u.sel.cond, &r)) return NULL;
+        ld = e->u.sel.t;
+    }
+    if (ld->kind == HC_E_CAST && hc_type_is_scalar(ld->u.cast.a->type, HC_F32)) ld = ld->u.cast.a;
+    if (ld->kind != HC_E_LOAD || !hc_type_is_scalar(ld->type, HC_F32)) return NULL;
+    if (r.uniform) r.hi = hc_select(a, r.uniform, r.hi, hc_int(a, 0));
+    int n = ld->u.load.n;
+    hc_expr **idx = HC_NEW_ARRAY(a, hc_expr *, n + 1);
+    for (int d = 0; d < n; d++) {
+        hc_expr *x = ld->u.load.idx[d];
+        if (mentions(x, p->L)) {
+            x = unclamp(p, x, &r);
+            if (!x) return NULL;
+        }
+        idx[d] = x;
+    }
+    if (lane_coef(ld->u.load.buf, n, idx, p->L) != 1) return NULL;
+    for (int d = 0; d < n; d++) idx[d] = lane0(p->c, p->L, idx[d]);
+    hc_expr *ptr = hc_address(a, ld->u.load.buf, n, idx);
+    hc_expr *args[3] = {ptr, r.lo, r.hi};
+    return hc_call(a, HC_PRIM_VLOAD_RANGE, vt, 3, args);
+}
+
 /* ---- the statement rewrite ---------------------------------------------------------- */
 static hc_var *new_lane(rw *c) { return hc_var_new(c->a, "lane", hc_type_scalar(HC_INDEX_TYPE)); }
 
@@ -544,21 +688,40 @@ static hc_expr *prologue_vload(rw *c, const hc_tensor *t, hc_expr *call) {
     bool isvec;
     hc_expr *r = vectorize(&v, s, &isvec);
     if (!v.bad) return isvec ? r : as_vec(&v, r, false);
-    /* lane by lane into a register array */
-    hc_var *arr = register_array(c, lanes);
+    /* lane by lane into a register array; first, when the lanes stay within one block of
+     * every div/mod (one row of an im2col or pad), as one masked load */
     hc_arena *a = c->a;
+    piece pc = {.c = c, .L = L, .lanes = lanes};
+    hc_mutator pm = {.a = a, .ctx = &pc, .expr = piece_expr};
+    hc_expr *s2 = hc_mutate_expr(&pm, s);
+    hc_expr *fast = pc.bad ? NULL : range_load(&pc, s2, count, call->type);
+    hc_var *arr = register_array(c, lanes);
     hc_vec_push(&c->pending, hc_declare(a, arr, NULL));
+    if (fast && !pc.ok) { /* exact for every lane: no gather needed */
+        c->pending.len--; /* the register array is not needed */
+        return fast;
+    }
+    hc_builder b;
+    hc_builder_init(&b, a);
+    if (fast && pc.ok) {
+        hc_b_if_begin(&b, pc.ok);
+        hc_b_eval(&b, vcall(a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, at0(c, arr), fast,
+                            NULL));
+        hc_b_else(&b);
+    }
     if (count) {
         hc_var *z = hc_var_new(a, "z", hc_type_scalar(HC_INDEX_TYPE));
         hc_stmt *zs = hc_store(a, arr, 1, (hc_expr *[]){hc_ref(a, z)}, hc_f32(a, 0));
-        hc_vec_push(&c->pending, hc_for(a, z, hc_int(a, lanes), hc_serial(), zs));
+        hc_b_emit(&b, hc_for(a, z, hc_int(a, lanes), hc_serial(), zs));
     }
     hc_var *l = hc_var_new(a, "l", hc_type_scalar(HC_INDEX_TYPE));
     hc_expr *sl = hc_subst_expr(a, s, 1, &L, (hc_expr *[]){hc_ref(a, l)});
     hc_stmt *st = hc_store(a, arr, 1, (hc_expr *[]){hc_ref(a, l)}, sl);
     hc_expr *ext = min_lanes(c, count, lanes);
     if (count) ext = hc_max(a, ext, hc_int(a, 0));
-    hc_vec_push(&c->pending, hc_for(a, l, ext, hc_serial(), st));
+    hc_b_emit(&b, hc_for(a, l, ext, hc_serial(), st));
+    if (fast && pc.ok) hc_b_end(&b);
+    hc_vec_push(&c->pending, hc_builder_finish(&b));
     return vcall(a, HC_PRIM_VLOAD, call->type, 1, at0(c, arr), NULL, NULL);
 }
 

@@ -243,6 +243,8 @@ const char *hc_unop_symbol(hc_unop op);
  * result has the argument's type; ISNAN/ISINF give bool). Vector primitives:
  *   VLOAD(ptr)             -> vector of the call's type, unaligned load of lanes elements
  *   VLOAD_MASK(ptr, n)     -> first n lanes loaded (n may exceed lanes), others 0
+ *   VLOAD_RANGE(ptr, lo, hi) -> lanes lo <= i < hi loaded, the others 0 and not read
+ *                             (no fault: ptr itself may point outside the buffer)
  *   VSTORE(ptr, v)         -> void
  *   VSTORE_MASK(ptr, v, n) -> void, first n lanes stored
  *   VBROADCAST(x)          -> vector with every lane x
@@ -278,6 +280,7 @@ const char *hc_unop_symbol(hc_unop op);
     X(FMOD, "fmod", 2, 0)                                                                \
     X(VLOAD, "vload", 1, 1)                                                              \
     X(VLOAD_MASK, "vload_mask", 2, 1)                                                    \
+    X(VLOAD_RANGE, "vload_range", 3, 1)                                                  \
     X(VSTORE, "vstore", 2, 1)                                                            \
     X(VSTORE_MASK, "vstore_mask", 3, 1)                                                  \
     X(VBROADCAST, "vbroadcast", 1, 1)                                                    \

@@ -193,7 +193,8 @@ hc_task *nn_task_matmul(hc_arena *a, const hc_node *n, hc_error *err) {
  * the node's own indices. */
 typedef struct rebind_ctx {
     hc_var *from[3], *to[3];
-    bool bad; /* a parameter used other than by a 3-index access */
+    bool bad;      /* a parameter used other than by a 3-index access */
+    bool bcast[3]; /* one matrix for every batch (A of a conv's weights at batch > 1) */
 } rebind_ctx;
 
 static int rebind_find(const rebind_ctx *c, const hc_var *v) {
@@ -208,7 +209,10 @@ static hc_expr **rebind_idx(hc_arena *a, const rebind_ctx *c, int p, int n, hc_e
     for (int i = 0; i < n; i++) hc_expr_is_const_int(ot->shape[i], &os[i]);
     for (int i = 0; i < nt->ndim; i++) hc_expr_is_const_int(nt->shape[i], &ns[i]);
     hc_expr **out = HC_NEW_ARRAY(a, hc_expr *, nt->ndim);
-    hc_reshape_index(a, n, os, idx, nt->ndim, ns, out);
+    hc_expr *bidx[3] = {idx[0], n > 1 ? idx[1] : NULL, n > 2 ? idx[2] : NULL};
+    if (c->bcast[p]) /* the batch index selects nothing: [batch, m, k] reads [1, m, k] */
+        bidx[0] = hc_int(a, 0), os[0] = 1;
+    hc_reshape_index(a, n, os, bidx, nt->ndim, ns, out);
     return out;
 }
 
@@ -260,6 +264,10 @@ static bool mm_template_shape(const hc_node *n, hc_matmul_shape *s) {
         *s = (hc_matmul_shape){1, batch * d.m, d.n, d.k};
         return true;
     }
+    if (a_batch == 1 && b_batch == batch) { /* one A for every batch of B (conv weights) */
+        *s = (hc_matmul_shape){batch, d.m, d.n, d.k};
+        return true;
+    }
     return false;
 }
 
@@ -291,7 +299,8 @@ hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
     hc_error e2 = {0};
     hc_func *f = hc_matmul_cpu(a, fname, &s, &cfg, target, &e2);
     if (!f || f->nparams != 3) return NULL; /* the auto-scheduler still handles it */
-    rebind_ctx c = {{f->params[0], f->params[1], f->params[2]}, {NULL}, false};
+    rebind_ctx c = {{f->params[0], f->params[1], f->params[2]}, {NULL}, false, {false}};
+    c.bcast[0] = s.batch > 1 && hc_tensor_numel(nn_in(n, 0)) == s.m * s.k;
     const hc_tnode *tn[3] = {t->inputs[0], t->inputs[1], t->outputs[0]};
     for (int i = 0; i < 3; i++) {
         const hc_type *ty = hc_type_tensor_c(a, HC_F32, tn[i]->ndim, tn[i]->shape,
