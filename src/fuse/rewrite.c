@@ -526,6 +526,11 @@ typedef struct piece {
     int lanes;
     hc_expr *ok;   /* runtime condition under which the rewritten expression is exact */
     bool bad;
+    /* the one lane-dependent div/mod: x / w, x % w with x = x0 + L; this piece covers
+     * the lanes with (x0 % w + L) / w == seg */
+    const hc_expr *x;
+    int64_t w;
+    int seg;
 } piece;
 
 static void piece_and(piece *p, hc_expr *cond) {
@@ -549,11 +554,16 @@ static hc_expr *piece_expr(hc_mutator *m, hc_expr *e) {
         p->bad = true;
         return e;
     }
+    if (p->x && (p->w != w || !hc_expr_equal(p->x, e->u.bin.a))) { /* a second divisor */
+        p->bad = true;
+        return e;
+    }
+    p->x = e->u.bin.a, p->w = w;
     hc_arena *a = p->c->a;
     hc_expr *x0 = lane0(p->c, p->L, e->u.bin.a), *W = hc_int(a, w);
-    piece_and(p, hc_lt(a, hc_add(a, hc_mod(a, x0, W), hc_int(a, p->lanes - 1)), W));
-    if (e->u.bin.op == HC_OP_DIV) return hc_div(a, x0, W);
-    return hc_add(a, hc_mod(a, x0, W), hc_ref(a, p->L));
+    /* in piece seg: x / w = x0 / w + seg and x % w = x0 % w - seg * w + L */
+    if (e->u.bin.op == HC_OP_DIV) return hc_add(a, hc_div(a, x0, W), hc_int(a, p->seg));
+    return hc_add(a, hc_sub(a, hc_mod(a, x0, W), hc_int(a, p->seg * w)), hc_ref(a, p->L));
 }
 
 typedef struct lrange {
@@ -619,6 +629,11 @@ static hc_expr *range_load(piece *p, hc_expr *e, hc_expr *count, const hc_type *
     hc_arena *a = p->c->a;
     lrange r = {.lo = hc_int(a, 0), .hi = count ? hc_min(a, count, hc_int(a, p->lanes))
                                                 : hc_int(a, p->lanes)};
+    if (p->x) { /* the lanes of piece seg: seg * w - x0 % w <= L < (seg + 1) * w - x0 % w */
+        hc_expr *m0 = hc_mod(a, lane0(p->c, p->L, (hc_expr *)p->x), hc_int(a, p->w));
+        r.lo = hc_max(a, r.lo, hc_sub(a, hc_int(a, p->seg * p->w), m0));
+        r.hi = hc_min(a, r.hi, hc_sub(a, hc_int(a, (p->seg + 1) * p->w), m0));
+    }
     hc_expr *ld = e;
     if (e->kind == HC_E_SELECT) {
         int64_t zero;
@@ -691,10 +706,22 @@ static hc_expr *prologue_vload(rw *c, const hc_tensor *t, hc_expr *call) {
     /* lane by lane into a register array; first, when the lanes stay within one block of
      * every div/mod (one row of an im2col or pad), as one masked load */
     hc_arena *a = c->a;
+    /* one masked load per piece: the lanes of a vector span at most this many blocks of
+     * the divisor (rows of an im2col); their loads cover disjoint lanes, so they add up */
     piece pc = {.c = c, .L = L, .lanes = lanes};
     hc_mutator pm = {.a = a, .ctx = &pc, .expr = piece_expr};
     hc_expr *s2 = hc_mutate_expr(&pm, s);
     hc_expr *fast = pc.bad ? NULL : range_load(&pc, s2, count, call->type);
+    int nseg = pc.x ? (int)((lanes - 1 + pc.w - 1) / pc.w) + 1 : 1;
+    for (int seg = 1; fast && seg < nseg && seg <= 16; seg++) {
+        piece ps = {.c = c, .L = L, .lanes = lanes, .ok = pc.ok, .seg = seg};
+        hc_mutator psm = {.a = a, .ctx = &ps, .expr = piece_expr};
+        hc_expr *sp = hc_mutate_expr(&psm, s);
+        hc_expr *part = ps.bad ? NULL : range_load(&ps, sp, count, call->type);
+        fast = part ? hc_binary(a, HC_OP_ADD, fast, part) : NULL;
+        pc.ok = ps.ok;
+    }
+    if (nseg > 17) fast = NULL;
     hc_var *arr = register_array(c, lanes);
     hc_vec_push(&c->pending, hc_declare(a, arr, NULL));
     if (fast && !pc.ok) { /* exact for every lane: no gather needed */
