@@ -8,9 +8,7 @@
 # exported into $BUILD/models-full (cached; shared with bench/models.sh and make
 # test-models). BUILD defaults to build-bench (a Release build of the hidetc program).
 set -u
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$SRC/build-bench}
-OUT=$SRC/bench/results/fusion.md
+OUT=$(cd "$(dirname "$0")" && pwd)/results/fusion.md
 repeat=20 threads=2 rounds=3
 models=(resnet50 inception_v3 mobilenet_v2 bert gpt2)
 args="$*"
@@ -25,15 +23,9 @@ while [ $# -gt 0 ]; do
        exit 2 ;;
     esac
 done
-die() { echo "bench/fusion.sh: $*" >&2; exit 1; }
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null || die "cmake failed"
-cmake --build "$BUILD" --target hidetc -j2 >/dev/null || die "build failed"
-HIDETC=$BUILD/hidetc
+NAME=fusion.sh
+source "$(dirname "$0")/common.sh"
 export HIDETC_CACHE_DIR=${HIDETC_CACHE_DIR:-$BUILD/bench-cache}
-MODELS=$BUILD/models-full
-bash "$SRC/tests/models/export_cached.sh" "$MODELS" --full --opset 13 17 || die "export failed"
-
-median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 bench_ms() { "$HIDETC" bench "$1" --threads "$threads" --warmup 3 --repeat "$repeat" "${@:2}" |
              sed -n 's/^median_ms: \([^ ]*\).*/\1/p'; }
 

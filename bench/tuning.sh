@@ -9,9 +9,7 @@
 # Models: tests/models/export.py --full (opset 17) in $BUILD/models-full (cached; shared with
 # bench/models.sh and bench/fusion.sh). BUILD defaults to build-bench.
 set -u
-SRC=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$SRC/build-bench}
-OUT=$SRC/bench/results/tuning.md
+OUT=$(cd "$(dirname "$0")" && pwd)/results/tuning.md
 repeat=20 threads=2 rounds=3
 models=(resnet50 inception_v3 mobilenet_v2 bert gpt2)
 args="$*"
@@ -26,19 +24,12 @@ while [ $# -gt 0 ]; do
        exit 2 ;;
     esac
 done
-die() { echo "bench/tuning.sh: $*" >&2; exit 1; }
-cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null || die "cmake failed"
-cmake --build "$BUILD" --target hidetc -j2 >/dev/null || die "build failed"
-HIDETC=$BUILD/hidetc
-MODELS=$BUILD/models-full
-bash "$SRC/tests/models/export_cached.sh" "$MODELS" --full --opset 13 17 || die "export failed"
+NAME=tuning.sh
+source "$(dirname "$0")/common.sh"
 WORK=$BUILD/tuning
 mkdir -p "$WORK"
 export HIDETC_NO_PROGRESS=1
 
-now() { date +%s%N; }
-secs() { awk -v ns=$(($(now) - $1)) 'BEGIN { printf "%.1f", ns / 1e9 }'; }
-median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else printf "%.3f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 bench_ms() { "$HIDETC" bench "$1" --warmup 3 --repeat "$repeat" | sed -n 's/^median_ms: \([^ ]*\).*/\1/p'; }
 
 rows=()

@@ -12,46 +12,13 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "test.h"
+#include "graph_build.h"
 
 static hc_rng rng;
 
 static int64_t pick(const int64_t *v, int n) { return v[hc_rng_next(&rng) % (uint64_t)n]; }
 static int pick_int(int n) { return (int)(hc_rng_next(&rng) % (uint64_t)n); }
 
-static hc_tensor *op(hc_graph *g, hc_op_kind k, int nin, hc_tensor **in, int nattrs,
-                     const hc_attr *attrs) {
-    hc_error err = {0};
-    hc_node *n = hc_graph_add_node(g, k, NULL, nin, in, 0, NULL, nattrs, attrs, &err);
-    CHECK_MSG(n != NULL, "add %s: %s", hc_op_name(k), err.msg);
-    if (!n) abort();
-    return n->outputs[0];
-}
-#define T(...) ((hc_tensor *[]){__VA_ARGS__})
-#define NT(...) (int)(sizeof((hc_tensor *[]){__VA_ARGS__}) / sizeof(hc_tensor *))
-#define OP(g, kind, ...) op((g), HC_OPK_##kind, NT(__VA_ARGS__), T(__VA_ARGS__), 0, NULL)
-#define OPA(g, kind, attrs, nattrs, ...)                                                   \
-    op((g), HC_OPK_##kind, NT(__VA_ARGS__), T(__VA_ARGS__), (nattrs), (attrs))
-
-static hc_attr ints_attr(const char *name, int n, const int64_t *v) {
-    return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
-}
-static hc_attr int_attr(const char *name, int64_t v) {
-    return (hc_attr){.name = name, .kind = HC_ATTR_INT, .i = v};
-}
-
-static hc_tensor *rand_const(hc_graph *g, int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    float *v = malloc(sizeof(float) * (size_t)(n + 1));
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(&rng, -1, 1);
-    hc_tensor *t = hc_graph_constant(g, NULL, HC_F32, ndim, shape, v);
-    free(v);
-    return t;
-}
-
-static hc_tensor *shape_const(hc_graph *g, int n, const int64_t *v) {
-    return hc_graph_constant(g, NULL, HC_I64, 1, (int64_t[]){n}, v);
-}
 
 /* ---- checking ------------------------------------------------------------------------ */
 typedef hc_graph *(*builder)(uint64_t seed, int *expect_kernels);
@@ -150,8 +117,8 @@ static const int64_t dims[] = {1, 3, 7, 13, 16, 17, 31, 33, 64, 65};
 /* An epilogue op on y (shape [m, n]) that keeps it fusible; may read a new graph input. */
 static hc_tensor *epilogue_op(hc_graph *g, hc_tensor *y, int64_t m, int64_t n, int *ninputs) {
     switch (pick_int(7)) {
-    case 0: return OP(g, ADD, y, rand_const(g, 1, (int64_t[]){n}));        /* bias on columns */
-    case 1: return OP(g, ADD, y, rand_const(g, 2, (int64_t[]){m, 1}));     /* bias on rows */
+    case 0: return OP(g, ADD, y, rand_const(g, &rng, 1, (int64_t[]){n}));        /* bias on columns */
+    case 1: return OP(g, ADD, y, rand_const(g, &rng, 2, (int64_t[]){m, 1}));     /* bias on rows */
     case 2: return OP(g, RELU, y);
     case 3: return OP(g, TANH, y);
     case 4: {                                                              /* residual input */
@@ -159,7 +126,7 @@ static hc_tensor *epilogue_op(hc_graph *g, hc_tensor *y, int64_t m, int64_t n, i
         snprintf(name, sizeof name, "r%d", (*ninputs)++);
         return OP(g, ADD, y, hc_graph_add_input(g, name, HC_F32, 2, (int64_t[]){m, n}));
     }
-    case 5: return OP(g, MUL, y, rand_const(g, 0, NULL));                 /* scalar scale */
+    case 5: return OP(g, MUL, y, rand_const(g, &rng, 0, NULL));                 /* scalar scale */
     default: return OP(g, SIGMOID, y);
     }
 }
@@ -182,18 +149,18 @@ static hc_graph *build_matmul(uint64_t seed, int *expect) {
     if (pro == 4) { /* B = a zero-padded input: the pad's reads are guarded by its select */
         int64_t lo = n > 2 ? 2 : 0, hi = n > 3 ? 1 : 0;
         hc_tensor *x = hc_graph_add_input(g, "bp", HC_F32, 2, (int64_t[]){k, n - lo - hi});
-        b = OP(g, PAD, x, shape_const(g, 4, (int64_t[]){0, lo, 0, hi}));
+        b = OP(g, PAD, x, i64_const(g, 4, (int64_t[]){0, lo, 0, hi}));
     } else if (pro == 3) { /* B = reshape + transpose of an input */
         hc_tensor *x = hc_graph_add_input(g, "bt", HC_F32, 3, (int64_t[]){n, 1, k});
-        hc_tensor *r = OP(g, RESHAPE, x, shape_const(g, 2, (int64_t[]){n, k}));
+        hc_tensor *r = OP(g, RESHAPE, x, i64_const(g, 2, (int64_t[]){n, k}));
         b = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, r);
     } else {
-        b = rand_const(g, 2, (int64_t[]){k, n});
+        b = rand_const(g, &rng, 2, (int64_t[]){k, n});
     }
     hc_tensor *y = OP(g, MATMUL, a, b);
     int chain = pick_int(4);
     for (int i = 0; i < chain; i++) y = epilogue_op(g, y, m, n, &ninputs);
-    if (pick_int(3) == 0) y = OP(g, RESHAPE, y, shape_const(g, 3, (int64_t[]){1, m, n}));
+    if (pick_int(3) == 0) y = OP(g, RESHAPE, y, i64_const(g, 3, (int64_t[]){1, m, n}));
     hc_graph_add_output(g, y);
     *expect = 1;
     return g;
@@ -211,8 +178,8 @@ static hc_graph *build_conv(uint64_t seed, int *expect) {
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){nb, c, h, w});
     hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){p, p, p, p}),
                     ints_attr("strides", 2, (int64_t[]){s, s})};
-    hc_tensor *y = OPA(g, CONV, at, 2, x, rand_const(g, 4, (int64_t[]){oc, c, kk, kk}),
-                       rand_const(g, 1, (int64_t[]){oc}));
+    hc_tensor *y = OPA(g, CONV, at, 2, x, rand_const(g, &rng, 4, (int64_t[]){oc, c, kk, kk}),
+                       rand_const(g, &rng, 1, (int64_t[]){oc}));
     int64_t oh = (h + 2 * p - kk) / s + 1, ow = (w + 2 * p - kk) / s + 1;
     if (pick_int(2)) {
         hc_tensor *r = hc_graph_add_input(g, "res", HC_F32, 4, (int64_t[]){nb, oc, oh, ow});
@@ -230,8 +197,8 @@ static hc_graph *build_conv_wide(uint64_t seed, int *expect) {
     hc_graph *g = hc_graph_new("wide", 13);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 5, 11, 37});
     hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){1, 2, 1, 0})};
-    hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, 4, (int64_t[]){6, 5, 3, 3}),
-                       rand_const(g, 1, (int64_t[]){6}));
+    hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, &rng, 4, (int64_t[]){6, 5, 3, 3}),
+                       rand_const(g, &rng, 1, (int64_t[]){6}));
     y = OP(g, ADD, y, hc_graph_add_input(g, "r", HC_F32, 4, (int64_t[]){1, 6, 11, 37}));
     hc_graph_add_output(g, OP(g, RELU, y));
     *expect = 1;
@@ -244,10 +211,10 @@ static hc_graph *build_reduce(uint64_t seed, int *expect) {
     hc_graph *g = hc_graph_new("reduce", 13);
     int64_t m = pick(dims, NDIMS), n = pick(dims, NDIMS);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, n});
-    hc_tensor *y = OP(g, MUL, x, rand_const(g, 1, (int64_t[]){n}));
+    hc_tensor *y = OP(g, MUL, x, rand_const(g, &rng, 1, (int64_t[]){n}));
     if (pick_int(2)) {
         y = OPA(g, SOFTMAX, (hc_attr[]){int_attr("axis", -1)}, 1, y);
-        y = OP(g, ADD, y, rand_const(g, 2, (int64_t[]){m, n}));
+        y = OP(g, ADD, y, rand_const(g, &rng, 2, (int64_t[]){m, n}));
     } else {
         y = OPA(g, REDUCE_MEAN, (hc_attr[]){ints_attr("axes", 1, (int64_t[]){1})}, 1, y);
         y = OP(g, SQRT, OP(g, ABS, y));
@@ -263,7 +230,7 @@ static hc_graph *build_chain(uint64_t seed, int *expect) {
     hc_graph *g = hc_graph_new("chain", 13);
     int64_t m = pick(dims, NDIMS), n = pick(dims, NDIMS);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, n});
-    hc_tensor *y = OP(g, ADD, x, rand_const(g, 1, (int64_t[]){n}));
+    hc_tensor *y = OP(g, ADD, x, rand_const(g, &rng, 1, (int64_t[]){n}));
     y = OP(g, MUL, y, OP(g, SIGMOID, x)); /* x read twice inside the group */
     y = OPA(g, TRANSPOSE, (hc_attr[]){ints_attr("perm", 2, (int64_t[]){1, 0})}, 1, y);
     y = OP(g, RELU, y);
@@ -282,7 +249,7 @@ static hc_graph *build_two_readers(uint64_t seed, int *expect) {
     (void)seed;
     hc_graph *g = hc_graph_new("two", 13);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){9, 20});
-    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, 2, (int64_t[]){20, 11}));
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &rng, 2, (int64_t[]){20, 11}));
     hc_tensor *a = OP(g, RELU, y), *b = OP(g, TANH, y);
     hc_graph_add_output(g, OP(g, ADD, a, b));
     *expect = 2; /* matmul | relu, tanh, add */
@@ -294,7 +261,7 @@ static hc_graph *build_graph_output_mid(uint64_t seed, int *expect) {
     (void)seed;
     hc_graph *g = hc_graph_new("mid", 13);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){5, 7});
-    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, 2, (int64_t[]){7, 3}));
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &rng, 2, (int64_t[]){7, 3}));
     hc_graph_add_output(g, y);
     hc_graph_add_output(g, OP(g, RELU, y));
     *expect = 2;
@@ -357,7 +324,7 @@ static void test_im2col_vectorized(void) {
     hc_graph *g = hc_graph_new("conv", 13);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 3, 9, 40});
     hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){1, 1, 1, 1})};
-    hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, 4, (int64_t[]){8, 3, 3, 3}));
+    hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, &rng, 4, (int64_t[]){8, 3, 3, 3}));
     hc_graph_add_output(g, OP(g, RELU, y));
     hc_error err = {0};
     CHECK(hc_graph_optimize(g, &err) == HC_OK);

@@ -6,52 +6,18 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "test.h"
+#include "graph_build.h"
 
 static hc_rng weights_rng;
 
 /* ---- graph building ---------------------------------------------------------------- */
-static hc_tensor *op(hc_graph *g, hc_op_kind k, int nin, hc_tensor **in, int nattrs,
-                     const hc_attr *attrs) {
-    hc_error err = {0};
-    hc_node *n = hc_graph_add_node(g, k, NULL, nin, in, 0, NULL, nattrs, attrs, &err);
-    CHECK_MSG(n != NULL, "add %s: %s", hc_op_name(k), err.msg);
-    if (!n) abort(); /* the rest of the builder cannot continue */
-    return n->outputs[0];
-}
-
-#define T(...) ((hc_tensor *[]){__VA_ARGS__})
-#define NT(...) (int)(sizeof((hc_tensor *[]){__VA_ARGS__}) / sizeof(hc_tensor *))
-#define OP(g, kind, ...) op((g), HC_OPK_##kind, NT(__VA_ARGS__), T(__VA_ARGS__), 0, NULL)
-#define OPA(g, kind, attrs, nattrs, ...)                                                   \
-    op((g), HC_OPK_##kind, NT(__VA_ARGS__), T(__VA_ARGS__), (nattrs), (attrs))
-
-static hc_attr ints_attr(const char *name, int n, const int64_t *v) {
-    return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
-}
-static hc_attr int_attr(const char *name, int64_t v) {
-    return (hc_attr){.name = name, .kind = HC_ATTR_INT, .i = v};
-}
-
-static hc_tensor *rand_const(hc_graph *g, int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++) n *= shape[d];
-    float *v = malloc(sizeof(float) * (size_t)(n + 1));
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(&weights_rng, -1, 1);
-    hc_tensor *t = hc_graph_constant(g, NULL, HC_F32, ndim, shape, v);
-    free(v);
-    return t;
-}
-
-static hc_tensor *i64_const(hc_graph *g, int n, const int64_t *v) {
-    return hc_graph_constant(g, NULL, HC_I64, 1, (int64_t[]){n}, v);
-}
 
 /* conv -> relu -> maxpool -> reshape -> gemm -> softmax */
 static hc_graph *build_cnn(void) {
     hc_graph *g = hc_graph_new("cnn", 13);
     hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 3, 9, 9});
-    hc_tensor *w = rand_const(g, 4, (int64_t[]){4, 3, 3, 3});
-    hc_tensor *b = rand_const(g, 1, (int64_t[]){4});
+    hc_tensor *w = rand_const(g, &weights_rng, 4, (int64_t[]){4, 3, 3, 3});
+    hc_tensor *b = rand_const(g, &weights_rng, 1, (int64_t[]){4});
     hc_attr conv[] = {ints_attr("pads", 4, (int64_t[]){1, 1, 1, 1})};
     hc_tensor *y = OPA(g, CONV, conv, 1, x, w, b);
     y = OP(g, RELU, y);
@@ -59,8 +25,8 @@ static hc_graph *build_cnn(void) {
                       ints_attr("strides", 2, (int64_t[]){2, 2})};
     y = OPA(g, MAX_POOL, pool, 2, y);
     y = OP(g, RESHAPE, y, i64_const(g, 2, (int64_t[]){1, 64}));
-    hc_tensor *w2 = rand_const(g, 2, (int64_t[]){10, 64});
-    hc_tensor *b2 = rand_const(g, 1, (int64_t[]){10});
+    hc_tensor *w2 = rand_const(g, &weights_rng, 2, (int64_t[]){10, 64});
+    hc_tensor *b2 = rand_const(g, &weights_rng, 1, (int64_t[]){10});
     hc_attr gemm[] = {int_attr("transB", 1)};
     y = OPA(g, GEMM, gemm, 1, y, w2, b2);
     hc_attr sm[] = {int_attr("axis", -1)};
@@ -79,7 +45,7 @@ static hc_graph *build_shared(void) {
     hc_graph_add_output(g, c);
     hc_graph_add_output(g, a);
     hc_graph_add_output(g, x);
-    hc_graph_add_output(g, rand_const(g, 2, (int64_t[]){2, 3}));
+    hc_graph_add_output(g, rand_const(g, &weights_rng, 2, (int64_t[]){2, 3}));
     hc_graph_add_output(g, a);
     return g;
 }
@@ -93,7 +59,7 @@ static hc_graph *build_reduce(void) {
     hc_attr red[] = {ints_attr("axes", 1, (int64_t[]){1}), int_attr("keepdims", 1)};
     y = OPA(g, REDUCE_MEAN, red, 2, y);
     y = OP(g, SIGMOID, y);
-    y = OP(g, MATMUL, y, rand_const(g, 2, (int64_t[]){3, 6}));
+    y = OP(g, MATMUL, y, rand_const(g, &weights_rng, 2, (int64_t[]){3, 6}));
     hc_graph_add_output(g, OP(g, TANH, y));
     return g;
 }
@@ -102,7 +68,7 @@ static hc_graph *build_reduce(void) {
 static hc_graph *build_gather(void) {
     hc_graph *g = hc_graph_new("gather", 13);
     hc_tensor *ids = hc_graph_add_input(g, "ids", HC_I64, 2, (int64_t[]){2, 5});
-    hc_tensor *table = rand_const(g, 2, (int64_t[]){20, 8});
+    hc_tensor *table = rand_const(g, &weights_rng, 2, (int64_t[]){20, 8});
     hc_tensor *e = OP(g, GATHER, table, ids);
     hc_attr red[] = {ints_attr("axes", 1, (int64_t[]){2}), int_attr("keepdims", 0)};
     hc_graph_add_output(g, OPA(g, REDUCE_SUM, red, 2, e));

@@ -246,9 +246,10 @@ static void print_tune_space(const hc_model *m, int threads) {
     int tasks = 0;
     for (int p = 0; p < np; p++) {
         int i = first[p];
+        if (i < 0 || !hc_model_kernel_templated(m, i)) continue;
         const hc_node *a = hc_model_kernel_node(m, i);
         const hc_op_def *def = hc_op_get(a->op);
-        if (i < 0 || !hc_model_kernel_templated(m, i) || !def || !def->space) continue;
+        if (!def || !def->space) continue;
         int c[3];
         for (int l = 0; l < 3; l++) c[l] = def->space(a, &t, l), total[l] += c[l];
         tasks++;

@@ -82,16 +82,6 @@ static bool in_group(const pctx *c, const hc_node *n, int gid) {
     return k >= 0 && c->nodes[k].group == gid;
 }
 
-/* Does node k read a tensor produced inside group gid? */
-static bool reads_group(const pctx *c, int k, int gid) {
-    const hc_node *n = c->nodes[k].n;
-    for (int i = 0; i < n->ninputs; i++) {
-        const hc_tensor *t = n->inputs[i];
-        if (t && t->producer && in_group(c, t->producer, gid)) return true;
-    }
-    return false;
-}
-
 static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
     int last = c->groups.data[gid].anchor ? kidx(c, c->groups.data[gid].anchor) : -1;
     for (;;) {
@@ -109,7 +99,7 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
         if (slot < 0 || !e->task->inverse[slot]) return;
         if (hc_tensor_numel(only_output(e->n)) != hc_tensor_numel(t)) return;
         /* the chained input must be its only tensor from this group */
-        e->group = gid; /* tentatively, so reads_group sees t's producer as a member */
+        e->group = gid; /* tentatively: in_group below counts it */
         bool other = false;
         for (int i = 0; i < e->n->ninputs; i++) {
             const hc_tensor *u = e->n->inputs[i];
@@ -202,8 +192,7 @@ static int cmp_int(const void *x, const void *y) {
 
 typedef HC_VEC(hc_tensor *) tensor_vec;
 
-static void push_unique(hc_arena *a, tensor_vec *v, hc_tensor *t) {
-    (void)a;
+static void push_unique(tensor_vec *v, hc_tensor *t) {
     for (size_t i = 0; i < v->len; i++)
         if (v->data[i] == t) return;
     hc_vec_push(v, t);
@@ -229,7 +218,7 @@ static void group_io(pctx *c, hc_group *grp, int gid) {
             const hc_node *n = mem[m];
             for (int i = 0; i < n->ninputs; i++) {
                 hc_tensor *t = n->inputs[i];
-                if (t && !(t->producer && in_group(c, t->producer, gid))) push_unique(c->a, &ins, t);
+                if (t && !(t->producer && in_group(c, t->producer, gid))) push_unique(&ins, t);
             }
         }
         for (int m = 0; m < nm; m++) {
@@ -243,7 +232,7 @@ static void group_io(pctx *c, hc_group *grp, int gid) {
                     const hc_node *r = c->nodes[j].n;
                     for (int s = 0; s < r->ninputs; s++) outside |= r->inputs[s] == t;
                 }
-                if (outside) push_unique(c->a, &outs, t);
+                if (outside) push_unique(&outs, t);
             }
         }
     }
@@ -386,7 +375,6 @@ hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, int nnodes, hc_node 
         *out = flat;
         return st;
     }
-    (void)reads_group;
     hc_vec_free(&c.groups);
     return HC_OK;
 }

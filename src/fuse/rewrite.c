@@ -296,8 +296,20 @@ static bool mentions(const hc_expr *e, const hc_var *v) {
     return true;
 }
 
-/* Coefficient of lane var L in the row-major flat offset of idx into buf; -1 when the
- * offset is not L-affine. */
+/* Coefficient of L in a linear form, after folding div/mod pairs; INT64_MIN when the form
+ * is not affine in L (a term other than L itself mentions it). */
+static int64_t lin_lane_coef(lin *l, const hc_var *L) {
+    lin_fold_divmod(l);
+    if (!l->ok) return INT64_MIN;
+    int64_t k = 0;
+    for (int i = 0; i < l->n; i++) {
+        if (l->atom[i]->kind == HC_E_VAR && l->atom[i]->u.var == L) k += l->coef[i];
+        else if (mentions(l->atom[i], L)) return INT64_MIN;
+    }
+    return k;
+}
+
+/* Coefficient of L in the row-major flat offset of idx into buf (INT64_MIN: not affine). */
 static int64_t lane_coef(const hc_var *buf, int n, hc_expr *const *idx, const hc_var *L) {
     const hc_type *t = buf->type;
     lin l = {.ok = true};
@@ -308,14 +320,14 @@ static int64_t lane_coef(const hc_var *buf, int n, hc_expr *const *idx, const hc
         if (d < t->ndim) hc_expr_is_const_int(t->shape[d], &ext);
         stride *= ext;
     }
-    lin_fold_divmod(&l);
-    if (!l.ok) return -1;
-    int64_t k = 0;
-    for (int i = 0; i < l.n; i++) {
-        if (l.atom[i]->kind == HC_E_VAR && l.atom[i]->u.var == L) k += l.coef[i];
-        else if (mentions(l.atom[i], L)) return -1;
-    }
-    return k;
+    return lin_lane_coef(&l, L);
+}
+
+/* Coefficient of L in e (INT64_MIN: not affine). */
+static int64_t lane_coef1(const hc_expr *e, const hc_var *L) {
+    lin l = {.ok = true};
+    lin_of(&l, e, 1);
+    return lin_lane_coef(&l, L);
 }
 
 /* ---- vectorizing a lane expression -------------------------------------------------- */
@@ -506,20 +518,6 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
 }
 
 /* ---- piecewise-contiguous gathers (im2col, pad) ------------------------------------- */
-/* Coefficient of L in e when e is affine in L (no other term mentions L); else INT64_MIN. */
-static int64_t lane_coef1(const hc_expr *e, const hc_var *L) {
-    lin l = {.ok = true};
-    lin_of(&l, e, 1);
-    lin_fold_divmod(&l);
-    if (!l.ok) return INT64_MIN;
-    int64_t k = 0;
-    for (int i = 0; i < l.n; i++) {
-        if (l.atom[i]->kind == HC_E_VAR && l.atom[i]->u.var == L) k += l.coef[i];
-        else if (mentions(l.atom[i], L)) return INT64_MIN;
-    }
-    return k;
-}
-
 typedef struct piece {
     rw *c;
     hc_var *L;
@@ -636,11 +634,9 @@ static hc_expr *range_load(piece *p, hc_expr *e, hc_expr *count, const hc_type *
     }
     hc_expr *ld = e;
     if (e->kind == HC_E_SELECT) {
-        int64_t zero;
         const hc_expr *f = e->u.sel.f;
         bool fzero = f->kind == HC_E_CONST && hc_type_is_scalar(f->type, HC_F32) &&
                      f->u.c.f == 0.0;
-        (void)zero;
         if (!fzero || !range_term(p->c, p->L, e->u.sel.cond, &r)) return NULL;
         ld = e->u.sel.t;
     }

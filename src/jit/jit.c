@@ -289,23 +289,30 @@ static void keep_first(hc_status *first, hc_status st, hc_error *err, const hc_e
     if (err) *err = *local;
 }
 
+/* What every build needs first: the compiler's version (part of every key) and the cache
+ * directory, created (*dir malloc'ed on success). */
+static hc_status jit_prepare(const hc_jit_options *opt, const char *cc, const char **version,
+                             char **dir, hc_error *err) {
+    *version = compiler_version(cc);
+    if (!*version)
+        return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' (`%s --version` failed)",
+                            cc, cc);
+    *dir = hc_jit_cache_dir(opt);
+    hc_status st = hc_mkdirs(*dir, err);
+    if (st != HC_OK) free(*dir), *dir = NULL;
+    return st;
+}
+
 static int default_jobs(void) { return hc_target_host()->num_cores; }
 
 hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_options *opt,
                             int jobs, hc_jit_lib **out, hc_error *err) {
-    const char *cc = resolve_cc(opt), *cflags = resolve_cflags(opt);
+    const char *cc = resolve_cc(opt), *cflags = resolve_cflags(opt), *version;
     bool verbose = opt && opt->verbose;
     for (int i = 0; i < n; i++) out[i] = NULL;
-    const char *version = compiler_version(cc);
-    if (!version)
-        return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' (`%s --version` failed)",
-                            cc, cc);
-    char *dir = hc_jit_cache_dir(opt);
-    hc_status first = hc_mkdirs(dir, err);
-    if (first != HC_OK) {
-        free(dir);
-        return first;
-    }
+    char *dir;
+    hc_status first = jit_prepare(opt, cc, &version, &dir, err);
+    if (first != HC_OK) return first;
     if (jobs <= 0) jobs = default_jobs();
     job *js = hc_xcalloc((size_t)(n > 0 ? n : 1), sizeof *js);
     hc_error local;
@@ -393,18 +400,11 @@ hc_status hc_jit_build_parallel_progress(int n, const char *const *sources,
                                          hc_jit_lib **out, hc_error *err) {
     *out = NULL;
     if (n < 1) return hc_error_set(err, HC_ERR_INVALID, "jit: no sources to build");
-    const char *cc = resolve_cc(opt), *cflags = resolve_cflags(opt);
+    const char *cc = resolve_cc(opt), *cflags = resolve_cflags(opt), *version;
     bool verbose = opt && opt->verbose;
-    const char *version = compiler_version(cc);
-    if (!version)
-        return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' (`%s --version` failed)",
-                            cc, cc);
-    char *dir = hc_jit_cache_dir(opt);
-    hc_status first = hc_mkdirs(dir, err);
-    if (first != HC_OK) {
-        free(dir);
-        return first;
-    }
+    char *dir;
+    hc_status first = jit_prepare(opt, cc, &version, &dir, err);
+    if (first != HC_OK) return first;
     /* the library's key: every source, in order, and everything that shapes an object */
     hc_hasher h;
     hc_hash_init(&h);

@@ -215,6 +215,20 @@ static const hc_tensor *group_param(const hc_group *g, int i) {
  * the real shapes; keep the best. The fused program is what is measured: a prologue
  * changes what a config costs (an im2col gather in the packing of B makes reading B in
  * place ruinous), so tuning the anchor alone picks wrong configs. */
+/* Kernel k's group scheduled with candidate c of its anchor's space, named `name`. */
+static hc_func *schedule_candidate(hc_model *m, const kernel *k, const hc_target *target, int c,
+                                   const char *name, hc_error *err) {
+    hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
+    bool templated;
+    const char *why = NULL;
+    hc_func *f = hc_fuse_schedule(&m->arena, &k->group, target, &o, name, &templated, &why, err);
+    if (!f)
+        hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
+                     "tuning '%s': candidate %d could not be scheduled%s%s", k->node->name, c,
+                     why ? ": " : "", why ? why : "");
+    return f;
+}
+
 static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *target,
                              hc_progress *pg, hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
@@ -224,58 +238,54 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_progress_step(pg, job->ncand);
         hc_progress_task_done(pg);
         k->chosen = rec.best, k->tune_cached = true;
-    } else {
-        const hc_group *ag = &k->group;
-        hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
-        for (int c = 0; c < job->ncand; c++) {
-            hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
-            bool templated;
-            const char *why;
-            const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
-            cands[c] = hc_fuse_schedule(&m->arena, ag, target, &o, name, &templated, &why, err);
-            if (!cands[c])
-                return hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
-                                    "tuning '%s': candidate %d could not be scheduled%s%s",
-                                    k->node->name, c, why ? ": " : "", why ? why : "");
-        }
-        int np = ag->ninputs + ag->noutputs;
-        void **args = hc_xcalloc((size_t)np + 1, sizeof(void *));
-        hc_rng rng = {0x1234};
-        for (int i = 0; i < np; i++) {
-            const hc_tensor *t = group_param(ag, i);
-            if (i < ag->ninputs && is_const(t)) {
-                args[i] = t->data;
-                continue;
-            }
-            size_t bytes = (hc_tensor_nbytes(t) + 63) / 64 * 64;
-            args[i] = aligned_alloc(64, bytes ? bytes : 64);
-            fill_random(args[i], t, &rng);
-        }
-        hc_tune_result res = {0};
-        hc_status st = hc_tune_select(&m->arena, job->ncand, cands, args, target, m->opt.jit,
-                                      pg, &res, err);
-        for (int i = 0; i < np; i++)
-            if (!(i < ag->ninputs && is_const(group_param(ag, i)))) free(args[i]);
-        free(args);
-        free(res.ms);
-        if (st != HC_OK) return st;
-        hc_progress_task_done(pg);
-        rec = (hc_tune_record){res.best, res.best_ms, job->ncand};
-        st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
-        if (st != HC_OK) return st;
-        k->chosen = res.best;
-    }
-    if (k->chosen != 0) {
-        hc_sched_opts o = {.level = m->opt.tune_level, .candidate = k->chosen};
-        bool templated;
-        const char *why;
-        hc_func *f = hc_fuse_schedule(&m->arena, &k->group, target, &o, k->func->name,
-                                      &templated, &why, err);
-        if (!f)
-            return hc_error_set(err, err && err->status ? err->status : HC_ERR_UNSUPPORTED,
-                                "tuning '%s': the chosen candidate %d could not be scheduled",
-                                k->node->name, k->chosen);
+        if (k->chosen == 0) return HC_OK; /* the default program is already scheduled */
+        hc_func *f = schedule_candidate(m, k, target, k->chosen, k->func->name, err);
+        if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
         k->func = f;
+        return HC_OK;
+    }
+    const hc_group *ag = &k->group;
+    hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
+    for (int c = 0; c < job->ncand; c++) {
+        const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
+        if (c == 0) { /* the default program, scheduled already: renamed copy */
+            cands[0] = HC_NEW(&m->arena, hc_func);
+            *cands[0] = *k->func;
+            cands[0]->name = name;
+            continue;
+        }
+        cands[c] = schedule_candidate(m, k, target, c, name, err);
+        if (!cands[c]) return err ? err->status : HC_ERR_UNSUPPORTED;
+    }
+    int np = ag->ninputs + ag->noutputs;
+    void **args = hc_xcalloc((size_t)np + 1, sizeof(void *));
+    hc_rng rng = {0x1234};
+    for (int i = 0; i < np; i++) {
+        const hc_tensor *t = group_param(ag, i);
+        if (i < ag->ninputs && is_const(t)) {
+            args[i] = t->data;
+            continue;
+        }
+        size_t bytes = (hc_tensor_nbytes(t) + 63) / 64 * 64;
+        args[i] = aligned_alloc(64, bytes ? bytes : 64);
+        fill_random(args[i], t, &rng);
+    }
+    hc_tune_result res = {0};
+    hc_status st = hc_tune_select(&m->arena, job->ncand, cands, args, target, m->opt.jit, pg,
+                                  &res, err);
+    for (int i = 0; i < np; i++)
+        if (!(i < ag->ninputs && is_const(group_param(ag, i)))) free(args[i]);
+    free(args);
+    free(res.ms);
+    if (st != HC_OK) return st;
+    hc_progress_task_done(pg);
+    rec = (hc_tune_record){res.best, res.best_ms, job->ncand};
+    st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
+    if (st != HC_OK) return st;
+    k->chosen = res.best;
+    if (k->chosen != 0) { /* the winner's program, under the kernel's name */
+        cands[k->chosen]->name = k->func->name;
+        k->func = cands[k->chosen];
     }
     return HC_OK;
 }
