@@ -296,11 +296,36 @@ static void random_job(hc_rng *r, const hc_target *t, job *j) {
     c->pack_a = hc_rng_next(r) % 2, c->pack_b = hc_rng_next(r) % 2;
 }
 
+/* A random job whose A and/or B arrive pre-packed (hc_matmul_prepack), A maybe shared by
+ * every batch: the path of constant weights. */
+static void random_prepacked_job(hc_rng *r, const hc_target *t, job *j) {
+    random_job(r, t, j);
+    int which = 1 + (int)(hc_rng_next(r) % 3);
+    j->c.pre_a = which & 1, j->c.pre_b = (which & 2) != 0;
+    j->c.a_shared = j->c.pre_a && j->s.batch > 1 && hc_rng_next(r) % 2;
+}
+
 /* Run job i from `lib` and compare with the interpreter. */
 static void check_job(int i, const job *jb, hc_jit_lib *lib) {
     const hc_matmul_shape *s = &jb->s;
     int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n, nc = s->batch * s->m * s->n;
     float *A = random_buffer(na, 100 + i), *B = random_buffer(nb, 200 + i);
+    if (jb->c.a_shared) /* one A for every batch */
+        for (int64_t b = 1; b < s->batch; b++)
+            memcpy(A + b * s->m * s->k, A, sizeof(float) * (size_t)(s->m * s->k));
+    float *Ap = NULL, *Bp = NULL;
+    if (jb->c.pre_a) {
+        int64_t n = hc_matmul_packed_size(s, &jb->c, 0);
+        Ap = malloc(sizeof(float) * (size_t)n);
+        for (int64_t j = 0; j < n; j++) Ap[j] = NAN; /* every element is written */
+        hc_matmul_prepack(s, &jb->c, 0, A, Ap);
+    }
+    if (jb->c.pre_b) {
+        int64_t n = hc_matmul_packed_size(s, &jb->c, 1);
+        Bp = malloc(sizeof(float) * (size_t)n);
+        for (int64_t j = 0; j < n; j++) Bp[j] = NAN;
+        hc_matmul_prepack(s, &jb->c, 1, B, Bp);
+    }
     float *C = malloc(sizeof(float) * (size_t)nc), *R = malloc(sizeof(float) * (size_t)nc);
     for (int64_t j = 0; j < nc; j++) C[j] = NAN; /* detects elements never stored */
     hc_matmul_kernel kern;
@@ -314,7 +339,7 @@ static void check_job(int i, const job *jb, hc_jit_lib *lib) {
     hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
     CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
     if (kern.fn && st == HC_OK) {
-        hc_matmul_run(&kern, A, B, C);
+        hc_matmul_run(&kern, Ap ? Ap : A, Bp ? Bp : B, C);
         double maxerr = 0, tol = 1e-5 + 2e-6 * (double)s->k;
         int64_t where = -1;
         for (int64_t j = 0; j < nc; j++) {
@@ -330,13 +355,14 @@ static void check_job(int i, const job *jb, hc_jit_lib *lib) {
         hc_sb_free(&sb);
     }
     hc_arena_free(&a);
-    free(A), free(B), free(C), free(R);
+    free(A), free(B), free(C), free(R), free(Ap), free(Bp);
 }
 
 static void test_kernels(void) {
     const hc_target *t = hc_target_host();
     /* PER_UNIT kernels per translation unit: the prelude (immintrin.h) is parsed once */
-    enum { NCASES = HC_ARRAY_LEN(cases), NRANDOM = 8, N = NCASES + NRANDOM, PER_UNIT = 4 };
+    enum { NCASES = HC_ARRAY_LEN(cases), NRANDOM = 8, NPRE = 12 };
+    enum { N = NCASES + NRANDOM + NPRE, PER_UNIT = 4 };
     enum { NUNITS = (N + PER_UNIT - 1) / PER_UNIT };
     job jobs[N];
     char *sources[NUNITS];
@@ -349,7 +375,8 @@ static void test_kernels(void) {
     hc_func *funcs[N];
     for (int i = 0; i < N; i++) {
         if (i < NCASES) jobs[i] = (job){cases[i].s, case_config(&cases[i], t)};
-        else random_job(&r, t, &jobs[i]);
+        else if (i < NCASES + NRANDOM) random_job(&r, t, &jobs[i]);
+        else random_prepacked_job(&r, t, &jobs[i]);
         CHECK_MSG(hc_matmul_validate(&jobs[i].c, &err) == HC_OK, "job %d: %s", i, err.msg);
         char name[32];
         snprintf(name, sizeof name, "matmul_%d", i);

@@ -45,7 +45,8 @@ static void usage(FILE *f) {
                CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
                "  MODEL: an ONNX file, builtin:NAME or a file written by hidetc compile;\n"
                "  defaults: all cores, W = 3, R = 10\n"
-               "  --no-fusion: one kernel per node; --tune L: schedule-space level (0 default)\n"
+               "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
+               "  at compile time; --tune L: schedule-space level (0 default)\n"
                "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
                "  --input: an input's values (others are random)\n"
                "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");

@@ -23,7 +23,8 @@ static void usage(FILE *f) {
                "  MODEL: an ONNX file or builtin:NAME\n"
                "  FILE: the compiled model, for `hidetc run FILE` and `hidetc bench FILE`\n"
                "  --threads T: the thread count it will run with (default: all cores)\n"
-               "  --no-fusion: one kernel per node; --tune L: schedule-space level (0 default)\n");
+               "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
+               "  at compile time; --tune L: schedule-space level (0 default)\n");
 }
 
 /* Returns 0, -1 after --help, or the exit code of a usage error. */

@@ -224,8 +224,13 @@ static void print_fusion(const hc_model *m) {
         hc_sb sb;
         hc_sb_init(&sb);
         hc_group_print(&sb, hc_model_kernel_group(m, i));
-        printf("kernel %d: %s%s\n", i, hc_sb_str(&sb),
+        const hc_group *g = hc_model_kernel_group(m, i);
+        printf("kernel %d: %s%s", i, hc_sb_str(&sb),
                hc_model_kernel_templated(m, i) ? " [template]" : "");
+        unsigned pre = hc_model_kernel_prepacked(m, i);
+        for (int j = 0; pre && j < g->anchor->ninputs; j++)
+            if (pre & (1u << j)) printf(" [prepacked '%s']", g->anchor->inputs[j]->name);
+        printf("\n");
         hc_sb_free(&sb);
     }
     printf("kernels: %d\n", n);

@@ -28,7 +28,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] "
                "[--threads T] " CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
                "  MODEL: an ONNX file or builtin:NAME (or a file written by hidetc compile)\n"
-               "  --no-fusion: one kernel per node; --tune L: schedule-space level (0 default)\n");
+               "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
+               "  at compile time; --tune L: schedule-space level (0 default)\n");
 }
 
 static int parse_input_arg(run_args *r, char *val) {

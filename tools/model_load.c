@@ -36,9 +36,9 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
                             "--threads %d (or leave --threads out)",
                             spec, threads, co->num_threads, co->num_threads);
     }
-    if (co && (co->no_fusion || co->tune_level))
-        fprintf(stderr, "hidetc: note: %s is already compiled: --no-fusion and --tune do not "
-                        "apply\n", spec);
+    if (co && (co->no_fusion || co->tune_level || co->no_prepack))
+        fprintf(stderr, "hidetc: note: %s is already compiled: --no-fusion, --no-prepack and "
+                        "--tune do not apply\n", spec);
     if (co && co->verbose)
         fprintf(stderr, "hidetc: loaded %s: %d kernels, %d programs, %d threads, %.0f ms\n",
                 spec, hc_model_num_kernels(*out), hc_model_num_programs(*out), threads,
@@ -99,6 +99,10 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co) {
     if (!strcmp(o, "--no-fusion")) {
         co->no_fusion = true;
+        return 1;
+    }
+    if (!strcmp(o, "--no-prepack")) {
+        co->no_prepack = true;
         return 1;
     }
     if (!strcmp(o, "--tune")) {

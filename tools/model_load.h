@@ -42,10 +42,10 @@ void cli_random_inputs(const hc_model *m, cli_buffers *b);
  * when it is missing or invalid. */
 bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 
-/* The compile options every model command shares: --no-fusion, --tune 0|1|2. Returns 0
+/* The compile options every model command shares: --no-fusion, --no-prepack, --tune 0|1|2. Returns 0
  * when `o` is not one of them, 1 when it was a flag, 2 when it also consumed `val`, and
  * -1 after printing "hidetc CMD: ..." for a bad value. */
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co);
-#define CLI_COMPILE_OPTIONS_USAGE "[--no-fusion] [--tune 0|1|2]"
+#define CLI_COMPILE_OPTIONS_USAGE "[--no-fusion] [--no-prepack] [--tune 0|1|2]"
 
 #endif

@@ -158,6 +158,13 @@ typedef struct hc_op_def {
      * at `level` (0, 1 or 2); candidate i is scheduled with opts->candidate = i. 0 when
      * the template does not apply. */
     int (*space)(const hc_node *n, const hc_target *target, int level);
+    /* Optional: weight pre-packing. For input `input` of this node, scheduled with
+     * `opts` (level and candidate; opts->prepacked ignored), the number of f32 elements
+     * of its packed form, or 0 when that input cannot arrive pre-packed. With src and dst
+     * non-NULL, also packs src (the input's data) into dst. The program scheduled with
+     * opts->prepacked bit `input` set reads dst instead of the input. */
+    int64_t (*prepack)(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
+                       int input, const void *src, void *dst);
 } hc_op_def;
 
 /* The definition of an op, or NULL when it is not implemented (unsupported). */

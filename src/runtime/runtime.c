@@ -331,6 +331,83 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
     return st;
 }
 
+/* ---- weight pre-packing ------------------------------------------------------------ */
+/* How many times the members of a group read tensor t. */
+static int group_reads(const hc_group *g, const hc_tensor *t) {
+    int uses = 0;
+    for (int m = 0; m < hc_group_size(g); m++) {
+        const hc_node *n = m == 0                ? g->anchor
+                           : m <= g->nprologue ? g->prologue[m - 1]
+                                                 : g->epilogue[m - 1 - g->nprologue];
+        for (int i = 0; i < n->ninputs; i++) uses += n->inputs[i] == t;
+    }
+    return uses;
+}
+
+/* A templated kernel whose anchor reads a constant weight directly (not through a
+ * prologue, and nowhere else in the group) gets that weight packed once, here, in the
+ * layout its template's config reads (hc_op_def.prepack): the kernel is rescheduled with
+ * opts.prepacked and reads a new constant instead, so it packs nothing per call. The
+ * original stays in the graph (other kernels may read it); a compiled model file keeps
+ * only the constants its kernels read. */
+static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target, hc_error *err) {
+    const hc_node *an = k->node;
+    const hc_op_def *def = hc_op_get(an->op);
+    if (!k->templated || !def || !def->prepack) return HC_OK;
+    hc_sched_opts o = {.level = m->opt.tune_level, .candidate = k->chosen};
+    enum { MAXIN = 8 };
+    int64_t size[MAXIN] = {0};
+    unsigned mask = 0;
+    for (int i = 0; i < an->ninputs && i < MAXIN; i++) {
+        const hc_tensor *t = an->inputs[i];
+        if (!t || !is_const(t) || is_empty(t) || group_reads(&k->group, t) != 1) continue;
+        size[i] = def->prepack(an, target, &o, i, NULL, NULL);
+        if (size[i] > 0) mask |= 1u << i;
+    }
+    if (!mask) return HC_OK;
+    o.prepacked = mask;
+    bool templated = false;
+    const char *why = NULL;
+    hc_error e = {0};
+    hc_func *f = hc_fuse_schedule(&m->arena, &k->group, target, &o, k->func->name, &templated,
+                                  &why, &e);
+    if (!f || !templated) { /* keep the program that packs per call */
+        if (m->verbose)
+            fprintf(stderr, "hidetc: kernel '%s': weights not pre-packed: %s\n", an->name,
+                    why ? why : e.msg);
+        return HC_OK;
+    }
+    hc_tensor **ins = HC_NEW_ARRAY(&m->arena, hc_tensor *, k->group.ninputs + 1);
+    memcpy(ins, k->group.inputs, sizeof(hc_tensor *) * (size_t)k->group.ninputs);
+    for (int i = 0; i < MAXIN; i++) {
+        if (!(mask & (1u << i))) continue;
+        const hc_tensor *t = an->inputs[i];
+        int j = 0;
+        while (j < k->group.ninputs && k->group.inputs[j] != t) j++;
+        if (j == k->group.ninputs)
+            return hc_error_set(err, HC_ERR_INVALID, "node '%s': weight '%s' is not a kernel "
+                                "input", an->name, t->name);
+        const char *name = hc_arena_printf(&m->arena, "%s.packed%d", t->name, (int)m->kernels.len);
+        hc_tensor *p = hc_graph_constant(m->g, name, HC_F32, 1, &size[i], NULL);
+        if (!p) return hc_error_set(err, HC_ERR_NOMEM, "node '%s': no memory to pack '%s'",
+                                    an->name, t->name);
+        def->prepack(an, target, &o, i, t->data, p->data);
+        ins[j] = p;
+    }
+    k->group.inputs = ins;
+    k->func = f;
+    k->prepacked = mask;
+    return check_params(k, err);
+}
+
+static hc_status prepack_all(hc_model *m, const hc_target *target, hc_error *err) {
+    hc_status st = HC_OK;
+    if (m->opt.no_prepack) return st;
+    for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++)
+        st = prepack_kernel(m, &m->kernels.data[i], target, err);
+    return st;
+}
+
 /* ---- scheduling ------------------------------------------------------------------ */
 /* Partition the kernel nodes into fused groups and schedule each group; a group whose
  * fusion cannot apply is split into one kernel per node (the reason is kept). */
@@ -371,6 +448,7 @@ static hc_status schedule_groups(hc_model *m, const hc_target *target, hc_error 
         if (st == HC_OK) hc_vec_push(&m->kernels, k);
     }
     if (st == HC_OK) st = tune_all(m, target, err);
+    if (st == HC_OK) st = prepack_all(m, target, err);
     return st;
 }
 
@@ -671,4 +749,9 @@ void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, b
 bool hc_model_kernel_templated(const hc_model *m, int i) {
     HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
     return m->kernels.data[i].templated;
+}
+
+unsigned hc_model_kernel_prepacked(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    return m->kernels.data[i].prepacked;
 }

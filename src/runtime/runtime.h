@@ -12,6 +12,8 @@ typedef struct hc_compile_options {
     const hc_jit_options *jit; /* NULL: defaults */
     bool verbose;              /* progress and per-kernel notes on stderr */
     bool no_fusion;            /* one kernel per node */
+    bool no_prepack;           /* templates pack constant weights on every call instead of
+                                  once at compile time */
     int tune_level;            /* 0: default configs; 1: small spaces; 2: full spaces */
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */
@@ -52,6 +54,9 @@ int hc_model_kernel_program(const hc_model *m, int i);
  * whether it came from a record. */
 void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, bool *cached);
 bool hc_model_kernel_templated(const hc_model *m, int i);
+/* Bit j set: kernel i's anchor reads its input j pre-packed at compile time (weights); 0
+ * for a model read from a file. */
+unsigned hc_model_kernel_prepacked(const hc_model *m, int i);
 
 /* ---- memory plan (exposed for tests and tools) ------------------------------------ */
 /* Place n buffers of bytes[i] bytes, live from kernel step first[i] to last[i]

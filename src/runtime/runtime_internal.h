@@ -21,6 +21,7 @@ typedef struct kernel {
     hc_func *func;
     int unique;    /* index of the compiled function it runs (shared by identical ones) */
     bool templated;
+    unsigned prepacked;  /* bit i: the anchor's input i is read pre-packed */
     hc_packed_fn fn;
     int nargs;
     void **args;

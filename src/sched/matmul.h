@@ -35,6 +35,12 @@ typedef struct hc_matmul_config {
     /* Not a knob: set when C's stores must each hold a final value (epilogue fusion);
      * with several K blocks the partial sums then go to a scratch buffer. */
     bool c_write_once;
+    /* Not knobs: operands that arrive pre-packed (hc_matmul_prepack, done once at compile
+     * time for constant weights) instead of row-major. The param is then a 1-D tensor of
+     * hc_matmul_packed_size elements and the kernel packs nothing for it (pack_a / pack_b
+     * are ignored for that operand). a_shared: one A for every batch (conv weights at
+     * batch > 1), packed once. */
+    bool pre_a, pre_b, a_shared;
 } hc_matmul_config;
 
 /* Limits that validation enforces (register tile and thread grid). */
@@ -59,6 +65,20 @@ hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err);
 hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err);
 /* "mr8 nr32 kc384 mc96 nc2048 t1x1x2 pa1 pb1" (threads tb x tm x tn) */
 void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c);
+
+/* Pre-packed operands. The layout of a packed A (which = 0) for a config with register
+ * tile mr x nr and K block kb = min(kc, k):
+ *   A[b, m, k] -> b*K*Mp + k0*Mp + (m/mr)*kcur*mr + (k-k0)*mr + m%mr
+ * where k0 = k/kb*kb, kcur = min(kb, K - k0), Mp = m rounded up to mr (rows past m are 0);
+ * B (which = 1) likewise with panels of nr columns:
+ *   B[b, k, n] -> b*K*Np + k0*Np + (n/nr)*kcur*nr + (k-k0)*nr + n%nr.
+ * Each register tile's panel of one K block is contiguous, in the order the micro-kernel
+ * reads it. Batches: 1 for a shared A, else s->batch. */
+int64_t hc_matmul_packed_size(const hc_matmul_shape *s, const hc_matmul_config *c, int which);
+/* Pack src (row-major [batches][m][k] for A, [batches][k][n] for B) into dst, which holds
+ * hc_matmul_packed_size elements. */
+void hc_matmul_prepack(const hc_matmul_shape *s, const hc_matmul_config *c, int which,
+                       const float *src, float *dst);
 
 /* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "matmul") with params
  * A, B, C (f32 tensors of the shapes above). NULL with err set on a bad shape or config,

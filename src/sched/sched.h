@@ -17,6 +17,7 @@ struct hc_target;
  *    Candidate 0 of every level is the default config.
  *  write_once: each output element must be stored exactly once, with its final value,
  *    and outputs never loaded (post-scheduling epilogue fusion rewrites those stores).
+ *  prepacked: see below.
  * Templates access their params only through LOAD / STORE of one element and
  * VLOAD / VLOAD_MASK / VSTORE / VSTORE_MASK of ADDRESS(param[idx]) whose lanes run along
  * the param's last dimension and stay inside it: the fusion rewrite (src/fuse) relies on
@@ -25,6 +26,11 @@ typedef struct hc_sched_opts {
     int level;
     int candidate;
     bool write_once;
+    /* Bit i: the anchor's input i is a constant the runtime packs once, at compile time,
+     * with the op's prepack hook (hc_op_def.prepack) for this same level and candidate;
+     * the program's parameter for it is then the packed 1-D tensor the hook describes,
+     * read only by the template (never by a prologue or epilogue). */
+    unsigned prepacked;
 } hc_sched_opts;
 
 /* Work (output elements x reduction length) below which a loop nest stays serial:

@@ -63,6 +63,8 @@ hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
                             const hc_target *target, const char *fname,
                             const hc_sched_opts *opts, hc_error *err);
 int nn_space_matmul(const hc_node *n, const hc_target *target, int level);
+int64_t nn_prepack_matmul(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
+                          int input, const void *src, void *dst);
 hc_func *nn_schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
                           const hc_target *target, const char *fname,
                           const hc_sched_opts *opts, hc_error *err);

@@ -277,32 +277,65 @@ int nn_space_matmul(const hc_node *n, const hc_target *target, int level) {
     return hc_matmul_space(target, &s, level, NULL, 0);
 }
 
+/* The config of candidate opts->candidate at opts->level (the default without opts), with
+ * the operands pre-packed that opts->prepacked names. false with err set on a bad
+ * candidate. */
+static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul_shape *s,
+                      const hc_sched_opts *opts, hc_matmul_config *cfg, hc_error *err) {
+    *cfg = hc_matmul_default_config(target, s);
+    if (opts && (opts->level > 0 || opts->candidate > 0)) {
+        int count = hc_matmul_space(target, s, opts->level, NULL, 0);
+        if (opts->candidate < 0 || opts->candidate >= count) {
+            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
+                         opts->candidate, count, opts->level);
+            return false;
+        }
+        hc_matmul_config *all = hc_xmalloc(sizeof *all * (size_t)count);
+        hc_matmul_space(target, s, opts->level, all, count);
+        *cfg = all[opts->candidate];
+        free(all);
+    }
+    cfg->c_write_once = opts && opts->write_once;
+    cfg->pre_a = opts && (opts->prepacked & 1u);
+    cfg->pre_b = opts && (opts->prepacked & 2u);
+    /* the template's batch index selects nothing in an A shared by every batch */
+    cfg->a_shared = s->batch > 1 && hc_tensor_numel(nn_in(n, 0)) == s->m * s->k;
+    return true;
+}
+
+int64_t nn_prepack_matmul(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
+                          int input, const void *src, void *dst) {
+    hc_matmul_shape s;
+    hc_matmul_config cfg;
+    if ((input != 0 && input != 1) || !mm_template_shape(n, &s) ||
+        nn_in(n, input)->dtype != HC_F32)
+        return 0;
+    hc_sched_opts o = opts ? *opts : (hc_sched_opts){0};
+    o.prepacked = 1u << input;
+    if (!mm_config(n, target, &s, &o, &cfg, NULL)) return 0;
+    if (src && dst) hc_matmul_prepack(&s, &cfg, input, src, dst);
+    return hc_matmul_packed_size(&s, &cfg, input);
+}
+
 hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
                             const hc_target *target, const char *fname,
                             const hc_sched_opts *opts, hc_error *err) {
     hc_matmul_shape s;
+    hc_matmul_config cfg;
     if (!mm_template_shape(n, &s) || t->ninputs != 2 || t->noutputs != 1) return NULL;
-    hc_matmul_config cfg = hc_matmul_default_config(target, &s);
-    if (opts && (opts->level > 0 || opts->candidate > 0)) {
-        int count = hc_matmul_space(target, &s, opts->level, NULL, 0);
-        if (opts->candidate < 0 || opts->candidate >= count) {
-            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
-                         opts->candidate, count, opts->level);
-            return NULL;
-        }
-        hc_matmul_config *all = hc_xmalloc(sizeof *all * (size_t)count);
-        hc_matmul_space(target, &s, opts->level, all, count);
-        cfg = all[opts->candidate];
-        free(all);
-    }
-    cfg.c_write_once = opts && opts->write_once;
+    if (!mm_config(n, target, &s, opts, &cfg, err)) return NULL;
     hc_error e2 = {0};
     hc_func *f = hc_matmul_cpu(a, fname, &s, &cfg, target, &e2);
     if (!f || f->nparams != 3) return NULL; /* the auto-scheduler still handles it */
     rebind_ctx c = {{f->params[0], f->params[1], f->params[2]}, {NULL}, false, {false}};
-    c.bcast[0] = s.batch > 1 && hc_tensor_numel(nn_in(n, 0)) == s.m * s.k;
+    c.bcast[0] = cfg.a_shared;
     const hc_tnode *tn[3] = {t->inputs[0], t->inputs[1], t->outputs[0]};
     for (int i = 0; i < 3; i++) {
+        if ((i == 0 && cfg.pre_a) || (i == 1 && cfg.pre_b)) { /* packed: 1-D, kept as is */
+            c.to[i] = f->params[i];
+            c.from[i] = NULL;
+            continue;
+        }
         const hc_type *ty = hc_type_tensor_c(a, HC_F32, tn[i]->ndim, tn[i]->shape,
                                              HC_SCOPE_GLOBAL);
         c.to[i] = hc_var_new(a, f->params[i]->name, ty);
@@ -310,7 +343,6 @@ hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
     hc_mutator m = {.a = a, .ctx = &c, .expr = rebind_expr, .stmt = rebind_stmt};
     hc_stmt *body = hc_mutate_stmt(&m, f->body);
     if (c.bad) return NULL;
-    (void)err;
     return hc_func_new(a, f->name, HC_FN_CPU_KERNEL, 3, c.to, body);
 }
 

@@ -135,6 +135,9 @@ void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c) {
     hc_sb_printf(sb, "mr%d nr%d kc%lld mc%lld nc%lld t%dx%dx%d pa%d pb%d", c->mr, c->nr,
                  (long long)c->kc, (long long)c->mc, (long long)c->nc, c->tb, c->tm, c->tn,
                  c->pack_a, c->pack_b);
+    if (c->pre_a || c->pre_b)
+        hc_sb_printf(sb, " pre%s%s%s", c->pre_a ? "A" : "", c->pre_b ? "B" : "",
+                     c->a_shared ? " a_shared" : "");
 }
 
 /* ---- the program ---------------------------------------------------------------------- */
@@ -149,6 +152,7 @@ typedef struct mm {
     int64_t nkb;              /* K blocks */
     const hc_type *vec;       /* f32 x lanes */
     hc_var *A, *B, *C, *Ap, *Bp, *Cs; /* Cs: partial sums when C is written once */
+    int64_t mpad, npad;       /* m, n rounded up to mr, nr (pre-packed operands) */
     /* loop state, set as the nest is built */
     hc_expr *bi, *k0, *kc, *m0, *mc, *n0, *nc, *pc;
 } mm;
@@ -250,12 +254,27 @@ typedef struct tile {
 /* The vector of B for tile columns v*L.. at step k: packed panel or B in place. */
 static hc_expr *b_vector(mm *g, const tile *t, hc_expr *k, hc_expr *v, bool masked) {
     hc_expr *cv = MUL(v, I(g, g->c->lanes));
+    if (g->c->pre_b) { /* panel n0/nr + jr of this K block, row k */
+        hc_expr *panel = ADD(hc_div(g->a, g->n0, I(g, g->c->nr)), t->jr);
+        hc_expr *off = ADD(MUL(g->bi, I(g, g->s->k * g->npad)), MUL(g->k0, I(g, g->npad)));
+        off = ADD(off, MUL(MUL(panel, g->kc), I(g, g->c->nr)));
+        off = ADD(off, ADD(MUL(k, I(g, g->c->nr)), cv));
+        return vload(g, hc_address(g->a, g->B, 1, &off));
+    }
     if (g->c->pack_b) return vload(g, addr3(g, g->Bp, t->jr, k, cv));
     hc_expr *p = addr3(g, g->B, g->bi, ADD(g->k0, k), ADD(ADD(g->n0, t->col), cv));
     return masked ? vload_n(g, p, MAX(SUB(t->nr, cv), I(g, 0))) : vload(g, p);
 }
 
 static hc_expr *a_scalar(mm *g, const tile *t, hc_expr *k, hc_expr *i) {
+    if (g->c->pre_a) { /* panel m0/mr + ir of this K block, column k */
+        hc_expr *panel = ADD(hc_div(g->a, g->m0, I(g, g->c->mr)), t->ir);
+        hc_expr *b = g->c->a_shared ? I(g, 0) : g->bi;
+        hc_expr *off = ADD(MUL(b, I(g, g->s->k * g->mpad)), MUL(g->k0, I(g, g->mpad)));
+        off = ADD(off, MUL(MUL(panel, g->kc), I(g, g->c->mr)));
+        off = ADD(off, ADD(MUL(k, I(g, g->c->mr)), i));
+        return hc_load(g->a, g->A, 1, &off);
+    }
     if (g->c->pack_a) return hc_load(g->a, g->Ap, 3, (hc_expr *[]){t->ir, k, i});
     return hc_load(g->a, g->A, 3, (hc_expr *[]){g->bi, a_row(g, t->ir, i), ADD(g->k0, k)});
 }
@@ -357,7 +376,7 @@ static void micro_kernel(mm *g, tile *t) {
         }
     }
     hc_expr *full = hc_and(a, hc_eq(a, t->mr, I(g, c->mr)), hc_eq(a, t->nr, I(g, c->nr)));
-    if (c->pack_b) {
+    if (c->pack_b || c->pre_b) {
         k_loop(g, t, false);
     } else { /* B in place: masked loads only on the last column panel */
         hc_b_if_begin(g->b, hc_eq(a, t->nr, I(g, c->nr)));
@@ -411,13 +430,13 @@ static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
                     g->pc = R(g, pc);
                     g->k0 = let(g, "k0", MUL(g->pc, I(g, g->kcb)));
                     g->kc = let(g, "kc", MIN(I(g, g->kcb), SUB(I(g, s->k), g->k0)));
-                    if (g->c->pack_b) pack_b(g);
+                    if (g->c->pack_b && !g->c->pre_b) pack_b(g);
                     HC_FOR(g->b, ic, "ic", I(g, cdiv(g->mpt, g->mcb)), hc_serial()) {
                         hc_expr *m0 = ADD(MUL(ti, I(g, g->mpt)), MUL(R(g, ic), I(g, g->mcb)));
                         HC_IF(g->b, LT(m0, m_end)) {
                             g->m0 = let(g, "m0", m0);
                             g->mc = let(g, "mc", MIN(I(g, g->mcb), SUB(m_end, g->m0)));
-                            if (g->c->pack_a) pack_a(g);
+                            if (g->c->pack_a && !g->c->pre_a) pack_a(g);
                             register_tiles(g);
                         }
                     }
@@ -431,6 +450,10 @@ static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
 static hc_var *param(mm *g, const char *name, int64_t d0, int64_t d1, int64_t d2) {
     return hc_var_new(g->a, name,
                       hc_type_tensor_c(g->a, HC_F32, 3, (int64_t[]){d0, d1, d2}, HC_SCOPE_GLOBAL));
+}
+
+static hc_var *flat_param(mm *g, const char *name, int64_t n) {
+    return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, 1, &n, HC_SCOPE_GLOBAL));
 }
 
 static hc_var *heap_buffer(mm *g, const char *name, int64_t d0, int64_t d1, int64_t d2) {
@@ -455,8 +478,12 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
     g.kcb = HC_MIN(c->kc, s->k);
     g.mcb = HC_MIN(c->mc, g.mpt);
     g.ncb = HC_MIN(c->nc, g.npt);
-    g.A = param(&g, "A", s->batch, s->m, s->k);
-    g.B = param(&g, "B", s->batch, s->k, s->n);
+    g.mpad = round_up(s->m, c->mr);
+    g.npad = round_up(s->n, c->nr);
+    g.A = c->pre_a ? flat_param(&g, "A", hc_matmul_packed_size(s, c, 0))
+                   : param(&g, "A", s->batch, s->m, s->k);
+    g.B = c->pre_b ? flat_param(&g, "B", hc_matmul_packed_size(s, c, 1))
+                   : param(&g, "B", s->batch, s->k, s->n);
     g.C = param(&g, "C", s->batch, s->m, s->n);
     g.nkb = cdiv(s->k, g.kcb);
     if (c->c_write_once && g.nkb > 1) g.Cs = heap_buffer(&g, "Cs", s->batch, s->m, s->n);
@@ -468,14 +495,54 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
         const hc_mapping *grid = hc_map_spatial(a, 3, (int64_t[]){c->tb, c->tm, c->tn});
         static const char *const names[3] = {"tb", "ti", "tj"};
         HC_FOR_MAP(&b, grid, R(&g, th), 3, tv, names) {
-            if (c->pack_a) g.Ap = heap_buffer(&g, "Ap", g.mcb / c->mr, g.kcb, c->mr);
-            if (c->pack_b) g.Bp = heap_buffer(&g, "Bp", g.ncb / c->nr, g.kcb, c->nr);
+            if (c->pack_a && !c->pre_a) g.Ap = heap_buffer(&g, "Ap", g.mcb / c->mr, g.kcb, c->mr);
+            if (c->pack_b && !c->pre_b) g.Bp = heap_buffer(&g, "Bp", g.ncb / c->nr, g.kcb, c->nr);
             thread_body(&g, R(&g, tv[0]), R(&g, tv[1]), R(&g, tv[2]));
         }
     }
     hc_stmt *body = hc_builder_finish(&b);
     return hc_func_new(a, name ? name : "matmul", HC_FN_CPU_KERNEL, 3,
                        (hc_var *[]){g.A, g.B, g.C}, body);
+}
+
+/* ---- pre-packed operands -------------------------------------------------------------- */
+int64_t hc_matmul_packed_size(const hc_matmul_shape *s, const hc_matmul_config *c, int which) {
+    if (which == 0) return (c->a_shared ? 1 : s->batch) * s->k * round_up(s->m, c->mr);
+    return s->batch * s->k * round_up(s->n, c->nr);
+}
+
+/* Rows x cols row-major `src` (one batch) into panels of `w` rows (A: rows = m, the panel
+ * holds w rows of every k; B is packed from its transpose view: rows = n, cols = k, and
+ * src is read with strides rs (between rows) and cs (between cols)). */
+static void pack_panels(const float *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                        int64_t w, int64_t kb, float *dst) {
+    int64_t rpad = round_up(rows, w);
+    for (int64_t k0 = 0; k0 < cols; k0 += kb) {
+        int64_t kcur = HC_MIN(kb, cols - k0);
+        float *blk = dst + k0 * rpad;
+        for (int64_t p = 0; p < rpad / w; p++) {
+            float *pan = blk + p * kcur * w;
+            for (int64_t k = 0; k < kcur; k++)
+                for (int64_t r = 0; r < w; r++) {
+                    int64_t row = p * w + r;
+                    pan[k * w + r] = row < rows ? src[row * rs + (k0 + k) * cs] : 0.0f;
+                }
+        }
+    }
+}
+
+void hc_matmul_prepack(const hc_matmul_shape *s, const hc_matmul_config *c, int which,
+                       const float *src, float *dst) {
+    int64_t kb = HC_MIN(c->kc, s->k);
+    if (which == 0) {
+        int64_t nb = c->a_shared ? 1 : s->batch, per = s->k * round_up(s->m, c->mr);
+        for (int64_t b = 0; b < nb; b++)
+            pack_panels(src + b * s->m * s->k, s->m, s->k, s->k, 1, c->mr, kb, dst + b * per);
+    } else {
+        int64_t per = s->k * round_up(s->n, c->nr);
+        for (int64_t b = 0; b < s->batch; b++)
+            pack_panels(src + b * s->k * s->n, s->n, s->k, 1, s->n, c->nr, kb, dst + b * per);
+    }
 }
 
 /* ---- building and running ------------------------------------------------------------ */
