@@ -26,11 +26,13 @@ typedef hc_graph *(*builder)(uint64_t seed, int *expect_kernels);
 typedef struct result {
     int kernels, fallbacks, nodes;
     int tuned, cached; /* kernels with a space (tune level > 0), and those from a record */
+    int prepacked;     /* kernels reading pre-packed weights */
 } result;
 
 /* Compile options of check(): a tuning level and a cache (test_tuned). */
 static int check_tune_level;
 static const hc_jit_options *check_jit;
+static bool check_no_prepack;
 
 /* Build twice from the same seed (one copy is the reference), compile fused, run on random
  * inputs and compare. */
@@ -45,7 +47,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
     CHECK_MSG(hc_pass_infer_shapes(ref, &err) == HC_OK, "%s: %s", label, err.msg);
     hc_model *m = NULL;
     hc_compile_options opt = {.num_threads = threads, .tune_level = check_tune_level,
-                              .jit = check_jit};
+                              .jit = check_jit, .no_prepack = check_no_prepack};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
               err.msg);
@@ -62,6 +64,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
         res.tuned++, res.cached += cached;
         CHECK(chosen >= 0 && chosen < ncand);
     }
+    for (int i = 0; i < res.kernels; i++) res.prepacked += hc_model_kernel_prepacked(m, i) != 0;
     res.nodes = (int)hc_model_graph(m)->nodes.len;
     for (int i = 0; i < res.kernels; i++) {
         const hc_group *grp = hc_model_kernel_group(m, i);
@@ -350,7 +353,26 @@ static void test_im2col_vectorized(void) {
     check("im2col vectorized", build_conv_wide, 7, 2);
 }
 
+/* Constant weights of convs (and of matmuls with a constant B) are packed at compile time;
+ * --no-prepack keeps them as they are; both agree with the reference (check()). */
+static void test_prepacked(void) {
+    for (int np = 0; np < 2; np++) {
+        check_no_prepack = np;
+        for (int seed = 0; seed < 4; seed++) {
+            for (int threads = 1; threads <= 2; threads++) {
+                result r = check("prepacked conv", build_conv, 1000 + (uint64_t)seed, threads);
+                CHECK_MSG(np ? r.prepacked == 0 : r.prepacked >= 1,
+                          "conv seed %d: %d kernels with pre-packed weights (no_prepack %d)",
+                          seed, r.prepacked, np);
+                check("prepacked matmul", build_matmul, 1100 + (uint64_t)seed, threads);
+            }
+        }
+    }
+    check_no_prepack = false;
+}
+
 int main(void) {
+    test_prepacked();
     test_im2col_vectorized();
     test_tuned();
     test_rules();
