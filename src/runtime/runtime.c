@@ -343,9 +343,26 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
             }
         }
     }
+    /* candidates that are the same program (with pre-packed weights, pack_a / pack_b of
+     * a pre-packed operand change nothing) are measured once */
+    int nu = 0, *uniq = hc_xmalloc(sizeof(int) * (size_t)job->ncand);
+    char(*keys)[33] = hc_xmalloc(sizeof *keys * (size_t)job->ncand);
+    for (int c = 0; c < job->ncand; c++) {
+        size_t cost;
+        program_key(&m->arena, cands[c], keys[c], &cost);
+        bool dup = false;
+        for (int q = 0; q < nu && !dup; q++) dup = !strcmp(keys[uniq[q]], keys[c]);
+        if (!dup) uniq[nu++] = c;
+    }
+    hc_func **ucands = hc_xmalloc(sizeof *ucands * (size_t)nu);
+    void ***uargs = hc_xmalloc(sizeof *uargs * (size_t)nu);
+    for (int q = 0; q < nu; q++) ucands[q] = cands[uniq[q]], uargs[q] = each[uniq[q]];
+    if (pg && nu < job->ncand) hc_progress_step(pg, job->ncand - nu);
     hc_tune_result res = {0};
-    hc_status st = hc_tune_select_each(&m->arena, job->ncand, cands, (void *const *const *)each,
+    hc_status st = hc_tune_select_each(&m->arena, nu, ucands, (void *const *const *)uargs,
                                        target, m->opt.jit, pg, &res, err);
+    if (st == HC_OK) res.best = uniq[res.best];
+    free(ucands), free(uargs), free(uniq), free(keys);
     for (int c = 0; c < job->ncand; c++) free(each[c]);
     free(each);
     for (size_t q = 0; q < packed.len; q++) free(packed.data[q]);
@@ -361,9 +378,13 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
     if (st != HC_OK) return st;
     k->chosen = res.best;
-    if (k->chosen != 0) { /* the winner's program, under the kernel's name */
+    if (k->chosen != 0 && !job->prepacked) { /* the winner's program, under the kernel's name */
         cands[k->chosen]->name = k->func->name;
         k->func = cands[k->chosen];
+    } else if (k->chosen != 0) { /* as it reads unpacked weights: prepack_kernel packs them */
+        hc_func *f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
+        if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
+        k->func = f;
     }
     return HC_OK;
 }
