@@ -475,6 +475,70 @@ static void emit_vload_range(cg *c, hc_sb *sb, const hc_expr *e) {
                  vt->lanes, k, k, k, k, k, k, k, k, k, k);
 }
 
+/* Lane i in [lo, hi) reads ptr[i * s]; the others are zero and never read. A masked
+ * gather does not touch masked-off lanes; its indices i * s are relative to ptr, so they
+ * fit 32 bits whenever |s| * (lanes - 1) does (checked, else the scalar loop). Stride 2 on
+ * AVX-512 is two masked loads of the even elements and a permute (cheaper than a gather). */
+static void emit_vload_strided(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_type *vt = e->type;
+    int w = simd_width(c, vt), k = c->tmp++;
+    const char *p = expr_str(c, e->u.call.args[0]);
+    const char *s = expr_str(c, e->u.call.args[1]);
+    const char *lo = expr_str(c, e->u.call.args[2]);
+    const char *hi = expr_str(c, e->u.call.args[3]);
+    int64_t sc = 0;
+    bool cst = hc_expr_is_const_int(e->u.call.args[1], &sc);
+    int64_t lim = INT32_MAX / (vt->lanes > 1 ? vt->lanes - 1 : 1);
+    bool fits = cst && sc >= -lim && sc <= lim;
+    hc_sb_printf(sb, "({ %s _r%d; const %s *_p%d = %s; int64_t _s%d = %s, _lo%d = %s, "
+                     "_hi%d = %s; ",
+                 type_str(c, vt), k, scalar_ctype(vt->dtype), k, p, k, s, k, lo, k, hi);
+    if (w == 512 && cst && sc == 2) {
+        /* bit 2i of m: lane i wanted; loads of the even elements of p[0..15], p[16..31] */
+        hc_sb_printf(sb,
+                     "uint32_t _m%d = (uint32_t)(((1ull << (2 * hc_clamp_lanes(_hi%d, 16))) - 1) & "
+                     "~((1ull << (2 * hc_clamp_lanes(_lo%d, 16))) - 1)) & 0x55555555u; "
+                     "__m512 _a%d = _mm512_maskz_loadu_ps((__mmask16)_m%d, _p%d), "
+                     "_b%d = _mm512_maskz_loadu_ps((__mmask16)(_m%d >> 16), _p%d + 16); "
+                     "_r%d = (%s)_mm512_permutex2var_ps(_a%d, _mm512_setr_epi32(0, 2, 4, 6, 8, "
+                     "10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), _b%d); (void)_s%d; _r%d; })",
+                     k, k, k, k, k, k, k, k, k, k, type_str(c, vt), k, k, k, k);
+        return;
+    }
+    if (w == 512 && (fits || !cst)) {
+        if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
+                               (long long)lim);
+        hc_sb_printf(sb,
+                     "_r%d = (%s)_mm512_mask_i32gather_ps(_mm512_setzero_ps(), "
+                     "(__mmask16)(hc_mask16(_hi%d) & ~hc_mask16(_lo%d)), "
+                     "_mm512_mullo_epi32(_mm512_set1_epi32((int)_s%d), _mm512_setr_epi32(0, 1, 2, "
+                     "3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), _p%d, 4);",
+                     k, type_str(c, vt), k, k, k, k);
+        if (cst) {
+            hc_sb_printf(sb, " _r%d; })", k);
+            return;
+        }
+        hc_sb_puts(sb, " else ");
+    } else if (w == 256 && (fits || !cst)) {
+        if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
+                               (long long)lim);
+        hc_sb_printf(sb,
+                     "_r%d = (%s)_mm256_mask_i32gather_ps(_mm256_setzero_ps(), _p%d, "
+                     "_mm256_mullo_epi32(_mm256_set1_epi32((int)_s%d), _mm256_setr_epi32(0, 1, 2, "
+                     "3, 4, 5, 6, 7)), _mm256_castsi256_ps(_mm256_andnot_si256(hc_mask8(_lo%d), "
+                     "hc_mask8(_hi%d))), 4);",
+                     k, type_str(c, vt), k, k, k, k);
+        if (cst) {
+            hc_sb_printf(sb, " _r%d; })", k);
+            return;
+        }
+        hc_sb_puts(sb, " else ");
+    }
+    hc_sb_printf(sb, "for (int _l%d = 0; _l%d < %d; _l%d++) _r%d[_l%d] = _l%d >= _lo%d && "
+                     "_l%d < _hi%d ? _p%d[_l%d * _s%d] : 0; _r%d; })",
+                 k, k, vt->lanes, k, k, k, k, k, k, k, k, k, k, k);
+}
+
 static void emit_vstore(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
     const hc_expr *ptr = e->u.call.args[0], *v = e->u.call.args[1];
     const hc_type *vt = v->type;
@@ -533,6 +597,7 @@ static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
     case HC_PRIM_VLOAD: emit_vload(c, sb, e, false); return;
     case HC_PRIM_VLOAD_MASK: emit_vload(c, sb, e, true); return;
     case HC_PRIM_VLOAD_RANGE: emit_vload_range(c, sb, e); return;
+    case HC_PRIM_VLOAD_STRIDED: emit_vload_strided(c, sb, e); return;
     case HC_PRIM_VSTORE: emit_vstore(c, sb, e, false); return;
     case HC_PRIM_VSTORE_MASK: emit_vstore(c, sb, e, true); return;
     case HC_PRIM_VBROADCAST: {
