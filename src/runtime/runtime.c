@@ -270,6 +270,53 @@ static hc_func *schedule_candidate(hc_model *m, const kernel *k, const hc_target
     return f;
 }
 
+/* Packed copies of weights for tuning, shared by the candidates whose layouts agree. */
+typedef struct packed_set {
+    HC_VEC(float *) buf;
+    HC_VEC(int64_t) n;
+} packed_set;
+
+static void packed_set_free(packed_set *ps) {
+    for (size_t q = 0; q < ps->buf.len; q++) free(ps->buf.data[q]);
+    hc_vec_free(&ps->buf);
+    hc_vec_free(&ps->n);
+}
+
+/* One argument array per candidate: `args` (np buffers), with each weight the job
+ * pre-packs replaced by a copy packed in that candidate's layout. */
+static void ***candidate_args(hc_model *m, const kernel *k, const tune_job *job,
+                              const hc_target *target, void **args, int np, packed_set *ps) {
+    void ***each = hc_xcalloc((size_t)job->ncand, sizeof *each);
+    for (int c = 0; c < job->ncand; c++) {
+        each[c] = hc_xmalloc(sizeof(void *) * ((size_t)np + 1));
+        memcpy(each[c], args, sizeof(void *) * (size_t)np);
+        if (!job->prepacked) continue;
+        hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
+        int64_t size[MAXIN] = {0};
+        unsigned mask = prepack_mask(m, k, target, &o, size);
+        HC_ASSERT(mask == job->prepacked);
+        for (int i = 0; i < MAXIN; i++) {
+            if (!(mask & (1u << i))) continue;
+            const hc_tensor *t = k->node->inputs[i];
+            int j = group_input_index(k, t);
+            HC_ASSERT(j >= 0);
+            size_t bytes = (size_t)size[i] * sizeof(float);
+            float *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
+            HC_ASSERT(buf);
+            hc_op_get(k->node->op)->prepack(k->node, target, &o, i, t->data, buf);
+            for (size_t q = 0; q < ps->buf.len && buf; q++)
+                if (ps->n.data[q] == size[i] && !memcmp(ps->buf.data[q], buf, bytes))
+                    free(buf), buf = NULL, each[c][j] = ps->buf.data[q];
+            if (buf) {
+                hc_vec_push(&ps->buf, buf);
+                hc_vec_push(&ps->n, size[i]);
+                each[c][j] = buf;
+            }
+        }
+    }
+    return each;
+}
+
 static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *target,
                              hc_progress *pg, hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
@@ -311,38 +358,8 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         args[i] = aligned_alloc(64, bytes ? bytes : 64);
         fill_random(args[i], t, &rng);
     }
-    /* per candidate: the shared buffers, with each pre-packed weight in that candidate's
-     * layout (candidates with the same layout share one packed copy) */
-    void ***each = hc_xcalloc((size_t)job->ncand, sizeof *each);
-    HC_VEC(float *) packed = {0};
-    HC_VEC(int64_t) packed_n = {0};
-    for (int c = 0; c < job->ncand; c++) {
-        each[c] = hc_xmalloc(sizeof(void *) * ((size_t)np + 1));
-        memcpy(each[c], args, sizeof(void *) * (size_t)np);
-        if (!job->prepacked) continue;
-        hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
-        int64_t size[MAXIN] = {0};
-        unsigned mask = prepack_mask(m, k, target, &o, size);
-        HC_ASSERT(mask == job->prepacked);
-        for (int i = 0; i < MAXIN; i++) {
-            if (!(mask & (1u << i))) continue;
-            const hc_tensor *t = k->node->inputs[i];
-            int j = group_input_index(k, t);
-            HC_ASSERT(j >= 0);
-            float *buf = aligned_alloc(64, ((size_t)size[i] * sizeof(float) + 63) / 64 * 64);
-            HC_ASSERT(buf);
-            hc_op_get(k->node->op)->prepack(k->node, target, &o, i, t->data, buf);
-            for (size_t q = 0; q < packed.len && buf; q++)
-                if (packed_n.data[q] == size[i] &&
-                    !memcmp(packed.data[q], buf, (size_t)size[i] * sizeof(float)))
-                    free(buf), buf = NULL, each[c][j] = packed.data[q];
-            if (buf) {
-                hc_vec_push(&packed, buf);
-                hc_vec_push(&packed_n, size[i]);
-                each[c][j] = buf;
-            }
-        }
-    }
+    packed_set ps = {0};
+    void ***each = candidate_args(m, k, job, target, args, np, &ps);
     /* candidates that are the same program (with pre-packed weights, pack_a / pack_b of
      * a pre-packed operand change nothing) are measured once */
     int nu = 0, *uniq = hc_xmalloc(sizeof(int) * (size_t)job->ncand);
@@ -365,9 +382,7 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     free(ucands), free(uargs), free(uniq), free(keys);
     for (int c = 0; c < job->ncand; c++) free(each[c]);
     free(each);
-    for (size_t q = 0; q < packed.len; q++) free(packed.data[q]);
-    hc_vec_free(&packed);
-    hc_vec_free(&packed_n);
+    packed_set_free(&ps);
     for (int i = 0; i < np; i++)
         if (!(i < ag->ninputs && is_const(group_param(ag, i)))) free(args[i]);
     free(args);
