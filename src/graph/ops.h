@@ -148,8 +148,8 @@
     X(DROPOUT,                   "Dropout",                    1, 3, 1, 2, INJECTIVE)         \
     /* internal ops produced by graph passes */                                               \
     X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)         \
-    X(WINO_INPUT,                "",                           1, 1, 1, 1, INJECTIVE)         \
-    X(WINO_OUTPUT,               "",                           1, 1, 1, 1, INJECTIVE)
+    X(WINO_INPUT,                "",                           1, 1, 1, 1, ANCHOR)            \
+    X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)
 
 typedef enum hc_op_kind {
 #define X(n, onnx, imin, imax, omin, omax, kind) HC_OPK_##n,

@@ -22,6 +22,7 @@
  * row of B^T has two nonzeros (+-1) and row i of A^T is the three ones at columns i..i+2
  * with signs (1, s, s), s = 1 - 2i: V and y are sums of 4 and 9 loads. */
 #include "graph/graph.h"
+#include "sched/winograd.h"
 
 typedef struct im2col_geom {
     int64_t k[2], s[2], d[2], pad[4];
@@ -267,9 +268,34 @@ static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
+/* The templates (src/sched/templates/winograd_cpu.c); NULL: the auto-scheduler. */
+static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
+                              const hc_target *target, const char *fname,
+                              const hc_sched_opts *opts, hc_error *err) {
+    (void)opts;
+    (void)err;
+    if (t->ninputs != 1 || t->noutputs != 1 || n->outputs[0]->dtype != HC_F32) return NULL;
+    bool input = n->op == HC_OPK_WINO_INPUT;
+    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    hc_wino_shape s = {0};
+    int64_t pad[4] = {0, 0, 0, 0};
+    hc_error e2 = {0};
+    if (input) {
+        if (wino_pads(n, pad, &e2) != HC_OK) return NULL;
+        s = (hc_wino_shape){x->shape[0], x->shape[1], x->shape[2], x->shape[3], pad[0], pad[1],
+                            x->shape[2] + pad[0] + pad[2] - 2, x->shape[3] + pad[1] + pad[3] - 2};
+    } else {
+        s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1], .oh = y->shape[2],
+                            .ow = y->shape[3]};
+    }
+    int threads = target->num_cores > 0 ? target->num_cores : 1;
+    return input ? hc_wino_input_cpu(a, fname, &s, threads, &e2)
+                 : hc_wino_output_cpu(a, fname, &s, threads, &e2);
+}
+
 const hc_op_def hc_ops_internal[] = {
     {HC_OPK_IM2COL, infer_im2col, task_im2col, NULL},
-    {HC_OPK_WINO_INPUT, infer_wino_input, task_wino_input, NULL},
-    {HC_OPK_WINO_OUTPUT, infer_wino_output, task_wino_output, NULL},
+    {HC_OPK_WINO_INPUT, infer_wino_input, task_wino_input, schedule_wino},
+    {HC_OPK_WINO_OUTPUT, infer_wino_output, task_wino_output, schedule_wino},
     {HC_OPK_COUNT, NULL, NULL, NULL},
 };
