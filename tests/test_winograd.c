@@ -157,14 +157,31 @@ static void check_compiled(const wcase *w, int ci, int threads, bool off) {
     hc_graph_free(ref);
 }
 
-/* The default rule leaves tiny convs (and non-3x3 or strided ones) on im2col. */
+/* The default rule (lower.c, winograd_pays): 64 channels in and out, images of 7x7 and
+ * more; --no-winograd turns it off. */
 static void check_rule(void) {
-    hc_error err = {0};
-    wcase tiny = {1, 1, 1, 1, 1, {1, 1, 1, 1}, false, false, false};
-    hc_graph *g = build(&tiny, 1);
-    CHECK(hc_graph_optimize(g, &err) == HC_OK);
-    CHECK_EQ_INT(count_op(g, HC_OPK_WINO_INPUT), 0);
-    hc_graph_free(g);
+    static const struct {
+        wcase w;
+        bool wino;
+    } rule[] = {
+        {{1, 1, 1, 1, 1, {1, 1, 1, 1}, false, false, false}, false},
+        {{1, 32, 14, 14, 64, {1, 1, 1, 1}, false, false, false}, false},  /* 32 channels in */
+        {{1, 64, 14, 14, 48, {1, 1, 1, 1}, false, false, false}, false},  /* 48 out */
+        {{1, 64, 5, 5, 64, {1, 1, 1, 1}, false, false, false}, false},    /* 5x5: 25 of 36 */
+        {{1, 64, 7, 7, 64, {1, 1, 1, 1}, false, false, false}, true},     /* 7x7: 49 of 64 */
+        {{2, 64, 14, 14, 64, {1, 1, 1, 1}, true, true, false}, true},
+        {{1, 96, 37, 37, 64, {0, 0, 0, 0}, true, false, false}, true},
+    };
+    for (int i = 0; i < (int)HC_ARRAY_LEN(rule); i++)
+        for (int off = 0; off < 2; off++) {
+            hc_error err = {0};
+            hc_graph *g = build(&rule[i].w, 1);
+            hc_optimize_options o = {.no_winograd = off};
+            CHECK(hc_graph_optimize_with(g, &o, &err) == HC_OK);
+            CHECK_MSG(count_op(g, HC_OPK_WINO_INPUT) == (rule[i].wino && !off),
+                      "rule case %d (off %d)", i, off);
+            hc_graph_free(g);
+        }
 }
 
 int main(void) {

@@ -105,13 +105,17 @@ static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t 
            s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
 }
 
-/* Where the Winograd path beats the implicit GEMM on this machine (measured; the rule
- * and the numbers are in docs/winograd.md). */
+/* Where the Winograd path beats the implicit GEMM (measured per layer shape of ResNet-50
+ * and Inception-V3 with bench/winograd.c; the numbers are in docs/winograd.md):
+ * - at least 64 input and output channels: the transformed tensors V [16, C, T] and
+ *   M [16, K, T] hold 4x the input and output, and with fewer channels the batched
+ *   matmul (K = C) is bound by that traffic (Inception's 147x147 32->64 layer: 0.8x);
+ * - tiles mostly inside the output: OH*OW >= 3/4 of the 4*TH*TW tile outputs (7x7: 49 of
+ *   64 pays; 5x5: 25 of 36 and smaller images waste too much). */
 static bool winograd_pays(const hc_node *n) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
-    (void)w;
-    (void)y;
-    return true;
+    int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 1) / 2, tw = (ow + 1) / 2;
+    return w->shape[0] >= 64 && w->shape[1] >= 64 && 4 * oh * ow >= 3 * 4 * th * tw;
 }
 
 /* U[a*4 + b, oc, c] = (G g G^T)[a, b] for the 3x3 filter g = w[oc, c], G = [1 0 0;
