@@ -74,14 +74,18 @@ static double median(double *v, int n) {
 }
 
 int main(int argc, char **argv) {
+    /* bench_winograd [ROUNDS [REPS [LAYER-SUBSTRING [THREADS [CONSUMER 0|1|2]]]]] */
     int rounds = argc > 1 ? atoi(argv[1]) : 5, reps = argc > 2 ? atoi(argv[2]) : 20;
+    int which = argc > 5 ? atoi(argv[5]) : 2; /* 0: alone, 1: +1x1, 2: both */
     const char *only = argc > 3 ? argv[3] : NULL;
     int threads = argc > 4 ? atoi(argv[4]) : 0;
-    printf("%-24s %-9s %10s %10s %7s\n", "layer", "graph", "im2col ms", "wino ms", "ratio");
+    printf("%-24s %-6s %8s %8s %6s %8s %8s %6s   (medians, then minima, of the rounds' medians)\n",
+           "layer", "graph", "im2col", "wino", "ratio", "im2col", "wino", "ratio");
     for (size_t li = 0; li < sizeof layers / sizeof layers[0]; li++) {
         const layer *l = &layers[li];
         if (only && !strstr(l->name, only)) continue;
         for (int consumer = 0; consumer < 2; consumer++) {
+            if (which != 2 && consumer != which) continue;
             hc_model *m[2];
             hc_error err = {0};
             for (int v = 0; v < 2; v++) {
@@ -111,8 +115,9 @@ int main(int argc, char **argv) {
                     round_med[v][rd] = median(t, reps);
                 }
             double a = median(round_med[0], rounds), b = median(round_med[1], rounds);
-            printf("%-24s %-9s %10.3f %10.3f %7.2f", l->name, consumer ? "+1x1" : "alone", a,
-                   b, a / b);
+            double amin = round_med[0][0], bmin = round_med[1][0]; /* sorted by median() */
+            printf("%-24s %-6s %8.3f %8.3f %6.2f %8.3f %8.3f %6.2f", l->name,
+                   consumer ? "+1x1" : "alone", a, b, a / b, amin, bmin, amin / bmin);
             /* per kernel, median over reps profiled runs: im2col | winograd */
             for (int v = 0; v < 2; v++) {
                 int nk = hc_model_num_kernels(m[v]);
