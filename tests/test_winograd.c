@@ -157,19 +157,23 @@ static void check_compiled(const wcase *w, int ci, int threads, bool off) {
     hc_graph_free(ref);
 }
 
-/* The default rule (lower.c, winograd_pays): 64 channels in and out, images of 7x7 and
- * more; --no-winograd turns it off. */
+/* The default rule (lower.c, winograd_pays): 8 input and 4 output channels, 9 tiles, 3/4
+ * of the tiles' outputs inside the image; --no-winograd turns it off. */
 static void check_rule(void) {
     static const struct {
         wcase w;
         bool wino;
     } rule[] = {
         {{1, 1, 1, 1, 1, {1, 1, 1, 1}, false, false, false}, false},
-        {{1, 32, 14, 14, 64, {1, 1, 1, 1}, false, false, false}, false},  /* 32 channels in */
-        {{1, 64, 14, 14, 48, {1, 1, 1, 1}, false, false, false}, false},  /* 48 out */
-        {{1, 64, 5, 5, 64, {1, 1, 1, 1}, false, false, false}, false},    /* 5x5: 25 of 36 */
-        {{1, 64, 7, 7, 64, {1, 1, 1, 1}, false, false, false}, true},     /* 7x7: 49 of 64 */
-        {{2, 64, 14, 14, 64, {1, 1, 1, 1}, true, true, false}, true},
+        {{1, 4, 14, 14, 64, {1, 1, 1, 1}, false, false, false}, false},  /* 4 channels in */
+        {{1, 8, 14, 14, 4, {1, 1, 1, 1}, false, false, false}, true},    /* 8 in, 4 out */
+        {{1, 64, 14, 14, 3, {1, 1, 1, 1}, false, false, false}, false},  /* 3 out */
+        {{1, 64, 5, 5, 64, {1, 1, 1, 1}, false, false, false}, false},   /* 5x5: 25 of 36 */
+        {{1, 64, 4, 4, 64, {1, 1, 1, 1}, false, false, false}, false},   /* 4 tiles */
+        {{3, 64, 4, 4, 64, {1, 1, 1, 1}, false, false, false}, true},    /* 12 tiles */
+        {{1, 64, 6, 6, 64, {1, 1, 1, 1}, false, false, false}, true},    /* 9 tiles */
+        {{1, 64, 7, 7, 64, {1, 1, 1, 1}, false, false, false}, true},    /* 7x7: 49 of 64 */
+        {{2, 32, 14, 14, 64, {1, 1, 1, 1}, true, true, false}, true},
         {{1, 96, 37, 37, 64, {0, 0, 0, 0}, true, false, false}, true},
     };
     for (int i = 0; i < (int)HC_ARRAY_LEN(rule); i++)
@@ -184,6 +188,26 @@ static void check_rule(void) {
         }
 }
 
+/* Strided, dilated and non-3x3 convs never take the Winograd path, even forced. */
+static void check_ineligible(void) {
+    for (int v = 0; v < 3; v++) {
+        hc_rng rng = {9};
+        hc_graph *g = hc_graph_new("no_wino", 17);
+        hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 16, 15, 15});
+        int64_t k = v == 2 ? 5 : 3, two[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+        hc_tensor *w = rand_const(g, &rng, 4, (int64_t[]){16, 16, k, k});
+        hc_attr at[2] = {ints_attr("pads", 4, pads),
+                         ints_attr(v == 0 ? "strides" : "dilations", 2, two)};
+        hc_graph_add_output(g, OPA(g, CONV, at, v == 2 ? 1 : 2, x, w));
+        hc_error err = {0};
+        hc_optimize_options o = {.force_winograd = true};
+        CHECK(hc_graph_optimize_with(g, &o, &err) == HC_OK);
+        CHECK_MSG(count_op(g, HC_OPK_WINO_INPUT) == 0 && count_op(g, HC_OPK_IM2COL) == 1,
+                  "variant %d", v);
+        hc_graph_free(g);
+    }
+}
+
 int main(void) {
     setenv("HIDETC_VERIFY", "1", 1);
     for (int i = 0; i < (int)HC_ARRAY_LEN(cases); i++) check_lowering(&cases[i], i);
@@ -193,5 +217,6 @@ int main(void) {
     }
     check_compiled(&cases[3], 3, 2, true);
     check_rule();
+    check_ineligible();
     TEST_DONE();
 }

@@ -106,16 +106,20 @@ static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t 
 }
 
 /* Where the Winograd path beats the implicit GEMM (measured per layer shape of ResNet-50
- * and Inception-V3 with bench/winograd.c; the numbers are in docs/winograd.md):
- * - at least 64 input and output channels: the transformed tensors V [16, C, T] and
- *   M [16, K, T] hold 4x the input and output, and with fewer channels the batched
- *   matmul (K = C) is bound by that traffic (Inception's 147x147 32->64 layer: 0.8x);
- * - tiles mostly inside the output: OH*OW >= 3/4 of the 4*TH*TW tile outputs (7x7: 49 of
- *   64 pays; 5x5: 25 of 36 and smaller images waste too much). */
+ * and Inception-V3 and on probes around the edges with bench/winograd.c; the numbers are
+ * in docs/winograd.md). It wins 1.3-2.1x on every layer of both models, down to 8 input
+ * and 4 output channels; it loses where
+ * - the input has fewer than 8 channels (3->64 and 4->64: 0.2x): the batched matmul has
+ *   K = C_in, and the transforms' traffic (V and M hold 4x the input and output) dominates;
+ * - the matmul has fewer than 9 tiles per batch entry (N = T; 4x4 and smaller images:
+ *   0.5-0.6x);
+ * - the tiles overhang the output by more than a quarter (OH*OW < 3/4 of 4*TH*TW: 5x5 is
+ *   25 of 36, 0.9x; 7x7 is 49 of 64 and wins 1.6x). */
 static bool winograd_pays(const hc_node *n) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 1) / 2, tw = (ow + 1) / 2;
-    return w->shape[0] >= 64 && w->shape[1] >= 64 && 4 * oh * ow >= 3 * 4 * th * tw;
+    int64_t tiles = y->shape[0] * th * tw;
+    return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * th * tw * 4;
 }
 
 /* U[a*4 + b, oc, c] = (G g G^T)[a, b] for the 3x3 filter g = w[oc, c], G = [1 0 0;
