@@ -26,11 +26,13 @@ typedef hc_graph *(*builder)(uint64_t seed, int *expect_kernels);
 typedef struct result {
     int kernels, fallbacks, nodes;
     int tuned, cached; /* kernels with a space (tune level > 0), and those from a record */
+    int prepacked;     /* kernels reading pre-packed weights */
 } result;
 
 /* Compile options of check(): a tuning level and a cache (test_tuned). */
 static int check_tune_level;
 static const hc_jit_options *check_jit;
+static bool check_no_prepack;
 
 /* Build twice from the same seed (one copy is the reference), compile fused, run on random
  * inputs and compare. */
@@ -45,7 +47,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
     CHECK_MSG(hc_pass_infer_shapes(ref, &err) == HC_OK, "%s: %s", label, err.msg);
     hc_model *m = NULL;
     hc_compile_options opt = {.num_threads = threads, .tune_level = check_tune_level,
-                              .jit = check_jit};
+                              .jit = check_jit, .no_prepack = check_no_prepack};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
               err.msg);
@@ -62,6 +64,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
         res.tuned++, res.cached += cached;
         CHECK(chosen >= 0 && chosen < ncand);
     }
+    for (int i = 0; i < res.kernels; i++) res.prepacked += hc_model_kernel_prepacked(m, i) != 0;
     res.nodes = (int)hc_model_graph(m)->nodes.len;
     for (int i = 0; i < res.kernels; i++) {
         const hc_group *grp = hc_model_kernel_group(m, i);
@@ -350,7 +353,157 @@ static void test_im2col_vectorized(void) {
     check("im2col vectorized", build_conv_wide, 7, 2);
 }
 
+/* Constant weights of convs (and of matmuls with a constant B) are packed at compile time;
+ * --no-prepack keeps them as they are; both agree with the reference (check()). */
+static void test_prepacked(void) {
+    for (int np = 0; np < 2; np++) {
+        check_no_prepack = np;
+        for (int seed = 0; seed < 4; seed++) {
+            for (int threads = 1; threads <= 2; threads++) {
+                result r = check("prepacked conv", build_conv, 1000 + (uint64_t)seed, threads);
+                CHECK_MSG(np ? r.prepacked == 0 : r.prepacked >= 1,
+                          "conv seed %d: %d kernels with pre-packed weights (no_prepack %d)",
+                          seed, r.prepacked, np);
+                check("prepacked matmul", build_matmul, 1100 + (uint64_t)seed, threads);
+            }
+        }
+    }
+    check_no_prepack = false;
+}
+
+/* ---- strided prologues: gathers, not lane-by-lane code ------------------------------- */
+/* The group's fused program, printed (NULL when it did not schedule as a template). */
+static char *fused_program(hc_graph *g) {
+    hc_error err = {0};
+    CHECK_MSG(hc_graph_optimize(g, &err) == HC_OK, "optimize: %s", err.msg);
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_partition p;
+    char *res = NULL;
+    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
+    CHECK_EQ_INT(p.ngroups, 1);
+    bool templated = false;
+    const char *why = NULL;
+    hc_func *f = p.ngroups == 1 ? hc_fuse_schedule(&a, &p.groups[0], hc_target_host(), NULL,
+                                                   "k", &templated, &why, &err)
+                                : NULL;
+    CHECK_MSG(f && templated, "schedule: %s", why ? why : err.msg);
+    if (f && templated) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_func(&sb, f);
+        res = hc_sb_take(&sb);
+    }
+    hc_arena_free(&a);
+    return res;
+}
+
+/* The fused program reads its strided prologue with vload_strided and has no register
+ * array filled lane by lane (the rewrite's fallback). */
+static void check_gathers(const char *label, builder build, uint64_t seed) {
+    int e;
+    rng = (hc_rng){seed};
+    hc_graph *g = build(seed, &e);
+    char *src = fused_program(g);
+    if (src && hc_target_host()->isa != HC_ISA_SCALAR) {
+        CHECK_MSG(strstr(src, "vload_strided") != NULL, "%s: no strided load", label);
+        CHECK_MSG(strstr(src, "lanes") == NULL, "%s: lane-by-lane gather left", label);
+    }
+    free(src);
+    hc_graph_free(g);
+}
+
+typedef struct conv_case {
+    int64_t n, c, h, w, oc, k, s, p;
+} conv_case;
+static conv_case ccase;
+
+/* Conv with the stride, kernel and padding of ccase, bias, relu. */
+static hc_graph *build_conv_case(uint64_t seed, int *expect) {
+    (void)seed;
+    const conv_case *q = &ccase;
+    hc_graph *g = hc_graph_new("sconv", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){q->n, q->c, q->h, q->w});
+    hc_attr at[] = {ints_attr("pads", 4, (int64_t[]){q->p, q->p, q->p, q->p}),
+                    ints_attr("strides", 2, (int64_t[]){q->s, q->s})};
+    hc_tensor *y = OPA(g, CONV, at, 2, x,
+                       rand_const(g, &rng, 4, (int64_t[]){q->oc, q->c, q->k, q->k}),
+                       rand_const(g, &rng, 1, (int64_t[]){q->oc}));
+    hc_graph_add_output(g, OP(g, RELU, y));
+    *expect = 1;
+    return g;
+}
+
+/* Strided convolutions (ResNet's conv1 is 7x7 stride 2 pad 3): the im2col of every row
+ * piece is one gather. Sizes 1, primes and tails of a 16-lane vector. */
+static void test_strided_conv(void) {
+    static const conv_case cases[] = {
+        {1, 3, 23, 23, 8, 7, 2, 3},  /* conv1-like */
+        {1, 3, 40, 37, 5, 7, 2, 3},  /* rows wider than a vector */
+        {1, 4, 17, 17, 7, 3, 2, 1},  /* ResNet's stride-2 3x3 */
+        {2, 5, 13, 31, 6, 3, 2, 0},  /* no padding, batch 2 */
+        {1, 3, 29, 53, 4, 3, 3, 1},  /* stride 3 */
+        {1, 2, 11, 11, 3, 7, 3, 2},  /* stride 3, 7x7 */
+        {1, 8, 33, 33, 9, 1, 2, 0},  /* 1x1 stride 2 (the downsample) */
+        {1, 3, 7, 41, 5, 1, 3, 0},   /* 1x1 stride 3 */
+        {1, 1, 1, 1, 1, 1, 2, 0},    /* one pixel */
+        {1, 2, 5, 2, 3, 3, 2, 1},    /* one output column */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ccase = cases[i];
+        char label[64];
+        snprintf(label, sizeof label, "strided conv %zu (%lldx%lld s%lld)", i,
+                 (long long)ccase.k, (long long)ccase.k, (long long)ccase.s);
+        if (ccase.h * ccase.w > 1) check_gathers(label, build_conv_case, 40 + i);
+        check(label, build_conv_case, 40 + i, 1 + (int)(i % 2));
+        check(label, build_conv_case, 40 + i, 2 - (int)(i % 2));
+    }
+}
+
+static int64_t slice_step, slice_m, slice_n, slice_k;
+
+/* MatMul whose B is every slice_step-th column of an input (a negative step reads it
+ * backwards) and whose A is every other column of another: strided prologues on both. */
+static hc_graph *build_slice_matmul(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("slice", 13);
+    int64_t m = slice_m, n = slice_n, k = slice_k, st = slice_step;
+    int64_t wide = (n - 1) * (st < 0 ? -st : st) + 1 + 2;
+    hc_tensor *xb = hc_graph_add_input(g, "xb", HC_F32, 2, (int64_t[]){k, wide});
+    int64_t b0 = st > 0 ? 1 : wide - 2, b1 = st > 0 ? wide : -wide - 1;
+    hc_tensor *b = OP(g, SLICE, xb, i64_const(g, 1, (int64_t[]){b0}),
+                      i64_const(g, 1, (int64_t[]){b1}), i64_const(g, 1, (int64_t[]){1}),
+                      i64_const(g, 1, (int64_t[]){st}));
+    hc_tensor *xa = hc_graph_add_input(g, "xa", HC_F32, 2, (int64_t[]){m, 2 * k});
+    hc_tensor *a = OP(g, SLICE, xa, i64_const(g, 1, (int64_t[]){0}),
+                      i64_const(g, 1, (int64_t[]){2 * k}), i64_const(g, 1, (int64_t[]){1}),
+                      i64_const(g, 1, (int64_t[]){2}));
+    hc_graph_add_output(g, OP(g, RELU, OP(g, MATMUL, a, b)));
+    *expect = 1;
+    return g;
+}
+
+static void test_strided_slice(void) {
+    static const int64_t cases[][4] = {/* step, m, n, k */
+                                       {2, 5, 37, 13}, {3, 1, 17, 1},   {-1, 7, 33, 5},
+                                       {-2, 3, 16, 17}, {2, 64, 65, 31}, {5, 2, 1, 3}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        slice_step = cases[i][0], slice_m = cases[i][1], slice_n = cases[i][2];
+        slice_k = cases[i][3];
+        char label[64];
+        snprintf(label, sizeof label, "slice step %lld (%lldx%lldx%lld)",
+                 (long long)slice_step, (long long)slice_m, (long long)slice_n,
+                 (long long)slice_k);
+        if (slice_n > 1) check_gathers(label, build_slice_matmul, 60 + i);
+        check(label, build_slice_matmul, 60 + i, 1);
+        check(label, build_slice_matmul, 60 + i, 2);
+    }
+}
+
 int main(void) {
+    test_prepacked();
+    test_strided_conv();
+    test_strided_slice();
     test_im2col_vectorized();
     test_tuned();
     test_rules();

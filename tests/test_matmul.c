@@ -142,7 +142,7 @@ static void test_configs(void) {
         }
     }
     /* many small matrices: threads take whole batches; one tall-thin matrix: rows */
-    hc_matmul_shape many = {8, 16, 16, 16}, tall = {1, 4096, 32, 64}, wide = {1, 1, 4096, 64};
+    hc_matmul_shape many = {8, 16, 16, 16}, tall = {1, 4096, 16, 64}, wide = {1, 1, 4096, 64};
     hc_matmul_config c = hc_matmul_default_config(t, &many);
     hc_matmul_config_set_threads(&c, &many, 2);
     CHECK(c.tb == 2 && c.tm == 1 && c.tn == 1);

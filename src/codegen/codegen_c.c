@@ -29,6 +29,8 @@ typedef struct cg {
     int counter, tmp;
     bool intrinsics; /* some intrinsic was printed: the prelude needs immintrin.h */
     HC_VEC(const hc_var *) heap; /* GLOBAL temporaries of the open C blocks */
+    int ws_slots;                /* workspace slots the module needs: the deepest heap */
+    bool in_helper;              /* emitting a HC_FN_CPU_HELPER */
 } cg;
 
 static void emit_expr(cg *c, hc_sb *sb, const hc_expr *e);
@@ -475,6 +477,70 @@ static void emit_vload_range(cg *c, hc_sb *sb, const hc_expr *e) {
                  vt->lanes, k, k, k, k, k, k, k, k, k, k);
 }
 
+/* Lane i in [lo, hi) reads ptr[i * s]; the others are zero and never read. A masked
+ * gather does not touch masked-off lanes; its indices i * s are relative to ptr, so they
+ * fit 32 bits whenever |s| * (lanes - 1) does (checked, else the scalar loop). Stride 2 on
+ * AVX-512 is two masked loads of the even elements and a permute (cheaper than a gather). */
+static void emit_vload_strided(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_type *vt = e->type;
+    int w = simd_width(c, vt), k = c->tmp++;
+    const char *p = expr_str(c, e->u.call.args[0]);
+    const char *s = expr_str(c, e->u.call.args[1]);
+    const char *lo = expr_str(c, e->u.call.args[2]);
+    const char *hi = expr_str(c, e->u.call.args[3]);
+    int64_t sc = 0;
+    bool cst = hc_expr_is_const_int(e->u.call.args[1], &sc);
+    int64_t lim = INT32_MAX / (vt->lanes > 1 ? vt->lanes - 1 : 1);
+    bool fits = cst && sc >= -lim && sc <= lim;
+    hc_sb_printf(sb, "({ %s _r%d; const %s *_p%d = %s; int64_t _s%d = %s, _lo%d = %s, "
+                     "_hi%d = %s; ",
+                 type_str(c, vt), k, scalar_ctype(vt->dtype), k, p, k, s, k, lo, k, hi);
+    if (w == 512 && cst && sc == 2) {
+        /* bit 2i of m: lane i wanted; loads of the even elements of p[0..15], p[16..31] */
+        hc_sb_printf(sb,
+                     "uint32_t _m%d = (uint32_t)(((1ull << (2 * hc_clamp_lanes(_hi%d, 16))) - 1) & "
+                     "~((1ull << (2 * hc_clamp_lanes(_lo%d, 16))) - 1)) & 0x55555555u; "
+                     "__m512 _a%d = _mm512_maskz_loadu_ps((__mmask16)_m%d, _p%d), "
+                     "_b%d = _mm512_maskz_loadu_ps((__mmask16)(_m%d >> 16), _p%d + 16); "
+                     "_r%d = (%s)_mm512_permutex2var_ps(_a%d, _mm512_setr_epi32(0, 2, 4, 6, 8, "
+                     "10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), _b%d); (void)_s%d; _r%d; })",
+                     k, k, k, k, k, k, k, k, k, k, type_str(c, vt), k, k, k, k);
+        return;
+    }
+    if (w == 512 && (fits || !cst)) {
+        if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
+                               (long long)lim);
+        hc_sb_printf(sb,
+                     "_r%d = (%s)_mm512_mask_i32gather_ps(_mm512_setzero_ps(), "
+                     "(__mmask16)(hc_mask16(_hi%d) & ~hc_mask16(_lo%d)), "
+                     "_mm512_mullo_epi32(_mm512_set1_epi32((int)_s%d), _mm512_setr_epi32(0, 1, 2, "
+                     "3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), _p%d, 4);",
+                     k, type_str(c, vt), k, k, k, k);
+        if (cst) {
+            hc_sb_printf(sb, " _r%d; })", k);
+            return;
+        }
+        hc_sb_puts(sb, " else ");
+    } else if (w == 256 && (fits || !cst)) {
+        if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
+                               (long long)lim);
+        hc_sb_printf(sb,
+                     "_r%d = (%s)_mm256_mask_i32gather_ps(_mm256_setzero_ps(), _p%d, "
+                     "_mm256_mullo_epi32(_mm256_set1_epi32((int)_s%d), _mm256_setr_epi32(0, 1, 2, "
+                     "3, 4, 5, 6, 7)), _mm256_castsi256_ps(_mm256_andnot_si256(hc_mask8(_lo%d), "
+                     "hc_mask8(_hi%d))), 4);",
+                     k, type_str(c, vt), k, k, k, k);
+        if (cst) {
+            hc_sb_printf(sb, " _r%d; })", k);
+            return;
+        }
+        hc_sb_puts(sb, " else ");
+    }
+    hc_sb_printf(sb, "for (int _l%d = 0; _l%d < %d; _l%d++) _r%d[_l%d] = _l%d >= _lo%d && "
+                     "_l%d < _hi%d ? _p%d[_l%d * _s%d] : 0; _r%d; })",
+                 k, k, vt->lanes, k, k, k, k, k, k, k, k, k, k, k);
+}
+
 static void emit_vstore(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
     const hc_expr *ptr = e->u.call.args[0], *v = e->u.call.args[1];
     const hc_type *vt = v->type;
@@ -533,6 +599,7 @@ static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
     case HC_PRIM_VLOAD: emit_vload(c, sb, e, false); return;
     case HC_PRIM_VLOAD_MASK: emit_vload(c, sb, e, true); return;
     case HC_PRIM_VLOAD_RANGE: emit_vload_range(c, sb, e); return;
+    case HC_PRIM_VLOAD_STRIDED: emit_vload_strided(c, sb, e); return;
     case HC_PRIM_VSTORE: emit_vstore(c, sb, e, false); return;
     case HC_PRIM_VSTORE_MASK: emit_vstore(c, sb, e, true); return;
     case HC_PRIM_VBROADCAST: {
@@ -805,12 +872,13 @@ static bool has_barrier(const hc_stmt *s) {
     }
 }
 
-/* A C block: heap temporaries declared directly in it are freed at its end. */
+/* A C block: heap temporaries declared directly in it end with it (their workspace
+ * slots are free again for later declarations). */
 static void block(cg *c, const hc_stmt *s) {
     size_t mark = c->heap.len;
     c->indent++;
     if (s) emit_stmt(c, s);
-    while (c->heap.len > mark) line(c, "free(%s);", var_name(c, c->heap.data[--c->heap.len]));
+    c->heap.len = mark;
     c->indent--;
 }
 
@@ -839,10 +907,16 @@ static void emit_declare(cg *c, const hc_stmt *s) {
         line(c, "%s %s[%lld] __attribute__((aligned(64)));", et, name, (long long)(n > 0 ? n : 1));
         return;
     }
-    /* Heap temporary: aligned_alloc needs a multiple of the alignment. */
-    line(c, "%s *restrict %s = (%s *)aligned_alloc(64, ((size_t)(%s) * sizeof(%s) + 63) / 64 * 64"
-            " + 64);", et, name, et, expr_str(c, size), et);
+    /* Heap temporary: a buffer of the calling thread's workspace (prelude_workspace). Its
+     * slot is the number of temporaries alive at the declaration, so those alive together
+     * never share one, and every kernel reuses the slots from 0. A helper is inlined into
+     * kernels at any depth: it has no slot of its own. */
+    HC_ASSERT_MSG(!c->in_helper, "C target: heap temporary in a helper function");
+    int slot = (int)c->heap.len;
+    line(c, "%s *restrict %s = (%s *)hc_ws_get(%d, ((size_t)(%s) * sizeof(%s) + 63) / 64 * 64"
+            " + 64);", et, name, et, slot, expr_str(c, size), et);
     hc_vec_push(&c->heap, v);
+    c->ws_slots = HC_MAX(c->ws_slots, slot + 1);
 }
 
 static void emit_for(cg *c, const hc_stmt *s) {
@@ -1031,6 +1105,7 @@ static void emit_func(cg *c, const hc_func *f) {
                   "C target: CUDA function in a CPU module");
     HC_ASSERT_MSG(is_identifier(f->name), "C target: function name is not a C identifier");
     names_reset(c);
+    c->in_helper = f->kind == HC_FN_CPU_HELPER;
     hc_sb head;
     hc_sb_init(&head);
     if (has_conditional_load(f->body))
@@ -1198,6 +1273,90 @@ static const char prelude_avx512[] =
     "    return (__mmask16)((1u << hc_clamp_lanes(n, 16)) - 1u);\n"
     "}\n";
 
+/* Heap temporaries (GLOBAL tensors declared in a function) come from a workspace per
+ * thread that persists across calls, so a kernel call allocates nothing once the slots
+ * have grown to its sizes (a fresh aligned_alloc per call and thread faulted its pages
+ * in again on every call). Slot k holds the temporary declared while k others are alive;
+ * it grows to the largest request of any kernel of the module and never shrinks.
+ * A workspace belongs to one thread at a time, and only that thread replaces its
+ * buffers, so a kernel running on several threads at once is fine. When its thread
+ * exits (the destructor of the pthread key that holds it) a workspace becomes idle, and the next thread without
+ * one takes it: libgomp ends its surplus workers whenever a parallel region asks for
+ * fewer threads than the one before and starts new ones later, and those should not
+ * grow fresh buffers. So there are at most as many workspaces as threads that ever ran
+ * the module's kernels at once. All are on one list (under a mutex, touched only when
+ * a thread takes or leaves one or a buffer grows) and are freed when the library is
+ * unloaded (dlclose, or process exit); unloading while a kernel runs is an error (as
+ * for any code). */
+static const char prelude_workspace[] =
+    "#include <pthread.h>\n"
+    "\n"
+    "enum { HC_WS_SLOTS = %d };\n"
+    "typedef struct hc_ws {\n"
+    "    void *buf[HC_WS_SLOTS];\n"
+    "    size_t cap[HC_WS_SLOTS];\n"
+    "    struct hc_ws *next;\n"
+    "    bool idle; /* its thread has exited */\n"
+    "} hc_ws;\n"
+    "static hc_ws *hc_ws_all; /* every workspace, under hc_ws_lock */\n"
+    "static pthread_mutex_t hc_ws_lock = PTHREAD_MUTEX_INITIALIZER;\n"
+    "static pthread_once_t hc_ws_once = PTHREAD_ONCE_INIT;\n"
+    "/* a thread's workspace is its value of this key (not _Thread_local: LeakSanitizer\n"
+    " * crashes on the dynamic TLS of unloaded libraries) */\n"
+    "static pthread_key_t hc_ws_key;\n"
+    "static bool hc_ws_key_ok;\n"
+    "static void hc_ws_thread_exit(void *w) {\n"
+    "    pthread_mutex_lock(&hc_ws_lock);\n"
+    "    ((hc_ws *)w)->idle = true;\n"
+    "    pthread_mutex_unlock(&hc_ws_lock);\n"
+    "}\n"
+    "static void hc_ws_key_init(void) {\n"
+    "    __atomic_store_n(&hc_ws_key_ok, pthread_key_create(&hc_ws_key, hc_ws_thread_exit) == 0,\n"
+    "                     __ATOMIC_RELEASE);\n"
+    "}\n"
+    "__attribute__((destructor)) static void hc_ws_unload(void) {\n"
+    "    if (hc_ws_key_ok) pthread_key_delete(hc_ws_key);\n"
+    "    pthread_mutex_lock(&hc_ws_lock);\n"
+    "    for (hc_ws *w = hc_ws_all, *next; w; w = next) {\n"
+    "        next = w->next;\n"
+    "        for (int i = 0; i < HC_WS_SLOTS; i++) free(w->buf[i]);\n"
+    "        free(w);\n"
+    "    }\n"
+    "    hc_ws_all = NULL;\n"
+    "    pthread_mutex_unlock(&hc_ws_lock);\n"
+    "}\n"
+    "static inline hc_ws *hc_ws_self(void) {\n"
+    "    return __atomic_load_n(&hc_ws_key_ok, __ATOMIC_ACQUIRE) ? pthread_getspecific(hc_ws_key)\n"
+    "                                                            : NULL;\n"
+    "}\n"
+    "/* the calling thread's workspace: an idle one, else a new one; NULL if out of memory\n"
+    " * (or of pthread keys) */\n"
+    "static hc_ws *hc_ws_take(void) {\n"
+    "    pthread_once(&hc_ws_once, hc_ws_key_init);\n"
+    "    if (!hc_ws_key_ok) return NULL;\n"
+    "    pthread_mutex_lock(&hc_ws_lock);\n"
+    "    hc_ws *w = hc_ws_all;\n"
+    "    while (w && !w->idle) w = w->next;\n"
+    "    if (w) w->idle = false;\n"
+    "    else if ((w = calloc(1, sizeof *w))) w->next = hc_ws_all, hc_ws_all = w;\n"
+    "    pthread_mutex_unlock(&hc_ws_lock);\n"
+    "    if (w) pthread_setspecific(hc_ws_key, w);\n"
+    "    return w;\n"
+    "}\n"
+    "/* slot's buffer of at least `bytes` (a multiple of 64); NULL if out of memory */\n"
+    "__attribute__((noinline, cold)) static void *hc_ws_grow(hc_ws *w, int slot, size_t bytes) {\n"
+    "    if (!w && !(w = hc_ws_take())) return NULL;\n"
+    "    if (w->cap[slot] >= bytes) return w->buf[slot]; /* an idle workspace's */\n"
+    "    free(w->buf[slot]); /* first: the old and new buffers are never held together */\n"
+    "    w->buf[slot] = aligned_alloc(64, bytes);\n"
+    "    w->cap[slot] = w->buf[slot] ? bytes : 0;\n"
+    "    return w->buf[slot];\n"
+    "}\n"
+    "static inline void *hc_ws_get(int slot, size_t bytes) {\n"
+    "    hc_ws *w = hc_ws_self();\n"
+    "    return w && w->cap[slot] >= bytes ? w->buf[slot] : hc_ws_grow(w, slot, bytes);\n"
+    "}\n";
+
 /* immintrin.h is a third of a small kernel's compile time: only include it when used. */
 static void emit_prelude(cg *c) {
     bool avx = c->t->isa >= HC_ISA_AVX2 && c->intrinsics;
@@ -1205,6 +1364,7 @@ static void emit_prelude(cg *c) {
     hc_sb_printf(c->out, prelude_common, avx ? "#include <immintrin.h>\n" : "");
     if (avx) hc_sb_puts(c->out, prelude_avx2);
     if (avx && c->t->isa == HC_ISA_AVX512) hc_sb_puts(c->out, prelude_avx512);
+    if (c->ws_slots) hc_sb_printf(c->out, prelude_workspace, c->ws_slots);
     /* Every vector type the IR can name; typedefs cost the compiler nothing. */
     static const int lanes[] = {2, 4, 8, 16, 32, 64};
     for (int d = HC_BOOL; d < HC_DTYPE_COUNT; d++) {

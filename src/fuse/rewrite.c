@@ -402,6 +402,13 @@ static hc_expr *vcall(hc_arena *a, hc_prim p, const hc_type *t, int n, hc_expr *
     return hc_call(a, p, t, n, args);
 }
 
+/* Lanes lo <= i < hi of p[i * k], the others 0 and not read. */
+static hc_expr *strided_load(hc_arena *a, const hc_type *vt, hc_expr *p, int64_t k, hc_expr *lo,
+                             hc_expr *hi) {
+    hc_expr *args[4] = {p, hc_int(a, k), lo, hi};
+    return hc_call(a, HC_PRIM_VLOAD_STRIDED, vt, 4, args);
+}
+
 static hc_expr *as_vec(vec *v, hc_expr *e, bool isvec) {
     if (isvec) return e;
     if (!hc_type_is_scalar(e->type, HC_F32)) {
@@ -438,9 +445,12 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
         hc_expr **idx0 = HC_NEW_ARRAY(a, hc_expr *, e->u.load.n + 1);
         for (int i = 0; i < e->u.load.n; i++) idx0[i] = zero_lane(v, e->u.load.idx[i]);
         if (k == 0) return hc_load(a, e->u.load.buf, e->u.load.n, idx0);
-        if (k != 1) break;
+        if (k == INT64_MIN) break;
         hc_expr *p = hc_address(a, e->u.load.buf, e->u.load.n, idx0);
         *isvec = true;
+        if (k != 1) /* lane i at p[i * k]: a gather */
+            return strided_load(a, v->vt, p, k, hc_int(a, 0),
+                                v->count ? v->count : hc_int(a, v->lanes));
         return v->count ? vcall(a, HC_PRIM_VLOAD_MASK, v->vt, 2, p, v->count, NULL)
                         : vcall(a, HC_PRIM_VLOAD, v->vt, 1, p, NULL, NULL);
     }
@@ -567,7 +577,37 @@ static hc_expr *piece_expr(hc_mutator *m, hc_expr *e) {
 typedef struct lrange {
     hc_expr *lo, *hi; /* lanes [lo, hi) */
     hc_expr *uniform; /* lane-independent conjuncts, or NULL */
+    /* conjuncts 0 <= x and x < bound with a constant bound: what they admit needs no
+     * clamp of x to [0, bound - 1] (Pad, Im2Col clamp the index they guard) */
+    int nlow, nhigh;
+    const hc_expr *low[8], *high[8];
+    int64_t bound[8];
 } lrange;
+
+/* Record t when it is 0 <= x (x >= 0) or x < c (x <= c - 1) with c a constant. */
+static void note_bound(const hc_expr *t, lrange *r) {
+    const hc_expr *x = t->u.bin.a, *y = t->u.bin.b;
+    hc_binop op = t->u.bin.op;
+    int64_t v;
+    if (op == HC_OP_GT || op == HC_OP_GE) { /* y < x, y <= x */
+        const hc_expr *s = x;
+        x = y, y = s, op = op == HC_OP_GT ? HC_OP_LT : HC_OP_LE;
+    }
+    if (hc_expr_is_const_int(x, &v) && v == 0 && op == HC_OP_LE && r->nlow < 8)
+        r->low[r->nlow++] = y;
+    else if (hc_expr_is_const_int(y, &v) && r->nhigh < 8) {
+        r->high[r->nhigh] = x;
+        r->bound[r->nhigh++] = op == HC_OP_LT ? v : v + 1;
+    }
+}
+
+/* Does r admit only lanes where 0 <= y < top + 1? */
+static bool bounded_by(const lrange *r, const hc_expr *y, int64_t top) {
+    bool low = false, high = false;
+    for (int i = 0; i < r->nlow; i++) low |= hc_expr_equal(r->low[i], y);
+    for (int i = 0; i < r->nhigh; i++) high |= r->bound[i] <= top + 1 && hc_expr_equal(r->high[i], y);
+    return low && high;
+}
 
 /* Narrow r by one conjunct of a select condition; false when it is not of the form
  * (affine in L with coefficient +-1) CMP (uniform) or lane-independent. */
@@ -584,10 +624,26 @@ static bool range_term(rw *c, hc_var *L, const hc_expr *t, lrange *r) {
     if (op != HC_OP_LT && op != HC_OP_LE && op != HC_OP_GT && op != HC_OP_GE) return false;
     if (!hc_dtype_is_int(t->u.bin.a->type->dtype) || !hc_dtype_is_int(t->u.bin.b->type->dtype))
         return false;
+    note_bound(t, r);
     hc_expr *d = hc_sub(a, t->u.bin.a, t->u.bin.b); /* d CMP 0 */
     int64_t k = lane_coef1(d, L);
-    if (k != 1 && k != -1) return false;
+    if (k == INT64_MIN || k == 0) return false;
     hc_expr *d0 = lane0(c, L, d), *one = hc_int(a, 1);
+    if (k != 1 && k != -1) { /* a strided index: d = d0 + k * L */
+        /* as m * L <= B (upper) or m * L >= B (lower) with m = |k| > 0 */
+        bool le = op == HC_OP_LT || op == HC_OP_LE; /* k * L <= -d0 (- 1 if strict) */
+        hc_expr *B = hc_sub(a, hc_int(a, 0), d0);
+        if (op == HC_OP_LT) B = hc_sub(a, B, one);
+        if (op == HC_OP_GT) B = hc_add(a, B, one);
+        if (k < 0) le = !le, B = hc_sub(a, hc_int(a, 0), B);
+        int64_t m = k < 0 ? -k : k;
+        hc_expr *M = hc_int(a, m), *zero = hc_int(a, 0);
+        /* lanes are >= 0, so a negative bound only means "none" / "all": clamping it at 0
+         * first makes C's truncating division a floor (hi) and a ceiling (lo) */
+        if (le) r->hi = hc_min(a, r->hi, hc_div(a, hc_max(a, hc_add(a, B, M), zero), M));
+        else r->lo = hc_max(a, r->lo, hc_div(a, hc_add(a, hc_max(a, B, zero), hc_int(a, m - 1)), M));
+        return true;
+    }
     /* k = +1: d = d0 + L;  k = -1: d = d0 - L */
     bool upper = (k == 1) == (op == HC_OP_LT || op == HC_OP_LE); /* bounds L from above */
     hc_expr *bound;
@@ -608,13 +664,20 @@ static hc_expr *unclamp(piece *p, hc_expr *x, lrange *r) {
         x->u.bin.a->u.bin.op == HC_OP_MAX && hc_expr_is_const_int(x->u.bin.a->u.bin.b, &zero) &&
         zero == 0) {
         hc_expr *y = x->u.bin.a->u.bin.a;
-        if (lane_coef1(y, p->L) != 1) return NULL;
+        int64_t k = lane_coef1(y, p->L);
+        if (k == INT64_MIN || k == 0) return NULL;
+        if (bounded_by(r, y, top)) return y; /* the select's own bounds: no check */
         hc_arena *a = p->c->a;
-        hc_expr *y0 = lane0(p->c, p->L, y);
-        /* lanes [lo, hi) must satisfy 0 <= y0 + L <= top (or be empty) */
-        hc_expr *in = hc_and(a, hc_le(a, hc_int(a, 0), hc_add(a, y0, r->lo)),
-                             hc_le(a, hc_add(a, y0, hc_sub(a, r->hi, hc_int(a, 1))),
-                                   hc_int(a, top)));
+        hc_expr *y0 = lane0(p->c, p->L, y), *K = hc_int(a, k);
+        /* lanes [lo, hi) must satisfy 0 <= y0 + k * L <= top (or be empty): y is smallest
+         * at the first lane and largest at the last one when k > 0, the reverse if k < 0 */
+        hc_expr *first = hc_add(a, y0, hc_mul(a, K, r->lo));
+        hc_expr *last = hc_add(a, y0, hc_mul(a, K, hc_sub(a, r->hi, hc_int(a, 1))));
+        if (k < 0) {
+            hc_expr *t = first;
+            first = last, last = t;
+        }
+        hc_expr *in = hc_and(a, hc_le(a, hc_int(a, 0), first), hc_le(a, last, hc_int(a, top)));
         piece_and(p, hc_binary(a, HC_OP_OR, hc_le(a, r->hi, r->lo), in));
         return y;
     }
@@ -653,9 +716,11 @@ static hc_expr *range_load(piece *p, hc_expr *e, hc_expr *count, const hc_type *
         }
         idx[d] = x;
     }
-    if (lane_coef(ld->u.load.buf, n, idx, p->L) != 1) return NULL;
+    int64_t k = lane_coef(ld->u.load.buf, n, idx, p->L);
+    if (k == INT64_MIN || k == 0) return NULL;
     for (int d = 0; d < n; d++) idx[d] = lane0(p->c, p->L, idx[d]);
     hc_expr *ptr = hc_address(a, ld->u.load.buf, n, idx);
+    if (k != 1) return strided_load(a, vt, ptr, k, r.lo, r.hi); /* stride-k conv, Slice */
     hc_expr *args[3] = {ptr, r.lo, r.hi};
     return hc_call(a, HC_PRIM_VLOAD_RANGE, vt, 3, args);
 }

@@ -245,6 +245,8 @@ const char *hc_unop_symbol(hc_unop op);
  *   VLOAD_MASK(ptr, n)     -> first n lanes loaded (n may exceed lanes), others 0
  *   VLOAD_RANGE(ptr, lo, hi) -> lanes lo <= i < hi loaded, the others 0 and not read
  *                             (no fault: ptr itself may point outside the buffer)
+ *   VLOAD_STRIDED(ptr, s, lo, hi) -> lane i in [lo, hi) is ptr[i * s], the others 0 and
+ *                             not read (a gather; s an integer, any sign, not 0 or 1)
  *   VSTORE(ptr, v)         -> void
  *   VSTORE_MASK(ptr, v, n) -> void, first n lanes stored
  *   VBROADCAST(x)          -> vector with every lane x
@@ -281,6 +283,7 @@ const char *hc_unop_symbol(hc_unop op);
     X(VLOAD, "vload", 1, 1)                                                              \
     X(VLOAD_MASK, "vload_mask", 2, 1)                                                    \
     X(VLOAD_RANGE, "vload_range", 3, 1)                                                  \
+    X(VLOAD_STRIDED, "vload_strided", 4, 1)                                              \
     X(VSTORE, "vstore", 2, 1)                                                            \
     X(VSTORE_MASK, "vstore_mask", 3, 1)                                                  \
     X(VBROADCAST, "vbroadcast", 1, 1)                                                    \

@@ -213,6 +213,13 @@ static bool check_vector_prim(verifier *V, const hc_expr *e) {
         if (!is_int(a[1]->type) || !is_int(a[2]->type))
             return fail_expr(V, e, "vload_range lane bounds are not integers");
         return true;
+    case HC_PRIM_VLOAD_STRIDED:
+        if (p->kind != HC_TY_POINTER) return fail_expr(V, e, "vload_strided of a non-pointer");
+        if (r->kind != HC_TY_VECTOR || r->dtype != p->pointee->dtype)
+            return fail_expr(V, e, "vload_strided result is not a vector of the pointee type");
+        if (!is_int(a[1]->type) || !is_int(a[2]->type) || !is_int(a[3]->type))
+            return fail_expr(V, e, "vload_strided stride or lane bounds are not integers");
+        return true;
     case HC_PRIM_VSTORE:
     case HC_PRIM_VSTORE_MASK:
         if (p->kind != HC_TY_POINTER) return fail_expr(V, e, "vstore to a non-pointer");

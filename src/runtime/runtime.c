@@ -190,10 +190,51 @@ static hc_status check_params(const kernel *k, hc_error *err) {
     return HC_OK;
 }
 
+/* ---- weight pre-packing ------------------------------------------------------------ */
+/* How many times the members of a group read tensor t. */
+static int group_reads(const hc_group *g, const hc_tensor *t) {
+    int uses = 0;
+    for (int m = 0; m < hc_group_size(g); m++) {
+        const hc_node *n = m == 0                ? g->anchor
+                           : m <= g->nprologue ? g->prologue[m - 1]
+                                                 : g->epilogue[m - 1 - g->nprologue];
+        for (int i = 0; i < n->ninputs; i++) uses += n->inputs[i] == t;
+    }
+    return uses;
+}
+
+enum { MAXIN = 8 };
+
+/* Which anchor inputs of kernel k can arrive pre-packed with opts o (bit i), and the
+ * packed element counts (size[i]); 0 when none or pre-packing is off. */
+static unsigned prepack_mask(const hc_model *m, const kernel *k, const hc_target *target,
+                             const hc_sched_opts *o, int64_t size[MAXIN]) {
+    const hc_node *an = k->node;
+    const hc_op_def *def = hc_op_get(an->op);
+    unsigned mask = 0;
+    if (m->opt.no_prepack || !k->templated || !def || !def->prepack) return 0;
+    for (int i = 0; i < an->ninputs && i < MAXIN; i++) {
+        const hc_tensor *t = an->inputs[i];
+        size[i] = 0;
+        if (!t || !is_const(t) || is_empty(t) || group_reads(&k->group, t) != 1) continue;
+        size[i] = def->prepack(an, target, o, i, NULL, NULL);
+        if (size[i] > 0) mask |= 1u << i;
+    }
+    return mask;
+}
+
+/* The index of tensor t among kernel k's group inputs, or -1. */
+static int group_input_index(const kernel *k, const hc_tensor *t) {
+    for (int j = 0; j < k->group.ninputs; j++)
+        if (k->group.inputs[j] == t) return j;
+    return -1;
+}
+
 /* ---- tuning ---------------------------------------------------------------------- */
 typedef struct tune_job {
     int kernel;
     int ncand;
+    unsigned prepacked; /* candidates are measured with these inputs pre-packed */
     char key[33];
 } tune_job;
 
@@ -217,8 +258,8 @@ static const hc_tensor *group_param(const hc_group *g, int i) {
  * place ruinous), so tuning the anchor alone picks wrong configs. */
 /* Kernel k's group scheduled with candidate c of its anchor's space, named `name`. */
 static hc_func *schedule_candidate(hc_model *m, const kernel *k, const hc_target *target, int c,
-                                   const char *name, hc_error *err) {
-    hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
+                                   unsigned prepacked, const char *name, hc_error *err) {
+    hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c, .prepacked = prepacked};
     bool templated;
     const char *why = NULL;
     hc_func *f = hc_fuse_schedule(&m->arena, &k->group, target, &o, name, &templated, &why, err);
@@ -239,7 +280,7 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_progress_task_done(pg);
         k->chosen = rec.best, k->tune_cached = true;
         if (k->chosen == 0) return HC_OK; /* the default program is already scheduled */
-        hc_func *f = schedule_candidate(m, k, target, k->chosen, k->func->name, err);
+        hc_func *f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
         if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
         k->func = f;
         return HC_OK;
@@ -248,13 +289,13 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
     for (int c = 0; c < job->ncand; c++) {
         const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
-        if (c == 0) { /* the default program, scheduled already: renamed copy */
+        if (c == 0 && !job->prepacked) { /* the default program, scheduled: renamed copy */
             cands[0] = HC_NEW(&m->arena, hc_func);
             *cands[0] = *k->func;
             cands[0]->name = name;
             continue;
         }
-        cands[c] = schedule_candidate(m, k, target, c, name, err);
+        cands[c] = schedule_candidate(m, k, target, c, job->prepacked, name, err);
         if (!cands[c]) return err ? err->status : HC_ERR_UNSUPPORTED;
     }
     int np = ag->ninputs + ag->noutputs;
@@ -270,9 +311,63 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         args[i] = aligned_alloc(64, bytes ? bytes : 64);
         fill_random(args[i], t, &rng);
     }
+    /* per candidate: the shared buffers, with each pre-packed weight in that candidate's
+     * layout (candidates with the same layout share one packed copy) */
+    void ***each = hc_xcalloc((size_t)job->ncand, sizeof *each);
+    HC_VEC(float *) packed = {0};
+    HC_VEC(int64_t) packed_n = {0};
+    for (int c = 0; c < job->ncand; c++) {
+        each[c] = hc_xmalloc(sizeof(void *) * ((size_t)np + 1));
+        memcpy(each[c], args, sizeof(void *) * (size_t)np);
+        if (!job->prepacked) continue;
+        hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
+        int64_t size[MAXIN] = {0};
+        unsigned mask = prepack_mask(m, k, target, &o, size);
+        HC_ASSERT(mask == job->prepacked);
+        for (int i = 0; i < MAXIN; i++) {
+            if (!(mask & (1u << i))) continue;
+            const hc_tensor *t = k->node->inputs[i];
+            int j = group_input_index(k, t);
+            HC_ASSERT(j >= 0);
+            float *buf = aligned_alloc(64, ((size_t)size[i] * sizeof(float) + 63) / 64 * 64);
+            HC_ASSERT(buf);
+            hc_op_get(k->node->op)->prepack(k->node, target, &o, i, t->data, buf);
+            for (size_t q = 0; q < packed.len && buf; q++)
+                if (packed_n.data[q] == size[i] &&
+                    !memcmp(packed.data[q], buf, (size_t)size[i] * sizeof(float)))
+                    free(buf), buf = NULL, each[c][j] = packed.data[q];
+            if (buf) {
+                hc_vec_push(&packed, buf);
+                hc_vec_push(&packed_n, size[i]);
+                each[c][j] = buf;
+            }
+        }
+    }
+    /* candidates that are the same program (with pre-packed weights, pack_a / pack_b of
+     * a pre-packed operand change nothing) are measured once */
+    int nu = 0, *uniq = hc_xmalloc(sizeof(int) * (size_t)job->ncand);
+    char(*keys)[33] = hc_xmalloc(sizeof *keys * (size_t)job->ncand);
+    for (int c = 0; c < job->ncand; c++) {
+        size_t cost;
+        program_key(&m->arena, cands[c], keys[c], &cost);
+        bool dup = false;
+        for (int q = 0; q < nu && !dup; q++) dup = !strcmp(keys[uniq[q]], keys[c]);
+        if (!dup) uniq[nu++] = c;
+    }
+    hc_func **ucands = hc_xmalloc(sizeof *ucands * (size_t)nu);
+    void ***uargs = hc_xmalloc(sizeof *uargs * (size_t)nu);
+    for (int q = 0; q < nu; q++) ucands[q] = cands[uniq[q]], uargs[q] = each[uniq[q]];
+    if (pg && nu < job->ncand) hc_progress_step(pg, job->ncand - nu);
     hc_tune_result res = {0};
-    hc_status st = hc_tune_select(&m->arena, job->ncand, cands, args, target, m->opt.jit, pg,
-                                  &res, err);
+    hc_status st = hc_tune_select_each(&m->arena, nu, ucands, (void *const *const *)uargs,
+                                       target, m->opt.jit, pg, &res, err);
+    if (st == HC_OK) res.best = uniq[res.best];
+    free(ucands), free(uargs), free(uniq), free(keys);
+    for (int c = 0; c < job->ncand; c++) free(each[c]);
+    free(each);
+    for (size_t q = 0; q < packed.len; q++) free(packed.data[q]);
+    hc_vec_free(&packed);
+    hc_vec_free(&packed_n);
     for (int i = 0; i < np; i++)
         if (!(i < ag->ninputs && is_const(group_param(ag, i)))) free(args[i]);
     free(args);
@@ -283,9 +378,13 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
     if (st != HC_OK) return st;
     k->chosen = res.best;
-    if (k->chosen != 0) { /* the winner's program, under the kernel's name */
+    if (k->chosen != 0 && !job->prepacked) { /* the winner's program, under the kernel's name */
         cands[k->chosen]->name = k->func->name;
         k->func = cands[k->chosen];
+    } else if (k->chosen != 0) { /* as it reads unpacked weights: prepack_kernel packs them */
+        hc_func *f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
+        if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
+        k->func = f;
     }
     return HC_OK;
 }
@@ -307,7 +406,12 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
         char sig[33];
         size_t cost;
         program_key(&m->arena, k->func, sig, &cost);
-        hc_tune_key(sig, level, target, j.key);
+        hc_sched_opts o = {.level = level};
+        int64_t size[MAXIN];
+        j.prepacked = prepack_mask(m, k, target, &o, size);
+        /* candidates measured pre-packed or not are different records */
+        hc_tune_key(hc_arena_printf(&m->arena, "%s prepacked %u", sig, j.prepacked), level,
+                    target, j.key);
         bool dup = false;
         for (size_t q = 0; q < jobs.len && !dup; q++) dup = !strcmp(jobs.data[q].key, j.key);
         if (!dup) total += n, tasks++;
@@ -331,19 +435,7 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
     return st;
 }
 
-/* ---- weight pre-packing ------------------------------------------------------------ */
-/* How many times the members of a group read tensor t. */
-static int group_reads(const hc_group *g, const hc_tensor *t) {
-    int uses = 0;
-    for (int m = 0; m < hc_group_size(g); m++) {
-        const hc_node *n = m == 0                ? g->anchor
-                           : m <= g->nprologue ? g->prologue[m - 1]
-                                                 : g->epilogue[m - 1 - g->nprologue];
-        for (int i = 0; i < n->ninputs; i++) uses += n->inputs[i] == t;
-    }
-    return uses;
-}
-
+/* ---- weight pre-packing (after tuning) ---------------------------------------- */
 /* A templated kernel whose anchor reads a constant weight directly (not through a
  * prologue, and nowhere else in the group) gets that weight packed once, here, in the
  * layout its template's config reads (hc_op_def.prepack): the kernel is rescheduled with
@@ -353,17 +445,9 @@ static int group_reads(const hc_group *g, const hc_tensor *t) {
 static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target, hc_error *err) {
     const hc_node *an = k->node;
     const hc_op_def *def = hc_op_get(an->op);
-    if (!k->templated || !def || !def->prepack) return HC_OK;
     hc_sched_opts o = {.level = m->opt.tune_level, .candidate = k->chosen};
-    enum { MAXIN = 8 };
     int64_t size[MAXIN] = {0};
-    unsigned mask = 0;
-    for (int i = 0; i < an->ninputs && i < MAXIN; i++) {
-        const hc_tensor *t = an->inputs[i];
-        if (!t || !is_const(t) || is_empty(t) || group_reads(&k->group, t) != 1) continue;
-        size[i] = def->prepack(an, target, &o, i, NULL, NULL);
-        if (size[i] > 0) mask |= 1u << i;
-    }
+    unsigned mask = prepack_mask(m, k, target, &o, size);
     if (!mask) return HC_OK;
     o.prepacked = mask;
     bool templated = false;
@@ -382,9 +466,8 @@ static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target,
     for (int i = 0; i < MAXIN; i++) {
         if (!(mask & (1u << i))) continue;
         const hc_tensor *t = an->inputs[i];
-        int j = 0;
-        while (j < k->group.ninputs && k->group.inputs[j] != t) j++;
-        if (j == k->group.ninputs)
+        int j = group_input_index(k, t);
+        if (j < 0)
             return hc_error_set(err, HC_ERR_INVALID, "node '%s': weight '%s' is not a kernel "
                                 "input", an->name, t->name);
         const char *name = hc_arena_printf(&m->arena, "%s.packed%d", t->name, (int)m->kernels.len);
@@ -402,7 +485,6 @@ static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target,
 
 static hc_status prepack_all(hc_model *m, const hc_target *target, hc_error *err) {
     hc_status st = HC_OK;
-    if (m->opt.no_prepack) return st;
     for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++)
         st = prepack_kernel(m, &m->kernels.data[i], target, err);
     return st;

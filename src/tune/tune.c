@@ -265,7 +265,8 @@ static void first_pass(hc_packed_fn fn, void *const *args, double best_ms, sampl
 }
 
 /* The second pass: finalists in turn, round after round. */
-static void final_pass(int n, hc_packed_fn *fns, void *const *args, samples *s, double *ms) {
+static void final_pass(int n, hc_packed_fn *fns, void *const *const *args, samples *s,
+                       double *ms) {
     int *order = hc_xmalloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) { /* insertion sort by time, ties by index: stable */
         int j = i;
@@ -275,7 +276,8 @@ static void final_pass(int n, hc_packed_fn *fns, void *const *args, samples *s, 
     int k = HC_MIN(n, FINALISTS);
     double start = hc_now_ms();
     for (int r = 0; r < FINAL_ROUNDS && k > 1 && hc_now_ms() - start < FINAL_BUDGET_MS; r++)
-        for (int j = 0; j < k; j++) add_sample(&s[order[j]], timed_run(fns[order[j]], args));
+        for (int j = 0; j < k; j++)
+            add_sample(&s[order[j]], timed_run(fns[order[j]], args[order[j]]));
     for (int j = 0; j < k; j++) ms[order[j]] = median(s[order[j]].v, s[order[j]].n);
     free(order);
 }
@@ -288,6 +290,17 @@ static void on_compiled(void *ctx, int done, int total) {
 hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
                          const hc_target *t, const hc_jit_options *jit, hc_progress *progress,
                          hc_tune_result *out, hc_error *err) {
+    void *const **each = hc_xmalloc(sizeof *each * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) each[i] = args;
+    hc_status st = hc_tune_select_each(a, n, cands, each, t, jit, progress, out, err);
+    free(each);
+    return st;
+}
+
+hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
+                              void *const *const *args, const hc_target *t,
+                              const hc_jit_options *jit, hc_progress *progress,
+                              hc_tune_result *out, hc_error *err) {
     memset(out, 0, sizeof *out);
     out->best = -1;
     if (n < 1) return hc_error_set(err, HC_ERR_INVALID, "tune: no candidates");
@@ -332,7 +345,7 @@ hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const 
         t0 = hc_now_ms();
         double best_ms = -1;
         for (int i = 0; i < n; i++) {
-            first_pass(fns[i], args, best_ms, &s[i]);
+            first_pass(fns[i], args[i], best_ms, &s[i]);
             /* a sorted copy: the samples keep their order for the second pass */
             double *copy = hc_xmalloc(sizeof(double) * (size_t)s[i].n);
             memcpy(copy, s[i].v, sizeof(double) * (size_t)s[i].n);

@@ -80,6 +80,13 @@ typedef struct hc_tune_result {
 hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
                          const hc_target *t, const hc_jit_options *jit, hc_progress *progress,
                          hc_tune_result *out, hc_error *err);
+/* The same with one argument array per candidate (args[i] for candidate i): candidates
+ * whose parameters differ in layout (weights pre-packed for each config) are measured on
+ * what they will run with. */
+hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
+                              void *const *const *args, const hc_target *t,
+                              const hc_jit_options *jit, hc_progress *progress,
+                              hc_tune_result *out, hc_error *err);
 
 /* Median time (ms) of fn(args) after `warmup` runs: at least min_runs timed runs, more
  * until about budget_ms has passed (at most max_runs). */
