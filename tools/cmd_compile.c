@@ -24,7 +24,9 @@ static void usage(FILE *f) {
                "  FILE: the compiled model, for `hidetc run FILE` and `hidetc bench FILE`\n"
                "  --threads T: the thread count it will run with (default: all cores)\n"
                "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
-               "  at compile time; --tune L: schedule-space level (0 default)\n");
+               "  at compile time; --tune L: schedule-space level (0 default)\n"
+               "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
+               "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n");
 }
 
 /* Returns 0, -1 after --help, or the exit code of a usage error. */

@@ -29,7 +29,9 @@ static void usage(FILE *f) {
                "[--threads T] " CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
                "  MODEL: an ONNX file or builtin:NAME (or a file written by hidetc compile)\n"
                "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
-               "  at compile time; --tune L: schedule-space level (0 default)\n");
+               "  at compile time; --tune L: schedule-space level (0 default)\n"
+               "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
+               "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n");
 }
 
 static int parse_input_arg(run_args *r, char *val) {

@@ -22,6 +22,7 @@ static bool moves_data(hc_op_kind op) {
     case HC_OPK_PAD: case HC_OPK_DEPTH_TO_SPACE: case HC_OPK_SPACE_TO_DEPTH:
     case HC_OPK_TRILU: case HC_OPK_ONE_HOT: case HC_OPK_EYE_LIKE: case HC_OPK_CAST:
     case HC_OPK_CAST_LIKE: case HC_OPK_IDENTITY: case HC_OPK_DROPOUT: case HC_OPK_IM2COL:
+    case HC_OPK_WINO_INPUT: case HC_OPK_WINO_OUTPUT:
         return true;
     default:
         return false;

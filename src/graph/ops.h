@@ -147,7 +147,9 @@
     X(IDENTITY,                  "Identity",                   1, 1, 1, 1, INJECTIVE)         \
     X(DROPOUT,                   "Dropout",                    1, 3, 1, 2, INJECTIVE)         \
     /* internal ops produced by graph passes */                                               \
-    X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)
+    X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)         \
+    X(WINO_INPUT,                "",                           1, 1, 1, 1, ANCHOR)            \
+    X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)
 
 typedef enum hc_op_kind {
 #define X(n, onnx, imin, imax, omin, omax, kind) HC_OPK_##n,

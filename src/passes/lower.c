@@ -2,6 +2,8 @@
  *   Conv (2-D, group 1)  -> Im2Col (or a Reshape for a 1x1 stride-1 unpadded kernel)
  *                           + MatMul with the weight viewed as [OC, C*KH*KW]
  *                           + bias Add + Reshape to [N, OC, OH, OW]
+ *   Conv 3x3 stride 1    -> where it pays, Winograd F(2x2, 3x3): WinoInput + batched
+ *                           MatMul with the transformed weights + WinoOutput + bias Add
  *   Gemm                 -> MatMul of the (transposed) operands + alpha Mul + beta*C Add
  * Transposes of constant operands are done here, at compile time. Each rewrite builds
  * new nodes, then moves the readers of the old output to the new one. */
@@ -13,6 +15,7 @@ typedef struct lower_ctx {
     hc_graph *g;
     hc_node *n; /* the node being lowered (names derive from it) */
     hc_error *err;
+    const hc_optimize_options *opt;
 } lower_ctx;
 
 static hc_tensor *emit(lower_ctx *c, hc_op_kind op, const char *suffix, int nin,
@@ -93,6 +96,80 @@ static hc_tensor *conv_columns(lower_ctx *c, const int64_t *k, const int64_t *s,
     return emit(c, HC_OPK_IM2COL, "im2col", 1, &x, nb == 1 ? 5 : 4, attrs);
 }
 
+/* ---- Conv by Winograd F(2x2, 3x3) (docs/winograd.md) ----------------------------- */
+/* 3x3, stride 1, dilation 1, group 1, f32, constant weights. */
+static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t *s,
+                              const int64_t *d) {
+    const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
+    return x->dtype == HC_F32 && w->dtype == HC_F32 && w->data && k[0] == 3 && k[1] == 3 &&
+           s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
+}
+
+/* Where the Winograd path beats the implicit GEMM (measured per layer shape of ResNet-50
+ * and Inception-V3 and on probes around the edges with bench/winograd.c; the numbers are
+ * in docs/winograd.md). It wins 1.3-2.1x on every layer of both models, down to 8 input
+ * and 4 output channels; it loses where
+ * - the input has fewer than 8 channels (3->64 and 4->64: 0.2x): the batched matmul has
+ *   K = C_in, and the transforms' traffic (V and M hold 4x the input and output) dominates;
+ * - the matmul has fewer than 9 tiles per batch entry (N = T; 4x4 and smaller images:
+ *   0.5-0.6x);
+ * - the tiles overhang the output by more than a quarter (OH*OW < 3/4 of 4*TH*TW: 5x5 is
+ *   25 of 36, 0.9x; 7x7 is 49 of 64 and wins 1.6x). */
+static bool winograd_pays(const hc_node *n) {
+    const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
+    int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 1) / 2, tw = (ow + 1) / 2;
+    int64_t tiles = y->shape[0] * th * tw;
+    return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * th * tw * 4;
+}
+
+/* U[a*4 + b, oc, c] = (G g G^T)[a, b] for the 3x3 filter g = w[oc, c], G = [1 0 0;
+ * 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; computed in double, stored in f32. */
+static hc_tensor *winograd_weights(lower_ctx *c, const hc_tensor *w) {
+    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    int64_t oc = w->shape[0], ic = w->shape[1];
+    int64_t shape[3] = {16, oc, ic};
+    const char *name = hc_arena_printf(&c->g->arena, "%s_wino", w->name);
+    hc_tensor *u = hc_graph_constant(c->g, name, HC_F32, 3, shape, NULL);
+    const float *src = w->data;
+    float *dst = u->data;
+    for (int64_t o = 0; o < oc; o++)
+        for (int64_t i = 0; i < ic; i++) {
+            const float *g = src + (o * ic + i) * 9;
+            double gt[4][3]; /* G g */
+            for (int a = 0; a < 4; a++)
+                for (int q = 0; q < 3; q++)
+                    gt[a][q] = G[a][0] * g[q] + G[a][1] * g[3 + q] + G[a][2] * g[6 + q];
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) {
+                    double v = gt[a][0] * G[b][0] + gt[a][1] * G[b][1] + gt[a][2] * G[b][2];
+                    dst[((a * 4 + b) * oc + o) * ic + i] = (float)v;
+                }
+        }
+    return u;
+}
+
+/* V = WINO_INPUT(x) [16, C, T]; M = U x V [16, OC, T] (batched MatMul); y =
+ * WINO_OUTPUT(M) [N, OC, OH, OW]; + bias. */
+static hc_tensor *lower_conv_winograd(lower_ctx *c, const int64_t *pads) {
+    hc_node *n = c->n;
+    hc_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+    const hc_tensor *y = n->outputs[0];
+    hc_attr pa = {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads};
+    hc_tensor *v = emit(c, HC_OPK_WINO_INPUT, "wino_in", 1, &x, 1, &pa);
+    hc_tensor *in[2] = {winograd_weights(c, w), v};
+    hc_tensor *m = v ? emit(c, HC_OPK_MATMUL, "wino_mm", 2, in, 0, NULL) : NULL;
+    int64_t hw[2] = {y->shape[2], y->shape[3]};
+    hc_attr oa = {.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw};
+    hc_tensor *out = m ? emit(c, HC_OPK_WINO_OUTPUT, "wino_out", 1, &m, 1, &oa) : NULL;
+    if (out && b) {
+        int64_t bshape[3] = {w->shape[0], 1, 1};
+        in[0] = out;
+        in[1] = reshape(c, b, "bcol3", 3, bshape);
+        out = in[1] ? emit(c, HC_OPK_ADD, "bias", 2, in, 0, NULL) : NULL;
+    }
+    return out;
+}
+
 static hc_tensor *lower_conv(lower_ctx *c) {
     hc_node *n = c->n;
     hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
@@ -101,6 +178,9 @@ static hc_tensor *lower_conv(lower_ctx *c) {
     attr_pair(n, "strides", s);
     attr_pair(n, "dilations", d);
     conv_pads(n, k, s, d, pads);
+    if (c->opt && !c->opt->no_winograd && winograd_eligible(n, k, s, d) &&
+        (c->opt->force_winograd || winograd_pays(n)))
+        return lower_conv_winograd(c, pads);
     int64_t oc = w->shape[0], ck = w->shape[1] * k[0] * k[1];
     hc_tensor *cols = conv_columns(c, k, s, d, pads);
     int64_t wshape[2] = {oc, ck};
@@ -183,10 +263,15 @@ static bool gemm_lowerable(const hc_node *n) {
 }
 
 hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err) {
+    return hc_pass_lower_anchors_with(g, &(hc_optimize_options){0}, err);
+}
+
+hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt,
+                                     hc_error *err) {
     size_t n0 = g->nodes.len;
     for (size_t k = 0; k < n0; k++) {
         hc_node *n = g->nodes.data[k];
-        lower_ctx c = {g, n, err};
+        lower_ctx c = {g, n, err, opt};
         hc_tensor *y = NULL;
         if (n->op == HC_OPK_CONV && conv_lowerable(n)) y = lower_conv(&c);
         else if (n->op == HC_OPK_GEMM && gemm_lowerable(n)) y = lower_gemm(&c);

@@ -19,11 +19,22 @@ hc_status hc_pass_fold_batchnorm(hc_graph *g, hc_error *err);
 /* Identity and Dropout (inference) removed; Reshape/Flatten/Squeeze/Unsqueeze chains
  * collapsed into one Reshape. */
 hc_status hc_pass_simplify(hc_graph *g, hc_error *err);
-/* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add); Gemm -> MatMul + epilogue ops. */
-hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err);
+/* Choices of the pipeline (defaults: all zero). */
+typedef struct hc_optimize_options {
+    bool no_winograd;    /* 3x3 stride-1 convs through im2col too */
+    bool force_winograd; /* every eligible conv through Winograd, whether it pays or not
+                            (tests, measurements) */
+} hc_optimize_options;
 
-/* The whole pipeline. */
+/* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add), or for 3x3 stride-1 convs where it
+ * pays, Winograd F(2x2, 3x3) (docs/winograd.md); Gemm -> MatMul + epilogue ops. */
+hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err);
+hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt,
+                                     hc_error *err);
+
+/* The whole pipeline (opt NULL: defaults). */
 hc_status hc_graph_optimize(hc_graph *g, hc_error *err);
+hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc_error *err);
 
 /* The reference graph evaluator (the oracle for passes, the runtime and model tests):
  * every node in order with the reference interpreter on its Task. The graph must be

@@ -73,12 +73,18 @@ static hc_status check(const hc_graph *g, const char *pass, hc_status st, hc_err
 }
 
 hc_status hc_graph_optimize(hc_graph *g, hc_error *err) {
+    return hc_graph_optimize_with(g, NULL, err);
+}
+
+hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
+    hc_optimize_options dflt = {0};
+    if (!opt) opt = &dflt;
     hc_status st = HC_OK;
     st = check(g, "infer_shapes", hc_pass_infer_shapes(g, err), err);
     if (st == HC_OK) st = check(g, "simplify", hc_pass_simplify(g, err), err);
     if (st == HC_OK) st = check(g, "fold_constants", hc_pass_fold_constants(g, err), err);
     if (st == HC_OK) st = check(g, "fold_batchnorm", hc_pass_fold_batchnorm(g, err), err);
-    if (st == HC_OK) st = check(g, "lower_anchors", hc_pass_lower_anchors(g, err), err);
+    if (st == HC_OK) st = check(g, "lower_anchors", hc_pass_lower_anchors_with(g, opt, err), err);
     /* the lowering made new reshapes (simplify merges them) and constant operands */
     if (st == HC_OK) st = check(g, "simplify", hc_pass_simplify(g, err), err);
     if (st == HC_OK) st = check(g, "fold_constants", hc_pass_fold_constants(g, err), err);

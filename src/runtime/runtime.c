@@ -714,7 +714,9 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                                                    : HC_MAX(1, hc_target_host()->num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
-    hc_status st = hc_graph_optimize(g, err);
+    hc_optimize_options oo = {.no_winograd = m->opt.no_winograd,
+                              .force_winograd = m->opt.force_winograd};
+    hc_status st = hc_graph_optimize_with(g, &oo, err);
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);
     if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err);

@@ -14,6 +14,9 @@ typedef struct hc_compile_options {
     bool no_fusion;            /* one kernel per node */
     bool no_prepack;           /* templates pack constant weights on every call instead of
                                   once at compile time */
+    bool no_winograd;          /* 3x3 stride-1 convs through im2col even where Winograd
+                                  pays (docs/winograd.md) */
+    bool force_winograd;       /* Winograd for every 3x3 stride-1 conv (measurements) */
     int tune_level;            /* 0: default configs; 1: small spaces; 2: full spaces */
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */

@@ -6,8 +6,23 @@
  * column p = (oh, ow) hold x[n, c, oh*sh - top + kh*dh, ow*sw - left + kw*dw], or 0 in
  * the padding, so that the convolution is the matmul W[OC, C*KH*KW] x columns. With
  * squeeze_batch = 1 (N must be 1) the columns are [C*KH*KW, OH*OW]: a plain 2-D matmul
- * operand, without a Reshape kernel in between. */
+ * operand, without a Reshape kernel in between.
+ *
+ * WINO_INPUT and WINO_OUTPUT: the two transforms of Winograd F(2x2, 3x3) for a 3x3
+ * stride-1 convolution (docs/winograd.md; the lowering pass makes them, the weight
+ * transform U = G g G^T is done at compile time):
+ *   WINO_INPUT  x [N, C, H, W] -> V [16, C, T], attribute pads [top, left, bottom, right].
+ *               Output OH = H + top + bottom - 2 (OW alike), tiles TH = ceil(OH/2),
+ *               TW = ceil(OW/2), T = N*TH*TW, t = (n*TH + ty)*TW + tx. V[a*4+b, c, t] =
+ *               (B^T d B)[a, b] where d is the 4x4 input tile at row 2*ty - top, column
+ *               2*tx - left of image n, channel c (0 outside the image).
+ *   WINO_OUTPUT m [16, K, T] -> y [N, K, OH, OW], attribute out_hw [OH, OW] (N = T/(TH*TW)).
+ *               y[n, k, 2*ty+i, 2*tx+j] = (A^T m_t A)[i, j] for tile t, cropped to OH x OW.
+ * With B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] and A^T = [1 1 1 0; 0 1 -1 -1], every
+ * row of B^T has two nonzeros (+-1) and row i of A^T is the three ones at columns i..i+2
+ * with signs (1, s, s), s = 1 - 2i: V and y are sums of 4 and 9 loads. */
 #include "graph/graph.h"
+#include "sched/winograd.h"
 
 typedef struct im2col_geom {
     int64_t k[2], s[2], d[2], pad[4];
@@ -117,7 +132,170 @@ static hc_task *task_im2col(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
+/* ---- Winograd F(2x2, 3x3) transforms -------------------------------------------- */
+static hc_status wino_pads(const hc_node *n, int64_t *pad, hc_error *err) {
+    int cnt = 0;
+    const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
+    if (p && cnt != 4)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "pads has %d values, expected 4", cnt);
+    for (int i = 0; i < 4; i++) pad[i] = p ? p[i] : 0;
+    return HC_OK;
+}
+
+static hc_status infer_wino_input(hc_node *n, hc_error *err) {
+    const hc_tensor *x = n->inputs[0];
+    int64_t pad[4];
+    hc_status st = wino_pads(n, pad, err);
+    if (st != HC_OK) return st;
+    if (x->ndim != 4)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 4", x->ndim);
+    int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
+    if (oh < 1 || ow < 1)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "a 3x3 window does not fit the input");
+    int64_t shape[3] = {16, x->shape[1], x->shape[0] * ((oh + 1) / 2) * ((ow + 1) / 2)};
+    hc_node_set_output(n, 0, x->dtype, 3, shape);
+    return HC_OK;
+}
+
+/* Row a of B^T is d[p(a)] + s(a) * d[q(a)]: p = (0, 1, 2, 1), q = (2, 2, 1, 3),
+ * s = (-1, 1, -1, -1). */
+static hc_expr *bt_p(hc_arena *a, hc_expr *r) {
+    return hc_select(a, hc_eq(a, r, hc_int(a, 0)), hc_int(a, 0),
+                     hc_select(a, hc_eq(a, r, hc_int(a, 2)), hc_int(a, 2), hc_int(a, 1)));
+}
+static hc_expr *bt_q(hc_arena *a, hc_expr *r) {
+    return hc_select(a, hc_eq(a, r, hc_int(a, 3)), hc_int(a, 3),
+                     hc_select(a, hc_eq(a, r, hc_int(a, 2)), hc_int(a, 1), hc_int(a, 2)));
+}
+static hc_expr *sign_if(hc_arena *a, hc_expr *cond, hc_dtype dt) {
+    return hc_select(a, cond, hc_const_num(a, dt, 1), hc_const_num(a, dt, -1));
+}
+
+typedef struct wino_tile {
+    const hc_tnode *x;
+    hc_expr *n, *c, *row0, *col0; /* image, channel, tile origin (may be outside) */
+    hc_dtype dt;
+} wino_tile;
+
+/* d[r, s] of the tile: x at (row0 + r, col0 + s), 0 outside the image. */
+static hc_expr *tile_at(hc_arena *a, const wino_tile *w, hc_expr *r, hc_expr *s) {
+    hc_expr *ih = hc_add(a, w->row0, r), *iw = hc_add(a, w->col0, s);
+    int64_t h = w->x->shape[2], wd = w->x->shape[3];
+    hc_expr *idx[4] = {w->n, w->c, clamp(a, ih, h), clamp(a, iw, wd)};
+    return hc_select(a, hc_and(a, inside(a, ih, h), inside(a, iw, wd)), hc_at(a, w->x, idx),
+                     hc_const_num(a, w->dt, 0));
+}
+
+static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t pad[4];
+    if (wino_pads(n, pad, err) != HC_OK) return NULL;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
+    int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
+    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, "c"), hc_axis(a, "t")};
+    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[2]);
+    hc_expr *ra = hc_div(a, e, hc_int(a, 4)), *rb = hc_mod(a, e, hc_int(a, 4));
+    hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
+    hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
+    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, ax[1]),
+                   hc_sub(a, hc_mul(a, ty, hc_int(a, 2)), hc_int(a, pad[0])),
+                   hc_sub(a, hc_mul(a, tx, hc_int(a, 2)), hc_int(a, pad[1])), y->dtype};
+    hc_expr *pa = bt_p(a, ra), *qa = bt_q(a, ra), *pb = bt_p(a, rb), *qb = bt_q(a, rb);
+    hc_expr *sa = sign_if(a, hc_eq(a, ra, hc_int(a, 1)), y->dtype);
+    hc_expr *sb = sign_if(a, hc_eq(a, rb, hc_int(a, 1)), y->dtype);
+    /* (B^T d B)[a, b] = (d[pa] + sa d[qa]) (row combination) then the same over columns */
+    hc_expr *rp = hc_add(a, tile_at(a, &w, pa, pb), hc_mul(a, sb, tile_at(a, &w, pa, qb)));
+    hc_expr *rq = hc_add(a, tile_at(a, &w, qa, pb), hc_mul(a, sb, tile_at(a, &w, qa, qb)));
+    hc_expr *v = hc_add(a, rp, hc_mul(a, sa, rq));
+    hc_tnode *out = hc_compute_with_axes(a, y->name, 3, y->shape, ax, v);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
+static hc_status wino_out_hw(const hc_node *n, int64_t *hw, hc_error *err) {
+    int cnt = 0;
+    const int64_t *v = hc_node_attr_ints(n, "out_hw", &cnt);
+    if (!v || cnt != 2 || v[0] < 1 || v[1] < 1)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "out_hw missing or invalid");
+    hw[0] = v[0], hw[1] = v[1];
+    return HC_OK;
+}
+
+static hc_status infer_wino_output(hc_node *n, hc_error *err) {
+    const hc_tensor *m = n->inputs[0];
+    int64_t hw[2] = {0, 0};
+    hc_status st = wino_out_hw(n, hw, err);
+    if (st != HC_OK) return st;
+    int64_t tiles = ((hw[0] + 1) / 2) * ((hw[1] + 1) / 2);
+    if (m->ndim != 3 || m->shape[0] != 16 || m->shape[2] % tiles != 0)
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "input must be [16, K, N*%lld] for out_hw [%lld, %lld]",
+                            (long long)tiles, (long long)hw[0], (long long)hw[1]);
+    int64_t shape[4] = {m->shape[2] / tiles, m->shape[1], hw[0], hw[1]};
+    hc_node_set_output(n, 0, m->dtype, 4, shape);
+    return HC_OK;
+}
+
+static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t hw[2] = {0, 0};
+    if (wino_out_hw(n, hw, err) != HC_OK) return NULL;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *y = n->outputs[0];
+    int64_t th = (hw[0] + 1) / 2, tw = (hw[1] + 1) / 2;
+    hc_var *ax[4] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w")};
+    hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *two = hc_int(a, 2);
+    hc_expr *i = hc_mod(a, h, two), *j = hc_mod(a, wv, two);
+    hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
+                                            hc_div(a, h, two)),
+                                  hc_int(a, tw)),
+                        hc_div(a, wv, two));
+    hc_expr *si = sign_if(a, hc_eq(a, i, hc_int(a, 0)), y->dtype);
+    hc_expr *sj = sign_if(a, hc_eq(a, j, hc_int(a, 0)), y->dtype);
+    hc_expr *rows[3];
+    for (int k = 0; k < 3; k++) {
+        hc_expr *row = hc_mul(a, hc_add(a, i, hc_int(a, k)), hc_int(a, 4));
+        hc_expr *m[3];
+        for (int l = 0; l < 3; l++) {
+            hc_expr *idx[3] = {hc_add(a, row, hc_add(a, j, hc_int(a, l))), hc_ref(a, ax[1]), t};
+            m[l] = hc_at(a, in[0], idx);
+        }
+        rows[k] = hc_add(a, m[0], hc_mul(a, sj, hc_add(a, m[1], m[2])));
+    }
+    hc_expr *v = hc_add(a, rows[0], hc_mul(a, si, hc_add(a, rows[1], rows[2])));
+    hc_tnode *out = hc_compute_with_axes(a, y->name, 4, y->shape, ax, v);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
+/* The templates (src/sched/templates/winograd_cpu.c); NULL: the auto-scheduler. */
+static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
+                              const hc_target *target, const char *fname,
+                              const hc_sched_opts *opts, hc_error *err) {
+    (void)opts;
+    (void)err;
+    if (t->ninputs != 1 || t->noutputs != 1 || n->outputs[0]->dtype != HC_F32) return NULL;
+    bool input = n->op == HC_OPK_WINO_INPUT;
+    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    hc_wino_shape s = {0};
+    int64_t pad[4] = {0, 0, 0, 0};
+    hc_error e2 = {0};
+    if (input) {
+        if (wino_pads(n, pad, &e2) != HC_OK) return NULL;
+        s = (hc_wino_shape){x->shape[0], x->shape[1], x->shape[2], x->shape[3], pad[0], pad[1],
+                            x->shape[2] + pad[0] + pad[2] - 2, x->shape[3] + pad[1] + pad[3] - 2};
+    } else {
+        s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1], .oh = y->shape[2],
+                            .ow = y->shape[3]};
+    }
+    int threads = target->num_cores > 0 ? target->num_cores : 1;
+    return input ? hc_wino_input_cpu(a, fname, &s, threads, &e2)
+                 : hc_wino_output_cpu(a, fname, &s, threads, &e2);
+}
+
 const hc_op_def hc_ops_internal[] = {
     {HC_OPK_IM2COL, infer_im2col, task_im2col, NULL},
+    {HC_OPK_WINO_INPUT, infer_wino_input, task_wino_input, schedule_wino},
+    {HC_OPK_WINO_OUTPUT, infer_wino_output, task_wino_output, schedule_wino},
     {HC_OPK_COUNT, NULL, NULL, NULL},
 };

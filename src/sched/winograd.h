@@ -1,0 +1,26 @@
+/* winograd.h — CPU templates for the two transforms of Winograd F(2x2, 3x3)
+ * (docs/winograd.md; the ops WINO_INPUT and WINO_OUTPUT in src/graph/ops/internal.c).
+ *
+ *   hc_wino_input_cpu:  X [n, c, h, w] -> V [16, c, T]   params X, V
+ *   hc_wino_output_cpu: M [16, c, T] -> Y [n, c, oh, ow] params M, Y
+ *
+ * T = n * ceil(oh/2) * ceil(ow/2) tiles, t = (n*TH + ty)*TW + tx; the input tile of
+ * (ty, tx) starts at row 2*ty - pt, column 2*tx - pl (zeros outside the image). */
+#ifndef HC_SCHED_WINOGRAD_H
+#define HC_SCHED_WINOGRAD_H
+
+#include "ir/ir.h"
+
+typedef struct hc_wino_shape {
+    int64_t n, c, h, w; /* input (for the output transform, h and w are unused) */
+    int64_t pt, pl;     /* top and left padding (input transform) */
+    int64_t oh, ow;     /* convolution output */
+} hc_wino_shape;
+
+/* Work items (image, channel, tile rows) split evenly over `threads` threads. */
+hc_func *hc_wino_input_cpu(hc_arena *a, const char *name, const hc_wino_shape *s, int threads,
+                           hc_error *err);
+hc_func *hc_wino_output_cpu(hc_arena *a, const char *name, const hc_wino_shape *s, int threads,
+                            hc_error *err);
+
+#endif
