@@ -1290,6 +1290,7 @@ static const char prelude_avx512[] =
  * for any code). */
 static const char prelude_workspace[] =
     "#include <pthread.h>\n"
+    "#include <sys/mman.h>\n"
     "\n"
     "enum { HC_WS_SLOTS = %d };\n"
     "typedef struct hc_ws {\n"
@@ -1348,7 +1349,12 @@ static const char prelude_workspace[] =
     "    if (!w && !(w = hc_ws_take())) return NULL;\n"
     "    if (w->cap[slot] >= bytes) return w->buf[slot]; /* an idle workspace's */\n"
     "    free(w->buf[slot]); /* first: the old and new buffers are never held together */\n"
-    "    w->buf[slot] = aligned_alloc(64, bytes);\n"
+    "    /* from 2 MiB: 2 MiB aligned, on transparent huge pages (fewer TLB misses) */\n"
+    "    size_t align = bytes >= ((size_t)2 << 20) ? ((size_t)2 << 20) : 64;\n"
+    "    w->buf[slot] = aligned_alloc(align, (bytes + align - 1) / align * align);\n"
+    "#ifdef MADV_HUGEPAGE\n"
+    "    if (w->buf[slot] && align > 64) (void)madvise(w->buf[slot], bytes, MADV_HUGEPAGE);\n"
+    "#endif\n"
     "    w->cap[slot] = w->buf[slot] ? bytes : 0;\n"
     "    return w->buf[slot];\n"
     "}\n"

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -56,6 +57,17 @@ void *hc_xrealloc(void *p, size_t n) {
     if (!q) oom(n);
     return q;
 }
+void *hc_alloc_big(size_t n) {
+    enum { HUGE = 2 << 20 };
+    if (n < HUGE) return aligned_alloc(64, (n + 63) / 64 * 64 + (n ? 0 : 64));
+    size_t cap = (n + HUGE - 1) / HUGE * HUGE;
+    void *p = aligned_alloc(HUGE, cap);
+#ifdef MADV_HUGEPAGE
+    if (p) (void)madvise(p, cap, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#endif
+    return p;
+}
+
 char *hc_xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
     return memcpy(hc_xmalloc(n), s, n);
@@ -65,7 +77,7 @@ char *hc_xstrdup(const char *s) {
 struct hc_arena_chunk {
     hc_arena_chunk *next;
     size_t used, cap;
-    _Alignas(16) unsigned char data[];
+    _Alignas(64) unsigned char data[]; /* a cache line: weights live here */
 };
 
 void hc_arena_init(hc_arena *a) { a->head = NULL, a->total = 0; }
@@ -83,7 +95,10 @@ void *hc_arena_alloc(hc_arena *a, size_t size) {
     hc_arena_chunk *c = a->head;
     if (!c || c->cap - c->used < size) {
         size_t cap = size > 65536 ? size : 65536;
-        c = hc_xmalloc(sizeof(hc_arena_chunk) + cap);
+        /* big ones are weights: on huge pages (hc_alloc_big), 64-byte aligned data */
+        c = cap >= (2u << 20) ? hc_alloc_big(sizeof(hc_arena_chunk) + cap)
+                              : aligned_alloc(64, (sizeof(hc_arena_chunk) + cap + 63) / 64 * 64);
+        if (!c) oom(sizeof(hc_arena_chunk) + cap);
         c->used = 0, c->cap = cap, c->next = a->head;
         a->head = c;
     }

@@ -129,6 +129,11 @@ void *hc_xmalloc(size_t n);
 void *hc_xcalloc(size_t n, size_t size);
 void *hc_xrealloc(void *p, size_t n);
 char *hc_xstrdup(const char *s);
+/* Large, long-lived buffers (weights, the activation arena): 64-byte aligned, and from
+ * 2 MiB up 2 MiB aligned with transparent huge pages requested (madvise), so that
+ * streaming them costs a TLB miss per 2 MiB, not per 4 KiB. NULL when out of memory;
+ * release with free(). */
+void *hc_alloc_big(size_t n);
 
 /* ---- hashing ------------------------------------------------------------------- */
 /* 128-bit non-cryptographic hash (two FNV-1a-style lanes with different seeds, mixed);

@@ -634,7 +634,7 @@ static hc_status read_whole(const char *path, void **buf, size_t *size, hc_error
         return hc_error_set(err, HC_ERR_IO, "%s: not a regular file", path);
     }
     size_t n = (size_t)sb.st_size, cap = (n + ALIGN) / ALIGN * ALIGN;
-    char *p = aligned_alloc(ALIGN, cap);
+    char *p = hc_alloc_big(cap);
     if (!p) {
         close(fd);
         return hc_error_set(err, HC_ERR_NOMEM, "%s: cannot allocate %zu bytes to read it", path,
@@ -1063,7 +1063,7 @@ static hc_status read_body(loader *L) {
         hc_vec_push(&m->uniques, u);
     }
     size_t bytes = (m->arena_bytes + 63) / 64 * 64;
-    if (r->st == HC_OK && !(m->mem = aligned_alloc(64, bytes ? bytes : 64)))
+    if (r->st == HC_OK && !(m->mem = hc_alloc_big(bytes)))
         return hc_error_set(r->err, HC_ERR_NOMEM, "%s: cannot allocate the %zu-byte arena",
                             r->path, m->arena_bytes);
     uint32_t nk = r_count(r, 32, "kernels");

@@ -679,7 +679,7 @@ static void *bind_arg(hc_model *m, const hc_tensor *t, void **slot) {
 
 static void prepare_args(hc_model *m) {
     size_t bytes = (m->arena_bytes + 63) / 64 * 64;
-    m->mem = aligned_alloc(64, bytes ? bytes : 64);
+    m->mem = hc_alloc_big(bytes);
     HC_ASSERT(m->mem);
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
