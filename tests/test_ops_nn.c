@@ -590,7 +590,7 @@ typedef struct jcase {
 
 static void test_compiled(void) {
     hc_graph *g = hc_graph_new("jit", 13);
-    jcase cs[16];
+    jcase cs[20];
     int nc = 0;
     hc_tensor *cx[3] = {input(g, "cx", SHAPE(1, 6, 11, 7)), input(g, "cw", SHAPE(6, 2, 3, 3)),
                         input(g, "cb", SHAPE(6))};
@@ -619,6 +619,16 @@ static void test_compiled(void) {
                     INTS("strides", 2, 2)};
     cs[nc++].n = node(g, HC_OPK_MAX_POOL, "j_maxpool", 1, cx, 2, 4, pa);
     cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool", 1, cx, 1, 4, pa);
+    /* padded windows of stride 1: the guard becomes loop bounds (emit_guarded_update) */
+    int first_padded = nc;
+    hc_attr pi[] = {INTS("kernel_shape", 3, 3), INTS("pads", 1, 1, 1, 1),
+                    INT("count_include_pad", 1)};
+    cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_incl", 1, cx, 1, 3, pi);
+    hc_attr pe[] = {INTS("kernel_shape", 2, 5), INTS("pads", 0, 2, 1, 3)};
+    cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_excl", 1, cx, 1, 2, pe);
+    hc_attr pm[] = {INTS("kernel_shape", 3, 4), INTS("pads", 2, 1, 1, 2)};
+    cs[nc++].n = node(g, HC_OPK_MAX_POOL, "j_maxpool_pad", 1, cx, 1, 2, pm);
+    int last_padded = nc;
     hc_tensor *ln[3] = {ma[0], input(g, "ls", SHAPE(17)), input(g, "lb", SHAPE(17))};
     cs[nc++].n = node(g, HC_OPK_LAYER_NORMALIZATION, "j_layernorm", 3, ln, 1, 0, NULL);
     hc_attr ea[] = {STR("equation", "abij,abjk->abik")};
@@ -630,7 +640,7 @@ static void test_compiled(void) {
     hc_arena a;
     hc_arena_init(&a);
     const hc_target *tg = hc_target_host();
-    hc_func *fs[16];
+    hc_func *fs[20];
     for (int i = 0; i < nc; i++) {
         HC_ASSERT(cs[i].n);
         const hc_op_def *d = hc_op_get(cs[i].n->op);
@@ -644,6 +654,14 @@ static void test_compiled(void) {
     }
     /* the template takes batched matmuls and a 2-D B broadcast over A's rows */
     CHECK(cs[3].templ && cs[4].templ && !cs[5].templ);
+    for (int i = first_padded; i < last_padded; i++) { /* no guard left in the inner loop */
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_func(&sb, cs[i].f);
+        CHECK_MSG(strstr(hc_sb_str(&sb), "jlo") != NULL, "%s: window guard not split",
+                  cs[i].n->name);
+        hc_sb_free(&sb);
+    }
     char *src = hc_codegen_c(&a, hc_module_new(&a, "ops_nn", nc, fs), tg);
     hc_jit_lib *lib = NULL;
     CHECK(hc_jit_build(src, NULL, &lib, &err) == HC_OK);

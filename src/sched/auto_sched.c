@@ -520,6 +520,91 @@ static void emit_scalar_body(hc_builder *b, const body *bd) {
     hc_b_end(b);
 }
 
+/* The coefficient of jj in e when e is linear in jj (sums, differences and constant
+ * multiples of jj and terms free of jj), else INT64_MIN. */
+static int64_t coef_of(const hc_expr *e, const hc_var *jj) {
+    if (!mentions(e, jj)) return 0;
+    if (e->kind == HC_E_VAR) return 1;
+    if (e->kind != HC_E_BINARY) return INT64_MIN;
+    int64_t x = coef_of(e->u.bin.a, jj), y = coef_of(e->u.bin.b, jj), k;
+    if (x == INT64_MIN || y == INT64_MIN) return INT64_MIN;
+    switch (e->u.bin.op) {
+    case HC_OP_ADD: return x + y;
+    case HC_OP_SUB: return x - y;
+    case HC_OP_MUL:
+        if (hc_expr_is_const_int(e->u.bin.a, &k)) return k * y;
+        if (hc_expr_is_const_int(e->u.bin.b, &k)) return k * x;
+        return INT64_MIN;
+    default: return INT64_MIN;
+    }
+}
+
+/* e = jj + c with c free of jj: c, else NULL. */
+static hc_expr *offset_of(hc_arena *a, hc_expr *e, hc_var *jj) {
+    if (coef_of(e, jj) != 1) return NULL;
+    return hc_subst_expr(a, e, 1, &jj, (hc_expr *[]){hc_int(a, 0)});
+}
+
+/* Split a conjunction over the inner index jj: conjuncts free of jj go to *inv, bounds
+ * lo <= jj < hi from `x <= jj + c`, `x < jj + c`, `jj + c < x`, `jj + c <= x` narrow
+ * *lo / *hi. false when some conjunct is neither. */
+static bool split_guard(hc_arena *a, hc_expr *g, hc_var *jj, hc_expr **inv, hc_expr **lo,
+                        hc_expr **hi) {
+    if (!mentions(g, jj)) {
+        *inv = *inv ? hc_and(a, *inv, g) : g;
+        return true;
+    }
+    if (g->kind != HC_E_BINARY) return false;
+    hc_binop op = g->u.bin.op;
+    hc_expr *x = g->u.bin.a, *y = g->u.bin.b;
+    if (op == HC_OP_AND)
+        return split_guard(a, x, jj, inv, lo, hi) && split_guard(a, y, jj, inv, lo, hi);
+    if (op != HC_OP_LT && op != HC_OP_LE) return false;
+    bool lt = op == HC_OP_LT;
+    if (!mentions(x, jj)) { /* x < jj + c: jj >= x - c + 1;  x <= jj + c: jj >= x - c */
+        hc_expr *c = offset_of(a, y, jj);
+        if (!c) return false;
+        hc_expr *l = hc_sub(a, x, c);
+        if (lt) l = hc_add(a, l, hc_int(a, 1));
+        *lo = hc_max(a, *lo, l);
+        return true;
+    }
+    if (!mentions(y, jj)) { /* jj + c < y: jj < y - c;  jj + c <= y: jj < y - c + 1 */
+        hc_expr *c = offset_of(a, x, jj);
+        if (!c) return false;
+        hc_expr *h = hc_sub(a, y, c);
+        if (!lt) h = hc_add(a, h, hc_int(a, 1));
+        *hi = hc_min(a, *hi, h);
+        return true;
+    }
+    return false;
+}
+
+/* acc[jj] = combine(acc[jj], select(g, x, identity)) for jj < jn, when the guard g splits
+ * into a part free of jj and a range of jj: `if (part) for jj in range: acc[jj] =
+ * combine(acc[jj], x)`. The elements skipped would combine the identity, so this is
+ * exact; the loop left has no condition and vectorizes (a padded pooling window's
+ * inner loop). false (nothing emitted) when v is not of that form. */
+static bool emit_guarded_update(hc_builder *b, const body *bd, hc_var *acc, hc_reduce_kind k,
+                                hc_expr *identity, hc_expr *v) {
+    hc_arena *a = b->a;
+    if (v->kind != HC_E_SELECT || !hc_expr_equal(v->u.sel.f, identity)) return false;
+    if (k != HC_REDUCE_SUM && k != HC_REDUCE_AVG && k != HC_REDUCE_MAX && k != HC_REDUCE_MIN)
+        return false;
+    hc_expr *inv = NULL, *lo = hc_int(a, 0), *hi = bd->jn;
+    if (!split_guard(a, v->u.sel.cond, bd->jph, &inv, &lo, &hi)) return false;
+    if (inv) hc_b_if_begin(b, inv);
+    hc_var *l = hc_b_declare(b, "jlo", hc_type_scalar(HC_INDEX_TYPE), hc_simplify_expr(a, lo));
+    hc_expr *n = hc_max(a, hc_sub(a, hc_simplify_expr(a, hi), hc_ref(a, l)), hc_int(a, 0));
+    hc_var *jj = hc_b_for_begin(b, "j", n, hc_serial());
+    hc_expr *j = hc_add(a, hc_ref(a, l), hc_ref(a, jj));
+    hc_expr *x = hc_subst_expr(a, v->u.sel.t, 1, (hc_var *[]){bd->jph}, (hc_expr *[]){j});
+    hc_b_store(b, acc, 1, &j, reduce_combine(a, k, hc_load(a, acc, 1, &j), x));
+    hc_b_end(b);
+    if (inv) hc_b_end(b);
+    return true;
+}
+
 /* One accumulator per element of the inner block: the inner loop stays a plain
  * elementwise loop (vectorizable without reassociating floating-point sums). */
 static void emit_vector_body(hc_builder *b, const body *bd) {
@@ -539,10 +624,13 @@ static void emit_vector_body(hc_builder *b, const body *bd) {
         hc_b_store(b, acc, 1, ji, reduce_init(a, k, at));
         hc_b_end(b);
         hc_expr *v = open_reduce_loops(b, r);
-        jj = hc_b_for_begin(b, "j", bd->jn, hc_serial());
-        ji[0] = hc_ref(a, jj);
-        hc_b_store(b, acc, 1, ji, reduce_combine(a, k, hc_load(a, acc, 1, ji), at_j(a, bd, v, jj)));
-        hc_b_end(b);
+        if (!emit_guarded_update(b, bd, acc, k, reduce_init(a, k, at), v)) {
+            jj = hc_b_for_begin(b, "j", bd->jn, hc_serial());
+            ji[0] = hc_ref(a, jj);
+            hc_b_store(b, acc, 1, ji,
+                       reduce_combine(a, k, hc_load(a, acc, 1, ji), at_j(a, bd, v, jj)));
+            hc_b_end(b);
+        }
         close_loops(b, r->u.reduce.naxes);
         res[i] = reduce_finish(a, r, hc_load(a, acc, 1, (hc_expr *[]){hc_ref(a, bd->jph)}));
     }
