@@ -9,22 +9,8 @@
 # test-models). BUILD defaults to build-bench (a Release build of the hidetc program).
 set -u
 OUT=$(cd "$(dirname "$0")" && pwd)/results/fusion.md
-repeat=20 threads=2 rounds=3
-models=(resnet50 inception_v3 mobilenet_v2 bert gpt2)
-args="$*"
-while [ $# -gt 0 ]; do
-    case $1 in
-    --repeat) repeat=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --threads) threads=$2; shift 2 ;;
-    --models) models=(); shift
-        while [ $# -gt 0 ] && [[ $1 != --* ]]; do models+=("$1"); shift; done ;;
-    *) echo "usage: bench/fusion.sh [--repeat R] [--rounds N] [--threads T] [--models NAME...]" >&2
-       exit 2 ;;
-    esac
-done
 NAME=fusion.sh
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/common.sh" "$@"
 export HIDETC_CACHE_DIR=${HIDETC_CACHE_DIR:-$BUILD/bench-cache}
 bench_ms() { "$HIDETC" bench "$1" --threads "$threads" --warmup 3 --repeat "$repeat" "${@:2}" |
              sed -n 's/^median_ms: \([^ ]*\).*/\1/p'; }

@@ -10,22 +10,8 @@
 # bench/models.sh and bench/fusion.sh). BUILD defaults to build-bench.
 set -u
 OUT=$(cd "$(dirname "$0")" && pwd)/results/tuning.md
-repeat=20 threads=2 rounds=3
-models=(resnet50 inception_v3 mobilenet_v2 bert gpt2)
-args="$*"
-while [ $# -gt 0 ]; do
-    case $1 in
-    --repeat) repeat=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --threads) threads=$2; shift 2 ;;
-    --models) models=(); shift
-        while [ $# -gt 0 ] && [[ $1 != --* ]]; do models+=("$1"); shift; done ;;
-    *) echo "usage: bench/tuning.sh [--repeat R] [--rounds N] [--threads T] [--models NAME...]" >&2
-       exit 2 ;;
-    esac
-done
 NAME=tuning.sh
-source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/common.sh" "$@"
 WORK=$BUILD/tuning
 mkdir -p "$WORK"
 export HIDETC_NO_PROGRESS=1

@@ -507,29 +507,23 @@ static void emit_vload_strided(cg *c, hc_sb *sb, const hc_expr *e) {
                      k, k, k, k, k, k, k, k, k, k, type_str(c, vt), k, k, k, k);
         return;
     }
-    if (w == 512 && (fits || !cst)) {
+    if ((w == 512 || w == 256) && (fits || !cst)) { /* a masked gather, stride*lane offsets */
         if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
                                (long long)lim);
-        hc_sb_printf(sb,
-                     "_r%d = (%s)_mm512_mask_i32gather_ps(_mm512_setzero_ps(), "
-                     "(__mmask16)(hc_mask16(_hi%d) & ~hc_mask16(_lo%d)), "
-                     "_mm512_mullo_epi32(_mm512_set1_epi32((int)_s%d), _mm512_setr_epi32(0, 1, 2, "
-                     "3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), _p%d, 4);",
-                     k, type_str(c, vt), k, k, k, k);
-        if (cst) {
-            hc_sb_printf(sb, " _r%d; })", k);
-            return;
-        }
-        hc_sb_puts(sb, " else ");
-    } else if (w == 256 && (fits || !cst)) {
-        if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
-                               (long long)lim);
-        hc_sb_printf(sb,
-                     "_r%d = (%s)_mm256_mask_i32gather_ps(_mm256_setzero_ps(), _p%d, "
-                     "_mm256_mullo_epi32(_mm256_set1_epi32((int)_s%d), _mm256_setr_epi32(0, 1, 2, "
-                     "3, 4, 5, 6, 7)), _mm256_castsi256_ps(_mm256_andnot_si256(hc_mask8(_lo%d), "
-                     "hc_mask8(_hi%d))), 4);",
-                     k, type_str(c, vt), k, k, k, k);
+        if (w == 512)
+            hc_sb_printf(sb,
+                         "_r%d = (%s)_mm512_mask_i32gather_ps(_mm512_setzero_ps(), "
+                         "(__mmask16)(hc_mask16(_hi%d) & ~hc_mask16(_lo%d)), "
+                         "_mm512_mullo_epi32(_mm512_set1_epi32((int)_s%d), _mm512_setr_epi32(0, 1, "
+                         "2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), _p%d, 4);",
+                         k, type_str(c, vt), k, k, k, k);
+        else
+            hc_sb_printf(sb,
+                         "_r%d = (%s)_mm256_mask_i32gather_ps(_mm256_setzero_ps(), _p%d, "
+                         "_mm256_mullo_epi32(_mm256_set1_epi32((int)_s%d), _mm256_setr_epi32(0, 1, "
+                         "2, 3, 4, 5, 6, 7)), _mm256_castsi256_ps(_mm256_andnot_si256("
+                         "hc_mask8(_lo%d), hc_mask8(_hi%d))), 4);",
+                         k, type_str(c, vt), k, k, k, k);
         if (cst) {
             hc_sb_printf(sb, " _r%d; })", k);
             return;

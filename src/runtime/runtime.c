@@ -326,7 +326,8 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         hc_progress_step(pg, job->ncand);
         hc_progress_task_done(pg);
         k->chosen = rec.best, k->tune_cached = true;
-        if (k->chosen == 0) return HC_OK; /* the default program is already scheduled */
+        /* the default program is already scheduled; pre-packed ones prepack_kernel makes */
+        if (k->chosen == 0 || job->prepacked) return HC_OK;
         hc_func *f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
         if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
         k->func = f;
@@ -393,13 +394,11 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
     if (st != HC_OK) return st;
     k->chosen = res.best;
-    if (k->chosen != 0 && !job->prepacked) { /* the winner's program, under the kernel's name */
+    /* the winner's program, under the kernel's name; with pre-packed weights prepack_kernel
+     * schedules it, since it also binds the packed constants */
+    if (k->chosen != 0 && !job->prepacked) {
         cands[k->chosen]->name = k->func->name;
         k->func = cands[k->chosen];
-    } else if (k->chosen != 0) { /* as it reads unpacked weights: prepack_kernel packs them */
-        hc_func *f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
-        if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
-        k->func = f;
     }
     return HC_OK;
 }
@@ -470,10 +469,14 @@ static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target,
     hc_error e = {0};
     hc_func *f = hc_fuse_schedule(&m->arena, &k->group, target, &o, k->func->name, &templated,
                                   &why, &e);
-    if (!f || !templated) { /* keep the program that packs per call */
+    if (!f || !templated) { /* the chosen program, packing per call */
         if (m->verbose)
             fprintf(stderr, "hidetc: kernel '%s': weights not pre-packed: %s\n", an->name,
                     why ? why : e.msg);
+        if (k->chosen == 0) return HC_OK;
+        f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
+        if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
+        k->func = f;
         return HC_OK;
     }
     hc_tensor **ins = HC_NEW_ARRAY(&m->arena, hc_tensor *, k->group.ninputs + 1);
