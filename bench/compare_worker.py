@@ -1,7 +1,7 @@
 """A worker of bench/compare: one system (ONNX Runtime or PyTorch) in its own process,
 driven one request at a time over stdin/stdout, the protocol of `hidetc bench --serve`:
 
-    python compare_worker.py ort MODEL.onnx INPUT_DIR --threads T
+    python compare_worker.py ort MODEL.onnx INPUT_DIR --threads T [--pin]
     python compare_worker.py torch NAME BATCH INPUT_DIR --threads T
 
 prints "ready" once loaded, then answers each line read from stdin:
@@ -27,9 +27,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def ort_session(model, threads):
+def ort_session(model, threads, pin=False):
     import onnxruntime as ort
     so = ort.SessionOptions()
+    if pin:  # intra-op thread k (the caller's thread is 0, not listed) on processor k + 1
+        so.add_session_config_entry("session.intra_op_thread_affinities",
+                                    ";".join(str(k + 1) for k in range(1, threads)))
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -43,8 +46,9 @@ def load_inputs(input_dir, names):
 
 
 def make_ort(args, threads):
-    model, input_dir = args
-    sess = ort_session(model, threads)
+    pin = "--pin" in args
+    model, input_dir = [x for x in args if x != "--pin"]
+    sess = ort_session(model, threads, pin)
     names = [i.name for i in sess.get_inputs()]
     feeds = dict(zip(names, load_inputs(input_dir, names)))
     return lambda: sess.run(None, feeds)

@@ -1,9 +1,12 @@
 /* test_runtime.c — the CPU executor: compiled graphs against the reference graph
  * evaluator, the memory plan (directly and as a property of random live ranges), kernel
  * deduplication, outputs that are inputs or constants, empty tensors, run-time errors. */
+#include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "passes/passes.h"
+#include "runtime/affinity.h"
 #include "runtime/runtime.h"
 #include "test.h"
 #include "graph_build.h"
@@ -347,6 +350,40 @@ static void test_compile_errors(void) {
     CHECK(m == NULL && err.msg[0] != '\0');
 }
 
+/* Thread placement (runtime/affinity.c): a 2-thread run pins OpenMP's worker to the
+ * second CPU the process may use and gives the caller its own mask back. */
+static void test_thread_placement(void) {
+    cpu_set_t orig, after;
+    CHECK(pthread_getaffinity_np(pthread_self(), sizeof orig, &orig) == 0);
+    int ncpu = CPU_COUNT(&orig), second = -1;
+    for (int c = 0, seen = 0; c < CPU_SETSIZE && second < 0; c++)
+        if (CPU_ISSET(c, &orig) && seen++ == 1) second = c;
+    setenv("HIDETC_BIND", "0", 1);
+    CHECK(!hc_pin_wanted(2));
+    setenv("HIDETC_BIND", "1", 1);
+    CHECK(hc_pin_wanted(2) == (ncpu >= 2));
+    CHECK(!hc_pin_wanted(1));
+    CHECK(!hc_pin_wanted(ncpu + 1));
+    hc_model *m = check_model("placement", build_cnn, 2);
+    hc_model_free(m);
+    CHECK(pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0);
+    CHECK_MSG(CPU_EQUAL(&orig, &after), "the caller's CPU mask changed across a run");
+    if (ncpu >= 2) {
+        cpu_set_t w;
+        CPU_ZERO(&w);
+        int team = 0;
+#pragma omp parallel num_threads(2)
+        {
+            if (omp_get_thread_num() == 1) pthread_getaffinity_np(pthread_self(), sizeof w, &w);
+            if (omp_get_thread_num() == 0) team = omp_get_num_threads();
+        }
+        CHECK_EQ_INT(team, 2);
+        CHECK_MSG(CPU_COUNT(&w) == 1 && CPU_ISSET(second, &w),
+                  "worker 1 is not pinned to CPU %d (%d CPUs in its mask)", second, CPU_COUNT(&w));
+    }
+    unsetenv("HIDETC_BIND");
+}
+
 int main(void) {
     test_plan_small();
     test_plan_random();
@@ -356,5 +393,6 @@ int main(void) {
     test_chain_memory_and_dedup();
     test_run_errors();
     test_compile_errors();
+    test_thread_placement();
     TEST_DONE();
 }

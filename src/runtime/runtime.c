@@ -10,6 +10,7 @@
 
 #include "fuse/fuse.h"
 #include "passes/passes.h"
+#include "runtime/affinity.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_internal.h"
 #include "sched/sched.h"
@@ -801,11 +802,14 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
         *b->slot = b->output ? outputs[b->index] : inputs[b->index];
     }
     omp_set_num_threads(m->num_threads);
+    hc_pin pin;
+    hc_pin_enter(m->num_threads, &pin);
     for (size_t i = 0; i < m->kernels.len; i++) {
         double t0 = ms ? hc_now_ms() : 0;
         m->kernels.data[i].fn(m->kernels.data[i].args);
         if (ms) ms[i] = hc_now_ms() - t0;
     }
+    hc_pin_leave(&pin);
     for (size_t i = 0; i < m->copies.len; i++) {
         const out_copy *c = &m->copies.data[i];
         const void *src = c->src == COPY_CONST   ? c->data
