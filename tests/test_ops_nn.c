@@ -590,7 +590,7 @@ typedef struct jcase {
 
 static void test_compiled(void) {
     hc_graph *g = hc_graph_new("jit", 13);
-    jcase cs[20];
+    jcase cs[24];
     int nc = 0;
     hc_tensor *cx[3] = {input(g, "cx", SHAPE(1, 6, 11, 7)), input(g, "cw", SHAPE(6, 2, 3, 3)),
                         input(g, "cb", SHAPE(6))};
@@ -619,13 +619,20 @@ static void test_compiled(void) {
                     INTS("strides", 2, 2)};
     cs[nc++].n = node(g, HC_OPK_MAX_POOL, "j_maxpool", 1, cx, 2, 4, pa);
     cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool", 1, cx, 1, 4, pa);
-    /* padded windows of stride 1: the guard becomes loop bounds (emit_guarded_update) */
+    /* padded windows of stride 1: the guard becomes loop bounds (emit_guarded_update) or
+     * the lanes of masked vector loads (emit_chunked_reduce) */
     int first_padded = nc;
     hc_attr pi[] = {INTS("kernel_shape", 3, 3), INTS("pads", 1, 1, 1, 1),
                     INT("count_include_pad", 1)};
     cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_incl", 1, cx, 1, 3, pi);
     hc_attr pe[] = {INTS("kernel_shape", 2, 5), INTS("pads", 0, 2, 1, 3)};
     cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_excl", 1, cx, 1, 2, pe);
+    /* rows wider than a vector: whole chunks and a tail (37 = 16 + 16 + 5, 17 = 16 + 1) */
+    hc_tensor *wide[1] = {input(g, "cxw", SHAPE(1, 3, 5, 37))};
+    cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_wide", 1, wide, 1, 3, pi);
+    hc_tensor *tail[1] = {input(g, "cxt", SHAPE(2, 2, 3, 17))};
+    hc_attr pt[] = {INTS("kernel_shape", 1, 5), INTS("pads", 0, 2, 0, 2)};
+    cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_tail", 1, tail, 1, 2, pt);
     hc_attr pm[] = {INTS("kernel_shape", 3, 4), INTS("pads", 2, 1, 1, 2)};
     cs[nc++].n = node(g, HC_OPK_MAX_POOL, "j_maxpool_pad", 1, cx, 1, 2, pm);
     int last_padded = nc;
@@ -640,7 +647,7 @@ static void test_compiled(void) {
     hc_arena a;
     hc_arena_init(&a);
     const hc_target *tg = hc_target_host();
-    hc_func *fs[20];
+    hc_func *fs[24];
     for (int i = 0; i < nc; i++) {
         HC_ASSERT(cs[i].n);
         const hc_op_def *d = hc_op_get(cs[i].n->op);
@@ -658,8 +665,16 @@ static void test_compiled(void) {
         hc_sb sb;
         hc_sb_init(&sb);
         hc_print_func(&sb, cs[i].f);
-        CHECK_MSG(strstr(hc_sb_str(&sb), "jlo") != NULL, "%s: window guard not split",
-                  cs[i].n->name);
+        const char *prog = hc_sb_str(&sb);
+        bool avg = cs[i].n->op == HC_OPK_AVERAGE_POOL;
+        /* sums over a window: vector chunks with masked loads (emit_chunked_reduce) on
+         * targets with 8 or more lanes; else, and for max, the guard as loop bounds */
+        if (avg && tg->vector_bits >= 256)
+            CHECK_MSG(strstr(prog, "vload_range") != NULL, "%s: no chunked window sum",
+                      cs[i].n->name);
+        else
+            CHECK_MSG(strstr(prog, "jlo") != NULL, "%s: window guard not split",
+                      cs[i].n->name);
         hc_sb_free(&sb);
     }
     char *src = hc_codegen_c(&a, hc_module_new(&a, "ops_nn", nc, fs), tg);

@@ -605,6 +605,68 @@ static bool emit_guarded_update(hc_builder *b, const body *bd, hc_var *acc, hc_r
     return true;
 }
 
+/* A SUM/AVG reduction over at most 256 elements (a window) whose value is a float load
+ * contiguous along the inner index, or such a load under a guard that split_guard
+ * splits: x on success, with the guard's
+ * parts in *inv, *lo, *hi (lo <= jph < hi), else NULL. */
+static hc_expr *chunkable(hc_arena *a, const body *bd, const hc_expr *r, hc_expr *v,
+                          hc_expr **inv, hc_expr **lo, hc_expr **hi) {
+    hc_reduce_kind k = r->u.reduce.kind;
+    if ((k != HC_REDUCE_SUM && k != HC_REDUCE_AVG) || r->type->dtype != HC_F32) return NULL;
+    int64_t extent = 1; /* small windows only: a long reduction streams its rows better */
+    for (int i = 0; i < r->u.reduce.naxes; i++) extent *= r->u.reduce.extents[i];
+    if (extent > 256) return NULL;
+    *inv = NULL, *lo = hc_int(a, 0), *hi = bd->jn;
+    hc_expr *x = v;
+    if (v->kind == HC_E_SELECT) {
+        if (!hc_expr_equal(v->u.sel.f, reduce_init(a, k, HC_F32)) ||
+            !split_guard(a, v->u.sel.cond, bd->jph, inv, lo, hi))
+            return NULL;
+        x = v->u.sel.t;
+    }
+    if (x->kind != HC_E_LOAD || x->type->kind != HC_TY_SCALAR || x->type->dtype != HC_F32)
+        return NULL;
+    int n = x->u.load.n;
+    for (int i = 0; i + 1 < n; i++)
+        if (mentions(x->u.load.idx[i], bd->jph)) return NULL;
+    return n > 0 && coef_of(x->u.load.idx[n - 1], bd->jph) == 1 ? x : NULL;
+}
+
+/* The accumulation of a chunkable reduction in vector registers, `lanes` positions of the
+ * inner block at a time: per chunk c0 = c * lanes, the reduction loops inside, and
+ * vacc += vload_range(&x[jph = c0], lo - c0, hi - c0) (the lanes the guard admits, the
+ * others add zero), then acc[c0 .. c0 + lanes) = vacc. Unlike the loop per element
+ * below, the partial sums stay in a register across the reduction (a padded pooling
+ * window: 9 masked vector loads and adds per 16 outputs). acc has room for whole chunks. */
+static void emit_chunked_reduce(hc_builder *b, const body *bd, const hc_expr *r, hc_var *acc,
+                                int lanes) {
+    hc_arena *a = b->a;
+    const hc_type *vt = hc_type_vector(a, HC_F32, lanes);
+    hc_expr *nchunks = hc_div(a, hc_add(a, bd->jn, hc_int(a, lanes - 1)), hc_int(a, lanes));
+    hc_var *c = hc_b_for_begin(b, "c", hc_simplify_expr(a, nchunks), hc_serial());
+    hc_expr *c0 = hc_mul(a, hc_ref(a, c), hc_int(a, lanes));
+    hc_expr *zero = hc_call(a, HC_PRIM_VBROADCAST, vt, 1, (hc_expr *[]){hc_f32(a, 0)});
+    hc_var *vacc = hc_b_declare(b, "vacc", vt, zero);
+    hc_expr *inv, *lo, *hi;
+    hc_expr *x = chunkable(a, bd, r, open_reduce_loops(b, r), &inv, &lo, &hi);
+    HC_ASSERT(x);
+    if (inv) hc_b_if_begin(b, inv);
+    int n = x->u.load.n;
+    hc_expr **idx = HC_NEW_ARRAY(a, hc_expr *, n);
+    for (int i = 0; i < n; i++) idx[i] = hc_subst_expr(a, x->u.load.idx[i], 1, &bd->jph, &c0);
+    hc_expr *hi_c = hc_min(a, hi, bd->jn);
+    hc_expr *args[3] = {hc_address(a, x->u.load.buf, n, idx),
+                        hc_simplify_expr(a, hc_sub(a, lo, c0)),
+                        hc_simplify_expr(a, hc_sub(a, hi_c, c0))};
+    hc_expr *ld = hc_call(a, HC_PRIM_VLOAD_RANGE, vt, 3, args);
+    hc_b_assign(b, vacc, hc_add(a, hc_ref(a, vacc), ld));
+    if (inv) hc_b_end(b);
+    close_loops(b, r->u.reduce.naxes);
+    hc_expr *st[2] = {hc_address(a, acc, 1, &c0), hc_ref(a, vacc)};
+    hc_b_eval(b, hc_call(a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, st));
+    hc_b_end(b);
+}
+
 /* One accumulator per element of the inner block: the inner loop stays a plain
  * elementwise loop (vectorizable without reassociating floating-point sums). */
 static void emit_vector_body(hc_builder *b, const body *bd) {
@@ -617,8 +679,17 @@ static void emit_vector_body(hc_builder *b, const body *bd) {
         hc_expr *r = rs.data[i];
         hc_reduce_kind k = r->u.reduce.kind;
         hc_dtype at = acc_dtype(r->type->dtype);
-        const hc_type *tt = hc_type_tensor_c(a, at, 1, &bd->p->blk, HC_SCOPE_REGISTER);
+        int lanes = bd->vector_bits / 32;
+        hc_expr *inv, *lo, *hi;
+        bool chunks = lanes >= 8 && chunkable(a, bd, r, r->u.reduce.value, &inv, &lo, &hi);
+        int64_t len = chunks ? (bd->p->blk + lanes - 1) / lanes * lanes : bd->p->blk;
+        const hc_type *tt = hc_type_tensor_c(a, at, 1, &len, HC_SCOPE_REGISTER);
         hc_var *acc = accs[i] = hc_b_declare(b, "acc", tt, NULL);
+        if (chunks) {
+            emit_chunked_reduce(b, bd, r, acc, lanes);
+            res[i] = reduce_finish(a, r, hc_load(a, acc, 1, (hc_expr *[]){hc_ref(a, bd->jph)}));
+            continue;
+        }
         hc_var *jj = hc_b_for_begin(b, "j", bd->jn, hc_serial());
         hc_expr *ji[1] = {hc_ref(a, jj)};
         hc_b_store(b, acc, 1, ji, reduce_init(a, k, at));
