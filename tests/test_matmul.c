@@ -382,6 +382,14 @@ static void test_kernels(void) {
         snprintf(name, sizeof name, "matmul_%d", i);
         funcs[i] = hc_matmul_cpu(&a, name, &jobs[i].s, &jobs[i].c, t, &err);
         HC_ASSERT_MSG(funcs[i], err.msg); /* every job's config is valid */
+        /* pre-packed operands are prefetched a tile ahead (prefetch_next), others not */
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_func(&sb, funcs[i]);
+        bool pre = jobs[i].c.pre_a || jobs[i].c.pre_b;
+        CHECK_MSG((strstr(hc_sb_str(&sb), "prefetch(") != NULL) == pre,
+                  "job %d: prefetch %s", i, pre ? "missing" : "without a pre-packed operand");
+        hc_sb_free(&sb);
     }
     for (int u = 0; u < NUNITS; u++) {
         int first = u * PER_UNIT, n = HC_MIN(PER_UNIT, N - first);

@@ -160,6 +160,11 @@ static void test_mapping_and_calls(void) {
     REJECT(fn(hc_store(&A, P, 1, IDX(I(0)), ex)), false, "wrong number of arguments");
     hc_expr *vl = hc_call(&A, HC_PRIM_VLOAD, v8, 1, IDX(hc_f32(&A, 1)));
     REJECT(fn(hc_eval(&A, vl)), false, "vload of a non-pointer", "vload<f32x8>(1.0f)");
+    hc_expr *pf = hc_call(&A, HC_PRIM_PREFETCH, hc_type_scalar(HC_VOID), 1, IDX(hc_f32(&A, 1)));
+    REJECT(fn(hc_eval(&A, pf)), false, "prefetch of a non-pointer");
+    hc_expr *pp = hc_call(&A, HC_PRIM_PREFETCH, hc_type_scalar(HC_VOID), 1,
+                          IDX(hc_address(&A, P, 1, IDX(I(3)))));
+    ACCEPT(fn(hc_eval(&A, pp)), false);
     const hc_type *v4 = hc_type_vector(&A, HC_F32, 4);
     hc_expr *b8 = hc_call(&A, HC_PRIM_VBROADCAST, v8, 1, IDX(hc_f32(&A, 1)));
     hc_expr *b4 = hc_call(&A, HC_PRIM_VBROADCAST, v4, 1, IDX(hc_f32(&A, 1)));

@@ -596,6 +596,11 @@ static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
     case HC_PRIM_VLOAD_STRIDED: emit_vload_strided(c, sb, e); return;
     case HC_PRIM_VSTORE: emit_vstore(c, sb, e, false); return;
     case HC_PRIM_VSTORE_MASK: emit_vstore(c, sb, e, true); return;
+    case HC_PRIM_PREFETCH: /* into L2 (locality 2): the data is wanted by the next tile */
+        hc_sb_puts(sb, "__builtin_prefetch((const void *)(");
+        emit_expr(c, sb, e->u.call.args[0]);
+        hc_sb_puts(sb, "), 0, 2)");
+        return;
     case HC_PRIM_VBROADCAST: {
         int w = simd_width(c, e->type);
         if (w) {

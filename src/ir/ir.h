@@ -288,6 +288,7 @@ const char *hc_unop_symbol(hc_unop op);
     X(VSTORE_MASK, "vstore_mask", 3, 1)                                                  \
     X(VBROADCAST, "vbroadcast", 1, 1)                                                    \
     X(VFMA, "vfma", 3, 1)                                                                \
+    X(PREFETCH, "prefetch", 1, 1) /* a hint: the cache line at the address, for reading */ \
     X(VREDUCE_ADD, "vreduce_add", 1, 1)                                                  \
     X(VREDUCE_MAX, "vreduce_max", 1, 1)                                                  \
     X(VREDUCE_MIN, "vreduce_min", 1, 1)

@@ -228,6 +228,11 @@ static bool check_vector_prim(verifier *V, const hc_expr *e) {
         if (e->u.call.prim == HC_PRIM_VSTORE_MASK && !is_int(a[2]->type))
             return fail_expr(V, e, "vstore_mask count is not an integer");
         return true;
+    case HC_PRIM_PREFETCH:
+        if (p->kind != HC_TY_POINTER) return fail_expr(V, e, "prefetch of a non-pointer");
+        if (r->kind != HC_TY_SCALAR || r->dtype != HC_VOID)
+            return fail_expr(V, e, "prefetch has no value");
+        return true;
     case HC_PRIM_VBROADCAST:
         if (p->kind != HC_TY_SCALAR || r->kind != HC_TY_VECTOR || r->dtype != p->dtype)
             return fail_expr(V, e, "vbroadcast needs a scalar of the vector's element type");

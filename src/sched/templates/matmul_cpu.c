@@ -251,14 +251,28 @@ typedef struct tile {
     hc_var *acc;        /* REGISTER [MR][NV] of vectors */
 } tile;
 
+/* Pre-packed B: the offset of row k of panel n0/nr + jr in this K block. */
+static hc_expr *pre_b_offset(mm *g, const tile *t, hc_expr *k) {
+    hc_expr *panel = ADD(hc_div(g->a, g->n0, I(g, g->c->nr)), t->jr);
+    hc_expr *off = ADD(MUL(g->bi, I(g, g->s->k * g->npad)), MUL(g->k0, I(g, g->npad)));
+    off = ADD(off, MUL(MUL(panel, g->kc), I(g, g->c->nr)));
+    return ADD(off, MUL(k, I(g, g->c->nr)));
+}
+
+/* Pre-packed A: the offset of column k of panel m0/mr + ir in this K block. */
+static hc_expr *pre_a_offset(mm *g, const tile *t, hc_expr *k) {
+    hc_expr *panel = ADD(hc_div(g->a, g->m0, I(g, g->c->mr)), t->ir);
+    hc_expr *b = g->c->a_shared ? I(g, 0) : g->bi;
+    hc_expr *off = ADD(MUL(b, I(g, g->s->k * g->mpad)), MUL(g->k0, I(g, g->mpad)));
+    off = ADD(off, MUL(MUL(panel, g->kc), I(g, g->c->mr)));
+    return ADD(off, MUL(k, I(g, g->c->mr)));
+}
+
 /* The vector of B for tile columns v*L.. at step k: packed panel or B in place. */
 static hc_expr *b_vector(mm *g, const tile *t, hc_expr *k, hc_expr *v, bool masked) {
     hc_expr *cv = MUL(v, I(g, g->c->lanes));
     if (g->c->pre_b) { /* panel n0/nr + jr of this K block, row k */
-        hc_expr *panel = ADD(hc_div(g->a, g->n0, I(g, g->c->nr)), t->jr);
-        hc_expr *off = ADD(MUL(g->bi, I(g, g->s->k * g->npad)), MUL(g->k0, I(g, g->npad)));
-        off = ADD(off, MUL(MUL(panel, g->kc), I(g, g->c->nr)));
-        off = ADD(off, ADD(MUL(k, I(g, g->c->nr)), cv));
+        hc_expr *off = ADD(pre_b_offset(g, t, k), cv);
         return vload(g, hc_address(g->a, g->B, 1, &off));
     }
     if (g->c->pack_b) return vload(g, addr3(g, g->Bp, t->jr, k, cv));
@@ -268,11 +282,7 @@ static hc_expr *b_vector(mm *g, const tile *t, hc_expr *k, hc_expr *v, bool mask
 
 static hc_expr *a_scalar(mm *g, const tile *t, hc_expr *k, hc_expr *i) {
     if (g->c->pre_a) { /* panel m0/mr + ir of this K block, column k */
-        hc_expr *panel = ADD(hc_div(g->a, g->m0, I(g, g->c->mr)), t->ir);
-        hc_expr *b = g->c->a_shared ? I(g, 0) : g->bi;
-        hc_expr *off = ADD(MUL(b, I(g, g->s->k * g->mpad)), MUL(g->k0, I(g, g->mpad)));
-        off = ADD(off, MUL(MUL(panel, g->kc), I(g, g->c->mr)));
-        off = ADD(off, ADD(MUL(k, I(g, g->c->mr)), i));
+        hc_expr *off = ADD(pre_a_offset(g, t, k), i);
         return hc_load(g->a, g->A, 1, &off);
     }
     if (g->c->pack_a) return hc_load(g->a, g->Ap, 3, (hc_expr *[]){t->ir, k, i});
@@ -281,10 +291,39 @@ static hc_expr *a_scalar(mm *g, const tile *t, hc_expr *k, hc_expr *i) {
 
 /* for k in [0, kc): acc[i][v] += a[i] * b[v] — fully unrolled over i and v so that the
  * lowering keeps acc and b in vector registers. */
+static void prefetch(mm *g, hc_var *buf, hc_expr *off, int floats) {
+    for (int q = 0; q < floats; q += 16) { /* one per 64-byte line */
+        hc_expr *o = ADD(off, I(g, q));
+        hc_b_eval(g->b, vcall(g, HC_PRIM_PREFETCH, hc_type_scalar(HC_VOID), 1,
+                              hc_address(g->a, buf, 1, &o), 0, 0));
+    }
+}
+
+/* Pre-packed operands are streamed from memory the first time a tile reads them (the
+ * weights: 100-600 MB per inference), faster than the hardware prefetcher brings them
+ * in. At step k the tile asks for what the next tile will read at step k: for A the
+ * panel of tile ir + 1 (the next panel in memory, kc * mr floats on; past the block it
+ * is the next block's first panel, which is read next too), for B the panel of column
+ * tile jr + 1, asked by one row tile (ir = 1, or 0 when the block has one) so the second
+ * and later row tiles fetch it while they compute from the current one. Measured
+ * (2 threads, 3 alternating rounds): ResNet-50 32.2 -> 29.5 ms, GPT-2 124.5 -> 116.4 ms
+ * (its 154 MB LM head 36.3 -> 33.7 ms); no kernel slower. */
+static void prefetch_next(mm *g, const tile *t, hc_expr *k) {
+    const hc_matmul_config *c = g->c;
+    if (c->pre_a) prefetch(g, g->A, ADD(pre_a_offset(g, t, k), MUL(g->kc, I(g, c->mr))), c->mr);
+    if (c->pre_b) {
+        hc_expr *last = hc_div(g->a, SUB(g->mc, I(g, 1)), I(g, c->mr));
+        HC_IF(g->b, hc_eq(g->a, t->ir, MIN(I(g, 1), last))) {
+            prefetch(g, g->B, ADD(pre_b_offset(g, t, k), MUL(g->kc, I(g, c->nr))), c->nr);
+        }
+    }
+}
+
 static void k_loop(mm *g, const tile *t, bool masked) {
     hc_arena *a = g->a;
     int nv = g->nv, mr = g->c->mr;
     HC_FOR(g->b, k, "k", g->kc, hc_serial()) {
+        prefetch_next(g, t, R(g, k));
         hc_var *bv = hc_b_declare(
             g->b, "bv", hc_type_tensor_vec(a, HC_F32, g->c->lanes, 1, (hc_expr *[]){I(g, nv)},
                                            NULL, HC_SCOPE_REGISTER), NULL);
