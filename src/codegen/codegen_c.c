@@ -31,6 +31,9 @@ typedef struct cg {
     HC_VEC(const hc_var *) heap; /* GLOBAL temporaries of the open C blocks */
     int ws_slots;                /* workspace slots the module needs: the deepest heap */
     bool in_helper;              /* emitting a HC_FN_CPU_HELPER */
+    /* math on vectors, one out-of-line helper per (primitive, vector type) used */
+    struct { hc_prim prim; const hc_type *vt; int nargs; } vmath[64];
+    int nvmath;
 } cg;
 
 static void emit_expr(cg *c, hc_sb *sb, const hc_expr *e);
@@ -367,11 +370,58 @@ static void math_scalar(hc_sb *sb, hc_prim p, hc_dtype d, const char *x, const c
 }
 
 /* ({ RT _r; AT _a = x; [AT _b = y;] for (l) _r[l] = math(_a[l], _b[l]); _r; }) */
+/* Math on a vector is a lane loop over the scalar function. Inline, that loop is part of
+ * the calling kernel, whose attributes may keep it scalar (no-tree-loop-if-convert turns
+ * the branch-free select chains of hc_tanhf & co. back into branches): 16 scalar tanh per
+ * vector in a matmul's fused GELU epilogue made it 2x slower. So each (primitive, vector
+ * type) gets a noinline helper, hc_vm<k>, that GCC vectorizes on its own terms. */
+static int vmath_helper(cg *c, const hc_expr *e) {
+    const hc_type *vt = e->u.call.args[0]->type;
+    for (int i = 0; i < c->nvmath; i++)
+        if (c->vmath[i].prim == e->u.call.prim && hc_type_equal(c->vmath[i].vt, vt) &&
+            c->vmath[i].nargs == e->u.call.nargs)
+            return i;
+    if (c->nvmath == (int)HC_ARRAY_LEN(c->vmath)) return -1;
+    c->vmath[c->nvmath].prim = e->u.call.prim;
+    c->vmath[c->nvmath].vt = vt;
+    c->vmath[c->nvmath].nargs = e->u.call.nargs;
+    return c->nvmath++;
+}
+
+static void emit_vmath_helpers(cg *c) {
+    for (int i = 0; i < c->nvmath; i++) {
+        const char *ts = type_str(c, c->vmath[i].vt);
+        bool two = c->vmath[i].nargs == 2;
+        /* through pointers: vectors wider than the target's registers have no by-value ABI */
+        hc_sb_printf(c->out, "static __attribute__((noinline)) void hc_vm%d(%s *restrict r, "
+                             "const %s *restrict a", i, ts, ts);
+        if (two) hc_sb_printf(c->out, ", const %s *restrict b", ts);
+        hc_sb_printf(c->out, ") {\n    for (int l = 0; l < %d; l++) (*r)[l] = ",
+                     c->vmath[i].vt->lanes);
+        math_scalar(c->out, c->vmath[i].prim, c->vmath[i].vt->dtype, "(*a)[l]", "(*b)[l]");
+        hc_sb_puts(c->out, ";\n}\n");
+    }
+}
+
 static void math_vector(cg *c, hc_sb *sb, const hc_expr *e) {
-    int k = c->tmp++;
     const hc_expr *x = e->u.call.args[0];
     const hc_type *vt = x->type;
     HC_ASSERT_MSG(is_vec(vt), "C target: vector math on a scalar argument");
+    int h = hc_type_equal(e->type, vt) ? vmath_helper(c, e) : -1;
+    int k = c->tmp++;
+    if (h >= 0) {
+        const char *ts = type_str(c, vt);
+        hc_sb_printf(sb, "({ %s _r%d, _a%d = ", ts, k, k);
+        emit_expr(c, sb, x);
+        if (e->u.call.nargs == 2) {
+            hc_sb_printf(sb, ", _b%d = ", k);
+            emit_vec_operand(c, sb, e->u.call.args[1], vt);
+        }
+        hc_sb_printf(sb, "; hc_vm%d(&_r%d, &_a%d", h, k, k);
+        if (e->u.call.nargs == 2) hc_sb_printf(sb, ", &_b%d", k);
+        hc_sb_printf(sb, "); _r%d; })", k);
+        return;
+    }
     hc_sb_printf(sb, "({ %s _r%d; %s _a%d = ", type_str(c, e->type), k, type_str(c, vt), k);
     emit_expr(c, sb, x);
     hc_sb_putc(sb, ';');
@@ -1380,6 +1430,7 @@ static void emit_prelude(cg *c) {
             hc_sb_printf(c->out, "typedef %s hc_%sx%d __attribute__((vector_size(%d)));\n", et,
                          hc_dtype_name((hc_dtype)d), lanes[i], bytes * lanes[i]);
     }
+    emit_vmath_helpers(c);
     hc_sb_putc(c->out, '\n');
 }
 

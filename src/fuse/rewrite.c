@@ -79,13 +79,32 @@ static hc_expr *load_tensor(rw *c, const hc_tensor *t, int n, hc_expr *const *id
 /* ---- inlining task expressions ------------------------------------------------------ */
 static hc_expr *value_of(rw *c, const hc_tensor *t, int n, hc_expr *const *idx);
 
+/* An epilogue tensor already computed at the stored element: its value and index. */
+typedef struct known {
+    const hc_tensor *t;
+    hc_expr *value;
+    hc_expr **idx;
+    int n;
+} known;
+
 typedef struct inl {
     rw *c;
     const hc_node *node;
     hc_task *task;
-    const hc_tnode *chained; /* the task input replaced by `value` (epilogue) */
-    hc_expr *value;
+    /* epilogue: task inputs replaced by values computed earlier in the chain/DAG */
+    int nchained;
+    const hc_tnode **chained;
+    const known **with;
+    const known *from; /* the one whose inverse map gave the output element */
 } inl;
+
+static bool same_index(hc_arena *a, int n, hc_expr *const *x, hc_expr *const *y) {
+    for (int d = 0; d < n; d++)
+        if (!hc_expr_equal(x[d], y[d]) &&
+            !hc_expr_equal(hc_simplify_expr(a, x[d]), hc_simplify_expr(a, y[d])))
+            return false;
+    return true;
+}
 
 static hc_expr *inline_tnode(inl *s, const hc_tnode *tn, int n, hc_expr *const *idx);
 
@@ -98,7 +117,17 @@ static hc_expr *inl_access(hc_mutator *m, hc_expr *e) {
     }
     if (e->kind != HC_E_TENSOR_ACCESS) return e;
     const hc_tnode *u = e->u.access.tensor;
-    if (u == s->chained) return s->value;
+    for (int i = 0; i < s->nchained; i++) {
+        if (u != s->chained[i]) continue;
+        const known *k = s->with[i];
+        /* the input whose inverse map gave the element is read there by construction */
+        if (k != s->from &&
+            (e->u.access.n != k->n || !same_index(s->c->a, k->n, e->u.access.idx, k->idx))) {
+            fail(s->c, "an epilogue node reads its group's tensor at another element");
+            return e;
+        }
+        return k->value;
+    }
     if (u->kind == HC_TN_COMPUTE) return inline_tnode(s, u, e->u.access.n, e->u.access.idx);
     for (int i = 0, slot = 0; i < s->node->ninputs; i++) {
         if (!s->node->inputs[i]) continue;
@@ -142,11 +171,14 @@ static hc_expr *value_of(rw *c, const hc_tensor *t, int n, hc_expr *const *idx) 
  * final tensor and sets *out_idx / *out_n / the value. */
 static const hc_tensor *epilogue(rw *c, hc_expr *const *idx, int n, hc_expr **value,
                                  hc_expr ***out_idx, int *out_n) {
-    const hc_tensor *cur = c->out_tensor;
-    hc_expr **ci = HC_NEW_ARRAY(c->a, hc_expr *, n + 1);
-    memcpy(ci, idx, sizeof(hc_expr *) * (size_t)n);
-    int cn = n;
-    hc_expr *v = *value;
+    /* the tensors computed so far at the stored element: the anchor's output, then each
+     * member's (a chain reads the previous one; a DAG member any earlier ones) */
+    int nk = c->grp->nepilogue + 1;
+    known *kn = HC_NEW_ARRAY(c->a, known, nk);
+    kn[0] = (known){.t = c->out_tensor, .value = *value, .n = n,
+                    .idx = HC_NEW_ARRAY(c->a, hc_expr *, n + 1)};
+    memcpy(kn[0].idx, idx, sizeof(hc_expr *) * (size_t)n);
+    int have = 1;
     for (int k = 0; k < c->grp->nepilogue && !c->why; k++) {
         const hc_node *e = c->grp->epilogue[k];
         hc_task *task = task_of(c, e);
@@ -154,29 +186,41 @@ static const hc_tensor *epilogue(rw *c, hc_expr *const *idx, int n, hc_expr **va
             fail(c, "an epilogue node without a single-output task");
             break;
         }
-        int slot = -1;
-        for (int i = 0, s = 0; i < e->ninputs; i++) {
+        inl s = {.c = c, .node = e, .task = task,
+                 .chained = HC_NEW_ARRAY(c->a, const hc_tnode *, task->ninputs + 1),
+                 .with = HC_NEW_ARRAY(c->a, const known *, task->ninputs + 1)};
+        const hc_inverse_map *inv = NULL;
+        const known *from = NULL;
+        for (int i = 0, slot = 0; i < e->ninputs; i++) {
             if (!e->inputs[i]) continue;
-            if (e->inputs[i] == cur) slot = s;
-            s++;
+            for (int j = 0; j < have; j++) {
+                if (e->inputs[i] != kn[j].t) continue;
+                s.chained[s.nchained] = task->inputs[slot];
+                s.with[s.nchained++] = &kn[j];
+                const hc_inverse_map *iv = task->inverse[slot];
+                if (!inv && iv && iv->ninput_axes == kn[j].n) inv = iv, from = &kn[j];
+            }
+            slot++;
         }
-        const hc_inverse_map *inv = slot >= 0 ? task->inverse[slot] : NULL;
-        if (!inv || inv->ninput_axes != cn) {
+        if (!inv) {
             fail(c, "an epilogue node without an inverse map");
             break;
         }
         hc_expr **y = HC_NEW_ARRAY(c->a, hc_expr *, inv->noutput_dims + 1);
         for (int d = 0; d < inv->noutput_dims; d++)
-            y[d] = hc_subst_expr(c->a, inv->output_idx[d], cn, inv->input_axes, ci);
-        inl s = {.c = c, .node = e, .task = task, .chained = task->inputs[slot], .value = v};
-        v = inline_tnode(&s, task->outputs[0], inv->noutput_dims, y);
-        ci = y, cn = inv->noutput_dims;
+            y[d] = hc_subst_expr(c->a, inv->output_idx[d], from->n, inv->input_axes, from->idx);
+        s.from = from;
+        hc_expr *v = inline_tnode(&s, task->outputs[0], inv->noutput_dims, y);
         const hc_tensor *next = NULL;
         for (int i = 0; i < e->noutputs; i++)
             if (e->outputs[i]) next = e->outputs[i];
-        cur = next;
+        kn[have++] = (known){.t = next, .value = v, .idx = y, .n = inv->noutput_dims};
     }
-    *value = v;
+    const known *fin = &kn[have - 1];
+    const hc_tensor *cur = fin->t;
+    hc_expr **ci = fin->idx;
+    int cn = fin->n;
+    *value = fin->value;
     if (cn == 0) { /* 0-d tensors are [1] buffers */
         ci = HC_NEW_ARRAY(c->a, hc_expr *, 1);
         ci[0] = hc_int(c->a, 0);
