@@ -306,6 +306,39 @@ static hc_graph *build_dag_escape(uint64_t seed, int *expect) {
     return g;
 }
 
+/* A padded average pool feeding a 1x1 conv: the conv's Im2Col is read in the matmul's
+ * packing, not copied by the pool's kernel. */
+static hc_graph *build_pool_conv(uint64_t seed, int *expect) {
+    (void)seed;
+    hc_graph *g = hc_graph_new("pool_conv", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 24, 11, 13});
+    hc_attr pa[] = {ints_attr("kernel_shape", 2, (int64_t[]){3, 3}),
+                    ints_attr("pads", 4, (int64_t[]){1, 1, 1, 1}),
+                    ints_attr("strides", 2, (int64_t[]){1, 1})};
+    hc_tensor *p = OPA(g, AVERAGE_POOL, pa, 3, x);
+    hc_tensor *y = OP(g, CONV, p, rand_const(g, &rng, 4, (int64_t[]){17, 24, 1, 1}),
+                      rand_const(g, &rng, 1, (int64_t[]){17}));
+    hc_graph_add_output(g, OP(g, RELU, y));
+    *expect = 2;
+    return g;
+}
+
+static void test_pool_conv(void) {
+    check("pool conv", build_pool_conv, 1, 2);
+    int e;
+    rng = (hc_rng){1};
+    hc_graph *g = build_pool_conv(1, &e);
+    hc_model *m = NULL;
+    hc_error err = {0};
+    hc_compile_options opt = {.num_threads = 2};
+    CHECK_MSG(hc_model_compile(g, &opt, &m, &err) == HC_OK, "%s", err.msg);
+    if (!m) return;
+    const hc_group *g0 = hc_model_kernel_group(m, 0), *g1 = hc_model_kernel_group(m, 1);
+    CHECK(g0->anchor->op == HC_OPK_AVERAGE_POOL && g0->nepilogue == 0);
+    CHECK(g1->anchor->op == HC_OPK_MATMUL && g1->nprologue >= 1);
+    hc_model_free(m);
+}
+
 /* A reader at another element (a transpose) is not a DAG member. */
 static hc_graph *build_dag_transpose(uint64_t seed, int *expect) {
     (void)seed;
@@ -337,6 +370,7 @@ static void test_rules(void) {
     check("gelu", build_gelu, 1, 2);
     check("dag escape", build_dag_escape, 1, 2);
     check("dag transpose", build_dag_transpose, 1, 2);
+    test_pool_conv();
     check("graph output in the middle", build_graph_output_mid, 1, 2);
     /* the partition alone: no fusion -> one group per kernel node */
     int e;

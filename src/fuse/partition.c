@@ -82,8 +82,21 @@ static bool in_group(const pctx *c, const hc_node *n, int gid) {
     return k >= 0 && c->nodes[k].group == gid;
 }
 
+/* Whether node k feeds only a templated anchor (which would read it in its packing). */
+static bool feeds_template(const pctx *c, int k) {
+    const hc_node *n = c->nodes[k].n;
+    if (present_outputs(n) != 1) return false;
+    const hc_tensor *t = only_output(n);
+    if (c->escapes[t->id] || c->uses[t->id] != 1 || c->reader[t->id] < 0) return false;
+    const pnode *r = &c->nodes[c->reader[t->id]];
+    const hc_op_def *d = hc_op_get(r->n->op);
+    return !r->injective && d && d->schedule;
+}
+
 static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
     int last = c->groups.data[gid].anchor ? kidx(c, c->groups.data[gid].anchor) : -1;
+    const hc_op_def *adef = hc_op_get(c->nodes[last].n->op);
+    bool templated = adef && adef->schedule;
     for (;;) {
         const hc_node *n = c->nodes[last].n;
         if (present_outputs(n) != 1) return;
@@ -93,6 +106,10 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
         if (k < 0) return;
         pnode *e = &c->nodes[k];
         if (e->group >= 0 || !e->injective) return;
+        /* An auto-scheduled anchor materializes its reduction before an epilogue that is
+         * not elementwise, so an epilogue feeding a template (a 1x1 conv's Im2Col after a
+         * pooling) would only add a copy pass: the template reads it in its packing. */
+        if (!templated && feeds_template(c, k)) return;
         int slot = -1;
         for (int i = 0; i < e->n->ninputs; i++)
             if (e->n->inputs[i] == t) slot = task_slot(e->n, i);
