@@ -1110,7 +1110,8 @@ static bool is_identifier(const char *s) {
  * masked loads of a vectorized `o[i] = x[i] < 0 ? s[i] : 1` over a 7x5 nest all use the
  * first vector's mask, so some elements read 0 (reproduced with plain C at -O3
  * -march=native; -fno-tree-loop-if-convert avoids it). Functions with a load under a
- * select branch or an if are compiled without loop if-conversion; the others keep it. */
+ * select branch or under an if without loops inside are compiled without loop
+ * if-conversion; the others keep it. */
 typedef struct cond_load_scan {
     bool found;
 } cond_load_scan;
@@ -1136,10 +1137,25 @@ static hc_expr *cond_load_expr(hc_mutator *m, hc_expr *e) {
         ((cond_load_scan *)m->ctx)->found = true;
     return e;
 }
+static hc_stmt *has_loop_cb(hc_mutator *m, hc_stmt *s) {
+    if (s->kind == HC_S_FOR || s->kind == HC_S_FOR_MAPPING) *(bool *)m->ctx = true;
+    return s;
+}
+static bool stmt_has_loop(hc_stmt *s) {
+    bool found = false;
+    hc_mutator m = {.ctx = &found, .stmt = has_loop_cb};
+    hc_mutate_stmt(&m, s);
+    return found;
+}
+/* An if whose branches hold a loop is not part of an innermost loop's body, which is all
+ * that loop if-conversion touches (a guard around a window row's loop stays a branch). */
 static hc_stmt *cond_load_stmt(hc_mutator *m, hc_stmt *s) {
-    if (s->kind == HC_S_IF && (stmt_has_load(s->u.if_.then_s) ||
-                               (s->u.if_.else_s && stmt_has_load(s->u.if_.else_s))))
-        ((cond_load_scan *)m->ctx)->found = true;
+    if (s->kind != HC_S_IF) return s;
+    bool loads = stmt_has_load(s->u.if_.then_s) ||
+                 (s->u.if_.else_s && stmt_has_load(s->u.if_.else_s));
+    bool loops = stmt_has_loop(s->u.if_.then_s) ||
+                 (s->u.if_.else_s && stmt_has_loop(s->u.if_.else_s));
+    if (loads && !loops) ((cond_load_scan *)m->ctx)->found = true;
     return s;
 }
 static bool has_conditional_load(hc_stmt *body) {

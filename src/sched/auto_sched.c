@@ -539,15 +539,29 @@ static int64_t coef_of(const hc_expr *e, const hc_var *jj) {
     }
 }
 
-/* e = jj + c with c free of jj: c, else NULL. */
-static hc_expr *offset_of(hc_arena *a, hc_expr *e, hc_var *jj) {
-    if (coef_of(e, jj) != 1) return NULL;
+/* e = k * jj + c with a constant k > 0 and c free of jj: c (and *k), else NULL. */
+static hc_expr *offset_of(hc_arena *a, hc_expr *e, hc_var *jj, int64_t *k) {
+    *k = coef_of(e, jj);
+    if (*k <= 0 || *k == INT64_MIN) return NULL;
     return hc_subst_expr(a, e, 1, &jj, (hc_expr *[]){hc_int(a, 0)});
 }
 
+/* floor(x / k) and ceil(x / k) for k > 0 and x of any sign (C's / truncates). */
+static hc_expr *floor_div(hc_arena *a, hc_expr *x, int64_t k) {
+    if (k == 1) return x;
+    hc_expr *neg = hc_sub(a, hc_int(a, 0),
+                          hc_div(a, hc_sub(a, hc_int(a, k - 1), x), hc_int(a, k)));
+    return hc_select(a, hc_le(a, hc_int(a, 0), x), hc_div(a, x, hc_int(a, k)), neg);
+}
+static hc_expr *ceil_div(hc_arena *a, hc_expr *x, int64_t k) {
+    if (k == 1) return x;
+    return hc_sub(a, hc_int(a, 0), floor_div(a, hc_sub(a, hc_int(a, 0), x), k));
+}
+
 /* Split a conjunction over the inner index jj: conjuncts free of jj go to *inv, bounds
- * lo <= jj < hi from `x <= jj + c`, `x < jj + c`, `jj + c < x`, `jj + c <= x` narrow
- * *lo / *hi. false when some conjunct is neither. */
+ * lo <= jj < hi from `x <= k*jj + c`, `x < k*jj + c`, `k*jj + c < x`, `k*jj + c <= x`
+ * (constant k > 0: a window of stride k) narrow *lo / *hi. false when some conjunct is
+ * neither. */
 static bool split_guard(hc_arena *a, hc_expr *g, hc_var *jj, hc_expr **inv, hc_expr **lo,
                         hc_expr **hi) {
     if (!mentions(g, jj)) {
@@ -561,19 +575,20 @@ static bool split_guard(hc_arena *a, hc_expr *g, hc_var *jj, hc_expr **inv, hc_e
         return split_guard(a, x, jj, inv, lo, hi) && split_guard(a, y, jj, inv, lo, hi);
     if (op != HC_OP_LT && op != HC_OP_LE) return false;
     bool lt = op == HC_OP_LT;
-    if (!mentions(x, jj)) { /* x < jj + c: jj >= x - c + 1;  x <= jj + c: jj >= x - c */
-        hc_expr *c = offset_of(a, y, jj);
+    int64_t k;
+    if (!mentions(x, jj)) { /* x < k jj + c: jj >= floor((x-c)/k) + 1;  <=: ceil((x-c)/k) */
+        hc_expr *c = offset_of(a, y, jj, &k);
         if (!c) return false;
-        hc_expr *l = hc_sub(a, x, c);
-        if (lt) l = hc_add(a, l, hc_int(a, 1));
+        hc_expr *d = hc_sub(a, x, c);
+        hc_expr *l = lt ? hc_add(a, floor_div(a, d, k), hc_int(a, 1)) : ceil_div(a, d, k);
         *lo = hc_max(a, *lo, l);
         return true;
     }
-    if (!mentions(y, jj)) { /* jj + c < y: jj < y - c;  jj + c <= y: jj < y - c + 1 */
-        hc_expr *c = offset_of(a, x, jj);
+    if (!mentions(y, jj)) { /* k jj + c < y: jj < ceil((y-c)/k);  <=: floor((y-c)/k) + 1 */
+        hc_expr *c = offset_of(a, x, jj, &k);
         if (!c) return false;
-        hc_expr *h = hc_sub(a, y, c);
-        if (!lt) h = hc_add(a, h, hc_int(a, 1));
+        hc_expr *d = hc_sub(a, y, c);
+        hc_expr *h = lt ? ceil_div(a, d, k) : hc_add(a, floor_div(a, d, k), hc_int(a, 1));
         *hi = hc_min(a, *hi, h);
         return true;
     }
