@@ -38,6 +38,8 @@ def ort_session(model, threads, pin=False):
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    if pin:  # ORT leaves the caller's thread alone: pin it to the first CPU, as hidetc does
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     return sess
 
 
