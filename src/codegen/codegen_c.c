@@ -1112,57 +1112,47 @@ static bool is_identifier(const char *s) {
  * -march=native; -fno-tree-loop-if-convert avoids it). Functions with a load under a
  * select branch or under an if without loops inside are compiled without loop
  * if-conversion; the others keep it. */
-typedef struct cond_load_scan {
-    bool found;
-} cond_load_scan;
+/* What a subtree holds: loads, loops. */
+typedef struct holds {
+    bool loads, loops;
+} holds;
 
-static hc_expr *has_load_cb(hc_mutator *m, hc_expr *e) {
-    if (e->kind == HC_E_LOAD) *(bool *)m->ctx = true;
+static hc_expr *holds_expr(hc_mutator *m, hc_expr *e) {
+    if (e->kind == HC_E_LOAD) ((holds *)m->ctx)->loads = true;
     return e;
 }
-static bool expr_has_load(hc_expr *e) {
-    bool found = false;
-    hc_mutator m = {.ctx = &found, .expr = has_load_cb};
-    hc_mutate_expr(&m, e);
-    return found;
-}
-static bool stmt_has_load(hc_stmt *s) {
-    bool found = false;
-    hc_mutator m = {.ctx = &found, .expr = has_load_cb};
-    hc_mutate_stmt(&m, s);
-    return found;
-}
-static hc_expr *cond_load_expr(hc_mutator *m, hc_expr *e) {
-    if (e->kind == HC_E_SELECT && (expr_has_load(e->u.sel.t) || expr_has_load(e->u.sel.f)))
-        ((cond_load_scan *)m->ctx)->found = true;
-    return e;
-}
-static hc_stmt *has_loop_cb(hc_mutator *m, hc_stmt *s) {
-    if (s->kind == HC_S_FOR || s->kind == HC_S_FOR_MAPPING) *(bool *)m->ctx = true;
+static hc_stmt *holds_stmt(hc_mutator *m, hc_stmt *s) {
+    if (s->kind == HC_S_FOR || s->kind == HC_S_FOR_MAPPING) ((holds *)m->ctx)->loops = true;
     return s;
 }
-static bool stmt_has_loop(hc_stmt *s) {
-    bool found = false;
-    hc_mutator m = {.ctx = &found, .stmt = has_loop_cb};
-    hc_mutate_stmt(&m, s);
-    return found;
+static void scan_expr(hc_expr *e, holds *h) {
+    hc_mutator m = {.ctx = h, .expr = holds_expr, .stmt = holds_stmt};
+    if (e) hc_mutate_expr(&m, e);
+}
+static void scan_stmt(hc_stmt *s, holds *h) {
+    hc_mutator m = {.ctx = h, .expr = holds_expr, .stmt = holds_stmt};
+    if (s) hc_mutate_stmt(&m, s);
+}
+
+static hc_expr *cond_load_expr(hc_mutator *m, hc_expr *e) {
+    holds h = {0};
+    if (e->kind == HC_E_SELECT) scan_expr(e->u.sel.t, &h), scan_expr(e->u.sel.f, &h);
+    if (h.loads) *(bool *)m->ctx = true;
+    return e;
 }
 /* An if whose branches hold a loop is not part of an innermost loop's body, which is all
  * that loop if-conversion touches (a guard around a window row's loop stays a branch). */
 static hc_stmt *cond_load_stmt(hc_mutator *m, hc_stmt *s) {
-    if (s->kind != HC_S_IF) return s;
-    bool loads = stmt_has_load(s->u.if_.then_s) ||
-                 (s->u.if_.else_s && stmt_has_load(s->u.if_.else_s));
-    bool loops = stmt_has_loop(s->u.if_.then_s) ||
-                 (s->u.if_.else_s && stmt_has_loop(s->u.if_.else_s));
-    if (loads && !loops) ((cond_load_scan *)m->ctx)->found = true;
+    holds h = {0};
+    if (s->kind == HC_S_IF) scan_stmt(s->u.if_.then_s, &h), scan_stmt(s->u.if_.else_s, &h);
+    if (h.loads && !h.loops) *(bool *)m->ctx = true;
     return s;
 }
 static bool has_conditional_load(hc_stmt *body) {
-    cond_load_scan scan = {0};
-    hc_mutator m = {.ctx = &scan, .expr = cond_load_expr, .stmt = cond_load_stmt};
+    bool found = false;
+    hc_mutator m = {.ctx = &found, .expr = cond_load_expr, .stmt = cond_load_stmt};
     hc_mutate_stmt(&m, body);
-    return scan.found;
+    return found;
 }
 
 static void emit_func(cg *c, const hc_func *f) {

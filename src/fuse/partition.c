@@ -82,6 +82,12 @@ static bool in_group(const pctx *c, const hc_node *n, int gid) {
     return k >= 0 && c->nodes[k].group == gid;
 }
 
+/* Whether n's operator has a template (then it anchors a templated group). */
+static bool templated(const hc_node *n) {
+    const hc_op_def *d = hc_op_get(n->op);
+    return d && d->schedule;
+}
+
 /* Whether node k feeds only a templated anchor (which would read it in its packing). */
 static bool feeds_template(const pctx *c, int k) {
     const hc_node *n = c->nodes[k].n;
@@ -89,14 +95,12 @@ static bool feeds_template(const pctx *c, int k) {
     const hc_tensor *t = only_output(n);
     if (c->escapes[t->id] || c->uses[t->id] != 1 || c->reader[t->id] < 0) return false;
     const pnode *r = &c->nodes[c->reader[t->id]];
-    const hc_op_def *d = hc_op_get(r->n->op);
-    return !r->injective && d && d->schedule;
+    return !r->injective && templated(r->n);
 }
 
 static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
     int last = c->groups.data[gid].anchor ? kidx(c, c->groups.data[gid].anchor) : -1;
-    const hc_op_def *adef = hc_op_get(c->nodes[last].n->op);
-    bool templated = adef && adef->schedule;
+    bool from_template = templated(c->nodes[last].n);
     for (;;) {
         const hc_node *n = c->nodes[last].n;
         if (present_outputs(n) != 1) return;
@@ -109,7 +113,7 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
         /* An auto-scheduled anchor materializes its reduction before an epilogue that is
          * not elementwise, so an epilogue feeding a template (a 1x1 conv's Im2Col after a
          * pooling) would only add a copy pass: the template reads it in its packing. */
-        if (!templated && feeds_template(c, k)) return;
+        if (!from_template && feeds_template(c, k)) return;
         int slot = -1;
         for (int i = 0; i < e->n->ninputs; i++)
             if (e->n->inputs[i] == t) slot = task_slot(e->n, i);
@@ -165,58 +169,6 @@ static bool read_outside(const pctx *c, const hc_tensor *t, int gid) {
     return false;
 }
 
-static bool cheap_for_template(hc_arena *a, const pnode *p);
-
-/* After the chain: when its last tensor r has several readers, an elementwise DAG over r
- * (GELU: x * 0.5 * (1 + tanh(k * (x + 0.044715 x^3))) reads x three times). Members are
- * injective nodes after the anchor, in graph order, of r's shape, that read r or earlier
- * members through identity inverse maps, and whose other inputs cannot depend on the
- * group (no producer, or one before the anchor). Only the last member's output may be
- * read outside the group; members are dropped from the end until that holds. The
- * rewrite (rewrite.c, epilogue) checks that every member reads its group tensors at the
- * element it writes. A templated anchor takes no costly math this way (as in its
- * prologue): GELU's erf/tanh inside the matmul's store phase, next to its live
- * accumulator tiles, made BERT's FFN matmul 2.59 ms against 2.14 + 0.24 ms for the matmul
- * and the separate vectorized GELU kernel. */
-static void grow_epilogue_dag(pctx *c, int gid, int_vec *epi, int anchor) {
-    const hc_op_def *adef = hc_op_get(c->nodes[anchor].n->op);
-    bool templated = adef && adef->schedule;
-    int last = epi->len ? epi->data[epi->len - 1] : anchor;
-    if (present_outputs(c->nodes[last].n) != 1) return;
-    hc_tensor *r = only_output(c->nodes[last].n);
-    if (c->escapes[r->id] || c->uses[r->id] < 2) return;
-    size_t base = epi->len;
-    for (int k = anchor + 1; k < c->n; k++) {
-        pnode *e = &c->nodes[k];
-        if (e->group >= 0 || !e->injective || !same_shape(only_output(e->n), r)) continue;
-        if (templated && !cheap_for_template(c->a, e)) continue;
-        bool reads = false, ok = true;
-        for (int i = 0; i < e->n->ninputs && ok; i++) {
-            const hc_tensor *u = e->n->inputs[i];
-            if (!u || !u->producer) continue;
-            int pk = kidx(c, u->producer);
-            bool member = false;
-            for (size_t m = base; m < epi->len; m++) member |= epi->data[m] == pk;
-            if (u == r || member) {
-                reads = true;
-                ok = identity_inverse(e->task->inverse[task_slot(e->n, i)], u);
-            } else if (pk > anchor || (pk >= 0 && c->nodes[pk].group == gid)) {
-                ok = false; /* may depend on the group, or an earlier tensor of it */
-            }
-        }
-        if (!ok || !reads) continue;
-        e->group = gid;
-        hc_vec_push(epi, k);
-    }
-    for (;;) {
-        bool valid = epi->len > base && !read_outside(c, r, gid);
-        for (size_t m = base; valid && m + 1 < epi->len; m++)
-            valid = !read_outside(c, only_output(c->nodes[epi->data[m]].n), gid);
-        if (valid || epi->len == base) return;
-        c->nodes[epi->data[--epi->len]].group = -1;
-    }
-}
-
 /* Transcendental math in an expression tree (not through tensor accesses). */
 static bool has_costly_math(const hc_expr *e) {
     if (!e) return false;
@@ -255,9 +207,57 @@ static bool cheap_for_template(hc_arena *a, const pnode *p) {
     return true;
 }
 
+/* After the chain: when its last tensor r has several readers, an elementwise DAG over r
+ * (GELU: x * 0.5 * (1 + tanh(k * (x + 0.044715 x^3))) reads x three times). Members are
+ * injective nodes after the anchor, in graph order, of r's shape, that read r or earlier
+ * members through identity inverse maps, and whose other inputs cannot depend on the
+ * group (no producer, or one before the anchor). Only the last member's output may be
+ * read outside the group; members are dropped from the end until that holds. The
+ * rewrite (rewrite.c, epilogue) checks that every member reads its group tensors at the
+ * element it writes. A templated anchor takes no costly math this way (as in its
+ * prologue): GELU's erf/tanh inside the matmul's store phase, next to its live
+ * accumulator tiles, made BERT's FFN matmul 2.59 ms against 2.14 + 0.24 ms for the matmul
+ * and the separate vectorized GELU kernel. */
+static void grow_epilogue_dag(pctx *c, int gid, int_vec *epi, int anchor) {
+    bool from_template = templated(c->nodes[anchor].n);
+    int last = epi->len ? epi->data[epi->len - 1] : anchor;
+    if (present_outputs(c->nodes[last].n) != 1) return;
+    hc_tensor *r = only_output(c->nodes[last].n);
+    if (c->escapes[r->id] || c->uses[r->id] < 2) return;
+    size_t base = epi->len;
+    for (int k = anchor + 1; k < c->n; k++) {
+        pnode *e = &c->nodes[k];
+        if (e->group >= 0 || !e->injective || !same_shape(only_output(e->n), r)) continue;
+        if (from_template && !cheap_for_template(c->a, e)) continue;
+        bool reads = false, ok = true;
+        for (int i = 0; i < e->n->ninputs && ok; i++) {
+            const hc_tensor *u = e->n->inputs[i];
+            if (!u || !u->producer) continue;
+            int pk = kidx(c, u->producer);
+            bool member = false;
+            for (size_t m = base; m < epi->len; m++) member |= epi->data[m] == pk;
+            if (u == r || member) {
+                reads = true;
+                ok = identity_inverse(e->task->inverse[task_slot(e->n, i)], u);
+            } else if (pk > anchor || (pk >= 0 && c->nodes[pk].group == gid)) {
+                ok = false; /* may depend on the group, or an earlier tensor of it */
+            }
+        }
+        if (!ok || !reads) continue;
+        e->group = gid;
+        hc_vec_push(epi, k);
+    }
+    for (;;) {
+        bool valid = epi->len > base && !read_outside(c, r, gid);
+        for (size_t m = base; valid && m + 1 < epi->len; m++)
+            valid = !read_outside(c, only_output(c->nodes[epi->data[m]].n), gid);
+        if (valid || epi->len == base) return;
+        c->nodes[epi->data[--epi->len]].group = -1;
+    }
+}
+
 static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
-    const hc_op_def *adef = hc_op_get(c->groups.data[gid].anchor->op);
-    bool templated = adef && adef->schedule;
+    bool from_template = templated(c->groups.data[gid].anchor);
     bool changed = true;
     while (changed) {
         changed = false;
@@ -270,15 +270,8 @@ static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
                 if (k < 0) continue;
                 pnode *p = &c->nodes[k];
                 if (p->group >= 0 || !p->injective) continue;
-                if (templated && !cheap_for_template(c->a, p)) continue;
-                /* every reader of t must be in the group */
-                bool all_in = true;
-                for (int j = 0; j < c->n && all_in; j++) {
-                    const hc_node *r = c->nodes[j].n;
-                    for (int s = 0; s < r->ninputs; s++)
-                        if (r->inputs[s] == t && c->nodes[j].group != gid) all_in = false;
-                }
-                if (!all_in) continue;
+                if (from_template && !cheap_for_template(c->a, p)) continue;
+                if (read_outside(c, t, gid)) continue; /* every reader in the group */
                 p->group = gid;
                 hc_vec_push(members, k);
                 hc_vec_push(pro, k);
@@ -328,14 +321,7 @@ static void group_io(pctx *c, hc_group *grp, int gid) {
             const hc_node *n = mem[m];
             for (int i = 0; i < n->noutputs; i++) {
                 hc_tensor *t = n->outputs[i];
-                if (!t) continue;
-                bool outside = c->escapes[t->id];
-                for (int j = 0; j < c->n && !outside; j++) {
-                    if (c->nodes[j].group == gid) continue;
-                    const hc_node *r = c->nodes[j].n;
-                    for (int s = 0; s < r->ninputs; s++) outside |= r->inputs[s] == t;
-                }
-                if (outside) push_unique(&outs, t);
+                if (t && read_outside(c, t, gid)) push_unique(&outs, t);
             }
         }
     }

@@ -3,10 +3,11 @@
  * Prologue: every load of a prologued input param becomes the prologue's value at that
  * index: the producer's task expression with its axes substituted, recursively through
  * other prologue members, down to loads of group inputs.
- * Epilogue: every store of the anchor's output becomes a store of the epilogue chain's
- * value at the inverse-mapped index: for each epilogue node, y = inverse(x), value =
- * the node's expression at y with its read of the chained tensor replaced by the value
- * being stored.
+ * Epilogue: every store of the anchor's output becomes a store of the epilogue's value
+ * at the inverse-mapped index: for each epilogue node (a chain, or an elementwise DAG),
+ * y = inverse(x) through one of its group inputs, value = the node's expression at y with
+ * its reads of the group's tensors replaced by their values at that element (a read at
+ * another element fails the rewrite).
  * Vector accesses (lanes along the last dim): the scalar expression is built for lane
  * variable L (last index + L), then vectorized: a load whose flat offset does not depend
  * on L is one scalar (broadcast), one with offset + L is a vector load, anything else
