@@ -127,7 +127,12 @@ static void run_case(const dcase *k, const hc_target *tg) {
     int counts[3];
     for (int level = 0; level <= 2; level++) {
         counts[level] = nn_space_conv(n, tg, level);
-        for (int c = 0; c < counts[level] && nf < MAX_FUNCS; c++) {
+        /* a large level 2 (dense convs): an even sample of 24 candidates, the first and the
+         * last among them */
+        int step = level == 2 && counts[level] > 24 ? (counts[level] + 22) / 23 : 1;
+        for (int c = 0; c < counts[level] && nf < MAX_FUNCS;
+             c = c + step < counts[level] || c == counts[level] - 1 ? c + step
+                                                                    : counts[level] - 1) {
             hc_sched_opts o = {.level = level, .candidate = c, .write_once = true};
             const char *fn = hc_arena_printf(&a, "dw_l%d_c%d", level, c);
             hc_func *f = nn_schedule_conv(&a, n, t, tg, fn, &o, &err);
@@ -220,9 +225,16 @@ static const dcase cases[] = {
     {"dw_tf_s2_16x16", 1, 32, 16, 16, 32, 32, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, true, NULL},
     {"dw_rect_k3x5_s1x2_d2x1", 1, 3, 11, 29, 3, 3, 3, 5, 1, 2, 2, 1, 1, 2, 3, 0, true, NULL},
     {"dw_k1x9_s3", 1, 3, 9, 37, 3, 3, 1, 9, 3, 3, 1, 1, 0, 4, 0, 4, false, NULL},
-    {"dw_same_upper_8x9_s2", 1, 32, 8, 9, 32, 32, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true,
-     "SAME_UPPER"},
+    {"dw_same_upper_8x9_s2", 1, 32, 8, 9, 32, 32, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true, "SAME_UPPER"},
     {"dw_big_pad_5x5", 1, 3, 5, 5, 3, 3, 3, 3, 1, 1, 1, 1, 4, 5, 3, 2, true, NULL},
+    /* group 1 (dense): several output channels per register block, channel tails */
+    {"g1_c3_m7_k7_s2_p3", 1, 3, 23, 29, 7, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3, true, NULL},
+    {"g1_c5_m13_k3_s1_p1", 1, 5, 17, 37, 13, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
+    {"g1_c4_m11_k3_nopad_n2", 2, 4, 13, 11, 11, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, false, NULL},
+    {"g1_c1_m1_k5_p2", 1, 1, 7, 19, 1, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, NULL},
+    {"g1_c6_m9_k1x7_p0x3", 1, 6, 9, 17, 9, 1, 1, 7, 1, 1, 1, 1, 0, 3, 0, 3, false, NULL},
+    {"g1_c3_m8_k3_s2_asym", 1, 3, 15, 33, 8, 1, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, true, NULL},
+    {"grp2_c8_m14_k3", 1, 8, 9, 21, 14, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
 };
 
 /* ---- fallbacks: NULL (the auto-scheduler) for what the template does not take ---------- */
@@ -230,12 +242,12 @@ static void test_fallbacks(void) {
     const hc_target *tg = hc_target_host();
     hc_arena a;
     hc_arena_init(&a);
-    /* group 1 (also with a single channel), f64, 1-D */
+    /* f64 (group 1 and depthwise), 1-D */
     const dcase g1 = {"g1", 1, 1, 5, 5, 2, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, NULL};
     const dcase dwk = {"f64", 1, 4, 5, 5, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, NULL};
     for (int i = 0; i < 2; i++) {
         hc_graph *g = hc_graph_new("fb", 13);
-        hc_node *n = conv_node(g, i ? &dwk : &g1, i ? HC_F64 : HC_F32);
+        hc_node *n = conv_node(g, i ? &dwk : &g1, HC_F64);
         hc_task *t = hc_op_get(HC_OPK_CONV)->task(&a, n, &err);
         HC_ASSERT_MSG(t, err.msg);
         err = (hc_error){0};
@@ -309,6 +321,8 @@ int main(void) {
         run_case(&cases[2], tg);
         run_case(&cases[7], tg);
         run_case(&cases[13], tg);
+        run_case(&cases[17], tg);
+        run_case(&cases[18], tg);
     }
     TEST_DONE();
 }

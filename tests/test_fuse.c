@@ -33,6 +33,7 @@ typedef struct result {
 static int check_tune_level;
 static const hc_jit_options *check_jit;
 static bool check_no_prepack;
+static bool check_no_direct; /* convs by im2col or Winograd, never the direct template */
 
 /* Build twice from the same seed (one copy is the reference), compile fused, run on random
  * inputs and compare. */
@@ -46,8 +47,11 @@ static result check(const char *label, builder build, uint64_t seed, int threads
     hc_error err = {0};
     CHECK_MSG(hc_pass_infer_shapes(ref, &err) == HC_OK, "%s: %s", label, err.msg);
     hc_model *m = NULL;
-    hc_compile_options opt = {.num_threads = threads, .tune_level = check_tune_level,
-                              .jit = check_jit, .no_prepack = check_no_prepack};
+    hc_compile_options opt = {.num_threads = threads,
+                              .tune_level = check_tune_level,
+                              .jit = check_jit,
+                              .no_prepack = check_no_prepack,
+                              .no_direct = check_no_direct};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
               err.msg);
@@ -429,7 +433,7 @@ static void test_im2col_vectorized(void) {
     hc_tensor *y = OPA(g, CONV, at, 1, x, rand_const(g, &rng, 4, (int64_t[]){8, 3, 3, 3}));
     hc_graph_add_output(g, OP(g, RELU, y));
     hc_error err = {0};
-    CHECK(hc_graph_optimize(g, &err) == HC_OK);
+    CHECK(hc_graph_optimize_with(g, &(hc_optimize_options){.no_direct = true}, &err) == HC_OK);
     hc_arena a;
     hc_arena_init(&a);
     hc_partition p;
@@ -455,6 +459,7 @@ static void test_im2col_vectorized(void) {
 /* Constant weights of convs (and of matmuls with a constant B) are packed at compile time;
  * --no-prepack keeps them as they are; both agree with the reference (check()). */
 static void test_prepacked(void) {
+    check_no_direct = true; /* the im2col path's matmul packs the weights */
     for (int np = 0; np < 2; np++) {
         check_no_prepack = np;
         for (int seed = 0; seed < 4; seed++) {
@@ -468,13 +473,16 @@ static void test_prepacked(void) {
         }
     }
     check_no_prepack = false;
+    check_no_direct = false;
 }
 
 /* ---- strided prologues: gathers, not lane-by-lane code ------------------------------- */
 /* The group's fused program, printed (NULL when it did not schedule as a template). */
 static char *fused_program(hc_graph *g) {
     hc_error err = {0};
-    CHECK_MSG(hc_graph_optimize(g, &err) == HC_OK, "optimize: %s", err.msg);
+    /* im2col's gathers: convs stay off the direct template */
+    CHECK_MSG(hc_graph_optimize_with(g, &(hc_optimize_options){.no_direct = true}, &err) == HC_OK,
+              "optimize: %s", err.msg);
     hc_arena a;
     hc_arena_init(&a);
     hc_partition p;

@@ -411,6 +411,10 @@ static hc_graph *build_conv(void) {
     return g;
 }
 
+static hc_status lower_no_direct(hc_graph *g, hc_error *e) {
+    return hc_pass_lower_anchors_with(g, &(hc_optimize_options){.no_direct = true}, e);
+}
+
 static void test_lower_conv(void) {
     static const conv_case cases[] = {
         {1, 3, 7, 6, 4, 3, 3, 2, 1, 1, "NOTSET", {1, 1, 1, 1}, true},
@@ -422,7 +426,7 @@ static void test_lower_conv(void) {
         {1, 4, 5, 5, 4, 3, 3, 1, 1, 2, "NOTSET", {1, 1, 1, 1}, true}, /* grouped: kept */
         {1, 1, 3, 4, 2, 3, 1, 3, 1, 1, "NOTSET", {0, 2, 1, 0}, true}, /* asymmetric pads */
     };
-    pass_fn p[] = {hc_pass_infer_shapes, hc_pass_lower_anchors};
+    pass_fn p[] = {hc_pass_infer_shapes, lower_no_direct};
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
         cc = cases[i];
         char what[64];
@@ -433,6 +437,21 @@ static void test_lower_conv(void) {
         CHECK_MSG(count_op(g, HC_OPK_IM2COL) == (cc.group == 1 && !pointwise), "%s", what);
         CHECK_MSG(count_op(g, HC_OPK_MATMUL) == (cc.group == 1), "%s", what);
         CHECK_STR(g->outputs.data[0]->name, "conv_out");
+        hc_graph_free(g);
+    }
+    /* the default rules: these few-channel convs with a kernel larger than 1x1 stay Convs
+     * for the direct template (none is a 3x3 stride-1 conv Winograd would take); 1x1
+     * kernels still become matmuls */
+    pass_fn pd[] = {hc_pass_infer_shapes, hc_pass_lower_anchors};
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        cc = cases[i];
+        char what[64];
+        snprintf(what, sizeof what, "conv case %zu (default rules)", i);
+        hc_graph *g = check_passes(build_conv, 2, pd, 1e-5, what);
+        bool one = cc.kh == 1 && cc.kw == 1;
+        CHECK_MSG(count_op(g, HC_OPK_CONV) == (cc.group != 1 || !one), "%s", what);
+        CHECK_MSG(count_op(g, HC_OPK_IM2COL) == 0, "%s", what);
+        CHECK_MSG(count_op(g, HC_OPK_MATMUL) == (cc.group == 1 && one), "%s", what);
         hc_graph_free(g);
     }
 }
@@ -500,9 +519,12 @@ static hc_graph *build_small_net(void) {
 static void test_optimize(void) {
     pass_fn p[] = {hc_graph_optimize};
     hc_graph *g = check_passes(build_small_net, 1, p, 1e-5, "optimize");
-    CHECK_EQ_INT(count_op(g, HC_OPK_CONV) + count_op(g, HC_OPK_GEMM), 0);
+    /* conv1 (3 channels, 3x3/2) stays a Conv for the direct template; the 1x1 conv2 and
+     * the Gemm become matmuls */
+    CHECK_EQ_INT(count_op(g, HC_OPK_CONV), 1);
+    CHECK_EQ_INT(count_op(g, HC_OPK_GEMM), 0);
     CHECK_EQ_INT(count_op(g, HC_OPK_BATCH_NORMALIZATION) + count_op(g, HC_OPK_DROPOUT), 0);
-    CHECK_EQ_INT(count_op(g, HC_OPK_MATMUL), 3);
+    CHECK_EQ_INT(count_op(g, HC_OPK_MATMUL), 2);
     CHECK_STR(g->outputs.data[0]->name, "prob_out");
     hc_graph_free(g);
 }

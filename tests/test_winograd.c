@@ -180,12 +180,23 @@ static void check_rule(void) {
         for (int off = 0; off < 2; off++) {
             hc_error err = {0};
             hc_graph *g = build(&rule[i].w, 1);
-            hc_optimize_options o = {.no_winograd = off};
+            hc_optimize_options o = {.no_winograd = off, .no_direct = true};
             CHECK(hc_graph_optimize_with(g, &o, &err) == HC_OK);
             CHECK_MSG(count_op(g, HC_OPK_WINO_INPUT) == (rule[i].wino && !off),
                       "rule case %d (off %d)", i, off);
             hc_graph_free(g);
         }
+    /* with the direct template's rule (lower.c, direct_pays): fewer than 64 input channels
+     * and more output than input channels go direct (32 -> 64), else Winograd (8 -> 4) */
+    for (int i = 2; i <= 9; i += 7) {
+        hc_error err = {0};
+        hc_graph *g = build(&rule[i].w, 1);
+        CHECK(hc_graph_optimize_with(g, &(hc_optimize_options){0}, &err) == HC_OK);
+        CHECK_MSG(count_op(g, HC_OPK_WINO_INPUT) == (i == 2) &&
+                      count_op(g, HC_OPK_CONV) == (i == 9),
+                  "rule case %d with the direct template", i);
+        hc_graph_free(g);
+    }
 }
 
 /* Strided, dilated and non-3x3 convs never take the Winograd path, even forced. */
@@ -200,7 +211,7 @@ static void check_ineligible(void) {
                          ints_attr(v == 0 ? "strides" : "dilations", 2, two)};
         hc_graph_add_output(g, OPA(g, CONV, at, v == 2 ? 1 : 2, x, w));
         hc_error err = {0};
-        hc_optimize_options o = {.force_winograd = true};
+        hc_optimize_options o = {.force_winograd = true, .no_direct = true};
         CHECK(hc_graph_optimize_with(g, &o, &err) == HC_OK);
         CHECK_MSG(count_op(g, HC_OPK_WINO_INPUT) == 0 && count_op(g, HC_OPK_IM2COL) == 1,
                   "variant %d", v);

@@ -40,18 +40,22 @@ typedef struct bench_args {
 } bench_args;
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]\n"
-               "                          [--input NAME=FILE.npy ...] [--serve] "
-               CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
-               "  MODEL: an ONNX file, builtin:NAME or a file written by hidetc compile;\n"
-               "  defaults: all cores, W = 3, R = 10\n"
-               "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
-               "  at compile time; --tune L: schedule-space level (0 default)\n"
-               "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
-               "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"
-               "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
-               "  --input: an input's values (others are random)\n"
-               "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");
+    fprintf(
+        f,
+        "usage: hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]\n"
+        "                          [--input NAME=FILE.npy ...] [--serve] " CLI_COMPILE_OPTIONS_USAGE
+        " [--verbose]\n"
+        "  MODEL: an ONNX file, builtin:NAME or a file written by hidetc compile;\n"
+        "  defaults: all cores, W = 3, R = 10\n"
+        "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
+        "  at compile time; --tune L: schedule-space level (0 default)\n"
+        "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
+        "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"
+        "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"
+        "  (docs/conv_dw.md)\n"
+        "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
+        "  --input: an input's values (others are random)\n"
+        "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");
 }
 
 /* --input NAME=FILE.npy; val is argv memory, split in place. */

@@ -37,9 +37,12 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
                             spec, threads, co->num_threads, co->num_threads);
     }
     if (co && (co->no_fusion || co->tune_level || co->no_prepack || co->no_winograd ||
-               co->force_winograd))
-        fprintf(stderr, "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
-                        "--no-winograd, --winograd-all and --tune do not apply\n", spec);
+               co->force_winograd || co->no_direct || co->force_direct))
+        fprintf(stderr,
+                "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
+                "--no-winograd, --winograd-all, --no-direct, --direct-all and --tune do not "
+                "apply\n",
+                spec);
     if (co && co->verbose)
         fprintf(stderr, "hidetc: loaded %s: %d kernels, %d programs, %d threads, %.0f ms\n",
                 spec, hc_model_num_kernels(*out), hc_model_num_programs(*out), threads,
@@ -108,6 +111,14 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     }
     if (!strcmp(o, "--no-winograd")) {
         co->no_winograd = true;
+        return 1;
+    }
+    if (!strcmp(o, "--no-direct")) {
+        co->no_direct = true;
+        return 1;
+    }
+    if (!strcmp(o, "--direct-all")) {
+        co->force_direct = true;
         return 1;
     }
     if (!strcmp(o, "--winograd-all")) {

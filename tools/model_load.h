@@ -46,6 +46,7 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
  * when `o` is not one of them, 1 when it was a flag, 2 when it also consumed `val`, and
  * -1 after printing "hidetc CMD: ..." for a bad value. */
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co);
-#define CLI_COMPILE_OPTIONS_USAGE "[--no-fusion] [--no-prepack] [--no-winograd] [--tune 0|1|2]"
+#define CLI_COMPILE_OPTIONS_USAGE                                                                  \
+    "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2]"
 
 #endif

@@ -170,6 +170,31 @@ static hc_tensor *lower_conv_winograd(lower_ctx *c, const int64_t *pads) {
     return out;
 }
 
+/* ---- Conv kept for the direct template (src/sched/templates/conv_dw_cpu.c) ---------- */
+/* 2-D f32 with constant weights: the direct template reads the input in place (one
+ * zero-padded, stride-deinterleaved copy of the rows per item) and computes mb output
+ * channels x rb rows x nv vectors per register block. */
+static bool direct_eligible(const hc_node *n) {
+    const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
+    return x->dtype == HC_F32 && w->dtype == HC_F32 && w->data &&
+           (n->ninputs < 3 || !n->inputs[2] || n->inputs[2]->dtype == HC_F32);
+}
+
+/* Where the direct template beats im2col + matmul and Winograd (bench/conv.c on every
+ * group-1 layer shape of ResNet-50 and Inception-V3, each path tuned at level 1; the
+ * numbers are in docs/conv_dw.md): fewer than 64 input channels and a kernel larger than
+ * 1x1 — 3 input channels (7x7/2: 1.6x, 3x3/2: 2.1x over im2col), 48 (5x5: 1.1x), 32 -> 64
+ * (3x3 on 147x147: 1.24x over Winograd). From 64 input channels on, the matmul's blocking
+ * wins (64 -> 96 3x3 on 35x35: 0.9x of im2col, 0.6x of Winograd; 1x1: 0.9x). Where
+ * Winograd applies too, the direct template also needs more output than input channels:
+ * 32 -> 32 (3x3 on 149x149) was 1.08x alone, and in Inception-V3 the whole model got
+ * slower with it (docs/conv_dw.md). */
+static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d) {
+    const hc_tensor *w = n->inputs[1];
+    if (w->shape[1] >= 64 || k[0] * k[1] <= 1) return false;
+    return !winograd_eligible(n, k, s, d) || w->shape[0] > w->shape[1];
+}
+
 static hc_tensor *lower_conv(lower_ctx *c) {
     hc_node *n = c->n;
     hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
@@ -178,9 +203,14 @@ static hc_tensor *lower_conv(lower_ctx *c) {
     attr_pair(n, "strides", s);
     attr_pair(n, "dilations", d);
     conv_pads(n, k, s, d, pads);
-    if (c->opt && !c->opt->no_winograd && winograd_eligible(n, k, s, d) &&
-        (c->opt->force_winograd || winograd_pays(n)))
-        return lower_conv_winograd(c, pads);
+    /* forced paths first (direct over Winograd), then the rules (direct over Winograd) */
+    const hc_optimize_options *o = c->opt;
+    bool direct = o && !o->no_direct && direct_eligible(n);
+    bool wino = o && !o->no_winograd && winograd_eligible(n, k, s, d);
+    if (direct && o->force_direct) return n->outputs[0]; /* kept */
+    if (wino && o->force_winograd) return lower_conv_winograd(c, pads);
+    if (direct && direct_pays(n, k, s, d)) return n->outputs[0];
+    if (wino && winograd_pays(n)) return lower_conv_winograd(c, pads);
     int64_t oc = w->shape[0], ck = w->shape[1] * k[0] * k[1];
     hc_tensor *cols = conv_columns(c, k, s, d, pads);
     int64_t wshape[2] = {oc, ck};
@@ -277,6 +307,7 @@ hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt
         else if (n->op == HC_OPK_GEMM && gemm_lowerable(n)) y = lower_gemm(&c);
         else continue;
         if (!y) return err && err->status != HC_OK ? err->status : HC_ERR_INVALID;
+        if (y == n->outputs[0]) continue; /* kept as it is */
         HC_ASSERT(y->ndim == n->outputs[0]->ndim);
         HC_ASSERT(hc_pass_bypass(g, n->outputs[0], y)); /* y is a fresh intermediate */
     }

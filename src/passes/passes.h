@@ -24,6 +24,9 @@ typedef struct hc_optimize_options {
     bool no_winograd;    /* 3x3 stride-1 convs through im2col too */
     bool force_winograd; /* every eligible conv through Winograd, whether it pays or not
                             (tests, measurements) */
+    bool no_direct;      /* no group-1 conv kept for the direct conv template */
+    bool force_direct;   /* every group-1 2-D f32 conv kept for the direct template (tests,
+                            measurements) */
 } hc_optimize_options;
 
 /* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add), or for 3x3 stride-1 convs where it

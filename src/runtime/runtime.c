@@ -719,7 +719,9 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
     hc_optimize_options oo = {.no_winograd = m->opt.no_winograd,
-                              .force_winograd = m->opt.force_winograd};
+                              .force_winograd = m->opt.force_winograd,
+                              .no_direct = m->opt.no_direct,
+                              .force_direct = m->opt.force_direct};
     hc_status st = hc_graph_optimize_with(g, &oo, err);
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);

@@ -1,15 +1,15 @@
-/* conv_dw.h — the CPU fp32 template for grouped and depthwise 2-D convolution (NCHW).
+/* conv_dw.h — the CPU fp32 direct template for 2-D convolution (NCHW): depthwise, grouped
+ * and, where src/passes/lower.c keeps them (direct_pays), group-1 convolutions.
  *
  *   Y[n, m, oh, ow] = B[m] + sum_{c < cg, kh, kw} X[n, g*cg + c, oh*sh - pt + kh*dh,
  *                                                  ow*sw - pl + kw*dw] * W[m, c, kh, kw]
  *   with g = m / mg (cg input and mg output channels per group), out-of-range X read as 0.
  *
- * Group-1 convolutions are lowered to im2col + matmul (src/passes/lower.c); this template
- * takes the others. Threads (spatial) own items of (batch x output channel) planes x row
- * tiles; each item copies the input rows it needs into a zero-padded, stride-deinterleaved
- * scratch (so the inner loop has no borders and reads contiguous vectors for any stride),
- * then walks register blocks of rb rows x nv vectors, a REGISTER tensor of f32 vectors.
- * docs/conv_dw.md describes the program and the measurements.
+ * Threads (spatial) own items of (batch x group) x row tiles; each item copies the input
+ * rows it needs into a zero-padded, stride-deinterleaved scratch (so the inner loop has no
+ * borders and reads contiguous vectors for any stride), then walks register blocks of mb
+ * output channels x rb rows x nv vectors, a REGISTER tensor of f32 vectors, over all the
+ * group's output channels. docs/conv_dw.md describes the program and the measurements.
  *
  * Usage:
  *   hc_conv_dw_shape s = {...};   // filled from a Conv node by nn_conv.c
@@ -35,6 +35,8 @@ typedef struct hc_conv_dw_shape {
 
 typedef struct hc_conv_dw_config {
     int lanes;   /* f32 lanes per vector; must be the target's (16, 8 or 4) */
+    int mb;      /* output channels per register block (of one group; 1 for depthwise):
+                  * each input vector loaded feeds mb FMAs */
     int rb;      /* output rows per register block */
     int nv;      /* vectors per register-block row (columns: nv * lanes) */
     int rt;      /* output rows per item (a multiple of rb): the rows whose input one copy
@@ -44,7 +46,8 @@ typedef struct hc_conv_dw_config {
 
 #define HC_CONV_DW_MAX_RB 16
 #define HC_CONV_DW_MAX_NV 8
-#define HC_CONV_DW_MAX_VECS 48    /* rb * nv accumulators */
+#define HC_CONV_DW_MAX_MB 16
+#define HC_CONV_DW_MAX_VECS 48 /* mb * rb * nv accumulators */
 #define HC_CONV_DW_MAX_THREADS 256
 /* Largest per-thread scratch (floats) the template accepts; beyond it: NULL (fallback). */
 #define HC_CONV_DW_MAX_SCRATCH (1 << 22)
@@ -60,7 +63,7 @@ hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw
  * shape. Writes up to max configs to out (out may be NULL); returns the count. */
 int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
                      hc_conv_dw_config *out, int max);
-/* "rb8 nv1 rt56 t2" */
+/* "mb4 rb8 nv1 rt56 t2" */
 void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c);
 
 /* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "conv_dw") with params

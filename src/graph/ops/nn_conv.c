@@ -210,14 +210,13 @@ hc_task *nn_task_conv_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
     return conv_task(a, n, true, err);
 }
 
-/* ---- the grouped / depthwise template (src/sched/templates/conv_dw_cpu.c) ------------- */
-/* The template's shape for a 2-D f32 Conv with group > 1; false for anything else (group-1
- * convs are lowered to im2col + matmul; the rest goes to the auto-scheduler). */
+/* ---- the direct conv template (src/sched/templates/conv_dw_cpu.c) -------------------- */
+/* The template's shape for a 2-D f32 Conv; false for anything else (the auto-scheduler).
+ * Group-1 convs reach it only where src/passes/lower.c keeps them (direct_pays). */
 static bool dw_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
     const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2), *y = n->outputs[0];
     if (n->op != HC_OPK_CONV || !x || !wt || !y || !y->shape_known || x->ndim != 4 ||
-        x->dtype != HC_F32 || wt->dtype != HC_F32 || (b && b->dtype != HC_F32) ||
-        hc_node_attr_int(n, "group", 1) <= 1)
+        x->dtype != HC_F32 || wt->dtype != HC_F32 || (b && b->dtype != HC_F32))
         return false;
     nn_window w;
     int64_t cg, mg, m;

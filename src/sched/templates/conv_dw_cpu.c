@@ -1,22 +1,26 @@
-/* conv_dw_cpu.c — the CPU fp32 template for grouped and depthwise 2-D convolution.
+/* conv_dw_cpu.c — the CPU fp32 direct template for 2-D convolution: depthwise, grouped,
+ * and group-1 where src/passes/lower.c keeps the Conv (direct_pays).
  *
  *   for t in [0, T) parallel:
  *     for (ti) in spatial(T) on t:                    one scratch per thread
- *       for (it) in repeat(ceil(items / T)):          item = (n, m, tile of rt rows), in order
- *         copy the rows of X[n, group(m)] the tile reads into the scratch:
+ *       for (it) in repeat(ceil(items / T)):          item = (n, group, tile of rt rows)
+ *         copy the rows of X[n, group] the tile reads into the scratch:
  *           xs[c][q][r][j] = Xpad[r0 + r][j * sw + q]  (zero padded; sw column phases)
- *         for (rbi, cb) in repeat(rt / rb, col blocks):  rb rows x nv vectors of Y
- *           acc[rb][nv] (REGISTER f32xL) = bias
- *           for c, kh, kw:  acc[r][v] += xs[c][kw*dw % sw][row + r*sh + kh*dh]
- *                                           [col + v*L + kw*dw / sw] * W[m, c, kh, kw]
- *           store acc to Y (masked on the last column block, rows past OH skipped)
+ *         for (rbi, cb, mbi) in repeat(rt / rb, col blocks, channel blocks):
+ *           acc[mb][rb][nv] (REGISTER f32xL) = bias     mb channels x rb rows x nv vectors
+ *           for c, kh, kw:  wv[j] = W[m_j, c, kh, kw] (broadcast)
+ *                           x = xs[c][kw*dw % sw][row + r*sh + kh*dh][col + v*L + kw*dw / sw]
+ *                           acc[j][r][v] += x * wv[j]
+ *           store acc to Y (masked on the last column block; rows past OH and channels
+ *           past the group skipped)
  *
  * The scratch takes the borders and the strides out of the inner loop: every tap of every
  * output vector is one contiguous, in-bounds vector load, whatever the padding (asymmetric
  * too), stride or dilation. The copy costs about one load and store per input element of
- * the tile (plus the rows the kernel overlaps between tiles), against kh * kw FMAs per
- * output element; a tile is a whole plane unless the threads need more items or the
- * scratch would not fit in a share of L2. */
+ * the tile (plus the rows the kernel overlaps between tiles), against mg * kh * kw FMAs
+ * per output element; a tile is a whole plane unless the threads need more items or the
+ * scratch would not fit in a share of L2. Depthwise convolutions have mb = 1; with several
+ * output channels per group each input vector loaded feeds mb FMAs. */
 #include <string.h>
 
 #include "ir/mapping.h"
@@ -60,13 +64,13 @@ hc_status hc_conv_dw_validate(const hc_conv_dw_config *c, hc_error *err) {
     if (c->lanes != 4 && c->lanes != 8 && c->lanes != 16)
         return hc_error_set(err, HC_ERR_INVALID, "conv_dw config: lanes %d is not 4, 8 or 16",
                             c->lanes);
-    if (c->rb < 1 || c->rb > HC_CONV_DW_MAX_RB || c->nv < 1 || c->nv > HC_CONV_DW_MAX_NV ||
-        c->rb * c->nv > HC_CONV_DW_MAX_VECS)
+    if (c->mb < 1 || c->mb > HC_CONV_DW_MAX_MB || c->rb < 1 || c->rb > HC_CONV_DW_MAX_RB ||
+        c->nv < 1 || c->nv > HC_CONV_DW_MAX_NV || c->mb * c->rb * c->nv > HC_CONV_DW_MAX_VECS)
         return hc_error_set(err, HC_ERR_INVALID,
-                            "conv_dw config: register block rb %d x nv %d is not within "
-                            "%d x %d and %d vectors",
-                            c->rb, c->nv, HC_CONV_DW_MAX_RB, HC_CONV_DW_MAX_NV,
-                            HC_CONV_DW_MAX_VECS);
+                            "conv_dw config: register block mb %d x rb %d x nv %d is not within "
+                            "%d x %d x %d and %d vectors",
+                            c->mb, c->rb, c->nv, HC_CONV_DW_MAX_MB, HC_CONV_DW_MAX_RB,
+                            HC_CONV_DW_MAX_NV, HC_CONV_DW_MAX_VECS);
     if (c->rt < c->rb || c->rt % c->rb)
         return hc_error_set(err, HC_ERR_INVALID,
                             "conv_dw config: row tile rt %d is not a multiple of rb %d", c->rt,
@@ -78,19 +82,20 @@ hc_status hc_conv_dw_validate(const hc_conv_dw_config *c, hc_error *err) {
 }
 
 void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c) {
-    hc_sb_printf(sb, "rb%d nv%d rt%d t%d", c->rb, c->nv, c->rt, c->threads);
+    hc_sb_printf(sb, "mb%d rb%d nv%d rt%d t%d", c->mb, c->rb, c->nv, c->rt, c->threads);
 }
 
 /* Clip a config to the shape: no more rows or vectors than the output has, a row tile
  * that is a multiple of rb and at most the rows, no more threads than items (so that
  * equal programs compare equal in the space). */
 static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
-    int64_t nvec = cdiv(s->ow, c.lanes);
+    int64_t nvec = cdiv(s->ow, c.lanes), mg = s->m / s->group;
     if (c.nv > nvec) c.nv = (int)nvec;
+    if (c.mb > mg) c.mb = (int)mg;
     if (c.rb > s->oh) c.rb = (int)s->oh;
     if (c.rt < c.rb) c.rt = c.rb;
     c.rt = (int)HC_MIN(round_up(c.rt, c.rb), round_up(s->oh, c.rb));
-    int64_t items = s->n * s->m * cdiv(s->oh, c.rt);
+    int64_t items = s->n * s->group * cdiv(s->oh, c.rt);
     if (c.threads > items) c.threads = (int)items;
     return c;
 }
@@ -106,11 +111,11 @@ static int64_t scratch_cols(const hc_conv_dw_shape *s, int lanes, int nv) {
     return round_up(need, lanes);
 }
 
-/* Rows per item: a whole plane when there are planes enough for the threads (4 items
+/* Rows per item: a whole plane when there are groups enough for the threads (4 items
  * each) and its scratch takes at most half of L2; else fewer rows. */
 static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int nv,
                       int threads) {
-    int64_t planes = s->n * s->m, k = 1;
+    int64_t planes = s->n * s->group, k = 1;
     while (threads > 1 && planes * k < 4 * threads && k * rb < s->oh) k++;
     int64_t rt = round_up(cdiv(s->oh, k), rb);
     int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
@@ -125,8 +130,38 @@ static int default_threads(const hc_target *t, const hc_conv_dw_shape *s) {
     return work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->num_cores, 1);
 }
 
-hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw_shape *s) {
+/* Whether a register block fits the target's vector registers: the accumulators, the mb
+ * weight broadcasts and the input vector; depthwise (mb 1) keeps 4 for the loads. */
+static bool block_fits(const hc_target *t, int mb, int rb, int nv) {
+    if (mb == 1) return rb * nv <= t->num_regs - 4;
+    return mb * (rb * nv + 1) + 1 <= t->num_regs;
+}
+
+/* Several output channels per group: register blocks of mb channels x rb rows x nv
+ * vectors, each input vector loaded once for mb FMAs and each weight broadcast once for
+ * rb * nv. Default: 4 vectors as rows x vectors 1 x 4, 2 x 2 or 4 x 1, whichever pads
+ * the output least (first wins a tie), and channels for half the vector registers in
+ * accumulators (16 with 32 registers: 4 channels x 4 vectors). Level-1 tuning on the
+ * layers that take this template (docs/conv_dw.md) picked 8 or 16 accumulators with 4
+ * or 8 channels; 24 (6 x 4) spilled. */
+static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shape *s) {
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
+    int64_t nvec = cdiv(s->ow, c.lanes), best = -1;
+    for (int nv = 4; nv >= 1; nv /= 2) {
+        int v = (int)HC_MIN(nv, nvec), rb = (int)HC_MIN(4 / nv, s->oh);
+        int64_t padded = round_up(s->oh, rb) * round_up(nvec, v);
+        if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
+    }
+    c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->num_regs / 2) / (c.rb * c.nv)));
+    while (c.mb > 1 && !block_fits(t, c.mb, c.rb, c.nv)) c.mb--;
+    c.threads = default_threads(t, s);
+    c.rt = default_rt(t, s, c.rb, c.nv, c.threads);
+    return clip(c, s);
+}
+
+hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw_shape *s) {
+    if (s->m > s->group) return dense_default(t, s);
+    hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t), .mb = 1};
     /* 4 rows x 2 vectors: the rows share the weight broadcast, 8 accumulators leave
      * registers for the loads even with 16, and the unrolled taps stay small (measured
      * on MobileNet-V2's layers, docs/conv_dw.md: taller or wider blocks are no faster);
@@ -144,7 +179,37 @@ hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw
 }
 
 static bool same_config(const hc_conv_dw_config *x, const hc_conv_dw_config *y) {
-    return x->rb == y->rb && x->nv == y->nv && x->rt == y->rt && x->threads == y->threads;
+    return x->mb == y->mb && x->rb == y->rb && x->nv == y->nv && x->rt == y->rt &&
+           x->threads == y->threads;
+}
+
+/* Several output channels per group: the channels per block and the register block,
+ * threads and row tiles as the default's. Level 1: mb 4, 6, 8 x rb 1, 2 x nv 1, 2, 4 with
+ * at most 16 accumulators; level 2: mb 2, 4, 6, 8 x rb 1, 2, 4 x nv 1 to 4 with at most
+ * 24 (more spilled on every layer measured). */
+static int dense_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
+                       hc_conv_dw_config *all, int n, int cap) {
+    static const int mb1[] = {4, 6, 8}, mb2[] = {2, 4, 6, 8};
+    static const int rb1[] = {1, 2}, rb2[] = {1, 2, 4}, nv1[] = {1, 2, 4}, nv2[] = {1, 2, 3, 4};
+    bool two = level >= 2;
+    const int *mbs = two ? mb2 : mb1, *rbs = two ? rb2 : rb1, *nvs = two ? nv2 : nv1;
+    int nmb = two ? 4 : 3, nrb = two ? 3 : 2, nnv = two ? 4 : 3, most = two ? 24 : 16;
+    for (int mi = 0; mi < nmb; mi++)
+        for (int i = 0; i < nrb; i++)
+            for (int j = 0; j < nnv; j++) {
+                hc_conv_dw_config c = {.lanes = all[0].lanes,
+                                       .mb = mbs[mi],
+                                       .rb = rbs[i],
+                                       .nv = nvs[j],
+                                       .threads = all[0].threads};
+                if (c.mb * c.rb * c.nv > most || !block_fits(t, c.mb, c.rb, c.nv)) continue;
+                c.rt = default_rt(t, s, HC_MIN(c.rb, (int)s->oh), c.nv, c.threads);
+                c = clip(c, s);
+                bool dup = false;
+                for (int k = 0; k < n && !dup; k++) dup = same_config(&all[k], &c);
+                if (!dup && n < cap) all[n++] = c;
+            }
+    return n;
 }
 
 int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
@@ -152,20 +217,24 @@ int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
     hc_conv_dw_config all[256];
     int n = 0;
     all[n++] = hc_conv_dw_default_config(t, s);
+    if (level >= 1 && s->m > s->group) n = dense_space(t, s, level, all, n, 256);
     static const int rb1[] = {2, 4, 8}, nv1[] = {1, 2, 4};
     static const int rb2[] = {1, 2, 3, 4, 5, 6, 7, 8}, nv2[] = {1, 2, 3, 4};
     const int *rbs = level >= 2 ? rb2 : rb1, *nvs = level >= 2 ? nv2 : nv1;
     int nrb = level >= 2 ? 8 : 3, nnv = level >= 2 ? 4 : 3;
     int cores = HC_MAX(t->num_cores, 1);
     int threads[2] = {all[0].threads, all[0].threads > 1 ? 1 : cores};
-    /* level 2 also tries one register block of rows per item (least scratch) */
-    for (int ti = 0; level >= 1 && ti < (level >= 2 ? 2 : 1); ti++)
+    /* depthwise: level 2 also tries one register block of rows per item (least scratch) */
+    for (int ti = 0; level >= 1 && s->m == s->group && ti < (level >= 2 ? 2 : 1); ti++)
         for (int i = 0; i < nrb; i++)
             for (int j = 0; j < nnv; j++)
                 for (int small = 0; small < (level >= 2 ? 2 : 1); small++) {
-                    hc_conv_dw_config c = {.lanes = all[0].lanes, .rb = rbs[i], .nv = nvs[j],
+                    hc_conv_dw_config c = {.lanes = all[0].lanes,
+                                           .mb = 1,
+                                           .rb = rbs[i],
+                                           .nv = nvs[j],
                                            .threads = threads[ti]};
-                    if (c.rb * c.nv > t->num_regs - 4) continue; /* weight + loads */
+                    if (!block_fits(t, c.mb, c.rb, c.nv)) continue;
                     if (c.rb > s->oh) c.rb = (int)s->oh;
                     c.rt = small ? c.rb : default_rt(t, s, c.rb, c.nv, c.threads);
                     c = clip(c, s);
@@ -187,12 +256,14 @@ typedef struct dw {
     int64_t cg, mg;       /* input / output channels per group */
     int64_t rows_in;      /* scratch rows per channel and phase */
     int64_t wq;           /* scratch columns per row (a multiple of L) */
-    int64_t nrt, ncb;     /* row tiles, column blocks */
+    int64_t nrt, ncb, nmb; /* row tiles, column blocks, channel blocks per group */
     const hc_type *vec;
     hc_var *X, *W, *B, *Y, *xs;
     /* item state */
-    hc_expr *n, *m, *cin0, *ot0; /* item: batch, channel, first input channel and row */
-    hc_expr *oh0, *rows, *row0;  /* register block: first row, valid rows, scratch row */
+    hc_expr *n, *mg0, *cin0, *ot0; /* item: batch, first output and input channel of the
+                                    * group, first row */
+    hc_expr *oh0, *rows, *row0;    /* register block: first row, valid rows, scratch row */
+    hc_expr *mc;                   /* register block: first channel's offset in the group */
 } dw;
 
 static hc_expr *I(dw *g, int64_t v) { return hc_int(g->a, v); }
@@ -291,17 +362,34 @@ static void copy_rows(dw *g) {
     }
 }
 
-/* acc[r][v] += xs[...] * W[m, c, kh, kw] over c, kh, kw for the block at (row0, ow0). */
+/* Output channel j of the register block, clamped into the group (a channel block that
+ * overhangs the group computes its last channel again and does not store it). */
+static hc_expr *chan(dw *g, hc_expr *j) {
+    hc_expr *k = ADD(g->mc, j);
+    if (g->mg % g->c->mb) k = hc_min(g->a, k, I(g, g->mg - 1));
+    return ADD(g->mg0, k);
+}
+
+/* acc[j][r][v] += xs[...] * W[m_j, c, kh, kw] over c, kh, kw for the block at (row0, ow0):
+ * per tap, mb weight broadcasts and rb * nv input vectors, each used mb times. */
 static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
     const hc_conv_dw_shape *s = g->s;
     hc_arena *a = g->a;
+    int mb = g->c->mb;
     hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
+    hc_var *wv = hc_b_declare(
+        g->b, "wv",
+        hc_type_tensor_vec(a, HC_F32, g->L, 1, (hc_expr *[]){I(g, mb)}, NULL, HC_SCOPE_REGISTER),
+        NULL);
     HC_FOR(g->b, c, "c", I(g, g->cg), hc_serial()) {
         HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
             HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
-                hc_expr *wk = hc_load(a, g->W, 4, (hc_expr *[]){g->m, R(g, c), R(g, kh), R(g, kw)});
-                hc_var *wv = hc_b_declare(g->b, "wv", g->vec,
-                                          vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, wk, 0, 0));
+                HC_FOR(g->b, j, "j", I(g, mb), hc_unroll(0)) {
+                    hc_expr *wk = hc_load(
+                        a, g->W, 4, (hc_expr *[]){chan(g, R(g, j)), R(g, c), R(g, kh), R(g, kw)});
+                    hc_b_store(g->b, wv, 1, (hc_expr *[]){R(g, j)},
+                               vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, wk, 0, 0));
+                }
                 hc_expr *tap = MUL(R(g, kw), I(g, s->dw));
                 hc_expr *q = s->sw > 1 ? hc_mod(a, tap, I(g, s->sw)) : I(g, 0);
                 hc_expr *jo = s->sw > 1 ? hc_div(a, tap, I(g, s->sw)) : tap;
@@ -310,12 +398,17 @@ static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
                                                     MUL(R(g, kh), I(g, s->dh))));
                     HC_FOR(g->b, v, "v", I(g, g->c->nv), hc_unroll(0)) {
                         hc_expr *col = ADD(ADD(ow0, MUL(R(g, v), I(g, g->L))), jo);
-                        hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1,
-                                           addr4(g, g->xs, R(g, c), q, row, col), 0, 0);
-                        hc_expr *idx[2] = {R(g, r), R(g, v)};
-                        hc_b_store(g->b, acc, 2, idx,
-                                   vcall(g, HC_PRIM_VFMA, g->vec, 3, x, R(g, wv),
-                                         hc_load(a, acc, 2, idx)));
+                        hc_var *x =
+                            hc_b_declare(g->b, "xv", g->vec,
+                                         vcall(g, HC_PRIM_VLOAD, g->vec, 1,
+                                               addr4(g, g->xs, R(g, c), q, row, col), 0, 0));
+                        HC_FOR(g->b, j, "j", I(g, mb), hc_unroll(0)) {
+                            hc_expr *idx[3] = {R(g, j), R(g, r), R(g, v)};
+                            hc_b_store(g->b, acc, 3, idx,
+                                       vcall(g, HC_PRIM_VFMA, g->vec, 3, R(g, x),
+                                             hc_load(a, wv, 1, (hc_expr *[]){R(g, j)}),
+                                             hc_load(a, acc, 3, idx)));
+                        }
                     }
                 }
             }
@@ -323,24 +416,30 @@ static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
     }
 }
 
-/* Y[n, m, oh0 + r, ow0 + v*L ..] = acc[r][v]; `tail`: the block crosses OW. */
+/* Y[n, m_j, oh0 + r, ow0 + v*L ..] = acc[j][r][v]; `tail`: the block crosses OW;
+ * channels past the group and rows past OH are not stored. */
 static void store_block(dw *g, hc_var *acc, hc_expr *ow0, bool tail) {
     hc_arena *a = g->a;
-    bool row_tail = g->s->oh % g->c->rb != 0;
-    HC_FOR(g->b, r, "sr", I(g, g->c->rb), hc_unroll(0)) {
-        if (row_tail) hc_b_if_begin(g->b, LT(R(g, r), g->rows));
-        HC_FOR(g->b, v, "sv", I(g, g->c->nv), hc_unroll(0)) {
-            hc_expr *col = ADD(ow0, MUL(R(g, v), I(g, g->L)));
-            hc_expr *p = addr4(g, g->Y, g->n, g->m, ADD(g->oh0, R(g, r)), col);
-            hc_expr *val = hc_load(a, acc, 2, (hc_expr *[]){R(g, r), R(g, v)});
-            if (tail) {
-                hc_expr *left = SUB(I(g, g->s->ow), col);
-                HC_IF(g->b, LT(I(g, 0), left)) { vstore_n(g, p, val, left); }
-            } else {
-                vstore(g, p, val);
+    bool row_tail = g->s->oh % g->c->rb != 0, chan_tail = g->mg % g->c->mb != 0;
+    HC_FOR(g->b, j, "sj", I(g, g->c->mb), hc_unroll(0)) {
+        if (chan_tail) hc_b_if_begin(g->b, LT(ADD(g->mc, R(g, j)), I(g, g->mg)));
+        hc_expr *m = ADD(g->mg0, ADD(g->mc, R(g, j)));
+        HC_FOR(g->b, r, "sr", I(g, g->c->rb), hc_unroll(0)) {
+            if (row_tail) hc_b_if_begin(g->b, LT(R(g, r), g->rows));
+            HC_FOR(g->b, v, "sv", I(g, g->c->nv), hc_unroll(0)) {
+                hc_expr *col = ADD(ow0, MUL(R(g, v), I(g, g->L)));
+                hc_expr *p = addr4(g, g->Y, g->n, m, ADD(g->oh0, R(g, r)), col);
+                hc_expr *val = hc_load(a, acc, 3, (hc_expr *[]){R(g, j), R(g, r), R(g, v)});
+                if (tail) {
+                    hc_expr *left = SUB(I(g, g->s->ow), col);
+                    HC_IF(g->b, LT(I(g, 0), left)) { vstore_n(g, p, val, left); }
+                } else {
+                    vstore(g, p, val);
+                }
             }
+            if (row_tail) hc_b_end(g->b);
         }
-        if (row_tail) hc_b_end(g->b);
+        if (chan_tail) hc_b_end(g->b);
     }
 }
 
@@ -349,15 +448,12 @@ static void store_block(dw *g, hc_var *acc, hc_expr *ow0, bool tail) {
 static void blocks(dw *g) {
     hc_arena *a = g->a;
     const hc_conv_dw_shape *s = g->s;
-    int rb = g->c->rb;
+    int rb = g->c->rb, mb = g->c->mb;
     int64_t bw = (int64_t)g->c->nv * g->L;
-    hc_expr *init = g->B ? hc_load(a, g->B, 1, (hc_expr *[]){g->m}) : hc_f32(a, 0);
-    hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
-                              vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
-    hc_var *v[2];
-    static const char *const names[2] = {"rbi", "cb"};
-    const hc_mapping *map = hc_map_repeat2(a, g->c->rt / rb, g->ncb);
-    HC_FOR_MAP(g->b, map, I(g, 0), 2, v, names) {
+    hc_var *v[3];
+    static const char *const names[3] = {"rbi", "cb", "mbi"};
+    const hc_mapping *map = hc_map_repeat(a, 3, (int64_t[]){g->c->rt / rb, g->ncb, g->nmb}, NULL);
+    HC_FOR_MAP(g->b, map, I(g, 0), 3, v, names) {
         hc_expr *local = MUL(R(g, v[0]), I(g, rb));
         bool tile_tail = s->oh % g->c->rt != 0;
         if (tile_tail) hc_b_if_begin(g->b, LT(ADD(g->ot0, local), I(g, s->oh)));
@@ -365,13 +461,20 @@ static void blocks(dw *g) {
         g->row0 = let(g, "row0", MUL(local, I(g, s->sh)));
         g->rows = let(g, "rows", hc_min(a, I(g, rb), SUB(I(g, s->oh), g->oh0)));
         hc_expr *ow0 = let(g, "ow0", MUL(R(g, v[1]), I(g, bw)));
-        hc_expr *shape[2] = {I(g, rb), I(g, g->c->nv)};
+        g->mc = let(g, "mc", MUL(R(g, v[2]), I(g, mb)));
+        hc_expr *shape[3] = {I(g, mb), I(g, rb), I(g, g->c->nv)};
         hc_var *acc = hc_b_declare(
-            g->b, "acc", hc_type_tensor_vec(a, HC_F32, g->L, 2, shape, NULL, HC_SCOPE_REGISTER),
+            g->b, "acc", hc_type_tensor_vec(a, HC_F32, g->L, 3, shape, NULL, HC_SCOPE_REGISTER),
             NULL);
-        HC_FOR(g->b, r, "zr", I(g, rb), hc_unroll(0)) {
-            HC_FOR(g->b, vv, "zv", I(g, g->c->nv), hc_unroll(0)) {
-                hc_b_store(g->b, acc, 2, (hc_expr *[]){R(g, r), R(g, vv)}, R(g, bv));
+        HC_FOR(g->b, j, "zj", I(g, mb), hc_unroll(0)) {
+            hc_expr *init =
+                g->B ? hc_load(a, g->B, 1, (hc_expr *[]){chan(g, R(g, j))}) : hc_f32(a, 0);
+            hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
+                                      vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
+            HC_FOR(g->b, r, "zr", I(g, rb), hc_unroll(0)) {
+                HC_FOR(g->b, vv, "zv", I(g, g->c->nv), hc_unroll(0)) {
+                    hc_b_store(g->b, acc, 3, (hc_expr *[]){R(g, j), R(g, r), R(g, vv)}, R(g, bv));
+                }
             }
         }
         taps(g, acc, ow0);
@@ -388,14 +491,15 @@ static void blocks(dw *g) {
     }
 }
 
-/* One item: plane (n, m) and row tile rti. */
+/* One item: group (n, grp) and row tile rti, all the group's output channels. */
 static void item(dw *g, hc_expr *w) {
     const hc_conv_dw_shape *s = g->s;
     hc_expr *plane = let(g, "plane", hc_div(g->a, w, I(g, g->nrt)));
     hc_expr *rti = let(g, "rti", hc_mod(g->a, w, I(g, g->nrt)));
-    g->n = let(g, "n", hc_div(g->a, plane, I(g, s->m)));
-    g->m = let(g, "m", hc_mod(g->a, plane, I(g, s->m)));
-    g->cin0 = let(g, "cin0", MUL(hc_div(g->a, g->m, I(g, g->mg)), I(g, g->cg)));
+    g->n = let(g, "n", hc_div(g->a, plane, I(g, s->group)));
+    hc_expr *grp = let(g, "grp", hc_mod(g->a, plane, I(g, s->group)));
+    g->mg0 = let(g, "mg0", MUL(grp, I(g, g->mg)));
+    g->cin0 = let(g, "cin0", MUL(grp, I(g, g->cg)));
     g->ot0 = let(g, "ot0", MUL(rti, I(g, g->c->rt)));
     copy_rows(g);
     blocks(g);
@@ -419,6 +523,7 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     g.cg = s->c / s->group, g.mg = s->m / s->group;
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
     g.ncb = cdiv(s->ow, (int64_t)c.nv * c.lanes), g.nrt = cdiv(s->oh, c.rt);
+    g.nmb = cdiv(g.mg, c.mb);
     g.rows_in = scratch_rows(s, c.rt);
     g.wq = scratch_cols(s, c.lanes, c.nv);
     int64_t scratch = g.cg * s->sw * g.rows_in * g.wq;
@@ -434,7 +539,7 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     g.B = s->bias ? param(&g, "B", 1, (int64_t[]){s->m}) : NULL;
     g.Y = param(&g, "Y", 4, (int64_t[]){s->n, s->m, s->oh, s->ow});
 
-    int64_t items = s->n * s->m * g.nrt, per = cdiv(items, c.threads);
+    int64_t items = s->n * s->group * g.nrt, per = cdiv(items, c.threads);
     hc_loop_attr attr = c.threads > 1 ? hc_parallel(c.threads) : hc_serial();
     HC_FOR(&b, th, "t", I(&g, c.threads), attr) {
         hc_var *tv[1], *iv[1];
