@@ -95,9 +95,23 @@ static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
     if (c.rb > s->oh) c.rb = (int)s->oh;
     if (c.rt < c.rb) c.rt = c.rb;
     c.rt = (int)HC_MIN(round_up(c.rt, c.rb), round_up(s->oh, c.rb));
-    int64_t items = s->n * s->group * cdiv(s->oh, c.rt);
+    int64_t items = s->n * s->group * cdiv(cdiv(s->oh, c.rb), c.rt / c.rb);
     if (c.threads > items) c.threads = (int)items;
     return c;
+}
+
+/* Row tiles per plane: the rows in blocks of rb, split into tiles of at most rt / rb
+ * blocks, and into more tiles (never more than the blocks) until the items (planes x
+ * tiles) split evenly over the threads. Tile i holds blocks [i * nrb / nrt, (i + 1) * nrb
+ * / nrt), so the tiles differ by at most one block and each thread gets the same number
+ * of blocks to within one tile: 147 rows in 74 blocks of 2, rt 20 rows, 2 threads: 8
+ * tiles of 9 or 10 blocks, 37 blocks per thread (tiles of exactly 10 blocks gave 40 and
+ * 34). */
+static int64_t row_tiles(const hc_conv_dw_shape *s, const hc_conv_dw_config *c) {
+    int64_t nrb = cdiv(s->oh, c->rb), nrt = cdiv(nrb, c->rt / c->rb);
+    int64_t planes = s->n * s->group;
+    while (nrt < nrb && (planes * nrt) % c->threads) nrt++;
+    return nrt;
 }
 
 /* Scratch geometry of a config: rows per channel and phase, columns per row. */
@@ -256,12 +270,14 @@ typedef struct dw {
     int64_t cg, mg;       /* input / output channels per group */
     int64_t rows_in;      /* scratch rows per channel and phase */
     int64_t wq;           /* scratch columns per row (a multiple of L) */
-    int64_t nrt, ncb, nmb; /* row tiles, column blocks, channel blocks per group */
+    int64_t nrt, nrb;      /* row tiles per plane (row_tiles), row blocks per plane */
+    int64_t ncb, nmb;      /* column blocks, channel blocks per group */
     const hc_type *vec;
     hc_var *X, *W, *B, *Y, *xs;
     /* item state */
     hc_expr *n, *mg0, *cin0, *ot0; /* item: batch, first output and input channel of the
                                     * group, first row */
+    hc_expr *tblocks;              /* item: row blocks of its tile */
     hc_expr *oh0, *rows, *row0;    /* register block: first row, valid rows, scratch row */
     hc_expr *mc;                   /* register block: first channel's offset in the group */
 } dw;
@@ -455,8 +471,9 @@ static void blocks(dw *g) {
     const hc_mapping *map = hc_map_repeat(a, 3, (int64_t[]){g->c->rt / rb, g->ncb, g->nmb}, NULL);
     HC_FOR_MAP(g->b, map, I(g, 0), 3, v, names) {
         hc_expr *local = MUL(R(g, v[0]), I(g, rb));
-        bool tile_tail = s->oh % g->c->rt != 0;
-        if (tile_tail) hc_b_if_begin(g->b, LT(ADD(g->ot0, local), I(g, s->oh)));
+        /* tiles of fewer than rt / rb blocks skip the rest */
+        bool tile_tail = g->nrb != g->nrt * (g->c->rt / rb);
+        if (tile_tail) hc_b_if_begin(g->b, LT(R(g, v[0]), g->tblocks));
         g->oh0 = let(g, "oh0", ADD(g->ot0, local));
         g->row0 = let(g, "row0", MUL(local, I(g, s->sh)));
         g->rows = let(g, "rows", hc_min(a, I(g, rb), SUB(I(g, s->oh), g->oh0)));
@@ -500,7 +517,10 @@ static void item(dw *g, hc_expr *w) {
     hc_expr *grp = let(g, "grp", hc_mod(g->a, plane, I(g, s->group)));
     g->mg0 = let(g, "mg0", MUL(grp, I(g, g->mg)));
     g->cin0 = let(g, "cin0", MUL(grp, I(g, g->cg)));
-    g->ot0 = let(g, "ot0", MUL(rti, I(g, g->c->rt)));
+    hc_expr *b0 = let(g, "b0", hc_div(g->a, MUL(rti, I(g, g->nrb)), I(g, g->nrt)));
+    hc_expr *b1 = hc_div(g->a, MUL(ADD(rti, I(g, 1)), I(g, g->nrb)), I(g, g->nrt));
+    g->tblocks = let(g, "tblocks", SUB(b1, b0));
+    g->ot0 = let(g, "ot0", MUL(b0, I(g, g->c->rb)));
     copy_rows(g);
     blocks(g);
 }
@@ -522,7 +542,8 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     dw g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes};
     g.cg = s->c / s->group, g.mg = s->m / s->group;
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
-    g.ncb = cdiv(s->ow, (int64_t)c.nv * c.lanes), g.nrt = cdiv(s->oh, c.rt);
+    g.ncb = cdiv(s->ow, (int64_t)c.nv * c.lanes), g.nrt = row_tiles(s, &c);
+    g.nrb = cdiv(s->oh, c.rb);
     g.nmb = cdiv(g.mg, c.mb);
     g.rows_in = scratch_rows(s, c.rt);
     g.wq = scratch_cols(s, c.lanes, c.nv);
