@@ -65,6 +65,16 @@ grep -q -- "-o FILE" "$TMP/e.txt" || fail "compile without -o: $(cat "$TMP/e.txt
 [ $? -eq 2 ] || fail "compile --tune 7: not exit 2"
 "$HIDETC" compile builtin:nope -o "$TMP/x" >/dev/null 2>"$TMP/e.txt" && fail "compile builtin:nope: exit 0"
 [ -e "$TMP/x" ] && fail "a failed compile left $TMP/x"
+# contradicting path options are an error naming both
+for pair in "--no-direct --direct-all" "--no-winograd --winograd-all"; do
+    "$HIDETC" compile "$MODEL" -o "$TMP/x" $pair >/dev/null 2>"$TMP/e.txt" && fail "compile $pair: exit 0"
+    for o in $pair; do grep -q -- "$o" "$TMP/e.txt" || fail "compile $pair: $o not named: $(cat "$TMP/e.txt")"; done
+    [ -e "$TMP/x" ] && fail "compile $pair left $TMP/x"
+done
+# --direct-all and --no-direct compile and run
+for o in --direct-all --no-direct; do
+    "$HIDETC" run "$MODEL" --threads 2 $o --output-dir "$TMP/o$o" >/dev/null 2>"$TMP/e.txt" || fail "run $o: $(cat "$TMP/e.txt")"
+done
 
 # Damaged files: each fails (exit 1) with a message naming the file.
 size=$(stat -c %s "$TMP/model.bin")

@@ -711,6 +711,15 @@ static void report_plan(const hc_model *m) {
 hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model **out,
                            hc_error *err) {
     *out = NULL;
+    if (opt && ((opt->no_winograd && opt->force_winograd) || (opt->no_direct && opt->force_direct))) {
+        hc_graph_free(g);
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "compile options: %s and %s contradict each other",
+                            opt->no_direct && opt->force_direct ? "no_direct (--no-direct)"
+                                                                : "no_winograd (--no-winograd)",
+                            opt->no_direct && opt->force_direct ? "force_direct (--direct-all)"
+                                                                : "force_winograd (--winograd-all)");
+    }
     hc_model *m = hc_xcalloc(1, sizeof *m);
     m->g = g;
     hc_arena_init(&m->arena);
