@@ -153,16 +153,17 @@ static bool block_fits(const hc_target *t, int mb, int rb, int nv) {
 
 /* Several output channels per group: register blocks of mb channels x rb rows x nv
  * vectors, each input vector loaded once for mb FMAs and each weight broadcast once for
- * rb * nv. Default: 4 vectors as rows x vectors 1 x 4, 2 x 2 or 4 x 1, whichever pads
- * the output least (first wins a tie), and channels for half the vector registers in
- * accumulators (16 with 32 registers: 4 channels x 4 vectors). Level-1 tuning on the
- * layers that take this template (docs/conv_dw.md) picked 8 or 16 accumulators with 4
- * or 8 channels; 24 (6 x 4) spilled. */
+ * rb * nv. Default: 2 vectors as rows x vectors 1 x 2 or 2 x 1, whichever pads the output
+ * least (first wins a tie), and channels for half the vector registers in accumulators
+ * (8 x 2 = 16 with 32 registers). Measured at 2 threads on the layers that take this
+ * template (bench/conv.c, docs/conv_dw.md): ResNet-50's 7x7/2 stem 0.69 ms (4 x 4 x 1:
+ * 0.97), Inception's 3x3/2 1a 0.16 (4 x 2 x 2: 0.19), its 5x5 0.69 (5 x 1 x 3: 0.87),
+ * its 147x147 2b 2.58 (4 x 2 x 2: 2.44, the one layer where 4 vectors did better). */
 static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shape *s) {
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
     int64_t nvec = cdiv(s->ow, c.lanes), best = -1;
-    for (int nv = 4; nv >= 1; nv /= 2) {
-        int v = (int)HC_MIN(nv, nvec), rb = (int)HC_MIN(4 / nv, s->oh);
+    for (int nv = 2; nv >= 1; nv--) {
+        int v = (int)HC_MIN(nv, nvec), rb = (int)HC_MIN(2 / nv, s->oh);
         int64_t padded = round_up(s->oh, rb) * round_up(nvec, v);
         if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
     }
