@@ -505,6 +505,38 @@ static char *fused_program(hc_graph *g) {
     return res;
 }
 
+/* Attention scores as GPT-2 masks them: matmul / scale, then Where(causal bool mask,
+ * scores, fill). The epilogue stays vector code: the bool condition is one vector load
+ * per output vector, the fill (a constant at index 0) a broadcast. */
+static hc_graph *build_masked_scores(uint64_t seed, int *expect) {
+    hc_graph *g = hc_graph_new("masked", 13);
+    int64_t m = 5 + (int64_t)(seed % 29), k = 24, n = 37 + (int64_t)seed;
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 3, (int64_t[]){1, m, k});
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &rng, 2, (int64_t[]){k, n}));
+    y = OP(g, DIV, y, rand_const(g, &rng, 0, NULL));
+    bool *mask = malloc(sizeof(bool) * (size_t)(m * n));
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) mask[i * n + j] = j <= i + 3;
+    hc_tensor *c = hc_graph_constant(g, NULL, HC_BOOL, 2, (int64_t[]){m, n}, mask);
+    free(mask);
+    hc_graph_add_output(g, OP(g, WHERE, c, y, rand_const(g, &rng, 0, NULL)));
+    *expect = 1;
+    return g;
+}
+
+static void test_masked_scores(void) {
+    for (uint64_t seed = 1; seed <= 3; seed++) check("masked scores", build_masked_scores, seed, 2);
+    int e;
+    rng = (hc_rng){7};
+    hc_graph *g = build_masked_scores(2, &e);
+    char *src = fused_program(g);
+    if (src && hc_target_host()->isa != HC_ISA_SCALAR) {
+        CHECK_MSG(strstr(src, "lanes") == NULL, "masked scores: lane-by-lane epilogue left");
+    }
+    free(src);
+    hc_graph_free(g);
+}
+
 /* The fused program reads its strided prologue with vload_strided and has no register
  * array filled lane by lane (the rewrite's fallback). */
 static void check_gathers(const char *label, builder build, uint64_t seed) {
@@ -614,6 +646,7 @@ int main(void) {
     test_im2col_vectorized();
     test_tuned();
     test_rules();
+    test_masked_scores();
     run_random("matmul", build_matmul, 16, 100);
     run_random("conv", build_conv, 10, 200);
     run_random("reduce", build_reduce, 6, 300);

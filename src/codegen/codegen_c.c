@@ -479,7 +479,7 @@ static void emit_vload(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
     const hc_type *vt = e->type;
     int w = simd_width(c, vt);
     const hc_expr *ptr = e->u.call.args[0];
-    if (w == 512 || w == 256) {
+    if ((w == 512 || w == 256) && vt->dtype == HC_F32) {
         const char *p = expr_str(c, ptr);
         if (!masked) hc_sb_printf(sb, "_mm%d_loadu_ps(%s)", w, p);
         else if (w == 512)

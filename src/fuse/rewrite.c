@@ -412,7 +412,22 @@ static void collect_safe_loads(vec *v, const hc_expr *e) {
     }
 }
 
+/* A load at constant indices inside the buffer's constant shape (a scalar constant such
+ * as a Where's fill value): reading it can never fault. */
+static bool const_in_bounds(const hc_expr *e) {
+    const hc_type *t = e->u.load.buf->type;
+    if (t->kind != HC_TY_TENSOR || t->ndim != e->u.load.n) return false;
+    for (int i = 0; i < e->u.load.n; i++) {
+        int64_t x, d;
+        if (!hc_expr_is_const_int(e->u.load.idx[i], &x) || !hc_expr_is_const_int(t->shape[i], &d) ||
+            x < 0 || x >= d)
+            return false;
+    }
+    return true;
+}
+
 static bool is_safe_load(const vec *v, const hc_expr *e) {
+    if (const_in_bounds(e)) return true;
     for (int i = 0; i < v->nsafe; i++)
         if (hc_expr_equal(v->safe[i], e)) return true;
     return false;
@@ -484,15 +499,22 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
         }
         break; /* the lane index used as a value */
     case HC_E_LOAD: {
-        if (!hc_type_is_scalar(e->type, HC_F32)) break;
+        /* f32 values; bools (a Where's condition) only contiguous along the lanes */
+        bool boolean = hc_type_is_scalar(e->type, HC_BOOL);
+        if (!hc_type_is_scalar(e->type, HC_F32) && !boolean) break;
         if (v->guard && !is_safe_load(v, e)) break;
         int64_t k = lane_coef(e->u.load.buf, e->u.load.n, e->u.load.idx, v->L);
         hc_expr **idx0 = HC_NEW_ARRAY(a, hc_expr *, e->u.load.n + 1);
         for (int i = 0; i < e->u.load.n; i++) idx0[i] = zero_lane(v, e->u.load.idx[i]);
         if (k == 0) return hc_load(a, e->u.load.buf, e->u.load.n, idx0);
-        if (k == INT64_MIN) break;
+        if (k == INT64_MIN || (boolean && k != 1)) break;
         hc_expr *p = hc_address(a, e->u.load.buf, e->u.load.n, idx0);
         *isvec = true;
+        if (boolean) {
+            const hc_type *bt = hc_type_vector(a, HC_BOOL, v->lanes);
+            return v->count ? vcall(a, HC_PRIM_VLOAD_MASK, bt, 2, p, v->count, NULL)
+                            : vcall(a, HC_PRIM_VLOAD, bt, 1, p, NULL, NULL);
+        }
         if (k != 1) /* lane i at p[i * k]: a gather */
             return strided_load(a, v->vt, p, k, hc_int(a, 0),
                                 v->count ? v->count : hc_int(a, v->lanes));
