@@ -3,12 +3,14 @@
  * template (src/sched/templates/conv_dw_cpu.c). For each layer shape of ResNet-50 and
  * Inception-V3 the graph conv(+bias) -> ReLU is compiled each way (the same tuning level)
  * and run in alternation, rounds of `reps` runs each; the medians of the per-round medians
- * are printed, with the path the default rules pick (src/passes/lower.c). Build and run:
+ * are printed, with the path the default rules pick (src/passes/lower.c); helpers shared
+ * with bench/winograd.c in bench/layer_bench.h. Build and run:
  * docs/conv_dw.md ("Dense convolutions"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_bench.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
@@ -43,27 +45,6 @@ static const layer layers[] = {
     {"inc 8 1x3 384->384", 384, 8, 8, 384, 1, 3, 1, 0, 1},
 };
 
-static hc_tensor *rand_const(hc_graph *g, hc_rng *r, int nd, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= shape[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(r, -0.1, 0.1);
-    hc_tensor *t = hc_graph_constant(g, NULL, HC_F32, nd, shape, v);
-    free(v);
-    return t;
-}
-
-static hc_tensor *node(hc_graph *g, hc_op_kind k, int nin, hc_tensor **in, int na,
-                       const hc_attr *at) {
-    hc_error err = {0};
-    hc_node *n = hc_graph_add_node(g, k, NULL, nin, in, 0, NULL, na, at, &err);
-    if (!n) {
-        fprintf(stderr, "%s\n", err.msg);
-        abort();
-    }
-    return n->outputs[0];
-}
-
 static hc_graph *build(const layer *l) {
     hc_rng r = {42};
     hc_graph *g = hc_graph_new("layer", 17);
@@ -77,16 +58,6 @@ static hc_graph *build(const layer *l) {
     y = node(g, HC_OPK_RELU, 1, &y, 0, NULL);
     hc_graph_add_output(g, y);
     return g;
-}
-
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* The path a compiled model took: its kernels' anchor ops. */
@@ -116,9 +87,9 @@ int main(int argc, char **argv) {
         for (int v = 0; v < 4; v++) {
             if (v == 1 && !wino) continue;
             hc_compile_options o = {.num_threads = threads, .tune_level = tune};
-            if (v == 0) o.no_winograd = o.no_direct = true;
-            if (v == 1) o.force_winograd = o.no_direct = true;
-            if (v == 2) o.force_direct = true;
+            if (v == 0) o.paths.no_winograd = o.paths.no_direct = true;
+            if (v == 1) o.paths.force_winograd = o.paths.no_direct = true;
+            if (v == 2) o.paths.force_direct = true;
             if (hc_model_compile(build(l), &o, &m[v], &err) != HC_OK) {
                 fprintf(stderr, "%s: %s\n", l->name, err.msg);
                 return 1;

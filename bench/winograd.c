@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_bench.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 
@@ -31,27 +32,6 @@ static const layer layers[] = {
     {"probe 6x6 256->256", 256, 6, 6, 256, 1},     {"probe 28x28 4->64", 4, 28, 28, 64, 1},
 };
 
-static hc_tensor *rand_const(hc_graph *g, hc_rng *r, int nd, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= shape[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(r, -0.1, 0.1);
-    hc_tensor *t = hc_graph_constant(g, NULL, HC_F32, nd, shape, v);
-    free(v);
-    return t;
-}
-
-static hc_tensor *node(hc_graph *g, hc_op_kind k, int nin, hc_tensor **in, int na,
-                       const hc_attr *at) {
-    hc_error err = {0};
-    hc_node *n = hc_graph_add_node(g, k, NULL, nin, in, 0, NULL, na, at, &err);
-    if (!n) {
-        fprintf(stderr, "%s\n", err.msg);
-        abort();
-    }
-    return n->outputs[0];
-}
-
 static hc_graph *build(const layer *l, bool consumer) {
     hc_rng r = {42};
     hc_graph *g = hc_graph_new("layer", 17);
@@ -70,16 +50,6 @@ static hc_graph *build(const layer *l, bool consumer) {
     return g;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int main(int argc, char **argv) {
     /* bench_winograd [ROUNDS [REPS [LAYER-SUBSTRING [THREADS [CONSUMER 0|1|2]]]]] */
     int rounds = argc > 1 ? atoi(argv[1]) : 5, reps = argc > 2 ? atoi(argv[2]) : 20;
@@ -96,7 +66,7 @@ int main(int argc, char **argv) {
             hc_model *m[2];
             hc_error err = {0};
             for (int v = 0; v < 2; v++) {
-                hc_compile_options o = {.no_winograd = v == 0, .force_winograd = v == 1,
+                hc_compile_options o = {.paths = {.no_winograd = v == 0, .force_winograd = v == 1},
                                         .num_threads = threads};
                 if (hc_model_compile(build(l, consumer), &o, &m[v], &err) != HC_OK) {
                     fprintf(stderr, "%s: %s\n", l->name, err.msg);

@@ -51,7 +51,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
                               .tune_level = check_tune_level,
                               .jit = check_jit,
                               .no_prepack = check_no_prepack,
-                              .no_direct = check_no_direct};
+                              .paths.no_direct = check_no_direct};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
               err.msg);

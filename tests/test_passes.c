@@ -426,33 +426,25 @@ static void test_lower_conv(void) {
         {1, 4, 5, 5, 4, 3, 3, 1, 1, 2, "NOTSET", {1, 1, 1, 1}, true}, /* grouped: kept */
         {1, 1, 3, 4, 2, 3, 1, 3, 1, 1, "NOTSET", {0, 2, 1, 0}, true}, /* asymmetric pads */
     };
-    pass_fn p[] = {hc_pass_infer_shapes, lower_no_direct};
-    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
-        cc = cases[i];
-        char what[64];
-        snprintf(what, sizeof what, "conv case %zu", i);
-        hc_graph *g = check_passes(build_conv, 2, p, 1e-5, what);
-        bool pointwise = cc.kh == 1 && cc.kw == 1 && cc.stride == 1;
-        CHECK_MSG(count_op(g, HC_OPK_CONV) == (cc.group != 1), "%s", what);
-        CHECK_MSG(count_op(g, HC_OPK_IM2COL) == (cc.group == 1 && !pointwise), "%s", what);
-        CHECK_MSG(count_op(g, HC_OPK_MATMUL) == (cc.group == 1), "%s", what);
-        CHECK_STR(g->outputs.data[0]->name, "conv_out");
-        hc_graph_free(g);
-    }
-    /* the default rules: these few-channel convs with a kernel larger than 1x1 stay Convs
-     * for the direct template (none is a 3x3 stride-1 conv Winograd would take); 1x1
-     * kernels still become matmuls */
-    pass_fn pd[] = {hc_pass_infer_shapes, hc_pass_lower_anchors};
-    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
-        cc = cases[i];
-        char what[64];
-        snprintf(what, sizeof what, "conv case %zu (default rules)", i);
-        hc_graph *g = check_passes(build_conv, 2, pd, 1e-5, what);
-        bool one = cc.kh == 1 && cc.kw == 1;
-        CHECK_MSG(count_op(g, HC_OPK_CONV) == (cc.group != 1 || !one), "%s", what);
-        CHECK_MSG(count_op(g, HC_OPK_IM2COL) == 0, "%s", what);
-        CHECK_MSG(count_op(g, HC_OPK_MATMUL) == (cc.group == 1 && one), "%s", what);
-        hc_graph_free(g);
+    /* rules 0: direct template off, group-1 convs become im2col (or a reshape for
+     * pointwise) + matmul; rules 1, the defaults: these few-channel convs with a kernel
+     * larger than 1x1 stay Convs for the direct template (none is a 3x3 stride-1 conv
+     * Winograd would take), 1x1 kernels still become matmuls */
+    for (int rules = 0; rules < 2; rules++) {
+        pass_fn p[] = {hc_pass_infer_shapes, rules ? hc_pass_lower_anchors : lower_no_direct};
+        for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+            cc = cases[i];
+            char what[64];
+            snprintf(what, sizeof what, "conv case %zu%s", i, rules ? " (default rules)" : "");
+            hc_graph *g = check_passes(build_conv, 2, p, 1e-5, what);
+            bool one = cc.kh == 1 && cc.kw == 1, pointwise = one && cc.stride == 1;
+            bool conv = cc.group != 1 || (rules && !one);
+            CHECK_MSG(count_op(g, HC_OPK_CONV) == conv, "%s", what);
+            CHECK_MSG(count_op(g, HC_OPK_IM2COL) == (!conv && !pointwise), "%s", what);
+            CHECK_MSG(count_op(g, HC_OPK_MATMUL) == !conv, "%s", what);
+            CHECK_STR(g->outputs.data[0]->name, "conv_out");
+            hc_graph_free(g);
+        }
     }
 }
 

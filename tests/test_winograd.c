@@ -124,8 +124,8 @@ static void check_compiled(const wcase *w, int ci, int threads, bool off) {
     uint64_t seed = 200 + (uint64_t)ci;
     hc_graph *ref = build(w, seed), *g = build(w, seed);
     CHECK(hc_pass_infer_shapes(ref, &err) == HC_OK);
-    hc_compile_options opt = {.num_threads = threads, .force_winograd = !off,
-                              .no_winograd = off};
+    hc_compile_options opt = {.num_threads = threads,
+                              .paths = {.force_winograd = !off, .no_winograd = off}};
     hc_model *m = NULL;
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "case %d: compile: %s", ci, err.msg);

@@ -46,13 +46,7 @@ static void usage(FILE *f) {
         "                          [--input NAME=FILE.npy ...] [--serve] " CLI_COMPILE_OPTIONS_USAGE
         " [--verbose]\n"
         "  MODEL: an ONNX file, builtin:NAME or a file written by hidetc compile;\n"
-        "  defaults: all cores, W = 3, R = 10\n"
-        "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
-        "  at compile time; --tune L: schedule-space level (0 default)\n"
-        "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
-        "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"
-        "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"
-        "  (docs/conv_dw.md)\n"
+        "  defaults: all cores, W = 3, R = 10\n" CLI_COMPILE_OPTIONS_HELP
         "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
         "  --input: an input's values (others are random)\n"
         "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");

@@ -18,19 +18,12 @@ typedef struct compile_args {
 } compile_args;
 
 static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: hidetc compile MODEL -o FILE [--threads T] " CLI_COMPILE_OPTIONS_USAGE
-        " [--verbose]\n"
-        "  MODEL: an ONNX file or builtin:NAME\n"
-        "  FILE: the compiled model, for `hidetc run FILE` and `hidetc bench FILE`\n"
-        "  --threads T: the thread count it will run with (default: all cores)\n"
-        "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
-        "  at compile time; --tune L: schedule-space level (0 default)\n"
-        "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
-        "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"
-        "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"
-        "  (docs/conv_dw.md)\n");
+    fprintf(f, "usage: hidetc compile MODEL -o FILE [--threads T] " CLI_COMPILE_OPTIONS_USAGE
+               " [--verbose]\n"
+               "  MODEL: an ONNX file or builtin:NAME\n"
+               "  FILE: the compiled model, for `hidetc run FILE` and `hidetc bench FILE`\n"
+               "  --threads T: the thread count it will run with (default: all "
+               "cores)\n" CLI_COMPILE_OPTIONS_HELP);
 }
 
 /* Returns 0, -1 after --help, or the exit code of a usage error. */

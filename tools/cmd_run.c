@@ -25,17 +25,10 @@ typedef struct run_args {
 } run_args;
 
 static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] "
-        "[--threads T] " CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
-        "  MODEL: an ONNX file or builtin:NAME (or a file written by hidetc compile)\n"
-        "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"
-        "  at compile time; --tune L: schedule-space level (0 default)\n"
-        "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"
-        "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"
-        "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"
-        "  (docs/conv_dw.md)\n");
+    fprintf(f, "usage: hidetc run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] "
+               "[--threads T] " CLI_COMPILE_OPTIONS_USAGE " [--verbose]\n"
+               "  MODEL: an ONNX file or builtin:NAME (or a file written by hidetc "
+               "compile)\n" CLI_COMPILE_OPTIONS_HELP);
 }
 
 static int parse_input_arg(run_args *r, char *val) {

@@ -36,8 +36,9 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
                             "--threads %d (or leave --threads out)",
                             spec, threads, co->num_threads, co->num_threads);
     }
-    if (co && (co->no_fusion || co->tune_level || co->no_prepack || co->no_winograd ||
-               co->force_winograd || co->no_direct || co->force_direct))
+    const hc_optimize_options *p = co ? &co->paths : NULL;
+    if (co && (co->no_fusion || co->tune_level || co->no_prepack || p->no_winograd ||
+               p->force_winograd || p->no_direct || p->force_direct))
         fprintf(stderr,
                 "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
                 "--no-winograd, --winograd-all, --no-direct, --direct-all and --tune do not "
@@ -101,30 +102,19 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
 }
 
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co) {
-    if (!strcmp(o, "--no-fusion")) {
-        co->no_fusion = true;
-        return 1;
-    }
-    if (!strcmp(o, "--no-prepack")) {
-        co->no_prepack = true;
-        return 1;
-    }
-    if (!strcmp(o, "--no-winograd")) {
-        co->no_winograd = true;
-        return 1;
-    }
-    if (!strcmp(o, "--no-direct")) {
-        co->no_direct = true;
-        return 1;
-    }
-    if (!strcmp(o, "--direct-all")) {
-        co->force_direct = true;
-        return 1;
-    }
-    if (!strcmp(o, "--winograd-all")) {
-        co->force_winograd = true;
-        return 1;
-    }
+    const struct {
+        const char *name;
+        bool *flag;
+    } flags[] = {
+        {"--no-fusion", &co->no_fusion},           {"--no-prepack", &co->no_prepack},
+        {"--no-winograd", &co->paths.no_winograd}, {"--winograd-all", &co->paths.force_winograd},
+        {"--no-direct", &co->paths.no_direct},     {"--direct-all", &co->paths.force_direct},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(flags); i++)
+        if (!strcmp(o, flags[i].name)) {
+            *flags[i].flag = true;
+            return 1;
+        }
     if (!strcmp(o, "--tune")) {
         long level;
         if (!cli_parse_int(cmd, o, val, 0, 2, &level)) return -1;

@@ -42,11 +42,20 @@ void cli_random_inputs(const hc_model *m, cli_buffers *b);
  * when it is missing or invalid. */
 bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
 
-/* The compile options every model command shares: --no-fusion, --no-prepack, --tune 0|1|2. Returns 0
+/* The compile options every model command shares: --no-fusion, --no-prepack, the conv path
+ * flags (--no-winograd, --winograd-all, --no-direct, --direct-all), --tune 0|1|2. Returns 0
  * when `o` is not one of them, 1 when it was a flag, 2 when it also consumed `val`, and
  * -1 after printing "hidetc CMD: ..." for a bad value. */
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co);
 #define CLI_COMPILE_OPTIONS_USAGE                                                                  \
     "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2]"
+/* Their help lines, for each command's usage text. */
+#define CLI_COMPILE_OPTIONS_HELP                                                                   \
+    "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"     \
+    "  at compile time; --tune L: schedule-space level (0 default)\n"                              \
+    "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"                    \
+    "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"                       \
+    "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"              \
+    "  (docs/conv_dw.md)\n"
 
 #endif

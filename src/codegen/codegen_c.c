@@ -1159,48 +1159,49 @@ static bool has_conditional_load(hc_stmt *body) {
     return found;
 }
 
-/* Innermost loops (no loop inside) and their constant extents: whether one of them runs
- * whole 512-bit vectors (at least `wide` iterations, or a multiple of 16: the 16-lane
- * partial sums of a chunked reduction) and none is a short row (17 to `wide`, not a
- * multiple of 16). */
-typedef struct inner_scan {
-    int64_t wide;
-    bool any, narrow;
-} inner_scan;
+/* GCC vectorizes with 256-bit registers on these CPUs unless told otherwise. Scalar
+ * kernels (the auto-scheduler's) of long rows or 16-lane blocks run faster with 512-bit
+ * vectors; short rows do not (docs/codegen.md has the measurements). The scan below
+ * looks at the innermost loops (no loop inside): one must run whole 512-bit vectors of
+ * f32 (at least WIDE_ROW iterations, or a multiple of 16: the 16-lane partial sums of a
+ * chunked reduction) and none may veto: a short row (17 to WIDE_ROW, not a multiple of
+ * 16: 16-lane vectors leave a big tail), an unknown extent, or any vector-typed
+ * expression (a template's explicit vectors keep their width and its scalar loops,
+ * packing and copies, stay as they were measured). Unrolled loops are straight-line
+ * code; loops below 16 (a window, a horizontal sum) are not vectorized along themselves. */
+#define WIDE_ROW 128
 
-static hc_stmt *inner_stmt(hc_mutator *m, hc_stmt *s) {
-    inner_scan *w = m->ctx;
-    if (s->kind != HC_S_FOR) return s;
+typedef struct wide_scan {
+    bool wide, veto;
+} wide_scan;
+
+static hc_stmt *wide_stmt(hc_mutator *m, hc_stmt *s) {
+    wide_scan *w = m->ctx;
+    if (s->kind != HC_S_FOR || s->u.for_.attr.kind == HC_LOOP_UNROLL) return s;
     holds h = {0};
     scan_stmt(s->u.for_.body, &h);
     if (h.loops) return s;
     int64_t n = 0;
-    if (s->u.for_.attr.kind == HC_LOOP_UNROLL) return s; /* straight-line code */
-    if (!hc_expr_is_const_int(s->u.for_.extent, &n)) w->narrow = true;
-    else if (n >= w->wide || n % 16 == 0) w->any = true; /* whole 512-bit vectors of f32 */
-    else if (n > 16) w->narrow = true; /* a short row: 16-lane vectors leave a big tail */
-    return s; /* below 16: a window or a horizontal sum, not vectorized along itself */
+    if (!hc_expr_is_const_int(s->u.for_.extent, &n))
+        w->veto = true;
+    else if (n >= WIDE_ROW || n % 16 == 0)
+        w->wide = true;
+    else if (n > 16)
+        w->veto = true;
+    return s;
 }
 
-/* GCC vectorizes with 256-bit registers on these CPUs unless told otherwise. Kernels of
- * long rows or 16-lane blocks (GELU's erf and tanh, softmax and layer norm in BERT and
- * GPT-2) run faster with 512-bit vectors (BERT, 2 threads,
- * 2 alternating runs: erf 3.42/3.31 -> 3.02/2.85 ms, softmax 1.79/1.66 -> 1.46/1.38, layer
- * norm 1.21/1.57 -> 0.79/0.75 per inference); short rows (pooling windows, the concat of
- * 17- to 35-wide rows) do not (Inception-V3's pools and concats: 1.32-1.34 -> 1.41-1.42). */
-static hc_expr *vector_expr(hc_mutator *m, hc_expr *e) {
-    if (e->type && e->type->kind == HC_TY_VECTOR) ((inner_scan *)m->ctx)->narrow = true;
+static hc_expr *wide_expr(hc_mutator *m, hc_expr *e) {
+    if (e->type && e->type->kind == HC_TY_VECTOR) ((wide_scan *)m->ctx)->veto = true;
     return e;
 }
 
-/* Scalar programs only (the auto-scheduler's): a template's explicit vectors keep their
- * width, and its scalar loops (packing, copies) are left as they were measured. */
 static bool wide_rows(const cg *c, hc_stmt *body) {
     if (c->t->isa != HC_ISA_AVX512) return false;
-    inner_scan w = {.wide = 128};
-    hc_mutator m = {.ctx = &w, .expr = vector_expr, .stmt = inner_stmt};
+    wide_scan w = {0};
+    hc_mutator m = {.ctx = &w, .expr = wide_expr, .stmt = wide_stmt};
     hc_mutate_stmt(&m, body);
-    return w.any && !w.narrow;
+    return w.wide && !w.veto;
 }
 
 static void emit_func(cg *c, const hc_func *f) {

@@ -298,6 +298,15 @@ hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err) {
 
 hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt,
                                      hc_error *err) {
+    /* a path both forced and turned off is a mistake, not a choice to make silently */
+    const char *no = NULL, *force = NULL;
+    if (opt && opt->no_winograd && opt->force_winograd)
+        no = "no_winograd (--no-winograd)", force = "force_winograd (--winograd-all)";
+    if (opt && opt->no_direct && opt->force_direct)
+        no = "no_direct (--no-direct)", force = "force_direct (--direct-all)";
+    if (no)
+        return hc_error_set(err, HC_ERR_INVALID, "options %s and %s contradict each other", no,
+                            force);
     size_t n0 = g->nodes.len;
     for (size_t k = 0; k < n0; k++) {
         hc_node *n = g->nodes.data[k];

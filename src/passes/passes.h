@@ -19,7 +19,8 @@ hc_status hc_pass_fold_batchnorm(hc_graph *g, hc_error *err);
 /* Identity and Dropout (inference) removed; Reshape/Flatten/Squeeze/Unsqueeze chains
  * collapsed into one Reshape. */
 hc_status hc_pass_simplify(hc_graph *g, hc_error *err);
-/* Choices of the pipeline (defaults: all zero). */
+/* Choices of the pipeline (defaults: all zero). A path both forced and turned off is an
+ * error (hc_pass_lower_anchors_with). */
 typedef struct hc_optimize_options {
     bool no_winograd;    /* 3x3 stride-1 convs through im2col too */
     bool force_winograd; /* every eligible conv through Winograd, whether it pays or not

@@ -711,15 +711,6 @@ static void report_plan(const hc_model *m) {
 hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model **out,
                            hc_error *err) {
     *out = NULL;
-    if (opt && ((opt->no_winograd && opt->force_winograd) || (opt->no_direct && opt->force_direct))) {
-        hc_graph_free(g);
-        return hc_error_set(err, HC_ERR_INVALID,
-                            "compile options: %s and %s contradict each other",
-                            opt->no_direct && opt->force_direct ? "no_direct (--no-direct)"
-                                                                : "no_winograd (--no-winograd)",
-                            opt->no_direct && opt->force_direct ? "force_direct (--direct-all)"
-                                                                : "force_winograd (--winograd-all)");
-    }
     hc_model *m = hc_xcalloc(1, sizeof *m);
     m->g = g;
     hc_arena_init(&m->arena);
@@ -727,11 +718,7 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                                                    : HC_MAX(1, hc_target_host()->num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
-    hc_optimize_options oo = {.no_winograd = m->opt.no_winograd,
-                              .force_winograd = m->opt.force_winograd,
-                              .no_direct = m->opt.no_direct,
-                              .force_direct = m->opt.force_direct};
-    hc_status st = hc_graph_optimize_with(g, &oo, err);
+    hc_status st = hc_graph_optimize_with(g, &m->opt.paths, err);
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);
     if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err);

@@ -6,6 +6,7 @@
 
 #include "graph/graph.h"
 #include "jit/jit.h"
+#include "passes/passes.h"
 
 typedef struct hc_compile_options {
     int num_threads;           /* <= 0: all cores */
@@ -14,13 +15,8 @@ typedef struct hc_compile_options {
     bool no_fusion;            /* one kernel per node */
     bool no_prepack;           /* templates pack constant weights on every call instead of
                                   once at compile time */
-    bool no_winograd;          /* 3x3 stride-1 convs through im2col even where Winograd
-                                  pays (docs/winograd.md) */
-    bool force_winograd;       /* Winograd for every 3x3 stride-1 conv (measurements) */
-    bool no_direct;            /* no group-1 conv through the direct conv template, even
-                                  where it pays (docs/conv_dw.md) */
-    bool force_direct;         /* every group-1 2-D f32 conv through the direct template
-                                  (measurements) */
+    hc_optimize_options paths; /* which convs go by Winograd or the direct template
+                                  (src/passes/passes.h; default: the measured rules) */
     int tune_level;            /* 0: default configs; 1: small spaces; 2: full spaces */
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */

@@ -213,7 +213,7 @@ hc_task *nn_task_conv_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- the direct conv template (src/sched/templates/conv_dw_cpu.c) -------------------- */
 /* The template's shape for a 2-D f32 Conv; false for anything else (the auto-scheduler).
  * Group-1 convs reach it only where src/passes/lower.c keeps them (direct_pays). */
-static bool dw_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
+static bool direct_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
     const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2), *y = n->outputs[0];
     if (n->op != HC_OPK_CONV || !x || !wt || !y || !y->shape_known || x->ndim != 4 ||
         x->dtype != HC_F32 || wt->dtype != HC_F32 || (b && b->dtype != HC_F32))
@@ -236,7 +236,7 @@ static bool dw_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
 
 int nn_space_conv(const hc_node *n, const hc_target *target, int level) {
     hc_conv_dw_shape s;
-    if (!dw_template_shape(n, &s)) return 0;
+    if (!direct_template_shape(n, &s)) return 0;
     return hc_conv_dw_space(target, &s, level, NULL, 0);
 }
 
@@ -244,7 +244,7 @@ hc_func *nn_schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
                           const hc_target *target, const char *fname,
                           const hc_sched_opts *opts, hc_error *err) {
     hc_conv_dw_shape s;
-    if (!dw_template_shape(n, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
+    if (!direct_template_shape(n, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
         return NULL;
     hc_conv_dw_config cfg = hc_conv_dw_default_config(target, &s);
     if (opts && (opts->level > 0 || opts->candidate > 0)) {
