@@ -158,7 +158,25 @@ static void check_same_kernels(const char *label, const hc_model *a, const hc_mo
         CHECK_EQ_INT(gb->noutputs, ga->noutputs);
         CHECK(gb->anchor == y);
     }
+    /* the memory plan, in-place Concat slices (alias_of) included */
+    int na, nb;
+    const hc_plan_entry *pa = hc_model_plan(a, &na), *pb = hc_model_plan(b, &nb);
+    CHECK_EQ_INT(nb, na);
+    for (int i = 0; i < na && i < nb; i++)
+        CHECK_MSG(pa[i].offset == pb[i].offset && pa[i].bytes == pb[i].bytes &&
+                      pa[i].first == pb[i].first && pa[i].last == pb[i].last &&
+                      pa[i].alias_of == pb[i].alias_of && !strcmp(pa[i].tensor->name,
+                                                                  pb[i].tensor->name),
+                  "%s: plan entry %d ('%s') differs after loading", label, i, pa[i].tensor->name);
 }
+
+static int plan_aliases(const hc_model *m) {
+    int n, c = 0;
+    const hc_plan_entry *p = hc_model_plan(m, &n);
+    for (int i = 0; i < n; i++) c += p[i].alias_of >= 0;
+    return c;
+}
+static int last_aliases; /* of the model round_trip compiled last */
 
 /* Bit-identical outputs on two rounds of random inputs (the second round also shows that
  * nothing of the first run's inputs stays bound); the loaded one also runs profiled.
@@ -218,6 +236,7 @@ static char *round_trip(const char *label, hc_graph *g, const hc_graph *ref,
     char *path = path_in(name);
     CHECK_MSG(hc_model_save(m, path, &err) == HC_OK, "%s: save: %s", label, err.msg);
     CHECK(hc_model_file_is(path));
+    last_aliases = plan_aliases(m);
     CHECK_MSG(load_isolated(path, &l, &err) == HC_OK, "%s: load: %s", label, err.msg);
     if (l) {
         check_same_io(label, m, l);
@@ -278,6 +297,12 @@ static hc_graph *build_awkward(void) {
     hc_graph_add_output(g, s);
     hc_graph_add_output(g, er);
     hc_graph_add_output(g, y);
+    /* an in-place Concat (fused models): its inputs' plan entries lie inside its output's */
+    hc_attr axis0 = {.name = "axis", .kind = HC_ATTR_INT, .i = 0};
+    hc_tensor *t = node1(g, HC_OPK_TANH, 1, (hc_tensor *[]){y}, 0, NULL);
+    hc_tensor *ng = node1(g, HC_OPK_NEG, 1, (hc_tensor *[]){s}, 0, NULL);
+    hc_tensor *cc = node1(g, HC_OPK_CONCAT, 2, (hc_tensor *[]){t, ng}, 1, &axis0);
+    hc_graph_add_output(g, node1(g, HC_OPK_SIGMOID, 1, (hc_tensor *[]){cc}, 0, NULL));
     return g;
 }
 
@@ -513,6 +538,7 @@ int main(void) {
         CHECK(hc_pass_infer_shapes(aref, &err) == HC_OK);
         hc_compile_options o = {.num_threads = 3, .no_fusion = !fuse};
         free(round_trip(fuse ? "awkward" : "awkward-unfused", a, aref, &o));
+        CHECK_EQ_INT(last_aliases, fuse ? 2 : 0); /* the Concat in place when fused */
         hc_graph_free(aref);
     }
     test_public_api();

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "fuse/fuse.h"
 #include "passes/passes.h"
 #include "runtime/affinity.h"
 #include "runtime/runtime.h"
@@ -102,6 +103,34 @@ static hc_graph *build_chain(void) {
         y = OP(g, NEG, y);
     }
     hc_graph_add_output(g, OP(g, SIGMOID, y));
+    return g;
+}
+
+/* Concats: two in place, one nested in the other (relu(conv(x)) and sigmoid(x) end to end
+ * along channels at batch 1, then that and -x along axis -3), their slices also read by
+ * other kernels; and three that must stay kernels: an input that is a graph input, an
+ * outer dimension of 2, an output that is a graph output. */
+static hc_graph *build_concat(void) {
+    hc_graph *g = hc_graph_new("concat", 13);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 5, 7, 3});
+    hc_tensor *z = hc_graph_add_input(g, "z", HC_F32, 3, (int64_t[]){2, 3, 5});
+    hc_tensor *w = rand_const(g, &weights_rng, 4, (int64_t[]){4, 5, 1, 1});
+    hc_tensor *a = OP(g, RELU, OP(g, CONV, x, w));
+    hc_tensor *b = OP(g, SIGMOID, x);
+    hc_attr ax0[] = {int_attr("axis", 0)}, ax1[] = {int_attr("axis", 1)},
+            axm3[] = {int_attr("axis", -3)};
+    hc_tensor *c = OPA(g, CONCAT, ax1, 1, a, b);
+    hc_tensor *d = OP(g, NEG, x);
+    hc_tensor *e = OPA(g, CONCAT, axm3, 1, c, d); /* [1, 14, 7, 3] */
+    hc_tensor *w2 = rand_const(g, &weights_rng, 4, (int64_t[]){3, 14, 3, 3});
+    hc_attr pads[] = {ints_attr("pads", 4, (int64_t[]){1, 1, 1, 1})};
+    hc_graph_add_output(g, OPA(g, CONV, pads, 1, e, w2));
+    hc_graph_add_output(g, OP(g, MUL, b, d)); /* slices read again after the concat */
+    hc_graph_add_output(g, OP(g, RELU, c));    /* and the nested concat itself */
+    /* kernels: x is a graph input; z's outer dimension is 2; the output is a graph output */
+    hc_graph_add_output(g, OP(g, TANH, OPA(g, CONCAT, ax1, 1, x, d)));
+    hc_graph_add_output(g, OP(g, TANH, OPA(g, CONCAT, ax1, 1, OP(g, NEG, z), OP(g, RELU, z))));
+    hc_graph_add_output(g, OPA(g, CONCAT, ax0, 1, OP(g, SIGMOID, z), OP(g, TANH, z)));
     return g;
 }
 
@@ -208,12 +237,25 @@ static void check_plan(const char *label, const hc_model *m) {
     const hc_plan_entry *p = hc_model_plan(m, &n);
     size_t arena = hc_model_arena_bytes(m), sum = 0;
     for (int i = 0; i < n; i++) {
-        sum += p[i].bytes;
-        CHECK_MSG(p[i].offset % 64 == 0, "%s: %s at %zu", label, p[i].tensor->name, p[i].offset);
         CHECK_MSG(p[i].offset + p[i].bytes <= arena, "%s: %s past the arena", label,
                   p[i].tensor->name);
         CHECK(p[i].first <= p[i].last && p[i].bytes == hc_tensor_nbytes(p[i].tensor));
+        int r = p[i].alias_of;
+        if (r >= 0) { /* a slice of an in-place Concat's output: inside it, live within it */
+            CHECK_MSG(r < i && p[r].alias_of == -1, "%s: %s: alias of %d", label,
+                      p[i].tensor->name, r);
+            if (r >= i || p[r].alias_of != -1) continue;
+            CHECK_MSG(p[i].offset >= p[r].offset &&
+                          p[i].offset + p[i].bytes <= p[r].offset + p[r].bytes,
+                      "%s: %s lies outside %s", label, p[i].tensor->name, p[r].tensor->name);
+            CHECK_MSG(p[r].first <= p[i].first && p[i].last <= p[r].last,
+                      "%s: %s lives outside %s", label, p[i].tensor->name, p[r].tensor->name);
+            continue;
+        }
+        sum += p[i].bytes;
+        CHECK_MSG(p[i].offset % 64 == 0, "%s: %s at %zu", label, p[i].tensor->name, p[i].offset);
         for (int j = 0; j < i; j++) {
+            if (p[j].alias_of >= 0) continue; /* checked through its root */
             if (!ranges_meet(p[i].first, p[i].last, p[j].first, p[j].last)) continue;
             bool apart = p[i].offset + p[i].bytes <= p[j].offset ||
                          p[j].offset + p[j].bytes <= p[i].offset;
@@ -279,6 +321,43 @@ static void test_models(void) {
     if (m) check_plan("reduce", m), hc_model_free(m);
     m = check_model("gather", build_gather, 2);
     hc_model_free(m);
+}
+
+/* Concat nodes the kernels run (as anchors or fused into their groups). */
+static int concat_kernels(const hc_model *m) {
+    int n = 0;
+    for (int i = 0; i < hc_model_num_kernels(m); i++) {
+        const hc_group *g = hc_model_kernel_group(m, i);
+        n += g->anchor->op == HC_OPK_CONCAT;
+        for (int j = 0; j < g->nprologue; j++) n += g->prologue[j]->op == HC_OPK_CONCAT;
+        for (int j = 0; j < g->nepilogue; j++) n += g->epilogue[j]->op == HC_OPK_CONCAT;
+    }
+    return n;
+}
+
+/* In-place concats run no kernel and their inputs are planned inside their outputs;
+ * the others stay kernels; unfused, every concat is a kernel. */
+static void test_concat_in_place(void) {
+    for (int threads = 1; threads <= 2; threads++) {
+        hc_model *m = check_model("concat", build_concat, threads);
+        if (!m) continue;
+        check_plan("concat", m);
+        CHECK_EQ_INT(concat_kernels(m), 3);
+        int n, aliases = 0;
+        const hc_plan_entry *p = hc_model_plan(m, &n);
+        for (int i = 0; i < n; i++) aliases += p[i].alias_of >= 0;
+        CHECK_EQ_INT(aliases, 4); /* relu(conv), sigmoid, their concat, neg: in the outer */
+        CHECK_EQ_INT(hc_model_num_kernels(m), 9); /* 11 with the two concats as kernels */
+        hc_model_free(m);
+    }
+    no_fusion = true;
+    hc_model *m = check_model("concat/unfused", build_concat, 2);
+    no_fusion = false;
+    if (m) {
+        check_plan("concat/unfused", m);
+        CHECK_EQ_INT(concat_kernels(m), 5);
+        hc_model_free(m);
+    }
 }
 
 static void test_shared_and_io_outputs(void) {
@@ -389,6 +468,7 @@ int main(void) {
     test_plan_random();
     test_models();
     test_shared_and_io_outputs();
+    test_concat_in_place();
     test_empty();
     test_chain_memory_and_dedup();
     test_run_errors();

@@ -24,7 +24,7 @@
 #include "runtime/runtime_internal.h"
 
 static const unsigned char MAGIC[8] = {0x89, 'H', 'C', 'M', 'O', 'D', 'E', 'L'};
-enum { VERSION = 1, HEADER_BYTES = 32, ALIGN = 64 };
+enum { VERSION = 2, HEADER_BYTES = 32, ALIGN = 64 };
 static const uint32_t END_MARK = 0x444e4548u; /* "HEND" */
 
 /* Location and copy kinds are stored by value (docs/model_file.md): pin them. */
@@ -343,6 +343,7 @@ static void w_body(writer *w, const hc_model *m, const parts *p) {
         w_u64(w, e->bytes);
         w_i32(w, e->first);
         w_i32(w, e->last);
+        w_i32(w, e->alias_of);
     }
     w_u32(w, (uint32_t)p->libs.len);
     for (size_t i = 0; i < p->libs.len; i++) w_blob(w, &p->libs.data[i]);
@@ -757,12 +758,20 @@ static void read_plan(loader *L) {
         tdesc d = r_tensor(r, &m->arena, "plan tensor");
         hc_plan_entry e = {.offset = r_u64(r, "plan offset"), .bytes = r_u64(r, "plan size")};
         e.first = r_i32(r, "plan range"), e.last = r_i32(r, "plan range");
+        e.alias_of = r_i32(r, "plan alias");
         if (r->st != HC_OK) break;
         if (e.offset > m->arena_bytes || e.bytes > m->arena_bytes - e.offset)
             r_fail(r, "plan entry '%s' (%zu bytes at %zu) lies outside the %zu-byte arena", d.name,
                    e.bytes, e.offset, m->arena_bytes);
+        else if (e.alias_of < -1 || e.alias_of >= (int)i ||
+                 (e.alias_of >= 0 && (m->plan.data[e.alias_of].alias_of != -1 ||
+                                      e.offset < m->plan.data[e.alias_of].offset ||
+                                      e.offset + e.bytes > m->plan.data[e.alias_of].offset +
+                                                               m->plan.data[e.alias_of].bytes)))
+            r_fail(r, "plan entry '%s': alias of entry %d is not an earlier entry holding it",
+                   d.name, e.alias_of);
         e.tensor = intern(m->g, &d);
-        m->intermediate_bytes += e.bytes;
+        if (e.alias_of < 0) m->intermediate_bytes += e.bytes;
         hc_vec_push(&m->plan, e);
     }
 }

@@ -70,6 +70,27 @@ static hc_status node_needs_kernel(const hc_node *n, bool *out, hc_error *err) {
     return HC_OK;
 }
 
+/* A plan entry for t, live at kernel k. A slice of an in-place Concat's output lies inside
+ * the entry of the outermost such output (the root of a chain of nested Concats), which is
+ * made when its first slice is written and lives as long as any of its slices. */
+static void add_entry(hc_model *m, const hc_tensor *t, int k) {
+    hc_plan_entry e = {.tensor = t, .bytes = hc_tensor_nbytes(t), .first = k, .last = k,
+                       .alias_of = -1};
+    if (m->alias_parent && m->alias_parent[t->id]) {
+        size_t delta = 0;
+        const hc_tensor *r = t;
+        for (; m->alias_parent[r->id]; r = m->alias_parent[r->id]) delta += m->alias_delta[r->id];
+        loc *rl = &m->locs[r->id];
+        if (rl->kind == LOC_NONE) add_entry(m, r, k);
+        HC_ASSERT(rl->kind == LOC_ARENA);
+        m->plan.data[rl->index].last = k;
+        e.alias_of = rl->index;
+        e.offset = delta; /* from the root's offset, which plan_memory adds */
+    }
+    m->locs[t->id] = (loc){LOC_ARENA, (int)m->plan.len};
+    hc_vec_push(&m->plan, e);
+}
+
 /* Give the outputs of kernel k arena places, and extend the live ranges of its inputs. */
 static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error *err) {
     const hc_node *n = grp->anchor;
@@ -79,12 +100,20 @@ static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error
         if (l->kind == LOC_NONE) {
             if (is_empty(t)) *l = (loc){LOC_EMPTY, 0};
             else if (is_const(t)) *l = (loc){LOC_CONST, 0};
+            else if (m->alias_parent && m->alias_parent[t->id] && t->producer &&
+                     t->producer->op == HC_OPK_CONCAT)
+                add_entry(m, t, k); /* a nested in-place Concat's output: no kernel wrote
+                                     * it, its slices are in place already */
             else
                 return hc_error_set(err, HC_ERR_INVALID,
                                     "node '%s' reads '%s', which is not an input, a constant "
                                     "or computed earlier", n->name, t->name);
         }
-        if (l->kind == LOC_ARENA) m->plan.data[l->index].last = k;
+        if (l->kind == LOC_ARENA) {
+            hc_plan_entry *e = &m->plan.data[l->index];
+            e->last = k;
+            if (e->alias_of >= 0) m->plan.data[e->alias_of].last = k;
+        }
     }
     for (int i = 0; i < grp->noutputs; i++) {
         const hc_tensor *t = grp->outputs[i];
@@ -97,11 +126,73 @@ static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error
             *l = (loc){LOC_EMPTY, 0};
             continue;
         }
-        hc_plan_entry e = {.tensor = t, .bytes = hc_tensor_nbytes(t), .first = k, .last = k};
-        *l = (loc){LOC_ARENA, (int)m->plan.len};
-        hc_vec_push(&m->plan, e);
+        add_entry(m, t, k);
     }
     return HC_OK;
+}
+
+/* ---- in-place Concat --------------------------------------------------------------- */
+/* A Concat whose inputs are slices of its output laid end to end (every dimension before
+ * the axis is 1, as at batch 1 along channels) runs no kernel: each input's producer
+ * writes its slice of the output directly. Every present, non-empty input must be an
+ * intermediate tensor (not a graph input, output or constant) computed by a kernel or by
+ * another in-place Concat, read once by this Concat and not already a slice of another;
+ * the output must be an intermediate tensor too. Otherwise the Concat stays a kernel. */
+static bool concat_in_place(const hc_model *m, const hc_node *n) {
+    if (n->op != HC_OPK_CONCAT || n->noutputs < 1 || !n->outputs[0] || !m->alias_parent)
+        return false;
+    const hc_tensor *y = n->outputs[0];
+    bool any = false;
+    for (int i = 0; i < n->ninputs; i++) {
+        const hc_tensor *t = n->inputs[i];
+        if (!t || is_empty(t)) continue;
+        if (m->alias_parent[t->id] != y) return false;
+        any = true;
+    }
+    return any;
+}
+
+static void plan_inplace_concats(hc_model *m) {
+    hc_graph *g = m->g;
+    size_t nt = g->tensors.len;
+    m->alias_parent = HC_NEW_ARRAY(&m->arena, const hc_tensor *, nt + 1);
+    m->alias_delta = HC_NEW_ARRAY(&m->arena, size_t, nt + 1);
+    memset(m->alias_parent, 0, sizeof(*m->alias_parent) * (nt + 1));
+    memset(m->alias_delta, 0, sizeof(*m->alias_delta) * (nt + 1));
+    if (m->opt.no_fusion) return; /* unfused models run every node as its own kernel */
+    bool *external = hc_xcalloc(nt + 1, sizeof(bool)); /* graph inputs and outputs */
+    for (size_t i = 0; i < g->inputs.len; i++) external[g->inputs.data[i]->id] = true;
+    for (size_t i = 0; i < g->outputs.len; i++) external[g->outputs.data[i]->id] = true;
+    for (size_t ni = 0; ni < g->nodes.len; ni++) {
+        const hc_node *n = g->nodes.data[ni];
+        if (n->op != HC_OPK_CONCAT || n->noutputs < 1 || !n->outputs[0]) continue;
+        const hc_tensor *y = n->outputs[0];
+        if (external[y->id] || is_const(y) || is_empty(y) || !y->shape_known) continue;
+        int axis = (int)hc_node_attr_int(n, "axis", 0);
+        if (axis < 0) axis += y->ndim;
+        if (axis < 0 || axis >= y->ndim) continue;
+        int64_t outer = 1;
+        for (int d = 0; d < axis; d++) outer *= y->shape[d];
+        bool ok = outer == 1;
+        for (int i = 0; ok && i < n->ninputs; i++) {
+            const hc_tensor *t = n->inputs[i];
+            if (!t || is_empty(t)) continue;
+            ok = !external[t->id] && !is_const(t) && t->producer && !m->alias_parent[t->id] &&
+                 t->dtype == y->dtype;
+            for (int j = 0; ok && j < i; j++) ok = n->inputs[j] != t;
+        }
+        if (!ok) continue;
+        size_t delta = 0;
+        for (int i = 0; i < n->ninputs; i++) {
+            const hc_tensor *t = n->inputs[i];
+            if (!t || is_empty(t)) continue;
+            m->alias_parent[t->id] = y;
+            m->alias_delta[t->id] = delta;
+            delta += hc_tensor_nbytes(t);
+        }
+        HC_ASSERT(delta == hc_tensor_nbytes(y));
+    }
+    free(external);
 }
 
 static hc_status plan_memory(hc_model *m, hc_error *err) {
@@ -111,19 +202,25 @@ static hc_status plan_memory(hc_model *m, hc_error *err) {
     for (size_t i = 0; st == HC_OK && i < m->kernels.len; i++)
         st = locate_kernel(m, &m->kernels.data[i].group, (int)i, err);
     if (st != HC_OK) return st;
-    int n = (int)m->plan.len;
+    int n = (int)m->plan.len, np = 0;
     size_t *bytes = hc_xmalloc(sizeof(size_t) * (size_t)(n + 1));
     size_t *offs = hc_xmalloc(sizeof(size_t) * (size_t)(n + 1));
     int *first = hc_xmalloc(sizeof(int) * (size_t)(n + 1));
     int *last = hc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    int *placed = hc_xmalloc(sizeof(int) * (size_t)(n + 1)); /* planner slot -> entry */
     for (int i = 0; i < n; i++) {
         hc_plan_entry *e = &m->plan.data[i];
-        bytes[i] = e->bytes, first[i] = e->first, last[i] = e->last;
+        if (e->alias_of >= 0) continue; /* inside its root's room */
+        bytes[np] = e->bytes, first[np] = e->first, last[np] = e->last, placed[np++] = i;
         m->intermediate_bytes += e->bytes;
     }
-    m->arena_bytes = hc_plan_memory(n, bytes, first, last, offs);
-    for (int i = 0; i < n; i++) m->plan.data[i].offset = offs[i];
-    free(bytes), free(offs), free(first), free(last);
+    m->arena_bytes = hc_plan_memory(np, bytes, first, last, offs);
+    for (int i = 0; i < np; i++) m->plan.data[placed[i]].offset = offs[i];
+    for (int i = 0; i < n; i++) { /* roots come before their aliases */
+        hc_plan_entry *e = &m->plan.data[i];
+        if (e->alias_of >= 0) e->offset += m->plan.data[e->alias_of].offset;
+    }
+    free(bytes), free(offs), free(first), free(last), free(placed);
     return HC_OK;
 }
 
@@ -515,11 +612,12 @@ static hc_status prepack_all(hc_model *m, const hc_target *target, hc_error *err
 static hc_status schedule_groups(hc_model *m, const hc_target *target, hc_error *err) {
     HC_VEC(hc_node *) nodes = {0};
     hc_status st = HC_OK;
+    plan_inplace_concats(m);
     for (size_t i = 0; i < m->g->nodes.len && st == HC_OK; i++) {
         hc_node *n = m->g->nodes.data[i];
         bool run = false;
         st = node_needs_kernel(n, &run, err);
-        if (run) hc_vec_push(&nodes, n);
+        if (run && !concat_in_place(m, n)) hc_vec_push(&nodes, n);
     }
     hc_partition part = {0};
     if (st == HC_OK)

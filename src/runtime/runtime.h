@@ -69,11 +69,15 @@ size_t hc_plan_memory(int n, const size_t *bytes, const int *first, const int *l
                       size_t *offsets);
 
 /* One intermediate tensor of a compiled model: its place in the arena and its live range
- * (kernel indices). */
+ * (kernel indices). An input of an in-place Concat (its producer writes straight into the
+ * Concat's output, which then needs no kernel) lies inside that output's entry: alias_of
+ * is the index of that (earlier) entry, whose live range covers the alias's; -1 for the
+ * entries the planner places. */
 typedef struct hc_plan_entry {
     const hc_tensor *tensor;
     size_t offset, bytes;
     int first, last;
+    int alias_of;
 } hc_plan_entry;
 const hc_plan_entry *hc_model_plan(const hc_model *m, int *count);
 /* Sum of the sizes of all intermediate tensors (what the arena would be without reuse). */

@@ -62,6 +62,10 @@ struct hc_model {
     int nlibs;
     hc_jit_lib **libs;
     loc *locs; /* per tensor id */
+    /* per tensor id: the tensor it is a slice of (an in-place Concat's output) or NULL,
+     * and the slice's byte offset in it; NULL for a loaded model */
+    const hc_tensor **alias_parent;
+    size_t *alias_delta;
     HC_VEC(hc_plan_entry) plan;
     size_t arena_bytes, intermediate_bytes;
     void *mem;
