@@ -194,6 +194,9 @@ typedef enum cfg_kind {
     NOPACK_B,
     WIDE, /* one row of four vectors */
     TALL, /* 14 rows of two vectors */
+    NARROW,    /* A packed, 3 K blocks: last column tiles of 1..nr/4 columns (the column kernel) */
+    NARROW_NP, /* the same with B read in place */
+    NARROW_WO, /* the same with C written once (partial sums in a scratch) */
 } cfg_kind;
 
 typedef struct mm_case {
@@ -217,6 +220,12 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
     case NOPACK_B: c.pack_a = true, c.pack_b = false; break;
     case WIDE: c.mr = 1, c.nr = 4 * L, c.mc = 4, c.nc = 8 * L, c.kc = 16; break;
     case TALL: c.mr = 14, c.nr = 2 * L, c.mc = 28, c.kc = 32, c.nc = 4 * L; break;
+    case NARROW:
+    case NARROW_NP:
+    case NARROW_WO:
+        c.kc = (mc->s.k + 2) / 3, c.pack_a = true, c.pack_b = mc->kind != NARROW_NP;
+        c.c_write_once = mc->kind == NARROW_WO;
+        break;
     }
     if (mc->tn) c.tb = mc->tb ? mc->tb : 1, c.tm = mc->tm, c.tn = mc->tn;
     else hc_matmul_config_set_threads(&c, &mc->s, mc->tm ? mc->tm : 1);
@@ -260,6 +269,12 @@ static const mm_case cases[] = {
     /* threads over batches (an odd batch leaves the last thread short) */
     {{5, 9, 21, 13}, DEFAULT, 1, 1, 2},  {{3, 17, 40, 9}, SMALL, 1, 1, 2},
     {{8, 16, 16, 16}, DEFAULT, 2, 0},    {{1, 7, 13, 11}, DEFAULT, 1, 1, 2},
+    /* narrow last column tiles (N = 196, 289, 49 as in ResNet-50 and Inception-V3, and
+     * a tile of only narrow columns), one and two threads, both thread grids */
+    {{1, 24, 196, 40}, NARROW, 1, 0},    {{1, 19, 289, 33}, NARROW, 2, 1},
+    {{2, 13, 49, 17}, NARROW, 1, 2},     {{1, 21, 3, 29}, NARROW, 1, 0},
+    {{1, 24, 196, 40}, NARROW_NP, 2, 1}, {{1, 9, 37, 50}, NARROW_NP, 1, 0},
+    {{1, 24, 196, 40}, NARROW_WO, 1, 0}, {{2, 11, 289, 30}, NARROW_WO, 2, 1},
 };
 
 static float *random_buffer(int64_t n, uint64_t seed) {
@@ -373,6 +388,7 @@ static void test_kernels(void) {
     hc_arena a;
     hc_arena_init(&a);
     hc_func *funcs[N];
+    int columns = 0;
     for (int i = 0; i < N; i++) {
         if (i < NCASES) jobs[i] = (job){cases[i].s, case_config(&cases[i], t)};
         else if (i < NCASES + NRANDOM) random_job(&r, t, &jobs[i]);
@@ -389,6 +405,11 @@ static void test_kernels(void) {
         bool pre = jobs[i].c.pre_a || jobs[i].c.pre_b;
         CHECK_MSG((strstr(hc_sb_str(&sb), "prefetch(") != NULL) == pre,
                   "job %d: prefetch %s", i, pre ? "missing" : "without a pre-packed operand");
+        /* the column kernel is there exactly when A comes in panels */
+        bool panels = jobs[i].c.pack_a || jobs[i].c.pre_a;
+        CHECK_MSG((strstr(hc_sb_str(&sb), "cacc") != NULL) == panels,
+                  "job %d: column kernel %s", i, panels ? "missing" : "without A panels");
+        columns += i < NCASES && cases[i].kind >= NARROW;
         hc_sb_free(&sb);
     }
     for (int u = 0; u < NUNITS; u++) {
@@ -400,6 +421,7 @@ static void test_kernels(void) {
     hc_status st = hc_jit_build_many(NUNITS, (const char *const *)sources, NULL, 0, libs, &err);
     CHECK_MSG(st == HC_OK, "%s", err.msg);
     printf("built %d kernels in %d units in %.1f s\n", N, NUNITS, (hc_now_ms() - t0) / 1000);
+    CHECK_EQ_INT(columns, 8);
     for (int i = 0; i < N; i++)
         if (libs[i / PER_UNIT]) check_job(i, &jobs[i], libs[i / PER_UNIT]);
     for (int u = 0; u < NUNITS; u++) {

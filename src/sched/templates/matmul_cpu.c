@@ -401,7 +401,142 @@ static void store_tile(mm *g, const tile *t, bool tail) {
     }
 }
 
+/* ---- narrow tiles: the column kernel ------------------------------------------------ */
+/* A tile with few valid columns (the last one of a thread's range: N = 196 leaves 4 of 32,
+ * N = 289 leaves 1) costs a whole register tile in the row kernel above, since its lanes
+ * run along the columns. The column kernel turns the tile around: one accumulator per
+ * column, its lanes along the tile's rows (the A panel holds mr rows per k contiguously),
+ * each step one A vector and a broadcast of B per column. It runs narrow_cols(c) columns
+ * (nr / 4: 8 of 32), the FMAs of a quarter of the row kernel's; the columns past the
+ * valid ones read zero padding (packed B) or a clamped column (B in place) and are never
+ * stored. Its results leave through a small spill buffer and scalar stores, which
+ * epilogue fusion rewrites like the vector ones. Used when A comes in panels (packed or
+ * pre-packed). */
+static int narrow_cols(const hc_matmul_config *c) { return c->nr / 4; }
+
+static bool column_kernel_applies(const mm *g) {
+    return (g->c->pack_a || g->c->pre_a) && narrow_cols(g->c) >= 1;
+}
+
+/* B[k0 + k, n0 + col + j] as a scalar: packed panel, pre-packed panel or in place. */
+static hc_expr *b_scalar(mm *g, const tile *t, hc_expr *k, hc_expr *j) {
+    if (g->c->pre_b) {
+        hc_expr *off = ADD(pre_b_offset(g, t, k), j);
+        return hc_load(g->a, g->B, 1, &off);
+    }
+    if (g->c->pack_b) return hc_load(g->a, g->Bp, 3, (hc_expr *[]){t->jr, k, j});
+    hc_expr *col = MIN(ADD(ADD(g->n0, t->col), j), I(g, g->s->n - 1));
+    return hc_load(g->a, g->B, 3, (hc_expr *[]){g->bi, ADD(g->k0, k), col});
+}
+
+/* The address of rows u*L.. of the A panel of tile ir at step k. */
+static hc_expr *a_panel(mm *g, const tile *t, hc_expr *k, int u) {
+    hc_expr *lane0 = I(g, (int64_t)u * g->c->lanes);
+    if (g->c->pre_a) {
+        hc_expr *off = ADD(pre_a_offset(g, t, k), lane0);
+        return hc_address(g->a, g->A, 1, &off);
+    }
+    return addr3(g, g->Ap, t->ir, k, lane0);
+}
+
+/* C[row, col] = v on the first K block, += v on the others (partial sums in Cs when C is
+ * written once): store_vector for one element. */
+static void store_scalar(mm *g, hc_expr *row, hc_expr *col, hc_expr *v) {
+    hc_expr *idx[3] = {g->bi, row, col};
+    if (g->nkb == 1) {
+        hc_b_store(g->b, g->C, 3, idx, v);
+        return;
+    }
+    hc_var *q = g->Cs ? g->Cs : g->C;
+    hc_b_if_begin(g->b, hc_eq(g->a, g->pc, I(g, 0)));
+    hc_b_store(g->b, q, 3, idx, v);
+    hc_b_else(g->b);
+    if (g->Cs) {
+        hc_b_if_begin(g->b, LT(g->pc, I(g, g->nkb - 1)));
+        hc_b_store(g->b, g->Cs, 3, idx, ADD(hc_load(g->a, g->Cs, 3, idx), v));
+        hc_b_else(g->b);
+        hc_b_store(g->b, g->C, 3, idx, ADD(hc_load(g->a, g->Cs, 3, idx), v));
+        hc_b_end(g->b);
+    } else {
+        hc_b_store(g->b, g->C, 3, idx, ADD(hc_load(g->a, g->C, 3, idx), v));
+    }
+    hc_b_end(g->b);
+}
+
+static void column_kernel(mm *g, const tile *t) {
+    hc_arena *a = g->a;
+    const hc_matmul_config *c = g->c;
+    int nt = narrow_cols(c), L = c->lanes, mv = (int)cdiv(c->mr, L);
+    hc_expr *shape[2] = {I(g, nt), I(g, mv)};
+    hc_var *acc = hc_b_declare(
+        g->b, "cacc", hc_type_tensor_vec(a, HC_F32, L, 2, shape, NULL, HC_SCOPE_REGISTER), NULL);
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+    HC_FOR(g->b, j, "czj", I(g, nt), hc_unroll(0)) {
+        HC_FOR(g->b, u, "czu", I(g, mv), hc_unroll(0)) {
+            hc_b_store(g->b, acc, 2, (hc_expr *[]){R(g, j), R(g, u)}, zero);
+        }
+    }
+    HC_FOR(g->b, k, "ck", g->kc, hc_serial()) {
+        prefetch_next(g, t, R(g, k));
+        hc_var *av = hc_b_declare(
+            g->b, "cav",
+            hc_type_tensor_vec(a, HC_F32, L, 1, (hc_expr *[]){I(g, mv)}, NULL, HC_SCOPE_REGISTER),
+            NULL);
+        for (int u = 0; u < mv; u++) { /* rows past mr: masked off (the panel ends there) */
+            int rows = (int)HC_MIN(L, c->mr - u * L);
+            hc_expr *p = a_panel(g, t, R(g, k), u);
+            hc_b_store(g->b, av, 1, (hc_expr *[]){I(g, u)},
+                       rows == L ? vload(g, p) : vload_n(g, p, I(g, rows)));
+        }
+        HC_FOR(g->b, j, "cj", I(g, nt), hc_unroll(0)) {
+            hc_var *bc = hc_b_declare(g->b, "cbv", g->vec,
+                                      vcall(g, HC_PRIM_VBROADCAST, g->vec, 1,
+                                            b_scalar(g, t, R(g, k), R(g, j)), 0, 0));
+            HC_FOR(g->b, u, "cu", I(g, mv), hc_unroll(0)) {
+                hc_expr *idx[2] = {R(g, j), R(g, u)};
+                hc_expr *fma = vcall(g, HC_PRIM_VFMA, g->vec, 3,
+                                     hc_load(a, av, 1, (hc_expr *[]){R(g, u)}), R(g, bc),
+                                     hc_load(a, acc, 2, idx));
+                hc_b_store(g->b, acc, 2, idx, fma);
+            }
+        }
+    }
+    /* spill, then the valid rows of the valid columns one element at a time */
+    hc_var *cs = hc_b_declare(
+        g->b, "cspill",
+        hc_type_tensor_c(a, HC_F32, 2, (int64_t[]){nt, (int64_t)mv * L}, HC_SCOPE_REGISTER),
+        NULL);
+    HC_FOR(g->b, j, "csj", I(g, nt), hc_unroll(0)) {
+        HC_FOR(g->b, u, "csu", I(g, mv), hc_unroll(0)) {
+            vstore(g, hc_address(a, cs, 2, (hc_expr *[]){R(g, j), MUL(R(g, u), I(g, L))}),
+                   hc_load(a, acc, 2, (hc_expr *[]){R(g, j), R(g, u)}));
+        }
+    }
+    HC_FOR(g->b, j, "cwj", t->nr, hc_serial()) {
+        HC_FOR(g->b, i, "cwi", t->mr, hc_serial()) {
+            hc_expr *row = ADD(ADD(g->m0, t->row), R(g, i));
+            hc_expr *col = ADD(ADD(g->n0, t->col), R(g, j));
+            store_scalar(g, row, col, hc_load(a, cs, 2, (hc_expr *[]){R(g, j), R(g, i)}));
+        }
+    }
+}
+
+static void row_kernel(mm *g, tile *t);
+
 static void micro_kernel(mm *g, tile *t) {
+    if (!column_kernel_applies(g)) {
+        row_kernel(g, t);
+        return;
+    }
+    hc_b_if_begin(g->b, hc_binary(g->a, HC_OP_LE, t->nr, I(g, narrow_cols(g->c))));
+    column_kernel(g, t);
+    hc_b_else(g->b);
+    row_kernel(g, t);
+    hc_b_end(g->b);
+}
+
+/* The register tile with its lanes along the columns. */
+static void row_kernel(mm *g, tile *t) {
     hc_arena *a = g->a;
     const hc_matmul_config *c = g->c;
     hc_expr *shape[2] = {I(g, c->mr), I(g, g->nv)};
