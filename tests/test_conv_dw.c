@@ -235,6 +235,9 @@ static const dcase cases[] = {
     {"g1_c6_m9_k1x7_p0x3", 1, 6, 9, 17, 9, 1, 1, 7, 1, 1, 1, 1, 0, 3, 0, 3, false, NULL},
     {"g1_c3_m8_k3_s2_asym", 1, 3, 15, 33, 8, 1, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, true, NULL},
     {"grp2_c8_m14_k3", 1, 8, 9, 21, 14, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, NULL},
+    /* flat blocks by default (stride 1): a 5x5 on 35-wide rows, and a one-row kernel */
+    {"g1_c6_m10_k5_p2_w35", 1, 6, 8, 35, 10, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, true, NULL},
+    {"g1_c4_m9_k1x3_dil2_w5", 1, 4, 3, 5, 9, 1, 1, 3, 1, 1, 1, 2, 0, 1, 0, 2, false, NULL},
 };
 
 /* ---- fallbacks: NULL (the auto-scheduler) for what the template does not take ---------- */
@@ -302,6 +305,17 @@ static void test_space(void) {
         printf("level %d: %d candidates, last %s\n", level, n, hc_sb_str(&sb));
         hc_sb_free(&sb);
     }
+    /* flat blocks: the default where they pad least (35-wide rows of Inception's 5x5: 48
+     * lanes a row, 39 flat), offered from level 1 for stride 1, never for stride 2 */
+    hc_conv_dw_shape f5 = {1, 48, 35, 35, 64, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 35, 35, true};
+    hc_conv_dw_shape s2 = {1, 3, 35, 35, 64, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 18, 18, true};
+    CHECK(hc_conv_dw_default_config(tg, &f5).flat);
+    CHECK(!hc_conv_dw_default_config(tg, &s2).flat);
+    int n5 = hc_conv_dw_space(tg, &f5, 1, all, 256), flat = 0, rows = 0;
+    for (int i = 0; i < n5; i++) flat += all[i].flat, rows += !all[i].flat;
+    CHECK(flat > 1 && rows > 1);
+    int n2 = hc_conv_dw_space(tg, &s2, 2, all, 256);
+    for (int i = 0; i < n2; i++) CHECK(!all[i].flat);
 }
 
 int main(void) {

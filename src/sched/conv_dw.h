@@ -42,6 +42,10 @@ typedef struct hc_conv_dw_config {
     int rt;      /* output rows per item (a multiple of rb): the rows whose input one copy
                   * into the scratch serves */
     int threads; /* OpenMP threads over the items */
+    int flat;    /* 1: stride 1 only (rb is then 1): vectors run along the item's rows laid end
+                  * to end in the scratch (row stride w + pl + pr), so a row of 35 outputs
+                  * does not take 3 vectors of 16; the few columns between rows are
+                  * computed and dropped (docs/conv_dw.md, "Flat blocks") */
 } hc_conv_dw_config;
 
 #define HC_CONV_DW_MAX_RB 16
@@ -63,7 +67,7 @@ hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw
  * shape. Writes up to max configs to out (out may be NULL); returns the count. */
 int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
                      hc_conv_dw_config *out, int max);
-/* "mb4 rb8 nv1 rt56 t2" */
+/* "mb4 rb8 nv1 rt56 t2", " flat" appended for flat blocks */
 void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c);
 
 /* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "conv_dw") with params

@@ -82,7 +82,8 @@ hc_status hc_conv_dw_validate(const hc_conv_dw_config *c, hc_error *err) {
 }
 
 void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c) {
-    hc_sb_printf(sb, "mb%d rb%d nv%d rt%d t%d", c->mb, c->rb, c->nv, c->rt, c->threads);
+    hc_sb_printf(sb, "mb%d rb%d nv%d rt%d t%d%s", c->mb, c->rb, c->nv, c->rt, c->threads,
+                 c->flat ? " flat" : "");
 }
 
 /* Clip a config to the shape: no more rows or vectors than the output has, a row tile
@@ -90,6 +91,12 @@ void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c) {
  * equal programs compare equal in the space). */
 static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
     int64_t nvec = cdiv(s->ow, c.lanes), mg = s->m / s->group;
+    if (c.flat && (s->sh != 1 || s->sw != 1)) c.flat = false;
+    if (c.flat) { /* vectors along the rows end to end: rows of one block, as many as the
+                   * tile's rows take */
+        c.rb = 1;
+        nvec = cdiv(s->oh * (s->w + s->pl + s->pr), c.lanes);
+    }
     if (c.nv > nvec) c.nv = (int)nvec;
     if (c.mb > mg) c.mb = (int)mg;
     if (c.rb > s->oh) c.rb = (int)s->oh;
@@ -118,6 +125,17 @@ static int64_t row_tiles(const hc_conv_dw_shape *s, const hc_conv_dw_config *c) 
 static int64_t scratch_rows(const hc_conv_dw_shape *s, int64_t rt) {
     return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
 }
+/* Flat blocks: the scratch row is the padded input row exactly (stride 1). */
+static int64_t flat_width(const hc_conv_dw_shape *s) { return s->w + s->pl + s->pr; }
+
+/* Padded output lanes of one plane: rows x whole vectors per row, or flat (the plane's
+ * rows end to end, less the last row's trailing columns, in whole blocks). */
+static int64_t padded_lanes(const hc_conv_dw_shape *s, int lanes, int rb, int nv, bool flat) {
+    int64_t bw = (int64_t)nv * lanes;
+    if (flat) return round_up(s->oh * flat_width(s) - (flat_width(s) - s->ow), bw);
+    return round_up(s->oh, rb) * round_up(s->ow, bw);
+}
+
 static int64_t scratch_cols(const hc_conv_dw_shape *s, int lanes, int nv) {
     int64_t bw = (int64_t)nv * lanes;
     int64_t need = cdiv(s->ow, bw) * bw + (s->kw - 1) * s->dw / s->sw;
@@ -169,6 +187,15 @@ static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shap
     }
     c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->num_regs / 2) / (c.rb * c.nv)));
     while (c.mb > 1 && !block_fits(t, c.mb, c.rb, c.nv)) c.mb--;
+    /* flat blocks of 1 x 2 vectors when they pad at least 5% less (stride 1: Inception's
+     * 35-wide 5x5 rows, 48 lanes for 35, or 147-wide rows, 160 for 147) */
+    if (s->sh == 1 && s->sw == 1) {
+        int nvf = 2, mbf = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->num_regs / 2) / nvf));
+        while (mbf > 1 && !block_fits(t, mbf, 1, nvf)) mbf--;
+        if (padded_lanes(s, c.lanes, 1, nvf, true) * 20 <
+            padded_lanes(s, c.lanes, c.rb, c.nv, false) * 19)
+            c.flat = true, c.rb = 1, c.nv = nvf, c.mb = mbf;
+    }
     c.threads = default_threads(t, s);
     c.rt = default_rt(t, s, c.rb, c.nv, c.threads);
     return clip(c, s);
@@ -195,7 +222,7 @@ hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw
 
 static bool same_config(const hc_conv_dw_config *x, const hc_conv_dw_config *y) {
     return x->mb == y->mb && x->rb == y->rb && x->nv == y->nv && x->rt == y->rt &&
-           x->threads == y->threads;
+           x->threads == y->threads && x->flat == y->flat;
 }
 
 /* Several output channels per group: the channels per block and the register block,
@@ -219,10 +246,14 @@ static int dense_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
                                        .threads = all[0].threads};
                 if (c.mb * c.rb * c.nv > most || !block_fits(t, c.mb, c.rb, c.nv)) continue;
                 c.rt = default_rt(t, s, HC_MIN(c.rb, (int)s->oh), c.nv, c.threads);
-                c = clip(c, s);
-                bool dup = false;
-                for (int k = 0; k < n && !dup; k++) dup = same_config(&all[k], &c);
-                if (!dup && n < cap) all[n++] = c;
+                for (int flat = 0; flat < (s->sh == 1 && s->sw == 1 && c.rb == 1 ? 2 : 1);
+                     flat++) {
+                    c.flat = flat;
+                    hc_conv_dw_config k = clip(c, s);
+                    bool dup = false;
+                    for (int q = 0; q < n && !dup; q++) dup = same_config(&all[q], &k);
+                    if (!dup && n < cap) all[n++] = k;
+                }
             }
     return n;
 }
@@ -509,6 +540,104 @@ static void blocks(dw *g) {
     }
 }
 
+/* ---- flat blocks ---------------------------------------------------------------------- */
+/* Stride 1 (config flat): the scratch rows are the padded input rows exactly, wq = w + pl +
+ * pr, one after the other, so output pixel (r, col) of the tile reads scratch element
+ * (r + kh*dh) * wq + col + kw*dw: with p = r * wq + col, the taps of the pixels p .. p+L
+ * are one contiguous vector whatever the row. A block is nv vectors of such p over all
+ * the item's rows; the wq - ow columns p at the end of each row are computed and dropped.
+ * The accumulators are spilled to a small buffer and each output row's segment of the
+ * block is stored from there with vector stores (masked at the segment ends). */
+static void store_flat(dw *g, hc_var *acc, hc_expr *p0) {
+    hc_arena *a = g->a;
+    const hc_conv_dw_shape *s = g->s;
+    int mb = g->c->mb, nv = g->c->nv, L = g->L;
+    int64_t bw = (int64_t)nv * L, wq = g->wq;
+    hc_var *ys = hc_b_declare(
+        g->b, "ys", hc_type_tensor_c(a, HC_F32, 2, (int64_t[]){mb, bw}, HC_SCOPE_REGISTER), NULL);
+    HC_FOR(g->b, j, "yj", I(g, mb), hc_unroll(0)) {
+        HC_FOR(g->b, v, "yv", I(g, nv), hc_unroll(0)) {
+            vstore(g, hc_address(a, ys, 2, (hc_expr *[]){R(g, j), MUL(R(g, v), I(g, L))}),
+                   hc_load(a, acc, 3, (hc_expr *[]){R(g, j), I(g, 0), R(g, v)}));
+        }
+    }
+    hc_expr *r_lo = let(g, "frl", hc_div(a, p0, I(g, wq)));
+    hc_expr *r_hi = let(g, "frh", hc_min(a, hc_div(a, ADD(p0, I(g, bw - 1)), I(g, wq)),
+                                         SUB(g->tblocks, I(g, 1))));
+    bool chan_tail = g->mg % mb != 0;
+    HC_FOR(g->b, j, "fj", I(g, mb), hc_serial()) {
+        if (chan_tail) hc_b_if_begin(g->b, LT(ADD(g->mc, R(g, j)), I(g, g->mg)));
+        hc_expr *m = ADD(g->mg0, ADD(g->mc, R(g, j)));
+        HC_FOR(g->b, r, "fr", ADD(SUB(r_hi, r_lo), I(g, 1)), hc_serial()) {
+            hc_expr *rr = let(g, "frr", ADD(r_lo, R(g, r)));
+            hc_expr *rs = MUL(rr, I(g, wq));
+            hc_expr *lo = let(g, "flo", hc_max(a, p0, rs));
+            hc_expr *hi = let(g, "fhi", hc_min(a, ADD(p0, I(g, bw)), ADD(rs, I(g, s->ow))));
+            HC_IF(g->b, LT(lo, hi)) {
+                hc_expr *len = let(g, "flen", SUB(hi, lo));
+                HC_FOR(g->b, q, "fq", hc_div(a, ADD(len, I(g, L - 1)), I(g, L)), hc_serial()) {
+                    hc_expr *off = MUL(R(g, q), I(g, L));
+                    hc_expr *cnt = let(g, "fcnt", hc_min(a, I(g, L), SUB(len, off)));
+                    hc_expr *src = hc_address(a, ys, 2,
+                                              (hc_expr *[]){R(g, j), ADD(SUB(lo, p0), off)});
+                    hc_var *val = hc_b_declare(g->b, "fv", g->vec,
+                                               vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, src, cnt, 0));
+                    hc_expr *col = ADD(SUB(lo, rs), off);
+                    vstore_n(g, addr4(g, g->Y, g->n, m, ADD(g->ot0, rr), col), R(g, val), cnt);
+                }
+            }
+        }
+        if (chan_tail) hc_b_end(g->b);
+    }
+}
+
+/* for (fb, mbi) in repeat(flat blocks, channel blocks): blocks past the item's rows
+ * skipped. */
+static void blocks_flat(dw *g) {
+    hc_arena *a = g->a;
+    const hc_conv_dw_shape *s = g->s;
+    int mb = g->c->mb, nv = g->c->nv;
+    int64_t bw = (int64_t)nv * g->L, wq = g->wq;
+    hc_expr *extent = let(g, "fext", SUB(MUL(g->tblocks, I(g, wq)), I(g, wq - s->ow)));
+    hc_var *v[2];
+    static const char *const names[2] = {"fb", "mbi"};
+    const hc_mapping *map =
+        hc_map_repeat(a, 2, (int64_t[]){cdiv((int64_t)g->c->rt * wq, bw), g->nmb}, NULL);
+    HC_FOR_MAP(g->b, map, I(g, 0), 2, v, names) {
+        hc_expr *p0v = MUL(R(g, v[0]), I(g, bw));
+        HC_IF(g->b, LT(p0v, extent)) {
+            hc_expr *p0 = let(g, "p0", p0v);
+            g->row0 = I(g, 0);
+            g->mc = let(g, "mc", MUL(R(g, v[1]), I(g, mb)));
+            hc_expr *shape[3] = {I(g, mb), I(g, 1), I(g, nv)};
+            hc_var *acc = hc_b_declare(
+                g->b, "acc",
+                hc_type_tensor_vec(a, HC_F32, g->L, 3, shape, NULL, HC_SCOPE_REGISTER), NULL);
+            HC_FOR(g->b, j, "zj", I(g, mb), hc_unroll(0)) {
+                hc_expr *init =
+                    g->B ? hc_load(a, g->B, 1, (hc_expr *[]){chan(g, R(g, j))}) : hc_f32(a, 0);
+                hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
+                                          vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
+                HC_FOR(g->b, vv, "zv", I(g, nv), hc_unroll(0)) {
+                    hc_b_store(g->b, acc, 3, (hc_expr *[]){R(g, j), I(g, 0), R(g, vv)}, R(g, bv));
+                }
+            }
+            taps(g, acc, p0);
+            store_flat(g, acc, p0);
+        }
+    }
+}
+
+/* Zero the scratch past the last channel's rows, which the last flat blocks read into
+ * (their results are dropped; zeros keep them finite). */
+static void zero_slack(dw *g, int64_t slack) {
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, 0), 0, 0);
+    HC_FOR(g->b, k, "zs", I(g, cdiv(slack, g->L)), hc_serial()) {
+        vstore(g, addr4(g, g->xs, I(g, g->cg), I(g, 0), I(g, 0), MUL(R(g, k), I(g, g->L))),
+               zero);
+    }
+}
+
 /* One item: group (n, grp) and row tile rti, all the group's output channels. */
 static void item(dw *g, hc_expr *w) {
     const hc_conv_dw_shape *s = g->s;
@@ -523,7 +652,8 @@ static void item(dw *g, hc_expr *w) {
     g->tblocks = let(g, "tblocks", SUB(b1, b0));
     g->ot0 = let(g, "ot0", MUL(b0, I(g, g->c->rb)));
     copy_rows(g);
-    blocks(g);
+    if (g->c->flat) blocks_flat(g);
+    else blocks(g);
 }
 
 static hc_var *param(dw *g, const char *name, int nd, const int64_t *shape) {
@@ -547,8 +677,12 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     g.nrb = cdiv(s->oh, c.rb);
     g.nmb = cdiv(g.mg, c.mb);
     g.rows_in = scratch_rows(s, c.rt);
-    g.wq = scratch_cols(s, c.lanes, c.nv);
-    int64_t scratch = g.cg * s->sw * g.rows_in * g.wq;
+    g.wq = c.flat ? flat_width(s) : scratch_cols(s, c.lanes, c.nv);
+    /* flat: the last blocks read up to a block plus the taps past the last row */
+    int64_t slack = c.flat ? round_up((int64_t)c.nv * c.lanes + (s->kw - 1) * s->dw + c.lanes,
+                                      c.lanes)
+                           : 0;
+    int64_t scratch = (g.cg + cdiv(slack, g.rows_in * g.wq)) * s->sw * g.rows_in * g.wq;
     if (scratch > HC_CONV_DW_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,
                      "conv_dw: scratch of %lld floats per thread exceeds %d", (long long)scratch,
@@ -567,11 +701,14 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
         hc_var *tv[1], *iv[1];
         static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
         HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){c.threads}), R(&g, th), 1, tv, tnames) {
+            /* flat: whole channels of slack after the last one */
+            int64_t chans = g.cg + cdiv(slack, g.rows_in * g.wq);
             g.xs = hc_b_declare(&b, "xs",
                                 hc_type_tensor_c(a, HC_F32, 4,
-                                                 (int64_t[]){g.cg, s->sw, g.rows_in, g.wq},
+                                                 (int64_t[]){chans, s->sw, g.rows_in, g.wq},
                                                  HC_SCOPE_GLOBAL),
                                 NULL);
+            if (c.flat) zero_slack(&g, slack);
             HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(&g, 0), 1, iv, inames) {
                 hc_expr *w = hc_add(a, hc_mul(a, R(&g, tv[0]), I(&g, per)), R(&g, iv[0]));
                 if (per * c.threads == items) {
