@@ -197,6 +197,7 @@ typedef enum cfg_kind {
     NARROW,    /* A packed, 3 K blocks: last column tiles of 1..nr/4 columns (the column kernel) */
     NARROW_NP, /* the same with B read in place */
     NARROW_WO, /* the same with C written once (partial sums in a scratch) */
+    ROWS,      /* small blocks, register tiles row by row */
 } cfg_kind;
 
 typedef struct mm_case {
@@ -225,6 +226,10 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
     case NARROW_WO:
         c.kc = (mc->s.k + 2) / 3, c.pack_a = true, c.pack_b = mc->kind != NARROW_NP;
         c.c_write_once = mc->kind == NARROW_WO;
+        break;
+    case ROWS:
+        c.mr = 3, c.nr = L, c.kc = 8, c.mc = 6, c.nc = 2 * L, c.pack_a = c.pack_b = true;
+        c.rows_first = true;
         break;
     }
     if (mc->tn) c.tb = mc->tb ? mc->tb : 1, c.tm = mc->tm, c.tn = mc->tn;
@@ -275,6 +280,9 @@ static const mm_case cases[] = {
     {{2, 13, 49, 17}, NARROW, 1, 2},     {{1, 21, 3, 29}, NARROW, 1, 0},
     {{1, 24, 196, 40}, NARROW_NP, 2, 1}, {{1, 9, 37, 50}, NARROW_NP, 1, 0},
     {{1, 24, 196, 40}, NARROW_WO, 1, 0}, {{2, 11, 289, 30}, NARROW_WO, 2, 1},
+    /* register tiles row by row: tails in every block loop, 1 and 2 threads, narrow tiles */
+    {{1, 13, 70, 21}, ROWS, 1, 0},       {{2, 29, 37, 41}, ROWS, 2, 0},
+    {{1, 19, 66, 17}, ROWS, 1, 2},       {{1, 24, 196, 40}, ROWS, 2, 1},
 };
 
 static float *random_buffer(int64_t n, uint64_t seed) {
@@ -309,6 +317,7 @@ static void random_job(hc_rng *r, const hc_target *t, job *j) {
     c->tm = 1 + (int)(hc_rng_next(r) % 2);
     c->tn = 1 + (int)(hc_rng_next(r) % 2);
     c->pack_a = hc_rng_next(r) % 2, c->pack_b = hc_rng_next(r) % 2;
+    c->rows_first = hc_rng_next(r) % 2;
 }
 
 /* A random job whose A and/or B arrive pre-packed (hc_matmul_prepack), A maybe shared by
@@ -409,7 +418,7 @@ static void test_kernels(void) {
         bool panels = jobs[i].c.pack_a || jobs[i].c.pre_a;
         CHECK_MSG((strstr(hc_sb_str(&sb), "cacc") != NULL) == panels,
                   "job %d: column kernel %s", i, panels ? "missing" : "without A panels");
-        columns += i < NCASES && cases[i].kind >= NARROW;
+        columns += i < NCASES && cases[i].kind >= NARROW && cases[i].kind <= NARROW_WO;
         hc_sb_free(&sb);
     }
     for (int u = 0; u < NUNITS; u++) {

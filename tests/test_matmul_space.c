@@ -21,7 +21,7 @@ static bool same(const hc_matmul_config *x, const hc_matmul_config *y) {
     return x->lanes == y->lanes && x->mr == y->mr && x->nr == y->nr && x->kc == y->kc &&
            x->mc == y->mc && x->nc == y->nc && x->tb == y->tb && x->tm == y->tm &&
            x->tn == y->tn && x->pack_a == y->pack_a && x->pack_b == y->pack_b &&
-           x->c_write_once == y->c_write_once;
+           x->c_write_once == y->c_write_once && x->rows_first == y->rows_first;
 }
 
 static const char *describe(const hc_matmul_shape *s, const hc_matmul_config *c) {
@@ -189,7 +189,30 @@ static void test_against_interpreter(void) {
     CHECK(system(cmd) == 0);
 }
 
+/* The loop order rule: rows first for short K over long rows whose B block fits in L2. */
+static void test_rows_first(void) {
+    const hc_target *t = hc_target_host();
+    struct { hc_matmul_shape s; bool rows; } cases[] = {
+        {{1, 256, 3136, 64}, true},   /* ResNet-50's K = 64 1x1 conv on 56x56 */
+        {{16, 64, 784, 64}, true},    /* its layer1 Winograd matmul */
+        {{1, 64, 3136, 256}, false},  /* K = 256 */
+        {{16, 128, 196, 128}, false}, /* short rows (layer2's Winograd matmul) */
+        {{1, 128, 3072, 768}, false}, /* BERT's FFN */
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        hc_matmul_config c = hc_matmul_default_config(t, &cases[i].s);
+        CHECK_MSG(c.rows_first == cases[i].rows, "%s: rows_first %d",
+                  describe(&cases[i].s, NULL), c.rows_first);
+        hc_matmul_config all[MAXC];
+        int n = hc_matmul_space(t, &cases[i].s, 2, all, MAXC);
+        for (int j = 0; j < n && j < MAXC; j++)
+            CHECK_MSG(all[j].rows_first == hc_matmul_rows_first_pays(&all[j], &cases[i].s, t),
+                      "%s candidate %d", describe(&cases[i].s, &all[j]), j);
+    }
+}
+
 int main(void) {
+    test_rows_first();
     check_target(hc_target_host());
     check_target(hc_target_cpu(HC_ISA_AVX2));
     check_target(hc_target_cpu(HC_ISA_SCALAR));

@@ -32,6 +32,10 @@ typedef struct hc_matmul_config {
     int tb, tm, tn;     /* thread grid: tb x tm x tn threads split batches x rows x columns */
     bool pack_a;        /* copy A blocks into mr-interleaved panels (else read A in place) */
     bool pack_b;        /* copy B blocks into nr-wide panels (else read B rows in place) */
+    /* register tiles row by row (each A micro-panel sweeps every B panel of the block:
+     * C written along its rows, the B block re-read from L2) instead of column panel by
+     * column panel (each B panel meets every A micro-panel of the block) */
+    bool rows_first;
     /* Not a knob: set when C's stores must each hold a final value (epilogue fusion);
      * with several K blocks the partial sums then go to a scratch buffer. */
     bool c_write_once;
@@ -51,6 +55,10 @@ typedef struct hc_matmul_config {
 /* A config from the target's vector width, register count and cache sizes, with
  * t->num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
+/* The default's loop order rule: rows first where K is short and the thread's B block
+ * fits in half of L2 (src/sched/templates/matmul_cpu.c has the measurements). */
+bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                               const hc_target *t);
 /* The hardware-centric schedule space (src/sched/templates/matmul_space.c): configs
  * built from the target's vector width, register count, L1/L2/L3 sizes and core count,
  * filtered by validity rules and deduplicated after clipping to the shape. level 0: the

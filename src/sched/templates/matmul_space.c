@@ -12,6 +12,10 @@
  *                   quarter of this core's share of L3
  *   thread grids    every factorization tb * tm * tn = num_cores
  *   packing         pack_a, pack_b on / off
+ *   loop order      not an axis: every candidate takes the default's rule
+ *                   (hc_matmul_rows_first_pays). Offered as an axis, the tuner picked row
+ *                   order for K >= 256 convs that were 10-30% faster alone and slower in
+ *                   the model (inputs and B blocks colder there), see matmul_cpu.c
  * The shape only filters the product (validity rules below) and clips it: a config is
  * clipped the way hc_matmul_cpu clips it (blocks to the thread tile, kc to K), and
  * configs that clip to the same program appear once.
@@ -138,7 +142,7 @@ static bool same_config(const hc_matmul_config *x, const hc_matmul_config *y) {
     return x->lanes == y->lanes && x->mr == y->mr && x->nr == y->nr && x->kc == y->kc &&
            x->mc == y->mc && x->nc == y->nc && x->tb == y->tb && x->tm == y->tm &&
            x->tn == y->tn && x->pack_a == y->pack_a && x->pack_b == y->pack_b &&
-           x->c_write_once == y->c_write_once;
+           x->c_write_once == y->c_write_once && x->rows_first == y->rows_first;
 }
 
 /* Padded multiply-adds of the slowest thread plus the packing it repeats (the same
@@ -188,8 +192,11 @@ static void try_point(list *l, const hc_target *t, const hc_matmul_shape *s,
     set_blocks(&c, t, s, f, from_l3);
     c.tb = g.tb, c.tm = g.tm, c.tn = g.tn;
     c.pack_a = pack_a, c.pack_b = pack_b;
+    c.rows_first = hc_matmul_rows_first_pays(&c, s, t);
     if (valid_for_shape(&c, s, def)) push(l, &c, s, false);
 }
+#define LEVEL1_MAX 8
+#define LEVEL2_MAX 32
 
 static int by_work(const void *x, const void *y) {
     const cand *a = x, *b = y;
