@@ -305,11 +305,13 @@ static void test_space(void) {
         printf("level %d: %d candidates, last %s\n", level, n, hc_sb_str(&sb));
         hc_sb_free(&sb);
     }
-    /* flat blocks: the default where they pad least (35-wide rows of Inception's 5x5: 48
-     * lanes a row, 39 flat), offered from level 1 for stride 1, never for stride 2 */
+    /* flat blocks: the default where they pad least (17-wide rows: 32 lanes a row with 16
+     * lanes, 24 with 8, 19 flat), offered from level 1 for stride 1 (Inception's 35-wide
+     * 5x5), never for stride 2 */
+    hc_conv_dw_shape f3 = {1, 32, 17, 17, 48, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 17, 17, true};
     hc_conv_dw_shape f5 = {1, 48, 35, 35, 64, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 35, 35, true};
     hc_conv_dw_shape s2 = {1, 3, 35, 35, 64, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 18, 18, true};
-    CHECK(hc_conv_dw_default_config(tg, &f5).flat);
+    CHECK(hc_conv_dw_default_config(tg, &f3).flat);
     CHECK(!hc_conv_dw_default_config(tg, &s2).flat);
     int n5 = hc_conv_dw_space(tg, &f5, 1, all, 256), flat = 0, rows = 0;
     for (int i = 0; i < n5; i++) flat += all[i].flat, rows += !all[i].flat;
