@@ -199,9 +199,12 @@ static void test_rows_first(void) {
         {{16, 128, 196, 128}, false}, /* short rows (layer2's Winograd matmul) */
         {{1, 128, 3072, 768}, false}, /* BERT's FFN */
     };
+    /* the row cases' B blocks (800 KiB) need the 2 MiB L2 this was measured with (under
+     * valgrind the CPU reports smaller caches) */
+    bool big_l2 = t->l2_bytes >= ((int64_t)2 << 20);
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
         hc_matmul_config c = hc_matmul_default_config(t, &cases[i].s);
-        CHECK_MSG(c.rows_first == cases[i].rows, "%s: rows_first %d",
+        CHECK_MSG(c.rows_first == (cases[i].rows && big_l2), "%s: rows_first %d",
                   describe(&cases[i].s, NULL), c.rows_first);
         hc_matmul_config all[MAXC];
         int n = hc_matmul_space(t, &cases[i].s, 2, all, MAXC);
