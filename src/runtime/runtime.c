@@ -136,7 +136,7 @@ static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error
  * the axis is 1, as at batch 1 along channels) runs no kernel: each input's producer
  * writes its slice of the output directly. Every present, non-empty input must be an
  * intermediate tensor (not a graph input, output or constant) computed by a kernel or by
- * another in-place Concat, read once by this Concat and not already a slice of another;
+ * another in-place Concat, appearing once in this Concat and not already a slice of another;
  * the output must be an intermediate tensor too. Otherwise the Concat stays a kernel. */
 static bool concat_in_place(const hc_model *m, const hc_node *n) {
     if (n->op != HC_OPK_CONCAT || n->noutputs < 1 || !n->outputs[0] || !m->alias_parent)

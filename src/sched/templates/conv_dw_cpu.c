@@ -86,6 +86,9 @@ void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c) {
                  c->flat ? " flat" : "");
 }
 
+/* Flat blocks: the scratch row is the padded input row exactly (stride 1). */
+static int64_t flat_width(const hc_conv_dw_shape *s) { return s->w + s->pl + s->pr; }
+
 /* Clip a config to the shape: no more rows or vectors than the output has, a row tile
  * that is a multiple of rb and at most the rows, no more threads than items (so that
  * equal programs compare equal in the space). */
@@ -95,7 +98,7 @@ static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
     if (c.flat) { /* vectors along the rows end to end: rows of one block, as many as the
                    * tile's rows take */
         c.rb = 1;
-        nvec = cdiv(s->oh * (s->w + s->pl + s->pr), c.lanes);
+        nvec = cdiv(s->oh * flat_width(s), c.lanes);
     }
     if (c.nv > nvec) c.nv = (int)nvec;
     if (c.mb > mg) c.mb = (int)mg;
@@ -125,9 +128,6 @@ static int64_t row_tiles(const hc_conv_dw_shape *s, const hc_conv_dw_config *c) 
 static int64_t scratch_rows(const hc_conv_dw_shape *s, int64_t rt) {
     return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
 }
-/* Flat blocks: the scratch row is the padded input row exactly (stride 1). */
-static int64_t flat_width(const hc_conv_dw_shape *s) { return s->w + s->pl + s->pr; }
-
 /* Padded output lanes of one plane: rows x whole vectors per row, or flat (the plane's
  * rows end to end, less the last row's trailing columns, in whole blocks). */
 static int64_t padded_lanes(const hc_conv_dw_shape *s, int lanes, int rb, int nv, bool flat) {
@@ -491,6 +491,27 @@ static void store_block(dw *g, hc_var *acc, hc_expr *ow0, bool tail) {
     }
 }
 
+/* The register block acc[mb][rb][nv], each channel's vectors set to its bias (0 without
+ * one). */
+static hc_var *bias_acc(dw *g, int rb) {
+    hc_arena *a = g->a;
+    int mb = g->c->mb;
+    hc_expr *shape[3] = {I(g, mb), I(g, rb), I(g, g->c->nv)};
+    hc_var *acc = hc_b_declare(
+        g->b, "acc", hc_type_tensor_vec(a, HC_F32, g->L, 3, shape, NULL, HC_SCOPE_REGISTER), NULL);
+    HC_FOR(g->b, j, "zj", I(g, mb), hc_unroll(0)) {
+        hc_expr *init = g->B ? hc_load(a, g->B, 1, (hc_expr *[]){chan(g, R(g, j))}) : hc_f32(a, 0);
+        hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
+                                  vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
+        HC_FOR(g->b, r, "zr", I(g, rb), hc_unroll(0)) {
+            HC_FOR(g->b, vv, "zv", I(g, g->c->nv), hc_unroll(0)) {
+                hc_b_store(g->b, acc, 3, (hc_expr *[]){R(g, j), R(g, r), R(g, vv)}, R(g, bv));
+            }
+        }
+    }
+    return acc;
+}
+
 /* for (rbi, cb) in repeat(rt / rb, col blocks): one register block each, rows past OH
  * skipped. */
 static void blocks(dw *g) {
@@ -511,21 +532,7 @@ static void blocks(dw *g) {
         g->rows = let(g, "rows", hc_min(a, I(g, rb), SUB(I(g, s->oh), g->oh0)));
         hc_expr *ow0 = let(g, "ow0", MUL(R(g, v[1]), I(g, bw)));
         g->mc = let(g, "mc", MUL(R(g, v[2]), I(g, mb)));
-        hc_expr *shape[3] = {I(g, mb), I(g, rb), I(g, g->c->nv)};
-        hc_var *acc = hc_b_declare(
-            g->b, "acc", hc_type_tensor_vec(a, HC_F32, g->L, 3, shape, NULL, HC_SCOPE_REGISTER),
-            NULL);
-        HC_FOR(g->b, j, "zj", I(g, mb), hc_unroll(0)) {
-            hc_expr *init =
-                g->B ? hc_load(a, g->B, 1, (hc_expr *[]){chan(g, R(g, j))}) : hc_f32(a, 0);
-            hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
-                                      vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
-            HC_FOR(g->b, r, "zr", I(g, rb), hc_unroll(0)) {
-                HC_FOR(g->b, vv, "zv", I(g, g->c->nv), hc_unroll(0)) {
-                    hc_b_store(g->b, acc, 3, (hc_expr *[]){R(g, j), R(g, r), R(g, vv)}, R(g, bv));
-                }
-            }
-        }
+        hc_var *acc = bias_acc(g, rb);
         taps(g, acc, ow0);
         if (s->ow % bw == 0) {
             store_block(g, acc, ow0, false);
@@ -609,19 +616,7 @@ static void blocks_flat(dw *g) {
             hc_expr *p0 = let(g, "p0", p0v);
             g->row0 = I(g, 0);
             g->mc = let(g, "mc", MUL(R(g, v[1]), I(g, mb)));
-            hc_expr *shape[3] = {I(g, mb), I(g, 1), I(g, nv)};
-            hc_var *acc = hc_b_declare(
-                g->b, "acc",
-                hc_type_tensor_vec(a, HC_F32, g->L, 3, shape, NULL, HC_SCOPE_REGISTER), NULL);
-            HC_FOR(g->b, j, "zj", I(g, mb), hc_unroll(0)) {
-                hc_expr *init =
-                    g->B ? hc_load(a, g->B, 1, (hc_expr *[]){chan(g, R(g, j))}) : hc_f32(a, 0);
-                hc_var *bv = hc_b_declare(g->b, "bias", g->vec,
-                                          vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, init, 0, 0));
-                HC_FOR(g->b, vv, "zv", I(g, nv), hc_unroll(0)) {
-                    hc_b_store(g->b, acc, 3, (hc_expr *[]){R(g, j), I(g, 0), R(g, vv)}, R(g, bv));
-                }
-            }
+            hc_var *acc = bias_acc(g, 1);
             taps(g, acc, p0);
             store_flat(g, acc, p0);
         }
@@ -682,7 +677,8 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     int64_t slack = c.flat ? round_up((int64_t)c.nv * c.lanes + (s->kw - 1) * s->dw + c.lanes,
                                       c.lanes)
                            : 0;
-    int64_t scratch = (g.cg + cdiv(slack, g.rows_in * g.wq)) * s->sw * g.rows_in * g.wq;
+    int64_t chans = g.cg + cdiv(slack, g.rows_in * g.wq); /* flat: whole channels of slack */
+    int64_t scratch = chans * s->sw * g.rows_in * g.wq;
     if (scratch > HC_CONV_DW_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,
                      "conv_dw: scratch of %lld floats per thread exceeds %d", (long long)scratch,
@@ -701,8 +697,6 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
         hc_var *tv[1], *iv[1];
         static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
         HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){c.threads}), R(&g, th), 1, tv, tnames) {
-            /* flat: whole channels of slack after the last one */
-            int64_t chans = g.cg + cdiv(slack, g.rows_in * g.wq);
             g.xs = hc_b_declare(&b, "xs",
                                 hc_type_tensor_c(a, HC_F32, 4,
                                                  (int64_t[]){chans, s->sw, g.rows_in, g.wq},

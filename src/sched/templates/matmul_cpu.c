@@ -432,11 +432,9 @@ static void store_tile(mm *g, const tile *t, bool tail) {
  * stored. Its results leave through a small spill buffer and scalar stores, which
  * epilogue fusion rewrites like the vector ones. Used when A comes in panels (packed or
  * pre-packed). */
-static int narrow_cols(const hc_matmul_config *c) { return c->nr / 4; }
+static int narrow_cols(const hc_matmul_config *c) { return c->nr / 4; } /* nr >= lanes >= 4 */
 
-static bool column_kernel_applies(const mm *g) {
-    return (g->c->pack_a || g->c->pre_a) && narrow_cols(g->c) >= 1;
-}
+static bool column_kernel_applies(const mm *g) { return g->c->pack_a || g->c->pre_a; }
 
 /* B[k0 + k, n0 + col + j] as a scalar: packed panel, pre-packed panel or in place. */
 static hc_expr *b_scalar(mm *g, const tile *t, hc_expr *k, hc_expr *j) {
