@@ -214,12 +214,12 @@ static bool cheap_for_template(hc_arena *a, const pnode *p) {
  * group (no producer, or one before the anchor). Only the last member's output may be
  * read outside the group; members are dropped from the end until that holds. The
  * rewrite (rewrite.c, epilogue) checks that every member reads its group tensors at the
- * element it writes. A templated anchor takes no costly math this way (as in its
- * prologue): GELU's erf/tanh inside the matmul's store phase, next to its live
- * accumulator tiles, made BERT's FFN matmul 2.59 ms against 2.14 + 0.24 ms for the matmul
- * and the separate vectorized GELU kernel. */
+ * element it writes. Costly math is welcome here, unlike in a template's prologue: the
+ * store phase evaluates it once per element, on vectors (the codegen's 512-bit math
+ * helpers), while the accumulators are live; GELU in BERT's and GPT-2's FFN matmuls
+ * costs 0.03-0.1 ms there against 0.25 ms for a separate kernel plus the next matmul's
+ * prologue reading two tensors (BERT-base 83 -> 80 ms). */
 static void grow_epilogue_dag(pctx *c, int gid, int_vec *epi, int anchor) {
-    bool from_template = templated(c->nodes[anchor].n);
     int last = epi->len ? epi->data[epi->len - 1] : anchor;
     if (present_outputs(c->nodes[last].n) != 1) return;
     hc_tensor *r = only_output(c->nodes[last].n);
@@ -228,7 +228,6 @@ static void grow_epilogue_dag(pctx *c, int gid, int_vec *epi, int anchor) {
     for (int k = anchor + 1; k < c->n; k++) {
         pnode *e = &c->nodes[k];
         if (e->group >= 0 || !e->injective || !same_shape(only_output(e->n), r)) continue;
-        if (from_template && !cheap_for_template(c->a, e)) continue;
         bool reads = false, ok = true;
         for (int i = 0; i < e->n->ninputs && ok; i++) {
             const hc_tensor *u = e->n->inputs[i];
