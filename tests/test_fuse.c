@@ -31,6 +31,7 @@ typedef struct result {
 
 /* Compile options of check(): a tuning level and a cache (test_tuned). */
 static int check_tune_level;
+static hc_tune_weights check_tune_weights;
 static const hc_jit_options *check_jit;
 static bool check_no_prepack;
 static bool check_no_direct; /* convs by im2col or Winograd, never the direct template */
@@ -49,6 +50,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
     hc_model *m = NULL;
     hc_compile_options opt = {.num_threads = threads,
                               .tune_level = check_tune_level,
+                              .tune_weights = check_tune_weights,
                               .jit = check_jit,
                               .no_prepack = check_no_prepack,
                               .paths.no_direct = check_no_direct};
@@ -416,6 +418,18 @@ static void test_tuned(void) {
         r = check("tuned matmul", build_matmul, 901, 2);
         CHECK_MSG(r.cached == (pass ? r.tuned : 0), "pass %d: matmul records", pass);
     }
+    /* tuned with the weights evicted before every run: right results, records of their
+     * own (the cached-weights ones above are not taken), taken on the second compile */
+    check_tune_weights = HC_TUNE_WEIGHTS_COLD;
+    for (int pass = 0; pass < 2; pass++) {
+        result r = check("tuned conv, cold weights", build_conv, 900, 2);
+        CHECK_MSG(r.tuned >= 1 && r.cached == (pass ? r.tuned : 0),
+                  "cold pass %d: %d of %d from records", pass, r.cached, r.tuned);
+        r = check("tuned matmul, cold weights", build_matmul, 901, 2);
+        CHECK_MSG(r.tuned >= 1 && r.cached == (pass ? r.tuned : 0),
+                  "cold pass %d: matmul, %d of %d from records", pass, r.cached, r.tuned);
+    }
+    check_tune_weights = HC_TUNE_WEIGHTS_AUTO;
     check_tune_level = 0, check_jit = NULL;
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

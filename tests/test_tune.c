@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char cache[64];
@@ -239,6 +240,31 @@ static void test_select(void) {
         }
     CHECK_MSG(maxerr < 1e-3, "max error %g", maxerr);
     free(r.ms);
+
+    /* B evicted from the caches before every timed run: still a valid choice and a
+     * correct product, B untouched */
+    float *B0 = malloc(sizeof(float) * (size_t)(s.k * s.n));
+    memcpy(B0, B, sizeof(float) * (size_t)(s.k * s.n));
+    memset(C, 0, sizeof(float) * (size_t)(s.m * s.n));
+    const void *cold_ptr[1] = {B};
+    size_t cold_bytes[1] = {sizeof(float) * (size_t)(s.k * s.n)};
+    hc_tune_cold cold[64];
+    void *const *each[64];
+    for (int i = 0; i < n; i++) cold[i] = (hc_tune_cold){1, cold_ptr, cold_bytes}, each[i] = args;
+    hc_tune_result rc;
+    CHECK_MSG(hc_tune_select_each(&a, n, f, each, cold, t, &opt, NULL, &rc, &err) == HC_OK, "%s",
+              err.msg);
+    CHECK(rc.best >= 0 && rc.best < n && rc.best_ms > 0);
+    CHECK(!memcmp(B0, B, sizeof(float) * (size_t)(s.k * s.n)));
+    double coldmax = 0;
+    for (int64_t i = 0; i < s.m; i++)
+        for (int64_t j = 0; j < s.n; j++) {
+            double ref = 0;
+            for (int64_t k = 0; k < s.k; k++) ref += (double)A[i * s.k + k] * B[k * s.n + j];
+            coldmax = fmax(coldmax, fabs(ref - C[i * s.n + j]));
+        }
+    CHECK_MSG(coldmax < 1e-3, "cold: max error %g", coldmax);
+    free(rc.ms), free(B0);
 
     /* the second time the shared object comes from the cache: compiling costs little */
     hc_tune_result r2;

@@ -1,4 +1,5 @@
-/* hidetc compile MODEL -o FILE [--threads T] [--no-fusion] [--tune 0|1|2] [--verbose]
+/* hidetc compile MODEL -o FILE [--threads T] [--no-fusion] [--tune 0|1|2]
+ *                [--tune-weights auto|cached|cold] [--verbose]
  *
  * Compiles the model and writes it as one file (docs/model_file.md): kernels' shared
  * objects, memory plan, weights, inputs and outputs. `hidetc run FILE` and `hidetc bench

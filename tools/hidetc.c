@@ -16,7 +16,8 @@ static const struct {
                   "[--threads T] [--cache-dir DIR] [--no-fork] [--verbose]", cmd_onnx_test},
     {"run", "run MODEL [--input NAME=FILE.npy ...] [--output-dir DIR] [--threads T] "
             "[--verbose]", cmd_run},
-    {"compile", "compile MODEL -o FILE [--threads T] [--no-fusion] [--tune 0|1|2] [--verbose]",
+    {"compile", "compile MODEL -o FILE [--threads T] [--no-fusion] [--tune 0|1|2] "
+                "[--tune-weights auto|cached|cold] [--verbose]",
      cmd_compile},
     {"inspect", "inspect MODEL [--dot FILE]", cmd_inspect},
     {"bench", "bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N] [--verbose]",

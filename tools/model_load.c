@@ -121,5 +121,16 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         co->tune_level = (int)level;
         return 2;
     }
+    if (!strcmp(o, "--tune-weights")) {
+        static const char *const names[] = {"auto", "cached", "cold"};
+        for (int i = 0; i < 3; i++)
+            if (val && !strcmp(val, names[i])) {
+                co->tune_weights = (hc_tune_weights)i;
+                return 2;
+            }
+        fprintf(stderr, "hidetc %s: --tune-weights expects auto, cached or cold, got '%s'\n",
+                cmd, val ? val : "(nothing)");
+        return -1;
+    }
     return 0;
 }

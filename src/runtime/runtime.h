@@ -8,6 +8,16 @@
 #include "jit/jit.h"
 #include "passes/passes.h"
 
+/* Where the tuner's candidates find the weights (docs/tuning.md, "Weights from memory").
+ * AUTO: evicted from the caches before every timed run when the kernels' constants add up
+ * to more than the last-level cache (the model then reads them from memory), else left
+ * in the caches as the runs leave them. */
+typedef enum hc_tune_weights {
+    HC_TUNE_WEIGHTS_AUTO = 0,
+    HC_TUNE_WEIGHTS_CACHED,
+    HC_TUNE_WEIGHTS_COLD,
+} hc_tune_weights;
+
 typedef struct hc_compile_options {
     int num_threads;           /* <= 0: all cores */
     const hc_jit_options *jit; /* NULL: defaults */
@@ -18,6 +28,7 @@ typedef struct hc_compile_options {
     hc_optimize_options paths; /* which convs go by Winograd or the direct template
                                   (src/passes/passes.h; default: the measured rules) */
     int tune_level;            /* 0: default configs; 1: small spaces; 2: full spaces */
+    hc_tune_weights tune_weights; /* the cache state of the weights while tuning */
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */
 } hc_compile_options;

@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 /* ---- progress bar ------------------------------------------------------------------- */
 #define BAR_WIDTH 20
@@ -245,15 +248,30 @@ static void add_sample(samples *s, double ms) {
     s->v[s->n++] = ms;
 }
 
-static double timed_run(hc_packed_fn fn, void *const *args) {
+/* Every line of the cold buffers out of every cache level (the write-backs done before
+ * the clock starts). Elsewhere than x86 nothing is evicted. */
+static void evict(const hc_tune_cold *cold) {
+    if (!cold) return;
+#if defined(__x86_64__) || defined(__i386__)
+    for (int i = 0; i < cold->n; i++) {
+        const char *p = cold->ptr[i];
+        for (size_t o = 0; o < cold->bytes[i]; o += 64) _mm_clflush(p + o);
+    }
+    _mm_mfence();
+#endif
+}
+
+static double timed_run(hc_packed_fn fn, void *const *args, const hc_tune_cold *cold) {
+    evict(cold);
     double t0 = hc_now_ms();
     fn((void **)args);
     return hc_now_ms() - t0;
 }
 
 /* The first pass for one candidate: its samples (only the warm-up when pruned). */
-static void first_pass(hc_packed_fn fn, void *const *args, double best_ms, samples *s) {
-    double warm = timed_run(fn, args);
+static void first_pass(hc_packed_fn fn, void *const *args, const hc_tune_cold *cold,
+                       double best_ms, samples *s) {
+    double warm = timed_run(fn, args, cold);
     if (best_ms >= 0 && warm > PRUNE * best_ms) {
         add_sample(s, warm);
         return;
@@ -261,12 +279,12 @@ static void first_pass(hc_packed_fn fn, void *const *args, double best_ms, sampl
     for (int i = 1; i < BENCH_WARMUP; i++) fn((void **)args);
     double start = hc_now_ms();
     while (s->n < BENCH_MAX_RUNS && (s->n < BENCH_MIN_RUNS || hc_now_ms() - start < BENCH_BUDGET_MS))
-        add_sample(s, timed_run(fn, args));
+        add_sample(s, timed_run(fn, args, cold));
 }
 
 /* The second pass: finalists in turn, round after round. */
-static void final_pass(int n, hc_packed_fn *fns, void *const *const *args, samples *s,
-                       double *ms) {
+static void final_pass(int n, hc_packed_fn *fns, void *const *const *args,
+                       const hc_tune_cold *cold, samples *s, double *ms) {
     int *order = hc_xmalloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) { /* insertion sort by time, ties by index: stable */
         int j = i;
@@ -277,7 +295,8 @@ static void final_pass(int n, hc_packed_fn *fns, void *const *const *args, sampl
     double start = hc_now_ms();
     for (int r = 0; r < FINAL_ROUNDS && k > 1 && hc_now_ms() - start < FINAL_BUDGET_MS; r++)
         for (int j = 0; j < k; j++)
-            add_sample(&s[order[j]], timed_run(fns[order[j]], args[order[j]]));
+            add_sample(&s[order[j]], timed_run(fns[order[j]], args[order[j]],
+                                               cold ? &cold[order[j]] : NULL));
     for (int j = 0; j < k; j++) ms[order[j]] = median(s[order[j]].v, s[order[j]].n);
     free(order);
 }
@@ -292,15 +311,15 @@ hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const 
                          hc_tune_result *out, hc_error *err) {
     void *const **each = hc_xmalloc(sizeof *each * (size_t)(n > 0 ? n : 1));
     for (int i = 0; i < n; i++) each[i] = args;
-    hc_status st = hc_tune_select_each(a, n, cands, each, t, jit, progress, out, err);
+    hc_status st = hc_tune_select_each(a, n, cands, each, NULL, t, jit, progress, out, err);
     free(each);
     return st;
 }
 
 hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
-                              void *const *const *args, const hc_target *t,
-                              const hc_jit_options *jit, hc_progress *progress,
-                              hc_tune_result *out, hc_error *err) {
+                              void *const *const *args, const hc_tune_cold *cold,
+                              const hc_target *t, const hc_jit_options *jit,
+                              hc_progress *progress, hc_tune_result *out, hc_error *err) {
     memset(out, 0, sizeof *out);
     out->best = -1;
     if (n < 1) return hc_error_set(err, HC_ERR_INVALID, "tune: no candidates");
@@ -345,7 +364,7 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
         t0 = hc_now_ms();
         double best_ms = -1;
         for (int i = 0; i < n; i++) {
-            first_pass(fns[i], args[i], best_ms, &s[i]);
+            first_pass(fns[i], args[i], cold ? &cold[i] : NULL, best_ms, &s[i]);
             /* a sorted copy: the samples keep their order for the second pass */
             double *copy = hc_xmalloc(sizeof(double) * (size_t)s[i].n);
             memcpy(copy, s[i].v, sizeof(double) * (size_t)s[i].n);
@@ -354,7 +373,7 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
             if (best_ms < 0 || out->ms[i] < best_ms) best_ms = out->ms[i];
             hc_progress_step(progress, 1);
         }
-        final_pass(n, fns, args, s, out->ms);
+        final_pass(n, fns, args, cold, s, out->ms);
         for (int i = 0; i < n; i++) {
             if (out->best < 0 || out->ms[i] < out->best_ms) out->best = i, out->best_ms = out->ms[i];
             free(s[i].v);

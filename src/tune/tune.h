@@ -80,13 +80,23 @@ typedef struct hc_tune_result {
 hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
                          const hc_target *t, const hc_jit_options *jit, hc_progress *progress,
                          hc_tune_result *out, hc_error *err);
+/* Buffers evicted from the caches (every line flushed) before each timed run of one
+ * candidate: weights that the model reads from memory because all of its weights do not
+ * fit in the last-level cache (docs/tuning.md, "Weights from memory"). */
+typedef struct hc_tune_cold {
+    int n;
+    const void *const *ptr;
+    const size_t *bytes;
+} hc_tune_cold;
+
 /* The same with one argument array per candidate (args[i] for candidate i): candidates
  * whose parameters differ in layout (weights pre-packed for each config) are measured on
- * what they will run with. */
+ * what they will run with. cold (NULL, or one list per candidate) names the buffers to
+ * evict before each of candidate i's timed runs. */
 hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
-                              void *const *const *args, const hc_target *t,
-                              const hc_jit_options *jit, hc_progress *progress,
-                              hc_tune_result *out, hc_error *err);
+                              void *const *const *args, const hc_tune_cold *cold,
+                              const hc_target *t, const hc_jit_options *jit,
+                              hc_progress *progress, hc_tune_result *out, hc_error *err);
 
 /* Median time (ms) of fn(args) after `warmup` runs: at least min_runs timed runs, more
  * until about budget_ms has passed (at most max_runs). */
