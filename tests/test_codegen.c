@@ -319,14 +319,15 @@ static void run_exp_sweep(hc_jit_lib *lib) {
     }
     CHECK_MSG(worst[0] <= 1, "exp: %g ulp", worst[0]);
     CHECK_MSG(worst[1] <= 2, "tanh: %g ulp", worst[1]);
-    CHECK_MSG(worst[2] <= 3.5, "erf: %g ulp", worst[2]);
+    CHECK_MSG(worst[2] <= 2.5, "erf: %g ulp", worst[2]);
     CHECK_MSG(worst[3] <= 2, "log: %g ulp", worst[3]);
     const float *lg = out + 4 * NEXP - 4; /* log |nan|, |inf|, |-inf|, 0 */
     CHECK(isnan(lg[0]) && lg[1] == INFINITY && lg[2] == INFINITY && lg[3] == -INFINITY);
     for (int k = 0; k < 3; k++) {
         const float *o = out + k * NEXP + NEXP - 4;
         CHECK_MSG(isnan(o[0]) && o[3] == (k == 0 ? 1 : 0), "special values of %d", k);
-        CHECK(k == 0 ? (isinf(o[1]) && o[2] == 0) : (o[1] == 1 && o[2] == -1));
+        CHECK_MSG(k == 0 ? (isinf(o[1]) && o[2] == 0) : (o[1] == 1 && o[2] == -1),
+                  "prim %d: f(inf) = %g, f(-inf) = %g", k, o[1], o[2]);
     }
 }
 
