@@ -105,8 +105,7 @@ const char *hc_tune_machine(void) {
 void hc_tune_key(const char *signature, int level, const hc_target *t, char key[33]) {
     hc_hasher h;
     hc_hash_init(&h);
-    /* 2: the matmul space's second nc from L2 (records of 1 index another space) */
-    hc_hash_str(&h, "tune record 2");
+    hc_hash_str(&h, "tune record 1");
     hc_hash_str(&h, signature ? signature : "");
     char buf[256];
     /* everything the schedule space is built from, so a record never outlives its space */

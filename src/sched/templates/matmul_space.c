@@ -8,11 +8,8 @@
  *   kc              the B micro-panel (kc x nr floats) fills KC_L1_FRACTIONS of L1,
  *                   balanced over K as the default does
  *   mc              the A block (mc x kc) takes 1/8 of L2 (the default's rule)
- *   nc              the default's 4096 columns, or the B block (kc x nc) filling half of
- *                   L2 (or a quarter of this core's share of L3, if that is less): a
- *                   thread's B block then stays in L2 while the A blocks sweep it
- *                   (ResNet-50's 64 x 3136 x 256 1x1 convs: 0.41 -> 0.35 ms at batch 1,
- *                   3.2 -> 2.8 ms at batch 8; an L3 share of 240 MB never clipped)
+ *   nc              the default's 4096 columns, or the B block (kc x nc) filling a
+ *                   quarter of this core's share of L3
  *   thread grids    every factorization tb * tm * tn = num_cores
  *   packing         pack_a, pack_b on / off
  *   loop order      not an axis: every candidate takes the default's rule
@@ -86,11 +83,10 @@ static void build_axes(const hc_target *t, const hc_matmul_config *def, axes *x)
 }
 
 /* The blocks of a config with register tile (mr, nr): kc from L1 (fraction f), mc from
- * L2, nc from the default rule or from the caches (cached: half of L2, or a quarter of
- * the core's L3 share if less). The same formulas as hc_matmul_default_config for f = 1.5
- * and !cached. */
+ * L2, nc from the default rule or from L3 (from_l3). The same formulas as
+ * hc_matmul_default_config for f = 1.5 and !from_l3. */
 static void set_blocks(hc_matmul_config *c, const hc_target *t, const hc_matmul_shape *s,
-                       double f, bool cached) {
+                       double f, bool from_l3) {
     int64_t l1 = t->l1_bytes > 0 ? t->l1_bytes : 32768;
     int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
     int64_t l3 = t->l3_bytes > 0 ? t->l3_bytes : 8 << 20;
@@ -98,9 +94,7 @@ static void set_blocks(hc_matmul_config *c, const hc_target *t, const hc_matmul_
     c->kc = round_up(cdiv(s->k, cdiv(s->k, kc)), 8);
     int64_t mc = clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
     c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
-    int64_t nc = 4096;
-    if (cached)
-        nc = HC_MIN(l2 / 2 / (c->kc * 4), l3 / HC_MAX(t->num_cores, 1) / 4 / (c->kc * 4));
+    int64_t nc = from_l3 ? l3 / HC_MAX(t->num_cores, 1) / 4 / (c->kc * 4) : 4096;
     nc = clamp64(nc, c->nr, 1 << 16);
     c->nc = HC_MAX(nc / c->nr * c->nr, c->nr);
 }
@@ -189,13 +183,13 @@ static void push(list *l, const hc_matmul_config *c, const hc_matmul_shape *s, b
 
 /* One point of the product; added when the rules allow it. */
 static void try_point(list *l, const hc_target *t, const hc_matmul_shape *s,
-                      const hc_matmul_config *def, tile tl, double f, bool cached, grid g,
+                      const hc_matmul_config *def, tile tl, double f, bool from_l3, grid g,
                       bool pack_a, bool pack_b) {
     hc_matmul_config c = {0};
     c.lanes = hc_target_f32_lanes(t);
     c.nr = tl.nr;
     c.mr = (int)HC_MIN((int64_t)tl.mr, s->m); /* no padded rows for tiny M (as the default) */
-    set_blocks(&c, t, s, f, cached);
+    set_blocks(&c, t, s, f, from_l3);
     c.tb = g.tb, c.tm = g.tm, c.tn = g.tn;
     c.pack_a = pack_a, c.pack_b = pack_b;
     c.rows_first = hc_matmul_rows_first_pays(&c, s, t);
@@ -239,10 +233,10 @@ int hc_matmul_space(const hc_target *t, const hc_matmul_shape *s, int level,
         } else {
             for (int i = 0; i < x.ntiles; i++)
                 for (size_t f = 0; f < HC_ARRAY_LEN(KC_L1_FRACTIONS); f++)
-                    for (int cached = 0; cached < 2; cached++)
+                    for (int l3 = 0; l3 < 2; l3++)
                         for (int g = 0; g < x.ngrids; g++)
                             for (int p = 3; p >= 0; p--) /* packed first */
-                                try_point(&l, t, s, &def, x.tiles[i], KC_L1_FRACTIONS[f], cached,
+                                try_point(&l, t, s, &def, x.tiles[i], KC_L1_FRACTIONS[f], l3,
                                           x.grids[g], p & 1, p >> 1);
         }
         /* over budget: keep the default and the least padded work */
