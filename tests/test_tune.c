@@ -199,6 +199,19 @@ static float *random_buffer(int64_t n, uint64_t seed) {
 }
 
 
+/* max |A B - C| over C, the reference in double */
+static double product_error(const hc_matmul_shape *s, const float *A, const float *B,
+                            const float *C) {
+    double maxerr = 0;
+    for (int64_t i = 0; i < s->m; i++)
+        for (int64_t j = 0; j < s->n; j++) {
+            double ref = 0;
+            for (int64_t k = 0; k < s->k; k++) ref += (double)A[i * s->k + k] * B[k * s->n + j];
+            maxerr = fmax(maxerr, fabs(ref - C[i * s->n + j]));
+        }
+    return maxerr;
+}
+
 static void test_select(void) {
     const hc_target *t = hc_target_host();
     hc_matmul_shape s = {1, 96, 200, 160};
@@ -231,13 +244,7 @@ static void test_select(void) {
     }
     CHECK(r.compile_ms > 0 && r.bench_ms > 0);
     /* the scratch output holds a correct product (every candidate ran on it) */
-    double maxerr = 0;
-    for (int64_t i = 0; i < s.m; i++)
-        for (int64_t j = 0; j < s.n; j++) {
-            double ref = 0;
-            for (int64_t k = 0; k < s.k; k++) ref += (double)A[i * s.k + k] * B[k * s.n + j];
-            maxerr = fmax(maxerr, fabs(ref - C[i * s.n + j]));
-        }
+    double maxerr = product_error(&s, A, B, C);
     CHECK_MSG(maxerr < 1e-3, "max error %g", maxerr);
     free(r.ms);
 
@@ -256,13 +263,7 @@ static void test_select(void) {
               err.msg);
     CHECK(rc.best >= 0 && rc.best < n && rc.best_ms > 0);
     CHECK(!memcmp(B0, B, sizeof(float) * (size_t)(s.k * s.n)));
-    double coldmax = 0;
-    for (int64_t i = 0; i < s.m; i++)
-        for (int64_t j = 0; j < s.n; j++) {
-            double ref = 0;
-            for (int64_t k = 0; k < s.k; k++) ref += (double)A[i * s.k + k] * B[k * s.n + j];
-            coldmax = fmax(coldmax, fabs(ref - C[i * s.n + j]));
-        }
+    double coldmax = product_error(&s, A, B, C);
     CHECK_MSG(coldmax < 1e-3, "cold: max error %g", coldmax);
     free(rc.ms), free(B0);
 

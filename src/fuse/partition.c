@@ -197,9 +197,9 @@ static bool has_costly_math(const hc_expr *e) {
 
 /* A template evaluates a prologue at each load of its input, often scalar and more than
  * once per element (every thread column packs its own copy of A): only data movement and
- * cheap arithmetic go there. Costly math (GELU's erf, ...) runs as its own vectorized
- * kernel instead. */
-static bool cheap_for_template(hc_arena *a, const pnode *p) {
+ * cheap arithmetic go there. Costly math (GELU's erf, ...) stays with its producer: the
+ * previous anchor's epilogue, or a vectorized kernel of its own. */
+static bool cheap_for_prologue(hc_arena *a, const pnode *p) {
     int n;
     hc_tnode **nodes = hc_task_compute_nodes(a, p->task, &n);
     for (int i = 0; i < n; i++)
@@ -269,7 +269,7 @@ static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
                 if (k < 0) continue;
                 pnode *p = &c->nodes[k];
                 if (p->group >= 0 || !p->injective) continue;
-                if (from_template && !cheap_for_template(c->a, p)) continue;
+                if (from_template && !cheap_for_prologue(c->a, p)) continue;
                 if (read_outside(c, t, gid)) continue; /* every reader in the group */
                 p->group = gid;
                 hc_vec_push(members, k);
