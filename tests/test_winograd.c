@@ -125,7 +125,8 @@ static void check_compiled(const wcase *w, int ci, int threads, bool off) {
     hc_graph *ref = build(w, seed), *g = build(w, seed);
     CHECK(hc_pass_infer_shapes(ref, &err) == HC_OK);
     hc_compile_options opt = {.num_threads = threads,
-                              .paths = {.force_winograd = !off, .no_winograd = off}};
+                              .paths = {.force_winograd = !off, .no_winograd = off,
+                                        .no_nchwc = true}};
     hc_model *m = NULL;
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "case %d: compile: %s", ci, err.msg);

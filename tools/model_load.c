@@ -38,10 +38,10 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
     }
     const hc_optimize_options *p = co ? &co->paths : NULL;
     if (co && (co->no_fusion || co->tune_level || co->no_prepack || p->no_winograd ||
-               p->force_winograd || p->no_direct || p->force_direct))
+               p->force_winograd || p->no_direct || p->force_direct || p->no_nchwc))
         fprintf(stderr,
                 "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
-                "--no-winograd, --winograd-all, --no-direct, --direct-all and --tune do not "
+                "--no-winograd, --winograd-all, --no-direct, --direct-all, --no-nchwc and --tune do not "
                 "apply\n",
                 spec);
     if (co && co->verbose)
@@ -109,6 +109,7 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         {"--no-fusion", &co->no_fusion},           {"--no-prepack", &co->no_prepack},
         {"--no-winograd", &co->paths.no_winograd}, {"--winograd-all", &co->paths.force_winograd},
         {"--no-direct", &co->paths.no_direct},     {"--direct-all", &co->paths.force_direct},
+        {"--no-nchwc", &co->paths.no_nchwc},
     };
     for (size_t i = 0; i < HC_ARRAY_LEN(flags); i++)
         if (!strcmp(o, flags[i].name)) {

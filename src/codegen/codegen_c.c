@@ -739,6 +739,25 @@ static void binary_vector(cg *c, hc_sb *sb, const hc_expr *e) {
     hc_binop op = e->u.bin.op;
     const hc_type *ot = hc_type_promote(c->a, e->u.bin.a->type, e->u.bin.b->type);
     bool fl = hc_dtype_is_float(ot->dtype);
+    /* f32 min/max: MINPS/MAXPS return their second operand unless the first is smaller
+     * (larger), which is hc_min/hc_max's `a < b ? a : b` exactly, NaNs included */
+    int w = (op == HC_OP_MIN || op == HC_OP_MAX) ? simd_width(c, ot) : 0;
+    if (w) {
+        hc_sb_printf(sb, "_mm%d_%s_ps(", w, op == HC_OP_MIN ? "min" : "max");
+        for (int i = 0; i < 2; i++) {
+            const hc_expr *x = i ? e->u.bin.b : e->u.bin.a;
+            if (i) hc_sb_puts(sb, ", ");
+            if (is_vec(x->type)) {
+                emit_as(c, sb, x, ot);
+                continue;
+            }
+            hc_sb_printf(sb, "_mm%d_set1_ps(", w);
+            emit_scalar_cast(c, sb, x, HC_F32);
+            hc_sb_putc(sb, ')');
+        }
+        hc_sb_putc(sb, ')');
+        return;
+    }
     if (op == HC_OP_MIN || op == HC_OP_MAX || (op == HC_OP_MOD && fl)) {
         binary_lanes(c, sb, e, ot);
         return;

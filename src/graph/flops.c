@@ -22,7 +22,8 @@ static bool moves_data(hc_op_kind op) {
     case HC_OPK_PAD: case HC_OPK_DEPTH_TO_SPACE: case HC_OPK_SPACE_TO_DEPTH:
     case HC_OPK_TRILU: case HC_OPK_ONE_HOT: case HC_OPK_EYE_LIKE: case HC_OPK_CAST:
     case HC_OPK_CAST_LIKE: case HC_OPK_IDENTITY: case HC_OPK_DROPOUT: case HC_OPK_IM2COL:
-    case HC_OPK_WINO_INPUT: case HC_OPK_WINO_OUTPUT:
+    case HC_OPK_WINO_INPUT: case HC_OPK_WINO_OUTPUT: case HC_OPK_TO_NCHWC:
+    case HC_OPK_FROM_NCHWC: case HC_OPK_WINO_INPUT_NCHWC: case HC_OPK_WINO_OUTPUT_NCHWC:
         return true;
     default:
         return false;
@@ -63,7 +64,13 @@ double hc_node_flops(const hc_node *n) {
     case HC_OPK_GEMM: return gemm_flops(n);
     case HC_OPK_CONV: return conv_flops(n, n->outputs[0]);
     case HC_OPK_CONV_TRANSPOSE: return conv_flops(n, n->inputs[0]);
-    case HC_OPK_MAX_POOL: case HC_OPK_AVERAGE_POOL: return pool_flops(n);
+    case HC_OPK_CONV_NCHWC: /* W [MB, CB, KH, KW, b, b]: CB*KH*KW*b per output element */
+        return known(n->inputs[1]) && n->inputs[1]->ndim == 6
+                   ? 2 * numel(n->outputs[0]) * prod(n->inputs[1]->shape + 1, 4)
+                   : 0;
+    case HC_OPK_MAX_POOL: case HC_OPK_AVERAGE_POOL: case HC_OPK_MAX_POOL_NCHWC:
+    case HC_OPK_AVERAGE_POOL_NCHWC:
+        return pool_flops(n);
     default: break;
     }
     if (moves_data(n->op)) return 0;

@@ -59,6 +59,7 @@ static void build_op_defs(void) {
     add_defs(hc_ops_math);
     add_defs(hc_ops_shape);
     add_defs(hc_ops_internal);
+    add_defs(hc_ops_nchwc);
 }
 
 const hc_op_def *hc_op_get(hc_op_kind op) {

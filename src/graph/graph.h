@@ -176,6 +176,7 @@ extern const hc_op_def hc_ops_nn[];      /* conv, norms, matmul family, softmax,
 extern const hc_op_def hc_ops_math[];    /* activations, elementwise, logic, reductions */
 extern const hc_op_def hc_ops_shape[];   /* shape, data movement, constants */
 extern const hc_op_def hc_ops_internal[]; /* ops made by passes (Im2Col) */
+extern const hc_op_def hc_ops_nchwc[];   /* the channel-blocked layout (layout pass) */
 
 /* Helpers for op implementations. */
 /* tensor_input tnodes for each present input of n, in order (count in *count). */

@@ -149,7 +149,14 @@
     /* internal ops produced by graph passes */                                               \
     X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)         \
     X(WINO_INPUT,                "",                           1, 1, 1, 1, ANCHOR)            \
-    X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)
+    X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)            \
+    X(TO_NCHWC,                  "",                           1, 1, 1, 1, INJECTIVE)         \
+    X(FROM_NCHWC,                "",                           1, 1, 1, 1, INJECTIVE)         \
+    X(CONV_NCHWC,                "",                           2, 3, 1, 1, ANCHOR)            \
+    X(WINO_INPUT_NCHWC,          "",                           1, 1, 1, 1, ANCHOR)            \
+    X(WINO_OUTPUT_NCHWC,         "",                           1, 1, 1, 1, ANCHOR)            \
+    X(MAX_POOL_NCHWC,            "",                           1, 1, 1, 1, ANCHOR)            \
+    X(AVERAGE_POOL_NCHWC,        "",                           1, 1, 1, 1, ANCHOR)
 
 typedef enum hc_op_kind {
 #define X(n, onnx, imin, imax, omin, omax, kind) HC_OPK_##n,

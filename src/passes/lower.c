@@ -41,8 +41,8 @@ static hc_tensor *reshape(lower_ctx *c, hc_tensor *x, const char *suffix, int nd
 
 /* ---- Conv --------------------------------------------------------------------- */
 /* Explicit pads [top, left, bottom, right], auto_pad resolved. */
-static void conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d,
-                      int64_t *pads) {
+void hc_pass_conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d,
+                       int64_t *pads) {
     const char *ap = hc_node_attr_string(n, "auto_pad", "NOTSET");
     int cnt = 0;
     const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
@@ -123,13 +123,14 @@ static bool winograd_pays(const hc_node *n) {
 }
 
 /* U[a*4 + b, oc, c] = (G g G^T)[a, b] for the 3x3 filter g = w[oc, c], G = [1 0 0;
- * 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; computed in double, stored in f32. */
-static hc_tensor *winograd_weights(lower_ctx *c, const hc_tensor *w) {
+ * 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; computed in double, stored in f32. Transposed (the
+ * channel-blocked path, docs/nchwc.md): U[a*4 + b, c, oc]. */
+hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, bool transposed) {
     static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
     int64_t oc = w->shape[0], ic = w->shape[1];
-    int64_t shape[3] = {16, oc, ic};
-    const char *name = hc_arena_printf(&c->g->arena, "%s_wino", w->name);
-    hc_tensor *u = hc_graph_constant(c->g, name, HC_F32, 3, shape, NULL);
+    int64_t shape[3] = {16, transposed ? ic : oc, transposed ? oc : ic};
+    const char *name = hc_arena_printf(&g->arena, "%s_wino%s", w->name, transposed ? "T" : "");
+    hc_tensor *u = hc_graph_constant(g, name, HC_F32, 3, shape, NULL);
     const float *src = w->data;
     float *dst = u->data;
     for (int64_t o = 0; o < oc; o++)
@@ -142,7 +143,8 @@ static hc_tensor *winograd_weights(lower_ctx *c, const hc_tensor *w) {
             for (int a = 0; a < 4; a++)
                 for (int b = 0; b < 4; b++) {
                     double v = gt[a][0] * G[b][0] + gt[a][1] * G[b][1] + gt[a][2] * G[b][2];
-                    dst[((a * 4 + b) * oc + o) * ic + i] = (float)v;
+                    dst[transposed ? ((a * 4 + b) * ic + i) * oc + o
+                                   : ((a * 4 + b) * oc + o) * ic + i] = (float)v;
                 }
         }
     return u;
@@ -156,7 +158,7 @@ static hc_tensor *lower_conv_winograd(lower_ctx *c, const int64_t *pads) {
     const hc_tensor *y = n->outputs[0];
     hc_attr pa = {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads};
     hc_tensor *v = emit(c, HC_OPK_WINO_INPUT, "wino_in", 1, &x, 1, &pa);
-    hc_tensor *in[2] = {winograd_weights(c, w), v};
+    hc_tensor *in[2] = {hc_pass_winograd_weights(c->g, w, false), v};
     hc_tensor *m = v ? emit(c, HC_OPK_MATMUL, "wino_mm", 2, in, 0, NULL) : NULL;
     int64_t hw[2] = {y->shape[2], y->shape[3]};
     hc_attr oa = {.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw};
@@ -195,6 +197,21 @@ static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, co
     return !winograd_eligible(n, k, s, d) || w->shape[0] > w->shape[1];
 }
 
+hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o) {
+    const hc_tensor *w = n->inputs[1];
+    int64_t k[2] = {w->shape[2], w->shape[3]}, s[2], d[2];
+    attr_pair(n, "strides", s);
+    attr_pair(n, "dilations", d);
+    /* forced paths first (direct over Winograd), then the rules (direct over Winograd) */
+    bool direct = o && !o->no_direct && direct_eligible(n);
+    bool wino = o && !o->no_winograd && winograd_eligible(n, k, s, d);
+    if (direct && o->force_direct) return HC_CONV_DIRECT;
+    if (wino && o->force_winograd) return HC_CONV_WINOGRAD;
+    if (direct && direct_pays(n, k, s, d)) return HC_CONV_DIRECT;
+    if (wino && winograd_pays(n)) return HC_CONV_WINOGRAD;
+    return HC_CONV_IM2COL;
+}
+
 static hc_tensor *lower_conv(lower_ctx *c) {
     hc_node *n = c->n;
     hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
@@ -202,15 +219,10 @@ static hc_tensor *lower_conv(lower_ctx *c) {
     int64_t k[2] = {w->shape[2], w->shape[3]}, s[2], d[2], pads[4];
     attr_pair(n, "strides", s);
     attr_pair(n, "dilations", d);
-    conv_pads(n, k, s, d, pads);
-    /* forced paths first (direct over Winograd), then the rules (direct over Winograd) */
-    const hc_optimize_options *o = c->opt;
-    bool direct = o && !o->no_direct && direct_eligible(n);
-    bool wino = o && !o->no_winograd && winograd_eligible(n, k, s, d);
-    if (direct && o->force_direct) return n->outputs[0]; /* kept */
-    if (wino && o->force_winograd) return lower_conv_winograd(c, pads);
-    if (direct && direct_pays(n, k, s, d)) return n->outputs[0];
-    if (wino && winograd_pays(n)) return lower_conv_winograd(c, pads);
+    hc_pass_conv_pads(n, k, s, d, pads);
+    hc_conv_path path = hc_pass_conv_path(n, c->opt);
+    if (path == HC_CONV_DIRECT) return n->outputs[0]; /* kept */
+    if (path == HC_CONV_WINOGRAD) return lower_conv_winograd(c, pads);
     int64_t oc = w->shape[0], ck = w->shape[1] * k[0] * k[1];
     hc_tensor *cols = conv_columns(c, k, s, d, pads);
     int64_t wshape[2] = {oc, ck};

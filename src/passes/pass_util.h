@@ -25,6 +25,16 @@ hc_tensor *hc_pass_const_float(hc_graph *g, const char *name, hc_dtype dt, int n
  * known at compile time, evaluate it and make its outputs constants (*folded = true; the
  * caller removes the node). */
 hc_status hc_pass_fold_if_known(hc_graph *g, hc_node *n, bool *folded, hc_error *err);
+/* A 2-D Conv's explicit pads [top, left, bottom, right] with auto_pad resolved (kernel k,
+ * strides s, dilations d; src/passes/lower.c). */
+void hc_pass_conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d,
+                       int64_t *pads);
+/* How src/passes/lower.c computes a 2-D group-1 Conv under `o`: kept for the direct
+ * template, Winograd F(2x2, 3x3), or im2col + matmul. */
+typedef enum hc_conv_path { HC_CONV_IM2COL, HC_CONV_WINOGRAD, HC_CONV_DIRECT } hc_conv_path;
+hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o);
+/* Winograd's transformed weights of w [OC, C, 3, 3]: [16, OC, C], or transposed [16, C, OC]. */
+hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, bool transposed);
 /* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
 void hc_pass_remove_nodes(hc_graph *g, const char *remove);
 

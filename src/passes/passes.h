@@ -28,6 +28,9 @@ typedef struct hc_optimize_options {
     bool no_direct;      /* no group-1 conv kept for the direct conv template */
     bool force_direct;   /* every group-1 2-D f32 conv kept for the direct template (tests,
                             measurements) */
+    bool no_nchwc;       /* the runtime leaves nchwc_block at 0 (--no-nchwc) */
+    int nchwc_block;     /* > 1: convs whose channels it divides run in the channel-blocked
+                            layout NCHW{b}c (docs/nchwc.md); 0: off */
 } hc_optimize_options;
 
 /* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add), or for 3x3 stride-1 convs where it
@@ -35,6 +38,11 @@ typedef struct hc_optimize_options {
 hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err);
 hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt,
                                      hc_error *err);
+
+/* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
+ * reorders, which are then pushed through elementwise ops, channel Concats and pools and
+ * cancelled where they meet. opt->nchwc_block <= 1: nothing. */
+hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_error *err);
 
 /* The whole pipeline (opt NULL: defaults). */
 hc_status hc_graph_optimize(hc_graph *g, hc_error *err);

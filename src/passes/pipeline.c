@@ -84,6 +84,8 @@ hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc
     if (st == HC_OK) st = check(g, "simplify", hc_pass_simplify(g, err), err);
     if (st == HC_OK) st = check(g, "fold_constants", hc_pass_fold_constants(g, err), err);
     if (st == HC_OK) st = check(g, "fold_batchnorm", hc_pass_fold_batchnorm(g, err), err);
+    if (st == HC_OK && opt->nchwc_block > 1)
+        st = check(g, "layout_nchwc", hc_pass_layout_nchwc(g, opt, err), err);
     if (st == HC_OK) st = check(g, "lower_anchors", hc_pass_lower_anchors_with(g, opt, err), err);
     /* the lowering made new reshapes (simplify merges them) and constant operands */
     if (st == HC_OK) st = check(g, "simplify", hc_pass_simplify(g, err), err);

@@ -866,6 +866,9 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                                                    : HC_MAX(1, hc_target_host()->num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
+    /* the channel-blocked layout with blocks of one vector (docs/nchwc.md) */
+    if (!m->opt.paths.no_nchwc && m->opt.paths.nchwc_block == 0)
+        m->opt.paths.nchwc_block = hc_target_f32_lanes(hc_target_host());
     hc_status st = hc_graph_optimize_with(g, &m->opt.paths, err);
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);

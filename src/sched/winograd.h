@@ -23,4 +23,13 @@ hc_func *hc_wino_input_cpu(hc_arena *a, const char *name, const hc_wino_shape *s
 hc_func *hc_wino_output_cpu(hc_arena *a, const char *name, const hc_wino_shape *s, int threads,
                             hc_error *err);
 
+/* The same transforms on the channel-blocked layout (winograd_nchwc_cpu.c, docs/nchwc.md):
+ *   input:  X [n, c/block, h, w, block] -> V [16, T, c]      params X, V
+ *   output: M [16, T, c] -> Y [n, c/block, oh, ow, block]     params M, Y
+ * with the channels on the vector lanes (block = the target's f32 lanes). */
+hc_func *hc_wino_input_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
+                                 int block, int threads, hc_error *err);
+hc_func *hc_wino_output_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
+                                  int block, int threads, hc_error *err);
+
 #endif

@@ -147,12 +147,16 @@ static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     int64_t pad[4];
     hc_status st = wino_pads(n, pad, err);
     if (st != HC_OK) return st;
-    if (x->ndim != 4)
-        return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 4", x->ndim);
+    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC;
+    if (x->ndim != (blocked ? 5 : 4))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected %d", x->ndim,
+                            blocked ? 5 : 4);
     int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
     if (oh < 1 || ow < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "a 3x3 window does not fit the input");
-    int64_t shape[3] = {16, x->shape[1], x->shape[0] * ((oh + 1) / 2) * ((ow + 1) / 2)};
+    int64_t c = x->shape[1] * (blocked ? x->shape[4] : 1);
+    int64_t t = x->shape[0] * ((oh + 1) / 2) * ((ow + 1) / 2);
+    int64_t shape[3] = {16, blocked ? t : c, blocked ? c : t};
     hc_node_set_output(n, 0, x->dtype, 3, shape);
     return HC_OK;
 }
@@ -177,11 +181,17 @@ typedef struct wino_tile {
     hc_dtype dt;
 } wino_tile;
 
-/* d[r, s] of the tile: x at (row0 + r, col0 + s), 0 outside the image. */
+/* d[r, s] of the tile: x at (row0 + r, col0 + s), 0 outside the image. x is NCHW, or
+ * NCHW{b}c (5-D: channel c at block c / b, lane c % b). */
 static hc_expr *tile_at(hc_arena *a, const wino_tile *w, hc_expr *r, hc_expr *s) {
     hc_expr *ih = hc_add(a, w->row0, r), *iw = hc_add(a, w->col0, s);
     int64_t h = w->x->shape[2], wd = w->x->shape[3];
-    hc_expr *idx[4] = {w->n, w->c, clamp(a, ih, h), clamp(a, iw, wd)};
+    hc_expr *idx[5] = {w->n, w->c, clamp(a, ih, h), clamp(a, iw, wd), NULL};
+    if (w->x->ndim == 5) {
+        hc_expr *b = hc_int(a, w->x->shape[4]);
+        idx[1] = hc_div(a, w->c, b);
+        idx[4] = hc_mod(a, w->c, b);
+    }
     return hc_select(a, hc_and(a, inside(a, ih, h), inside(a, iw, wd)), hc_at(a, w->x, idx),
                      hc_const_num(a, w->dt, 0));
 }
@@ -194,12 +204,16 @@ static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
     int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
     int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
-    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, "c"), hc_axis(a, "t")};
-    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[2]);
+    /* NCHW{b}c input: V is [16, T, C] (the matmul's A operand, channels innermost) */
+    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC;
+    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, blocked ? "t" : "c"),
+                     hc_axis(a, blocked ? "c" : "t")};
+    hc_var *cax = blocked ? ax[2] : ax[1];
+    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, blocked ? ax[1] : ax[2]);
     hc_expr *ra = hc_div(a, e, hc_int(a, 4)), *rb = hc_mod(a, e, hc_int(a, 4));
     hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
     hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
-    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, ax[1]),
+    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, cax),
                    hc_sub(a, hc_mul(a, ty, hc_int(a, 2)), hc_int(a, pad[0])),
                    hc_sub(a, hc_mul(a, tx, hc_int(a, 2)), hc_int(a, pad[1])), y->dtype};
     hc_expr *pa = bt_p(a, ra), *qa = bt_q(a, ra), *pb = bt_p(a, rb), *qb = bt_q(a, rb);
@@ -228,6 +242,18 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     hc_status st = wino_out_hw(n, hw, err);
     if (st != HC_OK) return st;
     int64_t tiles = ((hw[0] + 1) / 2) * ((hw[1] + 1) / 2);
+    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) { /* m [16, N*tiles, K] -> [N, K/b, OH, OW, b] */
+        int64_t b = hc_node_attr_int(n, "block", 0);
+        if (m->ndim != 3 || m->shape[0] != 16 || m->shape[1] % tiles != 0 || b < 1 ||
+            m->shape[2] % b != 0)
+            return hc_node_fail(n, HC_ERR_INVALID, err,
+                                "input must be [16, N*%lld, K] with K a multiple of block %lld "
+                                "for out_hw [%lld, %lld]",
+                                (long long)tiles, (long long)b, (long long)hw[0], (long long)hw[1]);
+        int64_t shape[5] = {m->shape[1] / tiles, m->shape[2] / b, hw[0], hw[1], b};
+        hc_node_set_output(n, 0, m->dtype, 5, shape);
+        return HC_OK;
+    }
     if (m->ndim != 3 || m->shape[0] != 16 || m->shape[2] % tiles != 0)
         return hc_node_fail(n, HC_ERR_INVALID, err,
                             "input must be [16, K, N*%lld] for out_hw [%lld, %lld]",
@@ -244,7 +270,13 @@ static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *y = n->outputs[0];
     int64_t th = (hw[0] + 1) / 2, tw = (hw[1] + 1) / 2;
-    hc_var *ax[4] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w")};
+    /* NCHW{b}c output: y [N, K/b, OH, OW, b] from m [16, T, K] */
+    bool blocked = n->op == HC_OPK_WINO_OUTPUT_NCHWC;
+    hc_var *ax[5] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w"),
+                     hc_axis(a, "l")};
+    hc_expr *kk = blocked ? hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])),
+                                   hc_ref(a, ax[4]))
+                          : hc_ref(a, ax[1]);
     hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *two = hc_int(a, 2);
     hc_expr *i = hc_mod(a, h, two), *j = hc_mod(a, wv, two);
     hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
@@ -258,13 +290,14 @@ static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
         hc_expr *row = hc_mul(a, hc_add(a, i, hc_int(a, k)), hc_int(a, 4));
         hc_expr *m[3];
         for (int l = 0; l < 3; l++) {
-            hc_expr *idx[3] = {hc_add(a, row, hc_add(a, j, hc_int(a, l))), hc_ref(a, ax[1]), t};
+            hc_expr *e = hc_add(a, row, hc_add(a, j, hc_int(a, l)));
+            hc_expr *idx[3] = {e, blocked ? t : kk, blocked ? kk : t};
             m[l] = hc_at(a, in[0], idx);
         }
         rows[k] = hc_add(a, m[0], hc_mul(a, sj, hc_add(a, m[1], m[2])));
     }
     hc_expr *v = hc_add(a, rows[0], hc_mul(a, si, hc_add(a, rows[1], rows[2])));
-    hc_tnode *out = hc_compute_with_axes(a, y->name, 4, y->shape, ax, v);
+    hc_tnode *out = hc_compute_with_axes(a, y->name, y->ndim, y->shape, ax, v);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
@@ -275,20 +308,28 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
     (void)opts;
     (void)err;
     if (t->ninputs != 1 || t->noutputs != 1 || n->outputs[0]->dtype != HC_F32) return NULL;
-    bool input = n->op == HC_OPK_WINO_INPUT;
+    bool input = n->op == HC_OPK_WINO_INPUT || n->op == HC_OPK_WINO_INPUT_NCHWC;
+    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC || n->op == HC_OPK_WINO_OUTPUT_NCHWC;
     const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    const hc_tensor *img = input ? x : y; /* the NCHW or NCHW{b}c side */
+    int64_t block = blocked ? img->shape[4] : 1;
+    if (blocked && block != hc_target_f32_lanes(target)) return NULL;
     hc_wino_shape s = {0};
     int64_t pad[4] = {0, 0, 0, 0};
     hc_error e2 = {0};
     if (input) {
         if (wino_pads(n, pad, &e2) != HC_OK) return NULL;
-        s = (hc_wino_shape){x->shape[0], x->shape[1], x->shape[2], x->shape[3], pad[0], pad[1],
-                            x->shape[2] + pad[0] + pad[2] - 2, x->shape[3] + pad[1] + pad[3] - 2};
+        s = (hc_wino_shape){x->shape[0], x->shape[1] * block, x->shape[2], x->shape[3], pad[0],
+                            pad[1], x->shape[2] + pad[0] + pad[2] - 2,
+                            x->shape[3] + pad[1] + pad[3] - 2};
     } else {
-        s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1], .oh = y->shape[2],
+        s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1] * block, .oh = y->shape[2],
                             .ow = y->shape[3]};
     }
     int threads = target->num_cores > 0 ? target->num_cores : 1;
+    if (blocked)
+        return input ? hc_wino_input_nchwc_cpu(a, fname, &s, (int)block, threads, &e2)
+                     : hc_wino_output_nchwc_cpu(a, fname, &s, (int)block, threads, &e2);
     return input ? hc_wino_input_cpu(a, fname, &s, threads, &e2)
                  : hc_wino_output_cpu(a, fname, &s, threads, &e2);
 }
@@ -297,5 +338,7 @@ const hc_op_def hc_ops_internal[] = {
     {HC_OPK_IM2COL, infer_im2col, task_im2col, NULL},
     {HC_OPK_WINO_INPUT, infer_wino_input, task_wino_input, schedule_wino},
     {HC_OPK_WINO_OUTPUT, infer_wino_output, task_wino_output, schedule_wino},
+    {HC_OPK_WINO_INPUT_NCHWC, infer_wino_input, task_wino_input, schedule_wino},
+    {HC_OPK_WINO_OUTPUT_NCHWC, infer_wino_output, task_wino_output, schedule_wino},
     {HC_OPK_COUNT, NULL, NULL, NULL},
 };

@@ -24,6 +24,9 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_HARDMAX, nn_infer_softmax, nn_task_softmax, NULL},
     {HC_OPK_MAX_POOL, nn_infer_max_pool, nn_task_max_pool, NULL},
     {HC_OPK_AVERAGE_POOL, nn_infer_average_pool, nn_task_average_pool, NULL},
+    /* the same on NCHW{b}c data, made by the layout pass (docs/nchwc.md) */
+    {HC_OPK_MAX_POOL_NCHWC, nn_infer_max_pool, nn_task_max_pool, nn_schedule_pool},
+    {HC_OPK_AVERAGE_POOL_NCHWC, nn_infer_average_pool, nn_task_average_pool, nn_schedule_pool},
     {HC_OPK_GLOBAL_AVERAGE_POOL, nn_infer_global_pool, nn_task_global_pool, NULL},
     {HC_OPK_GLOBAL_MAX_POOL, nn_infer_global_pool, nn_task_global_pool, NULL},
     {0},

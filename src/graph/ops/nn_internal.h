@@ -39,6 +39,11 @@ hc_expr *nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other);
 /* c = c && x (c may be NULL). */
 hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x);
 
+/* The pool template on NCHW{b}c data (nn_pool.c). */
+hc_func *nn_schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
+                          const hc_target *target, const char *fname, const hc_sched_opts *opts,
+                          hc_error *err);
+
 /* Op definitions, one file per family. */
 #define NN_DECL(x)                                                                       \
     hc_status nn_infer_##x(hc_node *n, hc_error *err);                                   \

@@ -1,0 +1,228 @@
+/* nchwc.c — the channel-blocked layout NCHW{b}c (docs/nchwc.md): ops that only the layout
+ * pass (src/passes/layout.c) creates.
+ *
+ * TO_NCHWC    x [N, C, H, W] -> y [N, C/b, H, W, b], attribute block b (divides C):
+ *             y[n, cb, h, w, l] = x[n, cb*b + l, h, w]
+ * FROM_NCHWC  y [N, CB, H, W, b] -> x [N, CB*b, H, W]: the inverse
+ * CONV_NCHWC  X [N, CB, H, W, b], W [MB, CB, KH, KW, b, b], B [MB, b] (optional)
+ *             -> Y [N, MB, OH, OW, b], attributes strides, dilations (2 each) and pads
+ *             [top, left, bottom, right] (explicit):
+ *             Y[n, o, y, x, m] = B[o, m] + sum_{ci, i, j, l} X[n, ci, y*sh - pt + i*dh,
+ *                                   x*sw - pl + j*dw, l] * W[o, ci, i, j, l, m]
+ *             (X read as 0 outside the image). Scheduled by the conv_nchwc template. */
+#include <stdlib.h>
+
+#include "graph/graph.h"
+#include "sched/conv_nchwc.h"
+
+static hc_status need_rank(const hc_node *n, int i, int rank, hc_error *err) {
+    const hc_tensor *t = n->inputs[i];
+    if (!t || t->ndim != rank)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input %d has rank %d, expected %d", i,
+                            t ? t->ndim : 0, rank);
+    return HC_OK;
+}
+
+/* ---- reorders --------------------------------------------------------------------- */
+static hc_status infer_to_nchwc(hc_node *n, hc_error *err) {
+    if (need_rank(n, 0, 4, err)) return err->status;
+    const hc_tensor *x = n->inputs[0];
+    int64_t b = hc_node_attr_int(n, "block", 0);
+    if (b < 1 || x->shape[1] % b)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "block %lld does not divide %lld channels",
+                            (long long)b, (long long)x->shape[1]);
+    int64_t shape[5] = {x->shape[0], x->shape[1] / b, x->shape[2], x->shape[3], b};
+    hc_node_set_output(n, 0, x->dtype, 5, shape);
+    return HC_OK;
+}
+
+static hc_task *task_to_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)err;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *y = n->outputs[0];
+    hc_var *ax[5] = {hc_axis(a, "n"), hc_axis(a, "cb"), hc_axis(a, "h"), hc_axis(a, "w"),
+                     hc_axis(a, "l")};
+    hc_expr *c = hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])), hc_ref(a, ax[4]));
+    hc_expr *idx[4] = {hc_ref(a, ax[0]), c, hc_ref(a, ax[2]), hc_ref(a, ax[3])};
+    hc_tnode *out = hc_compute_with_axes(a, y->name, 5, y->shape, ax, hc_at(a, in[0], idx));
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
+static hc_status infer_from_nchwc(hc_node *n, hc_error *err) {
+    if (need_rank(n, 0, 5, err)) return err->status;
+    const hc_tensor *y = n->inputs[0];
+    int64_t shape[4] = {y->shape[0], y->shape[1] * y->shape[4], y->shape[2], y->shape[3]};
+    hc_node_set_output(n, 0, y->dtype, 4, shape);
+    return HC_OK;
+}
+
+static hc_task *task_from_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)err;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *x = n->outputs[0];
+    int64_t b = n->inputs[0]->shape[4];
+    hc_var *ax[4] = {hc_axis(a, "n"), hc_axis(a, "c"), hc_axis(a, "h"), hc_axis(a, "w")};
+    hc_expr *c = hc_ref(a, ax[1]);
+    hc_expr *idx[5] = {hc_ref(a, ax[0]), hc_div(a, c, hc_int(a, b)), hc_ref(a, ax[2]),
+                       hc_ref(a, ax[3]), hc_mod(a, c, hc_int(a, b))};
+    hc_tnode *out = hc_compute_with_axes(a, x->name, 4, x->shape, ax, hc_at(a, in[0], idx));
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
+/* ---- the blocked convolution ---------------------------------------------------------- */
+static hc_status pair(const hc_node *n, const char *name, int64_t *out, hc_error *err) {
+    int cnt = 0;
+    const int64_t *v = hc_node_attr_ints(n, name, &cnt);
+    if (!v) {
+        out[0] = out[1] = 1;
+        return HC_OK;
+    }
+    if (cnt != 2 || v[0] < 1 || v[1] < 1)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "%s must be 2 positive values", name);
+    out[0] = v[0], out[1] = v[1];
+    return HC_OK;
+}
+
+/* The template's shape from the node (also the geometry infer and the Task use). */
+static hc_status conv_shape(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
+    if (need_rank(n, 0, 5, err) || need_rank(n, 1, 6, err)) return err->status;
+    const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
+    const hc_tensor *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+    int64_t blk = x->shape[4];
+    if (w->shape[1] != x->shape[1] || w->shape[4] != blk || w->shape[5] != blk)
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "weight [%lld, %lld, %lld, %lld, %lld, %lld] does not fit input "
+                            "blocks [%lld x %lld]",
+                            (long long)w->shape[0], (long long)w->shape[1], (long long)w->shape[2],
+                            (long long)w->shape[3], (long long)w->shape[4], (long long)w->shape[5],
+                            (long long)x->shape[1], (long long)blk);
+    if (b && (b->ndim != 2 || b->shape[0] != w->shape[0] || b->shape[1] != blk))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "bias '%s' must be [%lld, %lld]", b->name,
+                            (long long)w->shape[0], (long long)blk);
+    if (x->dtype != w->dtype || (b && b->dtype != x->dtype) || !hc_dtype_is_float(x->dtype))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "inputs must share one float dtype");
+    int64_t st[2] = {1, 1}, dl[2] = {1, 1};
+    if (pair(n, "strides", st, err) || pair(n, "dilations", dl, err)) return err->status;
+    int cnt = 0;
+    const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
+    if (p && cnt != 4)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "pads has %d values, expected 4", cnt);
+    int64_t pads[4] = {0, 0, 0, 0};
+    for (int i = 0; p && i < 4; i++) pads[i] = p[i];
+    *s = (hc_conv_nchwc_shape){.n = x->shape[0], .cb = x->shape[1], .h = x->shape[2],
+                               .w = x->shape[3], .mb = w->shape[0], .kh = w->shape[2],
+                               .kw = w->shape[3], .sh = st[0], .sw = st[1], .dh = dl[0],
+                               .dw = dl[1], .pt = pads[0], .pl = pads[1], .pb = pads[2],
+                               .pr = pads[3], .block = (int)blk, .bias = b != NULL};
+    int64_t eh = (s->kh - 1) * s->dh + 1, ew = (s->kw - 1) * s->dw + 1;
+    int64_t rh = s->h + s->pt + s->pb - eh, rw = s->w + s->pl + s->pr - ew;
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "pads must be >= 0");
+    if (rh < 0 || rw < 0)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "the window does not fit the input");
+    s->oh = rh / s->sh + 1, s->ow = rw / s->sw + 1;
+    return HC_OK;
+}
+
+static hc_status infer_conv_nchwc(hc_node *n, hc_error *err) {
+    hc_conv_nchwc_shape s;
+    if (conv_shape(n, &s, err)) return err->status;
+    int64_t shape[5] = {s.n, s.mb, s.oh, s.ow, s.block};
+    hc_node_set_output(n, 0, n->inputs[0]->dtype, 5, shape);
+    return HC_OK;
+}
+
+typedef struct conv_ctx {
+    const hc_tnode *x, *w, *b;
+    hc_conv_nchwc_shape s;
+    hc_var *const *o;
+} conv_ctx;
+
+/* r = (c, i, j): input channel c (block c / b, lane c % b), tap (i, j) */
+static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
+    const conv_ctx *c = vctx;
+    const hc_conv_nchwc_shape *s = &c->s;
+    hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->block);
+    hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
+    hc_expr *pos[2], *ok = NULL;
+    const int64_t st[2] = {s->sh, s->sw}, dl[2] = {s->dh, s->dw}, pb[2] = {s->pt, s->pl};
+    const int64_t in[2] = {s->h, s->w};
+    for (int i = 0; i < 2; i++) {
+        hc_expr *p = hc_add(a, hc_mul(a, hc_ref(a, c->o[2 + i]), hc_int(a, st[i])),
+                            hc_mul(a, hc_ref(a, r[1 + i]), hc_int(a, dl[i])));
+        p = hc_sub(a, p, hc_int(a, pb[i]));
+        hc_expr *inside = hc_and(a, hc_le(a, hc_int(a, 0), p), hc_lt(a, p, hc_int(a, in[i])));
+        ok = ok ? hc_and(a, ok, inside) : inside;
+        /* clamped, so that the read is in bounds where the select discards it */
+        pos[i] = hc_min(a, hc_max(a, p, hc_int(a, 0)), hc_int(a, in[i] - 1));
+    }
+    hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
+    hc_expr *wi[6] = {hc_ref(a, c->o[1]), cb, hc_ref(a, r[1]), hc_ref(a, r[2]), l,
+                      hc_ref(a, c->o[4])};
+    hc_expr *prod = hc_mul(a, hc_at(a, c->x, xi), hc_at(a, c->w, wi));
+    return hc_select(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
+}
+
+static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
+    conv_ctx *c = vctx;
+    c->o = axes;
+    int64_t ext[3] = {c->s.cb * c->s.block, c->s.kh, c->s.kw};
+    hc_expr *v = hc_reduce_expr(a, 3, ext, conv_term, c, HC_REDUCE_SUM);
+    if (c->b) v = hc_add(a, v, hc_at(a, c->b, (hc_expr *[]){hc_ref(a, axes[1]), hc_ref(a, axes[4])}));
+    return v;
+}
+
+static hc_task *task_conv_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
+    conv_ctx c = {0};
+    if (conv_shape(n, &c.s, err)) return NULL;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    c.x = in[0], c.w = in[1], c.b = nin > 2 ? in[2] : NULL;
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, y->name, 5, y->shape, conv_out, &c);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
+static bool template_shape(const hc_node *n, const hc_target *target, hc_conv_nchwc_shape *s) {
+    hc_error e = {0};
+    if (conv_shape(n, s, &e) != HC_OK || n->inputs[0]->dtype != HC_F32) return false;
+    return s->block == hc_target_f32_lanes(target) && hc_conv_nchwc_validate_shape(s, &e) == HC_OK;
+}
+
+static int space_conv_nchwc(const hc_node *n, const hc_target *target, int level) {
+    hc_conv_nchwc_shape s;
+    if (!template_shape(n, target, &s)) return 0;
+    return hc_conv_nchwc_space(target, &s, level, NULL, 0);
+}
+
+static hc_func *schedule_conv_nchwc(hc_arena *a, const hc_node *n, const hc_task *t,
+                                    const hc_target *target, const char *fname,
+                                    const hc_sched_opts *opts, hc_error *err) {
+    hc_conv_nchwc_shape s;
+    if (!template_shape(n, target, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
+        return NULL;
+    hc_conv_nchwc_config cfg = hc_conv_nchwc_default_config(target, &s);
+    if (opts && (opts->level > 0 || opts->candidate > 0)) {
+        int count = hc_conv_nchwc_space(target, &s, opts->level, NULL, 0);
+        if (opts->candidate < 0 || opts->candidate >= count) {
+            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
+                         opts->candidate, count, opts->level);
+            return NULL;
+        }
+        hc_conv_nchwc_config *all = hc_xmalloc(sizeof *all * (size_t)count);
+        hc_conv_nchwc_space(target, &s, opts->level, all, count);
+        cfg = all[opts->candidate];
+        free(all);
+    }
+    hc_error e2 = {0};
+    return hc_conv_nchwc_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+}
+
+const hc_op_def hc_ops_nchwc[] = {
+    {HC_OPK_TO_NCHWC, infer_to_nchwc, task_to_nchwc, NULL},
+    {HC_OPK_FROM_NCHWC, infer_from_nchwc, task_from_nchwc, NULL},
+    {HC_OPK_CONV_NCHWC, infer_conv_nchwc, task_conv_nchwc, schedule_conv_nchwc, space_conv_nchwc},
+    {HC_OPK_COUNT, NULL, NULL, NULL},
+};

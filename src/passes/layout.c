@@ -1,0 +1,372 @@
+/* layout.c — the channel-blocked layout pass (docs/nchwc.md).
+ *
+ * 1. Every eligible Conv (2-D, group 1, f32, constant weights and bias, input and output
+ *    channels multiples of the block b) becomes
+ *        FROM_NCHWC(CONV_NCHWC(TO_NCHWC(x), W', B'))
+ *    with the weights reordered at compile time to [OC/b, C/b, KH, KW, b, b].
+ * 2. The reorders are pushed through the ops that compute the same on the blocked layout
+ *    and cancelled where they meet: TO_NCHWC(FROM_NCHWC(y)) is y; an elementwise op whose
+ *    tensor inputs all come from FROM_NCHWC (constants: scalars or per-channel [C, 1, 1])
+ *    runs on the blocked tensors with one FROM_NCHWC after it; so do a channel Concat of
+ *    blocked pieces and 2-D MaxPool / AveragePool (as 3-D pools with a window of 1 along
+ *    the block). A chain of convolutions with their ReLUs, residual Adds, pools and
+ *    concats is then blocked from end to end, with one reorder where it starts and one
+ *    where it ends. */
+#include <string.h>
+
+#include "passes/pass_util.h"
+
+typedef struct lctx {
+    hc_graph *g;
+    hc_error *err;
+    int64_t block;
+    int counter;
+} lctx;
+
+static const char *fresh(lctx *c, const char *base, const char *what) {
+    return hc_arena_printf(&c->g->arena, "%s_%s%d", base, what, c->counter++);
+}
+
+/* A node like `like` (same op, opset and attributes unless given) on other inputs. */
+static hc_tensor *add(lctx *c, hc_op_kind op, const hc_node *like, const char *name, int nin,
+                      hc_tensor *const *in, int nattrs, const hc_attr *attrs) {
+    hc_node *m = hc_graph_add_node(c->g, op, name, nin, in, 0, NULL, nattrs, attrs, c->err);
+    if (!m) return NULL;
+    if (like) m->opset = like->opset;
+    if (hc_pass_infer_node(m, c->err) != HC_OK) return NULL;
+    return m->outputs[0];
+}
+
+static hc_tensor *to_blocked(lctx *c, hc_tensor *x, const char *base) {
+    hc_attr a = {.name = "block", .kind = HC_ATTR_INT, .i = c->block};
+    return add(c, HC_OPK_TO_NCHWC, NULL, fresh(c, base, "to_nchwc"), 1, &x, 1, &a);
+}
+static hc_tensor *from_blocked(lctx *c, hc_tensor *y, const char *base) {
+    return add(c, HC_OPK_FROM_NCHWC, NULL, fresh(c, base, "from_nchwc"), 1, &y, 0, NULL);
+}
+
+/* ---- 1. convolutions --------------------------------------------------------------- */
+static void attr_pair(const hc_node *n, const char *name, int64_t *out) {
+    int cnt = 0;
+    const int64_t *v = hc_node_attr_ints(n, name, &cnt);
+    out[0] = v && cnt == 2 ? v[0] : 1;
+    out[1] = v && cnt == 2 ? v[1] : 1;
+}
+
+static bool conv_eligible(const lctx *c, const hc_node *n) {
+    if (n->op != HC_OPK_CONV || n->ninputs < 2) return false;
+    const hc_tensor *x = n->inputs[0], *w = n->inputs[1], *y = n->outputs[0];
+    const hc_tensor *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+    if (!y || !y->shape_known || x->ndim != 4 || w->ndim != 4 || x->dtype != HC_F32 ||
+        w->dtype != HC_F32 || !w->data || (b && (!b->data || b->dtype != HC_F32)))
+        return false;
+    if (hc_node_attr_int(n, "group", 1) != 1 || w->shape[1] != x->shape[1]) return false;
+    return x->shape[1] % c->block == 0 && w->shape[0] % c->block == 0;
+}
+
+/* W [OC, C, KH, KW] -> [OC/b, C/b, KH, KW, b(c), b(oc)] */
+static hc_tensor *blocked_weights(lctx *c, const hc_tensor *w) {
+    int64_t b = c->block, oc = w->shape[0], ic = w->shape[1], kh = w->shape[2], kw = w->shape[3];
+    int64_t shape[6] = {oc / b, ic / b, kh, kw, b, b};
+    hc_tensor *t = hc_graph_constant(c->g, fresh(c, w->name, "nchwc"), HC_F32, 6, shape, NULL);
+    const float *src = w->data;
+    float *dst = t->data;
+    for (int64_t o = 0; o < oc; o++)
+        for (int64_t i = 0; i < ic; i++)
+            for (int64_t r = 0; r < kh * kw; r++)
+                dst[((((o / b) * (ic / b) + i / b) * kh * kw + r) * b + i % b) * b + o % b] =
+                    src[(o * ic + i) * kh * kw + r];
+    return t;
+}
+
+/* A constant viewed with another shape (same data: constants are immutable). */
+static hc_tensor *view(lctx *c, const hc_tensor *t, int ndim, const int64_t *shape) {
+    hc_tensor *v = hc_graph_tensor(c->g, fresh(c, t->name, "nchwc"), t->dtype, ndim, shape);
+    v->data = t->data;
+    return v;
+}
+
+/* Winograd F(2x2, 3x3) on the blocked input: V [16, T, C] = WINO_INPUT_NCHWC(xb);
+ * M [16, T, OC] = V x U^T (batched MatMul, the transformed weights [16, C, OC] as B);
+ * yb = WINO_OUTPUT_NCHWC(M) [N, OC/b, OH, OW, b] (+ the bias as [OC/b, 1, 1, b]). */
+static hc_tensor *winograd(lctx *c, hc_node *n, hc_tensor *xb, const int64_t *pads) {
+    hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+    const hc_tensor *y = n->outputs[0];
+    hc_attr pa = {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads};
+    hc_tensor *v = add(c, HC_OPK_WINO_INPUT_NCHWC, NULL, fresh(c, n->name, "wino_in"), 1, &xb,
+                       1, &pa);
+    if (!v) return NULL;
+    hc_tensor *in[2] = {v, hc_pass_winograd_weights(c->g, w, true)};
+    hc_tensor *m = add(c, HC_OPK_MATMUL, NULL, fresh(c, n->name, "wino_mm"), 2, in, 0, NULL);
+    if (!m) return NULL;
+    int64_t hw[2] = {y->shape[2], y->shape[3]};
+    hc_attr oa[2] = {{.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw},
+                     {.name = "block", .kind = HC_ATTR_INT, .i = c->block}};
+    hc_tensor *yb = add(c, HC_OPK_WINO_OUTPUT_NCHWC, NULL, fresh(c, n->name, "wino_out"), 1, &m,
+                        2, oa);
+    if (yb && b) {
+        int64_t shape[4] = {w->shape[0] / c->block, 1, 1, c->block};
+        in[0] = yb;
+        in[1] = view(c, b, 4, shape);
+        yb = add(c, HC_OPK_ADD, NULL, fresh(c, n->name, "bias"), 2, in, 0, NULL);
+    }
+    return yb;
+}
+
+static hc_status convert_conv(lctx *c, hc_node *n, bool wino) {
+    hc_tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
+    int64_t k[2] = {w->shape[2], w->shape[3]}, s[2], d[2], pads[4];
+    attr_pair(n, "strides", s);
+    attr_pair(n, "dilations", d);
+    hc_pass_conv_pads(n, k, s, d, pads);
+    hc_tensor *xb = to_blocked(c, x, n->name);
+    if (!xb) return c->err->status;
+    hc_tensor *yb = NULL;
+    if (wino) {
+        yb = winograd(c, n, xb, pads);
+    } else {
+        hc_tensor *in[3] = {xb, blocked_weights(c, w), NULL};
+        int64_t shape[2] = {w->shape[0] / c->block, c->block};
+        if (b) in[2] = view(c, b, 2, shape); /* [OC] is [OC/b, b] in the same order */
+        hc_attr attrs[3] = {
+            {.name = "strides", .kind = HC_ATTR_INTS, .n = 2, .ints = s},
+            {.name = "dilations", .kind = HC_ATTR_INTS, .n = 2, .ints = d},
+            {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = pads},
+        };
+        yb = add(c, HC_OPK_CONV_NCHWC, NULL, fresh(c, n->name, "nchwc"), b ? 3 : 2, in, 3, attrs);
+    }
+    hc_tensor *y = yb ? from_blocked(c, yb, n->name) : NULL;
+    if (!y) return c->err->status;
+    HC_ASSERT(y->ndim == 4 && memcmp(y->shape, n->outputs[0]->shape, sizeof(int64_t) * 4) == 0);
+    HC_ASSERT(hc_pass_bypass(c->g, n->outputs[0], y));
+    return HC_OK;
+}
+
+/* ---- 2. propagation --------------------------------------------------------------- */
+static bool is_from(const hc_tensor *t) {
+    return t && t->producer && t->producer->op == HC_OPK_FROM_NCHWC;
+}
+
+static bool unary_elementwise(hc_op_kind op) {
+    switch (op) {
+    case HC_OPK_RELU: case HC_OPK_LEAKY_RELU: case HC_OPK_SIGMOID: case HC_OPK_HARD_SIGMOID:
+    case HC_OPK_HARD_SWISH: case HC_OPK_TANH: case HC_OPK_ERF: case HC_OPK_SOFTPLUS:
+    case HC_OPK_SOFTSIGN: case HC_OPK_ELU: case HC_OPK_SELU: case HC_OPK_CELU:
+    case HC_OPK_THRESHOLDED_RELU: case HC_OPK_SHRINK: case HC_OPK_CLIP: case HC_OPK_SQRT:
+    case HC_OPK_EXP: case HC_OPK_LOG: case HC_OPK_NEG: case HC_OPK_ABS: case HC_OPK_IDENTITY:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool binary_elementwise(hc_op_kind op) {
+    switch (op) {
+    case HC_OPK_ADD: case HC_OPK_SUB: case HC_OPK_MUL: case HC_OPK_DIV: case HC_OPK_MIN:
+    case HC_OPK_MAX: case HC_OPK_SUM: case HC_OPK_MEAN:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The blocked form of operand t of a 4-D elementwise op with output shape `out`: a
+ * blocked producer's input (same shape as the output), a scalar constant as it is, a
+ * per-channel constant ([C, 1, 1] or [1, C, 1, 1]) viewed as [C/b, 1, 1, b]; NULL if none. */
+static hc_tensor *blocked_operand(lctx *c, hc_tensor *t, const hc_tensor *out) {
+    if (is_from(t))
+        return memcmp(t->shape, out->shape, sizeof(int64_t) * 4) == 0 && t->ndim == 4
+                   ? t->producer->inputs[0]
+                   : NULL;
+    if (!t->data || t->dtype != out->dtype) return NULL;
+    int64_t numel = hc_tensor_numel(t);
+    if (numel == 1 && t->ndim <= 4) return t;
+    const int64_t *sh = t->shape;
+    bool chan = (t->ndim == 3 && sh[0] == out->shape[1] && sh[1] == 1 && sh[2] == 1) ||
+                (t->ndim == 4 && sh[0] == 1 && sh[1] == out->shape[1] && sh[2] == 1 && sh[3] == 1);
+    if (!chan) return NULL;
+    int64_t shape[4] = {out->shape[1] / c->block, 1, 1, c->block};
+    hc_tensor *v = hc_graph_tensor(c->g, fresh(c, t->name, "nchwc"), t->dtype, 4, shape);
+    v->data = t->data; /* channel order is the blocked order */
+    return v;
+}
+
+/* 3-D pool attributes: the 2-D window with a window of 1 along the block. */
+static bool pool_attrs(const hc_node *n, hc_attr *out, int *nout, int64_t *store) {
+    const char *ap = hc_node_attr_string(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") != 0 && strcmp(ap, "VALID") != 0 && *ap) return false;
+    bool valid = strcmp(ap, "VALID") == 0;
+    int cnt = 0;
+    const int64_t *k = hc_node_attr_ints(n, "kernel_shape", &cnt);
+    if (!k || cnt != 2) return false;
+    int64_t *ks = store, *st = store + 3, *dl = store + 6, *pd = store + 9;
+    int64_t s2[2], d2[2];
+    attr_pair(n, "strides", s2);
+    attr_pair(n, "dilations", d2);
+    const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
+    if (p && cnt != 4) return false;
+    ks[0] = k[0], ks[1] = k[1], ks[2] = 1;
+    st[0] = s2[0], st[1] = s2[1], st[2] = 1;
+    dl[0] = d2[0], dl[1] = d2[1], dl[2] = 1;
+    for (int i = 0; i < 2; i++) {
+        pd[i] = p && !valid ? p[i] : 0;
+        pd[3 + i] = p && !valid ? p[2 + i] : 0;
+    }
+    pd[2] = pd[5] = 0;
+    int m = 0;
+    out[m++] = (hc_attr){.name = "kernel_shape", .kind = HC_ATTR_INTS, .n = 3, .ints = ks};
+    out[m++] = (hc_attr){.name = "strides", .kind = HC_ATTR_INTS, .n = 3, .ints = st};
+    out[m++] = (hc_attr){.name = "dilations", .kind = HC_ATTR_INTS, .n = 3, .ints = dl};
+    out[m++] = (hc_attr){.name = "pads", .kind = HC_ATTR_INTS, .n = 6, .ints = pd};
+    for (int i = 0; i < n->nattrs; i++) { /* ceil_mode, count_include_pad */
+        const char *nm = n->attrs[i].name;
+        if (strcmp(nm, "ceil_mode") == 0 || strcmp(nm, "count_include_pad") == 0)
+            out[m++] = n->attrs[i];
+    }
+    *nout = m;
+    return true;
+}
+
+/* A constant-mode Pad of the spatial dims of FROM_NCHWC(y): the same Pad of y (pads of 0
+ * along the block). */
+static bool push_pad(lctx *c, hc_node *n, hc_status *st) {
+    hc_tensor *x = n->inputs[0], *out = n->outputs[0];
+    if (!is_from(x) || strcmp(hc_node_attr_string(n, "mode", "constant"), "constant") != 0)
+        return false;
+    int cnt = 0;
+    const int64_t *ap = hc_node_attr_ints(n, "pads", &cnt); /* opset < 11 */
+    const hc_tensor *pt = n->ninputs > 1 ? n->inputs[1] : NULL;
+    if (n->ninputs > 3 && n->inputs[3]) return false; /* axes */
+    if (!ap) {
+        if (!pt || !pt->data || pt->dtype != HC_I64 || hc_tensor_numel(pt) != 8) return false;
+        ap = pt->data;
+    } else if (cnt != 8) {
+        return false;
+    }
+    if (ap[0] || ap[1] || ap[4] || ap[5]) return false; /* batch or channels padded */
+    int64_t p5[10] = {0, 0, ap[2], ap[3], 0, 0, 0, ap[6], ap[7], 0};
+    hc_tensor *in[3] = {x->producer->inputs[0], NULL, NULL};
+    int nin = 1, nattrs = 0;
+    hc_attr attrs[2];
+    for (int i = 0; i < n->nattrs; i++)
+        if (strcmp(n->attrs[i].name, "pads") != 0) attrs[nattrs++] = n->attrs[i];
+    if (hc_node_attr_ints(n, "pads", NULL)) {
+        attrs[nattrs++] = (hc_attr){.name = "pads", .kind = HC_ATTR_INTS, .n = 10, .ints = p5};
+    } else {
+        in[nin++] = hc_pass_const_i64(c->g, fresh(c, n->name, "pads"), 10, p5);
+        if (n->ninputs > 2 && n->inputs[2]) in[nin++] = n->inputs[2];
+    }
+    if (nattrs > 2) return false;
+    hc_tensor *y = add(c, HC_OPK_PAD, n, fresh(c, n->name, "nchwc"), nin, in, nattrs, attrs);
+    hc_tensor *z = y ? from_blocked(c, y, n->name) : NULL;
+    if (!z) return (*st = c->err->status), false;
+    return hc_pass_bypass(c->g, out, z);
+}
+
+/* One rewrite at node n; true when it changed the graph. */
+static bool push(lctx *c, hc_node *n, hc_status *st) {
+    hc_graph *g = c->g;
+    if (n->noutputs < 1 || !n->outputs[0]) return false;
+    hc_tensor *out = n->outputs[0];
+    if (n->op == HC_OPK_TO_NCHWC) {
+        hc_tensor *x = n->inputs[0];
+        if (!is_from(x) || x->producer->inputs[0]->shape[4] != out->shape[4]) return false;
+        return hc_pass_bypass(g, out, x->producer->inputs[0]);
+    }
+    if (out->ndim != 4 || !out->shape_known) return false;
+    hc_tensor *in[8];
+    int nin = n->ninputs;
+    if (nin > 8) return false;
+    bool any = false;
+    if (unary_elementwise(n->op)) {
+        if (!is_from(n->inputs[0]) || hc_node_num_present_inputs(n) != (n->op == HC_OPK_CLIP ? nin : 1))
+            return false;
+        for (int i = 0; i < nin; i++) {
+            in[i] = n->inputs[i];
+            if (i > 0 && (!in[i] || !in[i]->data || hc_tensor_numel(in[i]) != 1)) return false;
+        }
+        in[0] = n->inputs[0]->producer->inputs[0];
+        any = true;
+    } else if (binary_elementwise(n->op)) {
+        for (int i = 0; i < nin; i++) {
+            if (!n->inputs[i]) return false;
+            any |= is_from(n->inputs[i]);
+            in[i] = blocked_operand(c, n->inputs[i], out);
+            if (!in[i]) return false;
+        }
+    } else if (n->op == HC_OPK_CONCAT) {
+        int64_t axis = hc_node_attr_int(n, "axis", 0);
+        if (axis != 1 && axis != -3) return false;
+        for (int i = 0; i < nin; i++) {
+            if (!is_from(n->inputs[i])) return false;
+            in[i] = n->inputs[i]->producer->inputs[0];
+            if (in[i]->shape[4] != c->block) return false;
+        }
+        hc_attr a = {.name = "axis", .kind = HC_ATTR_INT, .i = 1};
+        hc_tensor *y = add(c, HC_OPK_CONCAT, n, fresh(c, n->name, "nchwc"), nin, in, 1, &a);
+        hc_tensor *z = y ? from_blocked(c, y, n->name) : NULL;
+        if (!z) return (*st = c->err->status), false;
+        return hc_pass_bypass(g, out, z);
+    } else if (n->op == HC_OPK_PAD) {
+        return push_pad(c, n, st);
+    } else if (n->op == HC_OPK_MAX_POOL || n->op == HC_OPK_AVERAGE_POOL) {
+        if (!is_from(n->inputs[0]) || hc_node_num_present_inputs(n) != 1) return false;
+        for (int i = 1; i < n->noutputs; i++)
+            if (n->outputs[i]) return false; /* MaxPool's Indices */
+        hc_attr attrs[8];
+        int64_t store[16];
+        int na = 0;
+        if (!pool_attrs(n, attrs, &na, store)) return false;
+        in[0] = n->inputs[0]->producer->inputs[0];
+        hc_op_kind op = n->op == HC_OPK_MAX_POOL ? HC_OPK_MAX_POOL_NCHWC : HC_OPK_AVERAGE_POOL_NCHWC;
+        hc_tensor *y = add(c, op, n, fresh(c, n->name, "nchwc"), 1, in, na, attrs);
+        hc_tensor *z = y ? from_blocked(c, y, n->name) : NULL;
+        if (!z) return (*st = c->err->status), false;
+        return hc_pass_bypass(g, out, z);
+    } else {
+        return false;
+    }
+    if (!any) return false;
+    hc_tensor *y = add(c, n->op, n, fresh(c, n->name, "nchwc"), nin, in, n->nattrs, n->attrs);
+    hc_tensor *z = y && y->ndim == 5 ? from_blocked(c, y, n->name) : NULL;
+    if (!z) {
+        if (c->err->status == HC_OK) HC_ASSERT_MSG(false, "layout: elementwise op not blocked");
+        *st = c->err->status;
+        return false;
+    }
+    return hc_pass_bypass(g, out, z);
+}
+
+hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
+    int64_t block = opt ? opt->nchwc_block : 0;
+    if (block <= 1) return HC_OK;
+    lctx c = {g, err, block, 0};
+    size_t n0 = g->nodes.len;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (!conv_eligible(&c, n)) continue;
+        hc_conv_path path = hc_pass_conv_path(n, opt);
+        hc_status st = convert_conv(&c, n, path == HC_CONV_WINOGRAD);
+        if (st != HC_OK) return st;
+    }
+    hc_status st = hc_graph_toposort(g, err);
+    if (st != HC_OK) return st;
+    hc_graph_remove_dead(g);
+    for (int round = 0; round < 64; round++) {
+        bool changed = false;
+        size_t len = g->nodes.len;
+        for (size_t k = 0; k < len; k++) {
+            hc_node *n = g->nodes.data[k];
+            if (hc_graph_num_uses(g, n->outputs[0]) == 0 &&
+                !hc_pass_is_graph_output(g, n->outputs[0]))
+                continue; /* dead: bypassed earlier in this round */
+            changed |= push(&c, n, &st);
+            if (st != HC_OK) return st;
+        }
+        st = hc_graph_toposort(g, err);
+        if (st != HC_OK) return st;
+        hc_graph_remove_dead(g);
+        if (!changed) break;
+    }
+    return HC_OK;
+}

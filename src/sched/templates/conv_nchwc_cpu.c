@@ -1,0 +1,438 @@
+/* conv_nchwc_cpu.c — the CPU fp32 template for 2-D convolution in NCHW{b}c
+ * (src/sched/conv_nchwc.h, docs/nchwc.md).
+ *
+ *   for t in [0, T) parallel:
+ *     for (ti) in spatial(T) on t:                     one scratch per thread (padding only)
+ *       for (it) in repeat(ceil(items / T)):           item = (n, chunk, tile of rt rows)
+ *         [padding: copy the input rows the tile reads into xs, zeros around them]
+ *         for (g, p) in repeat(chunk's groups, pixel tiles):   g: ot output blocks
+ *           acc[px][ot] (REGISTER f32xL) = B[g*ot + o]
+ *           for ci, i, j, l:  wv[o] = W[g*ot + o, ci, i, j, l, :]          (vector loads)
+ *                             acc[q][o] += broadcast(X[pixel q's tap (i, j), channel l]) * wv[o]
+ *           Y[n, g*ot + o, pixel q, :] = acc[q][o]       (pixels past the tile not stored)
+ *
+ * The pixels of a register tile are consecutive in the item's rows laid end to end, so a
+ * tile may cross a row end (no padding of the output rows to a multiple of px). */
+#include <string.h>
+
+#include "ir/mapping.h"
+#include "sched/conv_nchwc.h"
+#include "sched/sched.h"
+
+static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+hc_status hc_conv_nchwc_validate_shape(const hc_conv_nchwc_shape *s, hc_error *err) {
+    const int64_t pos[] = {s->n, s->cb, s->h, s->w, s->mb, s->kh, s->kw,
+                           s->sh, s->sw, s->dh, s->dw, s->oh, s->ow};
+    const char *names[] = {"n", "cb", "h", "w", "mb", "kh", "kw", "sh", "sw", "dh", "dw",
+                           "oh", "ow"};
+    for (size_t i = 0; i < HC_ARRAY_LEN(pos); i++)
+        if (pos[i] < 1 || pos[i] > ((int64_t)1 << 30))
+            return hc_error_set(err, HC_ERR_INVALID,
+                                "conv_nchwc shape: %s = %lld is not in [1, 2^30]", names[i],
+                                (long long)pos[i]);
+    const int64_t pads[] = {s->pt, s->pl, s->pb, s->pr};
+    for (int i = 0; i < 4; i++)
+        if (pads[i] < 0 || pads[i] > ((int64_t)1 << 30))
+            return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc shape: pad %d = %lld", i,
+                                (long long)pads[i]);
+    if (s->block != 4 && s->block != 8 && s->block != 16)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc shape: block %d is not 4, 8 or 16",
+                            s->block);
+    int64_t eh = (s->kh - 1) * s->dh + 1, ew = (s->kw - 1) * s->dw + 1;
+    if (s->h + s->pt + s->pb < eh || s->w + s->pl + s->pr < ew ||
+        (s->h + s->pt + s->pb - eh) / s->sh + 1 != s->oh ||
+        (s->w + s->pl + s->pr - ew) / s->sw + 1 != s->ow)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_nchwc shape: output %lldx%lld does not match the window",
+                            (long long)s->oh, (long long)s->ow);
+    return HC_OK;
+}
+
+hc_status hc_conv_nchwc_validate(const hc_conv_nchwc_config *c, hc_error *err) {
+    if (c->lanes != 4 && c->lanes != 8 && c->lanes != 16)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc config: lanes %d is not 4, 8 or 16",
+                            c->lanes);
+    if (c->px < 1 || c->px > HC_CONV_NCHWC_MAX_PX || c->ot < 1 || c->ot > HC_CONV_NCHWC_MAX_OT)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_nchwc config: tile px %d x ot %d is not within %d x %d", c->px,
+                            c->ot, HC_CONV_NCHWC_MAX_PX, HC_CONV_NCHWC_MAX_OT);
+    if (c->rt < 1 || c->osplit < 1)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc config: rt %d, osplit %d", c->rt,
+                            c->osplit);
+    if (c->threads < 1 || c->threads > HC_CONV_NCHWC_MAX_THREADS)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc config: threads %d is not in [1, %d]",
+                            c->threads, HC_CONV_NCHWC_MAX_THREADS);
+    return HC_OK;
+}
+
+void hc_conv_nchwc_config_print(hc_sb *sb, const hc_conv_nchwc_config *c) {
+    hc_sb_printf(sb, "px%d ot%d rt%d os%d t%d", c->px, c->ot, c->rt, c->osplit, c->threads);
+}
+
+bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
+    return px * ot + ot + 1 <= t->num_regs;
+}
+
+static bool padded(const hc_conv_nchwc_shape *s) {
+    return s->pt || s->pl || s->pb || s->pr;
+}
+static int64_t groups(const hc_conv_nchwc_shape *s, int ot) { return cdiv(s->mb, ot); }
+static int64_t rows_in(const hc_conv_nchwc_shape *s, int64_t rt) {
+    return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
+}
+/* Scratch floats per thread: [cb][rows_in][w + pl + pr][block] (padding only). */
+static int64_t scratch_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
+    if (!padded(s)) return 0;
+    return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * s->block;
+}
+
+/* Row tiles per image: ceil(oh / rt). */
+static int64_t row_tiles(const hc_conv_nchwc_shape *s, const hc_conv_nchwc_config *c) {
+    return cdiv(s->oh, c->rt);
+}
+
+static hc_conv_nchwc_config clip(hc_conv_nchwc_config c, const hc_conv_nchwc_shape *s) {
+    if (c.ot > s->mb) c.ot = (int)s->mb;
+    if (c.osplit > groups(s, c.ot)) c.osplit = (int)groups(s, c.ot);
+    if (c.rt > s->oh) c.rt = (int)s->oh;
+    int64_t pixels = (int64_t)c.rt * s->ow;
+    if (c.px > pixels) c.px = (int)pixels;
+    int64_t items = s->n * c.osplit * row_tiles(s, &c);
+    if (c.threads > items) c.threads = (int)items;
+    return c;
+}
+
+/* Rows per item and chunks: output-channel chunks first (each thread then reads only its
+ * share of the weights), one per thread when there are groups enough; else the rows split
+ * over the threads. Rows shrink until the scratch takes at most half of L2. */
+static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
+                          hc_conv_nchwc_config *c) {
+    int threads = c->threads;
+    int64_t ng = groups(s, c->ot);
+    c->osplit = 1;
+    c->rt = (int)HC_MIN(s->oh, 1 << 20);
+    if (threads > 1 && s->n % threads != 0) {
+        if (ng >= threads && ng % threads == 0) c->osplit = threads;
+        else c->rt = (int)cdiv(s->oh, threads);
+    }
+    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    while (c->rt > 1 && scratch_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)cdiv(c->rt, 2);
+}
+
+hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
+                                                  const hc_conv_nchwc_shape *s) {
+    hc_conv_nchwc_config c = {.lanes = hc_target_f32_lanes(t)};
+    /* 4 output blocks x 6 pixels (24 accumulators, measured with bench/nchwc_1x1.c);
+     * fewer output blocks: more pixels */
+    c.ot = (int)HC_MIN(s->mb, 4);
+    c.px = (t->num_regs - c.ot - 1) / c.ot;
+    if (c.px > 14) c.px = 14;
+    if (c.px < 1) c.px = 1;
+    int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->cb * s->block * s->kh * s->kw;
+    c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->num_cores, 1);
+    default_split(t, s, &c);
+    return clip(c, s);
+}
+
+static bool same_config(const hc_conv_nchwc_config *x, const hc_conv_nchwc_config *y) {
+    return x->px == y->px && x->ot == y->ot && x->rt == y->rt && x->osplit == y->osplit &&
+           x->threads == y->threads;
+}
+
+int hc_conv_nchwc_space(const hc_target *t, const hc_conv_nchwc_shape *s, int level,
+                        hc_conv_nchwc_config *out, int max) {
+    hc_conv_nchwc_config all[256];
+    int n = 0;
+    all[n++] = hc_conv_nchwc_default_config(t, s);
+    static const int tiles1[][2] = {{6, 4}, {8, 3}, {12, 2}, {14, 2}, {4, 4}, {7, 3}};
+    static const int ot2[] = {1, 2, 3, 4, 5, 6};
+    for (int v = 0; level >= 1 && v < 2; v++) {
+        int nt = level >= 2 ? 6 * 28 : (int)HC_ARRAY_LEN(tiles1);
+        for (int k = 0; k < nt; k++) {
+            hc_conv_nchwc_config c = all[0];
+            if (level >= 2) c.ot = ot2[k / 28], c.px = k % 28 + 1;
+            else c.px = tiles1[k][0], c.ot = tiles1[k][1];
+            if (!hc_conv_nchwc_tile_fits(t, c.px, c.ot) || c.px < 2) continue;
+            if (level >= 2 && c.px * c.ot < 12) continue;
+            if (v == 1) { /* the other split: rows instead of chunks, or chunks of rows */
+                int threads = HC_MAX(c.threads, 1);
+                if (c.osplit > 1) c.osplit = 1, c.rt = (int)cdiv(s->oh, threads);
+                else if (groups(s, c.ot) >= threads) c.osplit = threads, c.rt = (int)s->oh;
+                else continue;
+                int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+                while (c.rt > 1 && scratch_floats(s, c.rt) * 4 > l2 / 2) c.rt = (int)cdiv(c.rt, 2);
+            } else {
+                default_split(t, s, &c);
+            }
+            hc_conv_nchwc_config k2 = clip(c, s);
+            bool dup = false;
+            for (int q = 0; q < n && !dup; q++) dup = same_config(&all[q], &k2);
+            if (!dup && n < (int)HC_ARRAY_LEN(all)) all[n++] = k2;
+        }
+    }
+    for (int i = 0; out && i < n && i < max; i++) out[i] = all[i];
+    return n;
+}
+
+/* ---- the program ---------------------------------------------------------------------- */
+typedef struct nc {
+    hc_arena *a;
+    hc_builder *b;
+    const hc_conv_nchwc_shape *s;
+    const hc_conv_nchwc_config *c;
+    int L;
+    bool pad;
+    int64_t wp, rin;      /* scratch row width (pixels) and rows */
+    int64_t nrt, ng;      /* row tiles per image, output groups */
+    const hc_type *vec;
+    hc_var *X, *W, *B, *Y, *xs;
+    hc_expr *n, *ot0, *rows; /* item: image, first output row, rows */
+    hc_expr *g0, *g1;        /* item: its output groups [g0, g1) */
+} nc;
+
+static hc_expr *I(nc *g, int64_t v) { return hc_int(g->a, v); }
+static hc_expr *R(nc *g, hc_var *v) { return hc_ref(g->a, v); }
+#define ADD(x, y) hc_add(g->a, (x), (y))
+#define SUB(x, y) hc_sub(g->a, (x), (y))
+#define MUL(x, y) hc_mul(g->a, (x), (y))
+#define DIV(x, y) hc_div(g->a, (x), (y))
+#define LT(x, y) hc_lt(g->a, (x), (y))
+
+static hc_expr *vcall(nc *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y,
+                      hc_expr *z) {
+    hc_expr *args[3] = {x, y, z};
+    return hc_call(g->a, p, t, n, args);
+}
+static void vstore(nc *g, hc_expr *ptr, hc_expr *v) {
+    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
+}
+static hc_expr *let(nc *g, const char *name, hc_expr *value) {
+    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
+}
+static hc_expr *addr(nc *g, hc_var *buf, int nd, hc_expr **idx) {
+    return hc_address(g->a, buf, nd, idx);
+}
+
+/* xs[c][r][j] (vectors of L) = padded input row ot0*sh - pt + r, column j - pl of channel
+ * block c: zeros outside X. */
+static void copy_rows(nc *g) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+    hc_expr *need = let(g, "rin", hc_min(a, I(g, g->rin),
+                                         ADD(MUL(SUB(g->rows, I(g, 1)), I(g, s->sh)),
+                                             I(g, (s->kh - 1) * s->dh + 1))));
+    HC_FOR(g->b, c, "cc", I(g, s->cb), hc_serial()) {
+        HC_FOR(g->b, r, "cr", need, hc_serial()) {
+            hc_expr *ih = let(g, "ih", SUB(ADD(MUL(g->ot0, I(g, s->sh)), R(g, r)), I(g, s->pt)));
+            hc_expr *inside = hc_and(a, hc_le(a, I(g, 0), ih), LT(ih, I(g, s->h)));
+            hc_b_if_begin(g->b, inside);
+            {
+                for (int64_t j = 0; j < s->pl; j++)
+                    vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}),
+                           zero);
+                HC_FOR(g->b, j, "cj", I(g, s->w), hc_serial()) {
+                    hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1,
+                                       addr(g, g->X, 5,
+                                            (hc_expr *[]){g->n, R(g, c), ih, R(g, j), I(g, 0)}),
+                                       0, 0);
+                    vstore(g,
+                           addr(g, g->xs, 4,
+                                (hc_expr *[]){R(g, c), R(g, r), ADD(R(g, j), I(g, s->pl)), I(g, 0)}),
+                           x);
+                }
+                for (int64_t j = s->pl + s->w; j < g->wp; j++)
+                    vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}),
+                           zero);
+            }
+            hc_b_else(g->b);
+            HC_FOR(g->b, j, "cz", I(g, g->wp), hc_serial()) {
+                vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), R(g, j), I(g, 0)}),
+                       zero);
+            }
+            hc_b_end(g->b);
+        }
+    }
+}
+
+/* One register tile: pixels q0 .. q0+px of the item (clamped to its last pixel), output
+ * blocks grp*ot .. grp*ot+ot (clamped to the last block). */
+static void tile(nc *g, hc_expr *grp, hc_expr *q0, hc_expr *npix) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    int px = g->c->px, ot = g->c->ot;
+    bool chan_tail = s->mb % ot != 0;
+    /* per pixel: output row (in the item) and column, and its window's origin */
+    hc_expr *prow[HC_CONV_NCHWC_MAX_PX], *pcol[HC_CONV_NCHWC_MAX_PX];
+    hc_expr *orow[HC_CONV_NCHWC_MAX_PX], *ocol[HC_CONV_NCHWC_MAX_PX];
+    for (int i = 0; i < px; i++) {
+        hc_expr *q = let(g, "q", hc_min(a, ADD(q0, I(g, i)), SUB(npix, I(g, 1))));
+        orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
+        ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
+        /* padded: row in the scratch; else row in X */
+        prow[i] = g->pad ? let(g, "prow", MUL(orow[i], I(g, s->sh)))
+                         : let(g, "prow", MUL(ADD(g->ot0, orow[i]), I(g, s->sh)));
+        pcol[i] = let(g, "pcol", MUL(ocol[i], I(g, s->sw)));
+    }
+    hc_expr *ob[HC_CONV_NCHWC_MAX_OT];
+    for (int o = 0; o < ot; o++) {
+        hc_expr *k = ADD(MUL(grp, I(g, ot)), I(g, o));
+        ob[o] = chan_tail ? let(g, "ob", hc_min(a, k, I(g, s->mb - 1))) : let(g, "ob", k);
+    }
+    hc_var *acc = hc_b_declare(
+        g->b, "acc",
+        hc_type_tensor_vec(a, HC_F32, g->L, 2, (hc_expr *[]){I(g, px), I(g, ot)}, NULL,
+                           HC_SCOPE_REGISTER),
+        NULL);
+    for (int o = 0; o < ot; o++) {
+        hc_expr *init = g->B ? vcall(g, HC_PRIM_VLOAD, g->vec, 1,
+                                     addr(g, g->B, 2, (hc_expr *[]){ob[o], I(g, 0)}), 0, 0)
+                             : vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+        hc_var *bv = hc_b_declare(g->b, "bias", g->vec, init);
+        for (int i = 0; i < px; i++)
+            hc_b_store(g->b, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}, R(g, bv));
+    }
+    hc_var *wv = hc_b_declare(
+        g->b, "wv",
+        hc_type_tensor_vec(a, HC_F32, g->L, 1, (hc_expr *[]){I(g, ot)}, NULL, HC_SCOPE_REGISTER),
+        NULL);
+    hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
+    HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
+        HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
+            HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
+                HC_FOR(g->b, l, "l", I(g, g->L), hc_serial()) {
+                    for (int o = 0; o < ot; o++) {
+                        hc_expr *idx[6] = {ob[o], R(g, ci), R(g, kh), R(g, kw), R(g, l), I(g, 0)};
+                        hc_b_store(g->b, wv, 1, (hc_expr *[]){I(g, o)},
+                                   vcall(g, HC_PRIM_VLOAD, g->vec, 1, addr(g, g->W, 6, idx), 0, 0));
+                    }
+                    hc_expr *dr = MUL(R(g, kh), I(g, s->dh)), *dc = MUL(R(g, kw), I(g, s->dw));
+                    for (int i = 0; i < px; i++) {
+                        hc_expr *row = ADD(prow[i], dr), *col = ADD(pcol[i], dc);
+                        hc_expr *x =
+                            g->pad ? hc_load(a, g->xs, 4, (hc_expr *[]){R(g, ci), row, col, R(g, l)})
+                                   : hc_load(a, g->X, 5,
+                                             (hc_expr *[]){g->n, R(g, ci), row, col, R(g, l)});
+                        hc_var *xb = hc_b_declare(g->b, "xb", g->vec,
+                                                  vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, x, 0, 0));
+                        for (int o = 0; o < ot; o++) {
+                            hc_expr *idx[2] = {I(g, i), I(g, o)};
+                            hc_b_store(g->b, acc, 2, idx,
+                                       vcall(g, HC_PRIM_VFMA, g->vec, 3, R(g, xb),
+                                             hc_load(a, wv, 1, (hc_expr *[]){I(g, o)}),
+                                             hc_load(a, acc, 2, idx)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    /* stores: pixels past the item and blocks past mb are not stored */
+    for (int i = 0; i < px; i++) {
+        bool maybe_past = i > 0;
+        if (maybe_past) hc_b_if_begin(g->b, LT(ADD(q0, I(g, i)), npix));
+        for (int o = 0; o < ot; o++) {
+            bool ct = chan_tail && o > 0;
+            if (ct) hc_b_if_begin(g->b, LT(ADD(MUL(grp, I(g, ot)), I(g, o)), I(g, s->mb)));
+            hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, orow[i]), ocol[i], I(g, 0)};
+            vstore(g, addr(g, g->Y, 5, idx),
+                   hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}));
+            if (ct) hc_b_end(g->b);
+        }
+        if (maybe_past) hc_b_end(g->b);
+    }
+}
+
+/* One item: image n, output chunk, row tile. */
+static void item(nc *g, hc_expr *w) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    int os = g->c->osplit;
+    hc_expr *rti = let(g, "rti", hc_mod(a, w, I(g, g->nrt)));
+    hc_expr *rest = let(g, "rest", DIV(w, I(g, g->nrt)));
+    hc_expr *chunk = let(g, "chunk", hc_mod(a, rest, I(g, os)));
+    g->n = let(g, "n", DIV(rest, I(g, os)));
+    g->g0 = let(g, "g0", DIV(MUL(chunk, I(g, g->ng)), I(g, os)));
+    g->g1 = let(g, "g1", DIV(MUL(ADD(chunk, I(g, 1)), I(g, g->ng)), I(g, os)));
+    g->ot0 = let(g, "ot0", MUL(rti, I(g, g->c->rt)));
+    g->rows = let(g, "rows", hc_min(a, I(g, g->c->rt), SUB(I(g, s->oh), g->ot0)));
+    if (g->pad) copy_rows(g);
+    hc_expr *npix = let(g, "npix", MUL(g->rows, I(g, s->ow)));
+    hc_expr *ntiles = let(g, "ntiles", DIV(ADD(npix, I(g, g->c->px - 1)), I(g, g->c->px)));
+    HC_FOR(g->b, gi, "grp", SUB(g->g1, g->g0), hc_serial()) {
+        hc_expr *grp = let(g, "gg", ADD(g->g0, R(g, gi)));
+        HC_FOR(g->b, p, "pt", ntiles, hc_serial()) {
+            hc_expr *q0 = let(g, "q0", MUL(R(g, p), I(g, g->c->px)));
+            tile(g, grp, q0, npix);
+        }
+    }
+}
+
+static hc_var *param(nc *g, const char *name, int nd, const int64_t *shape) {
+    return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, nd, shape, HC_SCOPE_GLOBAL));
+}
+
+hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape *s,
+                           const hc_conv_nchwc_config *cfg, const hc_target *t, hc_error *err) {
+    if (hc_conv_nchwc_validate_shape(s, err) || hc_conv_nchwc_validate(cfg, err)) return NULL;
+    if (cfg->lanes != hc_target_f32_lanes(t) || cfg->lanes != s->block) {
+        hc_error_set(err, HC_ERR_INVALID,
+                     "conv_nchwc config: lanes %d, block %d, target %s has %d f32 lanes",
+                     cfg->lanes, s->block, t->name, hc_target_f32_lanes(t));
+        return NULL;
+    }
+    if (!hc_conv_nchwc_tile_fits(t, cfg->px, cfg->ot)) {
+        hc_error_set(err, HC_ERR_INVALID,
+                     "conv_nchwc config: tile px %d x ot %d does not fit %d registers", cfg->px,
+                     cfg->ot, t->num_regs);
+        return NULL;
+    }
+    hc_conv_nchwc_config c = clip(*cfg, s);
+    hc_builder b;
+    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = padded(s)};
+    g.vec = hc_type_vector(a, HC_F32, c.lanes);
+    g.wp = s->w + s->pl + s->pr;
+    g.rin = rows_in(s, c.rt);
+    g.nrt = row_tiles(s, &c);
+    g.ng = groups(s, c.ot);
+    int64_t scratch = scratch_floats(s, c.rt);
+    if (scratch > HC_CONV_NCHWC_MAX_SCRATCH) {
+        hc_error_set(err, HC_ERR_UNSUPPORTED,
+                     "conv_nchwc: scratch of %lld floats per thread exceeds %d",
+                     (long long)scratch, HC_CONV_NCHWC_MAX_SCRATCH);
+        return NULL;
+    }
+    int64_t L = s->block;
+    hc_builder_init(&b, a);
+    g.X = param(&g, "X", 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.W = param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L, L});
+    g.B = s->bias ? param(&g, "B", 2, (int64_t[]){s->mb, L}) : NULL;
+    g.Y = param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
+
+    int64_t items = s->n * c.osplit * g.nrt, per = cdiv(items, c.threads);
+    hc_loop_attr attr = c.threads > 1 ? hc_parallel(c.threads) : hc_serial();
+    HC_FOR(&b, th, "t", I(&g, c.threads), attr) {
+        hc_var *tv[1], *iv[1];
+        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
+        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){c.threads}), R(&g, th), 1, tv, tnames) {
+            if (g.pad)
+                g.xs = hc_b_declare(&b, "xs",
+                                    hc_type_tensor_c(a, HC_F32, 4,
+                                                     (int64_t[]){s->cb, g.rin, g.wp, L},
+                                                     HC_SCOPE_GLOBAL),
+                                    NULL);
+            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(&g, 0), 1, iv, inames) {
+                hc_expr *w = hc_add(a, hc_mul(a, R(&g, tv[0]), I(&g, per)), R(&g, iv[0]));
+                if (per * c.threads == items) {
+                    item(&g, w);
+                } else {
+                    HC_IF(&b, hc_lt(a, w, I(&g, items))) { item(&g, w); }
+                }
+            }
+        }
+    }
+    hc_stmt *body = hc_builder_finish(&b);
+    hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
+    return hc_func_new(a, name ? name : "conv_nchwc", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);
+}
