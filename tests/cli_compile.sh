@@ -71,10 +71,29 @@ for pair in "--no-direct --direct-all" "--no-winograd --winograd-all"; do
     for o in $pair; do grep -q -- "$o" "$TMP/e.txt" || fail "compile $pair: $o not named: $(cat "$TMP/e.txt")"; done
     [ -e "$TMP/x" ] && fail "compile $pair left $TMP/x"
 done
-# --direct-all and --no-direct compile and run
-for o in --direct-all --no-direct; do
+# --direct-all, --no-direct and --no-nchwc compile and run
+for o in --direct-all --no-direct --no-nchwc; do
     "$HIDETC" run "$MODEL" --threads 2 $o --output-dir "$TMP/o$o" >/dev/null 2>"$TMP/e.txt" || fail "run $o: $(cat "$TMP/e.txt")"
 done
+# the channel-blocked layout (default) and NCHW (--no-nchwc) give the same outputs
+"$HIDETC" run "$MODEL" --threads 2 --output-dir "$TMP/odefault" >/dev/null 2>"$TMP/e.txt" || fail "run: $(cat "$TMP/e.txt")"
+python3 - "$TMP/odefault" "$TMP/o--no-nchwc" <<'PY' || fail "default and --no-nchwc outputs differ"
+import array, os, sys
+def load(path):  # an f32 .npy: magic, version, header length, header, data
+    raw = open(path, "rb").read()
+    hlen = int.from_bytes(raw[8:10], "little") if raw[6] == 1 else int.from_bytes(raw[8:12], "little")
+    start = (10 if raw[6] == 1 else 12) + hlen
+    assert b"<f4" in raw[:start], raw[:start]
+    return raw[:start], array.array("f", raw[start:])
+a, b = sys.argv[1], sys.argv[2]
+names = sorted(f for f in os.listdir(a) if f.endswith(".npy"))
+assert names and names == sorted(f for f in os.listdir(b) if f.endswith(".npy")), names
+for f in names:
+    (hx, x), (hy, y) = load(os.path.join(a, f)), load(os.path.join(b, f))
+    err = max(abs(u - v) for u, v in zip(x, y)) / max(1.0, max(abs(v) for v in y))
+    print(f, "max rel err", err)
+    assert hx == hy and len(x) == len(y) and err < 1e-4, (f, err)
+PY
 
 # Damaged files: each fails (exit 1) with a message naming the file.
 size=$(stat -c %s "$TMP/model.bin")

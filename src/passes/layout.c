@@ -45,6 +45,8 @@ static hc_tensor *from_blocked(lctx *c, hc_tensor *y, const char *base) {
     return add(c, HC_OPK_FROM_NCHWC, NULL, fresh(c, base, "from_nchwc"), 1, &y, 0, NULL);
 }
 
+static bool is_from(const hc_tensor *t);
+
 /* ---- 1. convolutions --------------------------------------------------------------- */
 static void attr_pair(const hc_node *n, const char *name, int64_t *out) {
     int cnt = 0;
@@ -60,8 +62,22 @@ static bool conv_eligible(const lctx *c, const hc_node *n) {
     if (!y || !y->shape_known || x->ndim != 4 || w->ndim != 4 || x->dtype != HC_F32 ||
         w->dtype != HC_F32 || !w->data || (b && (!b->data || b->dtype != HC_F32)))
         return false;
-    if (hc_node_attr_int(n, "group", 1) != 1 || w->shape[1] != x->shape[1]) return false;
-    return x->shape[1] % c->block == 0 && w->shape[0] % c->block == 0;
+    int64_t group = hc_node_attr_int(n, "group", 1), ch = x->shape[1];
+    bool depthwise = group == ch && w->shape[0] == ch && w->shape[1] == 1;
+    if ((group != 1 || w->shape[1] != ch) && !depthwise) return false;
+    return ch % c->block == 0 && w->shape[0] % c->block == 0;
+}
+
+/* Depthwise W [C, 1, KH, KW] -> [C/b, 1, KH, KW, 1, b] */
+static hc_tensor *blocked_dw_weights(lctx *c, const hc_tensor *w) {
+    int64_t b = c->block, ch = w->shape[0], kk = w->shape[2] * w->shape[3];
+    int64_t shape[6] = {ch / b, 1, w->shape[2], w->shape[3], 1, b};
+    hc_tensor *t = hc_graph_constant(c->g, fresh(c, w->name, "nchwc"), HC_F32, 6, shape, NULL);
+    const float *src = w->data;
+    float *dst = t->data;
+    for (int64_t o = 0; o < ch; o++)
+        for (int64_t r = 0; r < kk; r++) dst[((o / b) * kk + r) * b + o % b] = src[o * kk + r];
+    return t;
 }
 
 /* W [OC, C, KH, KW] -> [OC/b, C/b, KH, KW, b(c), b(oc)] */
@@ -125,15 +141,18 @@ static hc_status convert_conv(lctx *c, hc_node *n, bool wino) {
     if (wino) {
         yb = winograd(c, n, xb, pads);
     } else {
-        hc_tensor *in[3] = {xb, blocked_weights(c, w), NULL};
+        int64_t group = hc_node_attr_int(n, "group", 1);
+        hc_tensor *in[3] = {xb, group > 1 ? blocked_dw_weights(c, w) : blocked_weights(c, w),
+                            NULL};
         int64_t shape[2] = {w->shape[0] / c->block, c->block};
         if (b) in[2] = view(c, b, 2, shape); /* [OC] is [OC/b, b] in the same order */
-        hc_attr attrs[3] = {
+        hc_attr attrs[4] = {
             {.name = "strides", .kind = HC_ATTR_INTS, .n = 2, .ints = s},
             {.name = "dilations", .kind = HC_ATTR_INTS, .n = 2, .ints = d},
             {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = pads},
+            {.name = "group", .kind = HC_ATTR_INT, .i = group},
         };
-        yb = add(c, HC_OPK_CONV_NCHWC, NULL, fresh(c, n->name, "nchwc"), b ? 3 : 2, in, 3, attrs);
+        yb = add(c, HC_OPK_CONV_NCHWC, NULL, fresh(c, n->name, "nchwc"), b ? 3 : 2, in, 4, attrs);
     }
     hc_tensor *y = yb ? from_blocked(c, yb, n->name) : NULL;
     if (!y) return c->err->status;
@@ -337,19 +356,10 @@ static bool push(lctx *c, hc_node *n, hc_status *st) {
     return hc_pass_bypass(g, out, z);
 }
 
-hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
-    int64_t block = opt ? opt->nchwc_block : 0;
-    if (block <= 1) return HC_OK;
-    lctx c = {g, err, block, 0};
-    size_t n0 = g->nodes.len;
-    for (size_t k = 0; k < n0; k++) {
-        hc_node *n = g->nodes.data[k];
-        if (!conv_eligible(&c, n)) continue;
-        hc_conv_path path = hc_pass_conv_path(n, opt);
-        hc_status st = convert_conv(&c, n, path == HC_CONV_WINOGRAD);
-        if (st != HC_OK) return st;
-    }
-    hc_status st = hc_graph_toposort(g, err);
+/* Push the reorders until nothing changes. */
+static hc_status propagate(lctx *c) {
+    hc_graph *g = c->g;
+    hc_status st = hc_graph_toposort(g, c->err);
     if (st != HC_OK) return st;
     hc_graph_remove_dead(g);
     for (int round = 0; round < 64; round++) {
@@ -357,16 +367,44 @@ hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_e
         size_t len = g->nodes.len;
         for (size_t k = 0; k < len; k++) {
             hc_node *n = g->nodes.data[k];
+            if (n->noutputs < 1 || !n->outputs[0]) continue;
             if (hc_graph_num_uses(g, n->outputs[0]) == 0 &&
                 !hc_pass_is_graph_output(g, n->outputs[0]))
                 continue; /* dead: bypassed earlier in this round */
-            changed |= push(&c, n, &st);
+            changed |= push(c, n, &st);
             if (st != HC_OK) return st;
         }
-        st = hc_graph_toposort(g, err);
+        st = hc_graph_toposort(g, c->err);
         if (st != HC_OK) return st;
         hc_graph_remove_dead(g);
         if (!changed) break;
     }
     return HC_OK;
+}
+
+/* Convert the eligible convs of one kind (dense, or depthwise), then propagate. A
+ * depthwise conv follows its input's layout: blocked after a blocked producer, else it
+ * stays (a reorder in front of it would cost more than it saves: its template reads the
+ * input by vectors, which a fused reorder turns into gathers); so the depthwise convs go
+ * second, once the dense convs' reorders have been pushed to them. */
+static hc_status convert_all(lctx *c, const hc_optimize_options *opt, bool depthwise) {
+    size_t n0 = c->g->nodes.len;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = c->g->nodes.data[k];
+        if (!conv_eligible(c, n)) continue;
+        bool dw = hc_node_attr_int(n, "group", 1) != 1;
+        if (dw != depthwise || (dw && !is_from(n->inputs[0]))) continue;
+        bool wino = !dw && hc_pass_conv_path(n, opt) == HC_CONV_WINOGRAD;
+        hc_status st = convert_conv(c, n, wino);
+        if (st != HC_OK) return st;
+    }
+    return propagate(c);
+}
+
+hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
+    int64_t block = opt ? opt->nchwc_block : 0;
+    if (block <= 1) return HC_OK;
+    lctx c = {g, err, block, 0};
+    hc_status st = convert_all(&c, opt, false);
+    return st == HC_OK ? convert_all(&c, opt, true) : st;
 }

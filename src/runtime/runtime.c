@@ -866,10 +866,18 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                                                    : HC_MAX(1, hc_target_host()->num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
-    /* the channel-blocked layout with blocks of one vector (docs/nchwc.md) */
-    if (!m->opt.paths.no_nchwc && m->opt.paths.nchwc_block == 0)
-        m->opt.paths.nchwc_block = hc_target_f32_lanes(hc_target_host());
-    hc_status st = hc_graph_optimize_with(g, &m->opt.paths, err);
+    /* the channel-blocked layout with blocks of one vector (docs/nchwc.md): the templates
+     * take no other block (the auto-scheduler would get those ops) */
+    int lanes = hc_target_f32_lanes(hc_target_host());
+    hc_status st = HC_OK;
+    if (m->opt.paths.no_nchwc) m->opt.paths.nchwc_block = 0;
+    else if (m->opt.paths.nchwc_block == 0) m->opt.paths.nchwc_block = lanes;
+    else if (m->opt.paths.nchwc_block != lanes)
+        st = hc_error_set(err, HC_ERR_INVALID,
+                          "nchwc_block %d: the channel-blocked layout takes blocks of the "
+                          "target's %d f32 lanes (or 0 for them, or no_nchwc)",
+                          m->opt.paths.nchwc_block, lanes);
+    if (st == HC_OK) st = hc_graph_optimize_with(g, &m->opt.paths, err);
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);
     if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err);

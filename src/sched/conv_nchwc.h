@@ -14,7 +14,8 @@
  * px broadcasts of input pixels feed px * ot FMAs. Neither operand is packed: the blocked
  * layout is the packed one. Items (image, output-channel chunk, tile of rt output rows)
  * are split over the threads; with padding, an item first copies the input rows it reads
- * into a zero-padded scratch (so the taps need no bounds checks). */
+ * into a zero-padded scratch (so the taps need no bounds checks). Depthwise: per tap, px x
+ * ot input vectors times ot weight vectors, the padding by masked loads (no scratch). */
 #ifndef HC_SCHED_CONV_NCHWC_H
 #define HC_SCHED_CONV_NCHWC_H
 
@@ -30,6 +31,9 @@ typedef struct hc_conv_nchwc_shape {
     int64_t oh, ow;
     int block;              /* channels per block (the target's f32 lanes) */
     bool bias;              /* B: [mb, block] present */
+    bool depthwise;         /* one input channel per output channel (mb == cb): W is
+                             * [mb, 1, kh, kw, 1, block], Y[n, o, y, x, m] = B[o, m] +
+                             * sum_{i, j} Xpad[n, o, .., .., m] * W[o, 0, i, j, 0, m] */
 } hc_conv_nchwc_shape;
 
 typedef struct hc_conv_nchwc_config {

@@ -9,7 +9,10 @@
  *             [top, left, bottom, right] (explicit):
  *             Y[n, o, y, x, m] = B[o, m] + sum_{ci, i, j, l} X[n, ci, y*sh - pt + i*dh,
  *                                   x*sw - pl + j*dw, l] * W[o, ci, i, j, l, m]
- *             (X read as 0 outside the image). Scheduled by the conv_nchwc template. */
+ *             (X read as 0 outside the image). With attribute group = CB*b (depthwise,
+ *             MB = CB), W is [MB, 1, KH, KW, 1, b] and Y[n, o, y, x, m] = B[o, m] +
+ *             sum_{i, j} X[n, o, .., .., m] * W[o, 0, i, j, 0, m]. Scheduled by the
+ *             conv_nchwc template. */
 #include <stdlib.h>
 
 #include "graph/graph.h"
@@ -91,7 +94,16 @@ static hc_status conv_shape(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *
     const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
     const hc_tensor *b = n->ninputs > 2 ? n->inputs[2] : NULL;
     int64_t blk = x->shape[4];
-    if (w->shape[1] != x->shape[1] || w->shape[4] != blk || w->shape[5] != blk)
+    int64_t group = hc_node_attr_int(n, "group", 1);
+    bool dw = group != 1;
+    if (dw && (group != x->shape[1] * blk || w->shape[0] != x->shape[1] || w->shape[1] != 1 ||
+               w->shape[4] != 1 || w->shape[5] != blk))
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "group %lld: only depthwise (group = channels = %lld) with weight "
+                            "[%lld, 1, KH, KW, 1, %lld] is supported",
+                            (long long)group, (long long)(x->shape[1] * blk),
+                            (long long)x->shape[1], (long long)blk);
+    if (!dw && (w->shape[1] != x->shape[1] || w->shape[4] != blk || w->shape[5] != blk))
         return hc_node_fail(n, HC_ERR_INVALID, err,
                             "weight [%lld, %lld, %lld, %lld, %lld, %lld] does not fit input "
                             "blocks [%lld x %lld]",
@@ -115,7 +127,8 @@ static hc_status conv_shape(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *
                                .w = x->shape[3], .mb = w->shape[0], .kh = w->shape[2],
                                .kw = w->shape[3], .sh = st[0], .sw = st[1], .dh = dl[0],
                                .dw = dl[1], .pt = pads[0], .pl = pads[1], .pb = pads[2],
-                               .pr = pads[3], .block = (int)blk, .bias = b != NULL};
+                               .pr = pads[3], .block = (int)blk, .bias = b != NULL,
+                               .depthwise = dw};
     int64_t eh = (s->kh - 1) * s->dh + 1, ew = (s->kw - 1) * s->dw + 1;
     int64_t rh = s->h + s->pt + s->pb - eh, rw = s->w + s->pl + s->pr - ew;
     for (int i = 0; i < 4; i++)
@@ -161,6 +174,10 @@ static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
     hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
     hc_expr *wi[6] = {hc_ref(a, c->o[1]), cb, hc_ref(a, r[1]), hc_ref(a, r[2]), l,
                       hc_ref(a, c->o[4])};
+    if (s->depthwise) { /* channel (o, m) of the output reads channel (o, m) of the input */
+        xi[1] = hc_ref(a, c->o[1]), xi[4] = hc_ref(a, c->o[4]);
+        wi[1] = hc_int(a, 0), wi[4] = hc_int(a, 0);
+    }
     hc_expr *prod = hc_mul(a, hc_at(a, c->x, xi), hc_at(a, c->w, wi));
     return hc_select(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
 }
@@ -168,7 +185,7 @@ static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
 static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     conv_ctx *c = vctx;
     c->o = axes;
-    int64_t ext[3] = {c->s.cb * c->s.block, c->s.kh, c->s.kw};
+    int64_t ext[3] = {c->s.depthwise ? 1 : c->s.cb * c->s.block, c->s.kh, c->s.kw};
     hc_expr *v = hc_reduce_expr(a, 3, ext, conv_term, c, HC_REDUCE_SUM);
     if (c->b) v = hc_add(a, v, hc_at(a, c->b, (hc_expr *[]){hc_ref(a, axes[1]), hc_ref(a, axes[4])}));
     return v;

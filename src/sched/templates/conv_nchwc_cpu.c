@@ -36,6 +36,10 @@ hc_status hc_conv_nchwc_validate_shape(const hc_conv_nchwc_shape *s, hc_error *e
         if (pads[i] < 0 || pads[i] > ((int64_t)1 << 30))
             return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc shape: pad %d = %lld", i,
                                 (long long)pads[i]);
+    if (s->depthwise && s->mb != s->cb)
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "conv_nchwc shape: depthwise with %lld input and %lld output blocks",
+                            (long long)s->cb, (long long)s->mb);
     if (s->block != 4 && s->block != 8 && s->block != 16)
         return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc shape: block %d is not 4, 8 or 16",
                             s->block);
@@ -77,13 +81,14 @@ bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
 static bool padded(const hc_conv_nchwc_shape *s) {
     return s->pt || s->pl || s->pb || s->pr;
 }
-static int64_t groups(const hc_conv_nchwc_shape *s, int ot) { return cdiv(s->mb, ot); }
+/* Whether the program copies padded rows into a scratch (dense convs with padding). */
+static bool scratch_copy(const hc_conv_nchwc_shape *s) { return padded(s) && !s->depthwise; }
 static int64_t rows_in(const hc_conv_nchwc_shape *s, int64_t rt) {
     return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
 }
 /* Scratch floats per thread: [cb][rows_in][w + pl + pr][block] (padding only). */
 static int64_t scratch_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
-    if (!padded(s)) return 0;
+    if (!scratch_copy(s)) return 0;
     return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * s->block;
 }
 
@@ -94,7 +99,7 @@ static int64_t row_tiles(const hc_conv_nchwc_shape *s, const hc_conv_nchwc_confi
 
 static hc_conv_nchwc_config clip(hc_conv_nchwc_config c, const hc_conv_nchwc_shape *s) {
     if (c.ot > s->mb) c.ot = (int)s->mb;
-    if (c.osplit > groups(s, c.ot)) c.osplit = (int)groups(s, c.ot);
+    if (c.osplit > s->mb) c.osplit = (int)s->mb;
     if (c.rt > s->oh) c.rt = (int)s->oh;
     int64_t pixels = (int64_t)c.rt * s->ow;
     if (c.px > pixels) c.px = (int)pixels;
@@ -103,17 +108,28 @@ static hc_conv_nchwc_config clip(hc_conv_nchwc_config c, const hc_conv_nchwc_sha
     return c;
 }
 
-/* Rows per item and chunks: output-channel chunks first (each thread then reads only its
- * share of the weights), one per thread when there are groups enough; else the rows split
+/* Whether one output-channel chunk per thread suits the shape: each thread then reads only
+ * its share of the weights, which pays where the weights outweigh the input (small images,
+ * many channels), or costs nothing where the chunks split into whole groups of ot blocks;
+ * never with chunks smaller than a group (the group would compute clamped copies). */
+static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
+    int64_t per = s->mb / threads;
+    if (per < ot) return false;
+    if (s->mb % threads == 0 && per % ot == 0) return true;
+    int64_t wbytes = s->mb * s->kh * s->kw * (s->depthwise ? 1 : s->cb * s->block);
+    int64_t xbytes = s->n * s->cb * s->h * s->w;
+    return wbytes >= xbytes;
+}
+
+/* Rows per item and chunks: output-channel chunks where chunks_pay, else the rows split
  * over the threads. Rows shrink until the scratch takes at most half of L2. */
 static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
                           hc_conv_nchwc_config *c) {
     int threads = c->threads;
-    int64_t ng = groups(s, c->ot);
     c->osplit = 1;
     c->rt = (int)HC_MIN(s->oh, 1 << 20);
     if (threads > 1 && s->n % threads != 0) {
-        if (ng >= threads && ng % threads == 0) c->osplit = threads;
+        if (chunks_pay(s, c->ot, threads)) c->osplit = threads;
         else c->rt = (int)cdiv(s->oh, threads);
     }
     int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
@@ -128,8 +144,10 @@ hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
     c.ot = (int)HC_MIN(s->mb, 4);
     c.px = (t->num_regs - c.ot - 1) / c.ot;
     if (c.px > 14) c.px = 14;
+    if (s->depthwise) c.ot = 1, c.px = 8; /* loads bound it: 8 independent FMA chains */
     if (c.px < 1) c.px = 1;
-    int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->cb * s->block * s->kh * s->kw;
+    int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->kh * s->kw *
+                   (s->depthwise ? 1 : s->cb * s->block);
     c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->num_cores, 1);
     default_split(t, s, &c);
     return clip(c, s);
@@ -158,7 +176,7 @@ int hc_conv_nchwc_space(const hc_target *t, const hc_conv_nchwc_shape *s, int le
             if (v == 1) { /* the other split: rows instead of chunks, or chunks of rows */
                 int threads = HC_MAX(c.threads, 1);
                 if (c.osplit > 1) c.osplit = 1, c.rt = (int)cdiv(s->oh, threads);
-                else if (groups(s, c.ot) >= threads) c.osplit = threads, c.rt = (int)s->oh;
+                else if (s->mb >= (int64_t)threads * c.ot) c.osplit = threads, c.rt = (int)s->oh;
                 else continue;
                 int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
                 while (c.rt > 1 && scratch_floats(s, c.rt) * 4 > l2 / 2) c.rt = (int)cdiv(c.rt, 2);
@@ -184,11 +202,12 @@ typedef struct nc {
     int L;
     bool pad;
     int64_t wp, rin;      /* scratch row width (pixels) and rows */
-    int64_t nrt, ng;      /* row tiles per image, output groups */
+    int64_t nrt;          /* row tiles per image */
     const hc_type *vec;
     hc_var *X, *W, *B, *Y, *xs;
     hc_expr *n, *ot0, *rows; /* item: image, first output row, rows */
-    hc_expr *g0, *g1;        /* item: its output groups [g0, g1) */
+    hc_expr *b0, *b1;        /* item: its output blocks [b0, b1) */
+    bool chan_tail;          /* a group of ot blocks may overhang its chunk */
 } nc;
 
 static hc_expr *I(nc *g, int64_t v) { return hc_int(g->a, v); }
@@ -256,13 +275,86 @@ static void copy_rows(nc *g) {
     }
 }
 
-/* One register tile: pixels q0 .. q0+px of the item (clamped to its last pixel), output
- * blocks grp*ot .. grp*ot+ot (clamped to the last block). */
-static void tile(nc *g, hc_expr *grp, hc_expr *q0, hc_expr *npix) {
+static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr *npix,
+                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol);
+
+/* Depthwise: acc[q][o] += X[n, ob[o], pixel q's tap (i, j), :] * W[ob[o], 0, i, j, 0, :]
+ * over the taps; a tap outside the image is a masked load of no lanes (zeros) at a clamped
+ * address. prow/pcol: the pixels' window origins in X (row, column; may be negative). */
+static void depthwise_taps_with(nc *g, hc_var *acc, hc_var *wv, hc_expr *const *ob,
+                                hc_expr *const *prow, hc_expr *const *pcol, bool pad);
+
+/* Tiles whose every tap lies inside the image take the unguarded loads. */
+static void depthwise_taps(nc *g, hc_var *acc, hc_var *wv, hc_expr *const *ob,
+                           hc_expr *const *prow, hc_expr *const *pcol) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    if (!padded(s)) {
+        depthwise_taps_with(g, acc, wv, ob, prow, pcol, false);
+        return;
+    }
+    int64_t eh = (s->kh - 1) * s->dh, ew = (s->kw - 1) * s->dw;
+    hc_expr *inside = NULL;
+    for (int i = 0; i < g->c->px; i++) {
+        hc_expr *in = hc_and(a, hc_and(a, hc_le(a, I(g, 0), prow[i]),
+                                       LT(ADD(prow[i], I(g, eh)), I(g, s->h))),
+                             hc_and(a, hc_le(a, I(g, 0), pcol[i]),
+                                    LT(ADD(pcol[i], I(g, ew)), I(g, s->w))));
+        inside = inside ? hc_and(a, inside, in) : in;
+    }
+    hc_b_if_begin(g->b, inside);
+    depthwise_taps_with(g, acc, wv, ob, prow, pcol, false);
+    hc_b_else(g->b);
+    depthwise_taps_with(g, acc, wv, ob, prow, pcol, true);
+    hc_b_end(g->b);
+}
+
+static void depthwise_taps_with(nc *g, hc_var *acc, hc_var *wv, hc_expr *const *ob,
+                                hc_expr *const *prow, hc_expr *const *pcol, bool pad) {
     const hc_conv_nchwc_shape *s = g->s;
     hc_arena *a = g->a;
     int px = g->c->px, ot = g->c->ot;
-    bool chan_tail = s->mb % ot != 0;
+    hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
+    HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
+        HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
+            for (int o = 0; o < ot; o++) {
+                hc_expr *idx[6] = {ob[o], I(g, 0), R(g, kh), R(g, kw), I(g, 0), I(g, 0)};
+                hc_b_store(g->b, wv, 1, (hc_expr *[]){I(g, o)},
+                           vcall(g, HC_PRIM_VLOAD, g->vec, 1, addr(g, g->W, 6, idx), 0, 0));
+            }
+            hc_expr *dr = MUL(R(g, kh), I(g, s->dh)), *dc = MUL(R(g, kw), I(g, s->dw));
+            for (int i = 0; i < px; i++) {
+                hc_expr *row = ADD(prow[i], dr), *col = ADD(pcol[i], dc);
+                hc_expr *inside = NULL;
+                if (pad) {
+                    inside = hc_and(a, hc_and(a, hc_le(a, I(g, 0), row), LT(row, I(g, s->h))),
+                                    hc_and(a, hc_le(a, I(g, 0), col), LT(col, I(g, s->w))));
+                    inside = let(g, "in", hc_select(a, inside, I(g, g->L), I(g, 0)));
+                    row = hc_min(a, hc_max(a, row, I(g, 0)), I(g, s->h - 1));
+                    col = hc_min(a, hc_max(a, col, I(g, 0)), I(g, s->w - 1));
+                }
+                for (int o = 0; o < ot; o++) {
+                    hc_expr *p = addr(g, g->X, 5, (hc_expr *[]){g->n, ob[o], row, col, I(g, 0)});
+                    hc_expr *x = pad ? vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, p, inside, 0)
+                                     : vcall(g, HC_PRIM_VLOAD, g->vec, 1, p, 0, 0);
+                    hc_expr *idx[2] = {I(g, i), I(g, o)};
+                    hc_b_store(g->b, acc, 2, idx,
+                               vcall(g, HC_PRIM_VFMA, g->vec, 3, x,
+                                     hc_load(a, wv, 1, (hc_expr *[]){I(g, o)}),
+                                     hc_load(a, acc, 2, idx)));
+                }
+            }
+        }
+    }
+}
+
+/* One register tile: pixels q0 .. q0+px of the item (clamped to its last pixel), output
+ * blocks first .. first+ot (clamped to the chunk's last block). */
+static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    int px = g->c->px, ot = g->c->ot;
+    bool chan_tail = g->chan_tail;
     /* per pixel: output row (in the item) and column, and its window's origin */
     hc_expr *prow[HC_CONV_NCHWC_MAX_PX], *pcol[HC_CONV_NCHWC_MAX_PX];
     hc_expr *orow[HC_CONV_NCHWC_MAX_PX], *ocol[HC_CONV_NCHWC_MAX_PX];
@@ -271,14 +363,16 @@ static void tile(nc *g, hc_expr *grp, hc_expr *q0, hc_expr *npix) {
         orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
         ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
         /* padded: row in the scratch; else row in X */
+        /* the scratch is padded; X is not (a depthwise conv reads it with masked loads) */
+        int64_t top = g->pad ? 0 : s->pt, left = g->pad ? 0 : s->pl;
         prow[i] = g->pad ? let(g, "prow", MUL(orow[i], I(g, s->sh)))
-                         : let(g, "prow", MUL(ADD(g->ot0, orow[i]), I(g, s->sh)));
-        pcol[i] = let(g, "pcol", MUL(ocol[i], I(g, s->sw)));
+                         : let(g, "prow", SUB(MUL(ADD(g->ot0, orow[i]), I(g, s->sh)), I(g, top)));
+        pcol[i] = let(g, "pcol", SUB(MUL(ocol[i], I(g, s->sw)), I(g, left)));
     }
     hc_expr *ob[HC_CONV_NCHWC_MAX_OT];
     for (int o = 0; o < ot; o++) {
-        hc_expr *k = ADD(MUL(grp, I(g, ot)), I(g, o));
-        ob[o] = chan_tail ? let(g, "ob", hc_min(a, k, I(g, s->mb - 1))) : let(g, "ob", k);
+        hc_expr *k = ADD(first, I(g, o));
+        ob[o] = chan_tail ? let(g, "ob", hc_min(a, k, SUB(g->b1, I(g, 1)))) : let(g, "ob", k);
     }
     hc_var *acc = hc_b_declare(
         g->b, "acc",
@@ -298,6 +392,11 @@ static void tile(nc *g, hc_expr *grp, hc_expr *q0, hc_expr *npix) {
         hc_type_tensor_vec(a, HC_F32, g->L, 1, (hc_expr *[]){I(g, ot)}, NULL, HC_SCOPE_REGISTER),
         NULL);
     hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
+    if (s->depthwise) {
+        depthwise_taps(g, acc, wv, ob, prow, pcol);
+        store_tile(g, acc, first, q0, npix, ob, orow, ocol);
+        return;
+    }
     HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
         HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
             HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
@@ -328,13 +427,22 @@ static void tile(nc *g, hc_expr *grp, hc_expr *q0, hc_expr *npix) {
             }
         }
     }
-    /* stores: pixels past the item and blocks past mb are not stored */
+    store_tile(g, acc, first, q0, npix, ob, orow, ocol);
+}
+
+/* Y[n, ob[o], pixel i] = acc[i][o]: pixels past the item and blocks past the chunk not
+ * stored. */
+static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr *npix,
+                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol) {
+    hc_arena *a = g->a;
+    int px = g->c->px, ot = g->c->ot;
+    bool chan_tail = g->chan_tail;
     for (int i = 0; i < px; i++) {
         bool maybe_past = i > 0;
         if (maybe_past) hc_b_if_begin(g->b, LT(ADD(q0, I(g, i)), npix));
         for (int o = 0; o < ot; o++) {
             bool ct = chan_tail && o > 0;
-            if (ct) hc_b_if_begin(g->b, LT(ADD(MUL(grp, I(g, ot)), I(g, o)), I(g, s->mb)));
+            if (ct) hc_b_if_begin(g->b, LT(ADD(first, I(g, o)), g->b1));
             hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, orow[i]), ocol[i], I(g, 0)};
             vstore(g, addr(g, g->Y, 5, idx),
                    hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}));
@@ -353,18 +461,21 @@ static void item(nc *g, hc_expr *w) {
     hc_expr *rest = let(g, "rest", DIV(w, I(g, g->nrt)));
     hc_expr *chunk = let(g, "chunk", hc_mod(a, rest, I(g, os)));
     g->n = let(g, "n", DIV(rest, I(g, os)));
-    g->g0 = let(g, "g0", DIV(MUL(chunk, I(g, g->ng)), I(g, os)));
-    g->g1 = let(g, "g1", DIV(MUL(ADD(chunk, I(g, 1)), I(g, g->ng)), I(g, os)));
+    /* the chunk's output blocks [b0, b1): balanced to within one block */
+    g->b0 = let(g, "b0", DIV(MUL(chunk, I(g, s->mb)), I(g, os)));
+    g->b1 = let(g, "b1", DIV(MUL(ADD(chunk, I(g, 1)), I(g, s->mb)), I(g, os)));
     g->ot0 = let(g, "ot0", MUL(rti, I(g, g->c->rt)));
     g->rows = let(g, "rows", hc_min(a, I(g, g->c->rt), SUB(I(g, s->oh), g->ot0)));
     if (g->pad) copy_rows(g);
     hc_expr *npix = let(g, "npix", MUL(g->rows, I(g, s->ow)));
     hc_expr *ntiles = let(g, "ntiles", DIV(ADD(npix, I(g, g->c->px - 1)), I(g, g->c->px)));
-    HC_FOR(g->b, gi, "grp", SUB(g->g1, g->g0), hc_serial()) {
-        hc_expr *grp = let(g, "gg", ADD(g->g0, R(g, gi)));
+    int ot = g->c->ot;
+    hc_expr *ngr = let(g, "ngr", DIV(ADD(SUB(g->b1, g->b0), I(g, ot - 1)), I(g, ot)));
+    HC_FOR(g->b, gi, "grp", ngr, hc_serial()) {
+        hc_expr *first = let(g, "first", ADD(g->b0, MUL(R(g, gi), I(g, ot))));
         HC_FOR(g->b, p, "pt", ntiles, hc_serial()) {
             hc_expr *q0 = let(g, "q0", MUL(R(g, p), I(g, g->c->px)));
-            tile(g, grp, q0, npix);
+            tile(g, first, q0, npix);
         }
     }
 }
@@ -390,12 +501,12 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     }
     hc_conv_nchwc_config c = clip(*cfg, s);
     hc_builder b;
-    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = padded(s)};
+    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = scratch_copy(s)};
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
     g.wp = s->w + s->pl + s->pr;
     g.rin = rows_in(s, c.rt);
     g.nrt = row_tiles(s, &c);
-    g.ng = groups(s, c.ot);
+    g.chan_tail = s->mb % c.osplit != 0 || (s->mb / c.osplit) % c.ot != 0;
     int64_t scratch = scratch_floats(s, c.rt);
     if (scratch > HC_CONV_NCHWC_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,
@@ -406,7 +517,8 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     int64_t L = s->block;
     hc_builder_init(&b, a);
     g.X = param(&g, "X", 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
-    g.W = param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L, L});
+    g.W = s->depthwise ? param(&g, "W", 6, (int64_t[]){s->mb, 1, s->kh, s->kw, 1, L})
+                       : param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L, L});
     g.B = s->bias ? param(&g, "B", 2, (int64_t[]){s->mb, L}) : NULL;
     g.Y = param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
 
