@@ -347,9 +347,11 @@ static bool push(lctx *c, hc_node *n, hc_status *st) {
     }
     if (!any) return false;
     hc_tensor *y = add(c, n->op, n, fresh(c, n->name, "nchwc"), nin, in, n->nattrs, n->attrs);
+    if (y && y->ndim != 5) /* cannot happen: every operand is blocked or broadcasts */
+        hc_error_set(c->err, HC_ERR_UNSUPPORTED, "layout: node '%s' gave a %d-d result on blocked "
+                     "inputs", n->name, y->ndim);
     hc_tensor *z = y && y->ndim == 5 ? from_blocked(c, y, n->name) : NULL;
     if (!z) {
-        if (c->err->status == HC_OK) HC_ASSERT_MSG(false, "layout: elementwise op not blocked");
         *st = c->err->status;
         return false;
     }

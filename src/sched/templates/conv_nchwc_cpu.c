@@ -13,8 +13,6 @@
  *
  * The pixels of a register tile are consecutive in the item's rows laid end to end, so a
  * tile may cross a row end (no padding of the output rows to a multiple of px). */
-#include <string.h>
-
 #include "ir/mapping.h"
 #include "sched/conv_nchwc.h"
 #include "sched/sched.h"
@@ -121,6 +119,13 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
     return wbytes >= xbytes;
 }
 
+/* Rows per item halved until the scratch takes at most half of L2. */
+static void fit_rows_to_l2(const hc_target *t, const hc_conv_nchwc_shape *s,
+                           hc_conv_nchwc_config *c) {
+    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    while (c->rt > 1 && scratch_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)cdiv(c->rt, 2);
+}
+
 /* Rows per item and chunks: output-channel chunks where chunks_pay, else the rows split
  * over the threads. Rows shrink until the scratch takes at most half of L2. */
 static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
@@ -132,8 +137,7 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
         if (chunks_pay(s, c->ot, threads)) c->osplit = threads;
         else c->rt = (int)cdiv(s->oh, threads);
     }
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
-    while (c->rt > 1 && scratch_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)cdiv(c->rt, 2);
+    fit_rows_to_l2(t, s, c);
 }
 
 hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
@@ -173,13 +177,12 @@ int hc_conv_nchwc_space(const hc_target *t, const hc_conv_nchwc_shape *s, int le
             else c.px = tiles1[k][0], c.ot = tiles1[k][1];
             if (!hc_conv_nchwc_tile_fits(t, c.px, c.ot) || c.px < 2) continue;
             if (level >= 2 && c.px * c.ot < 12) continue;
-            if (v == 1) { /* the other split: rows instead of chunks, or chunks of rows */
+            if (v == 1) { /* the other split: rows instead of chunks, or chunks instead of rows */
                 int threads = HC_MAX(c.threads, 1);
                 if (c.osplit > 1) c.osplit = 1, c.rt = (int)cdiv(s->oh, threads);
                 else if (s->mb >= (int64_t)threads * c.ot) c.osplit = threads, c.rt = (int)s->oh;
                 else continue;
-                int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
-                while (c.rt > 1 && scratch_floats(s, c.rt) * 4 > l2 / 2) c.rt = (int)cdiv(c.rt, 2);
+                fit_rows_to_l2(t, s, &c);
             } else {
                 default_split(t, s, &c);
             }
