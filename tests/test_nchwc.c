@@ -1415,8 +1415,10 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
                                                            : "pipeline";
         int failed_before = test_failed;
         hc_graph *g = k->build(seed);
+        /* the graphs' images are small: every eligible conv blocked regardless */
         hc_optimize_options o = {.nchwc_block = hc_target_f32_lanes(hc_target_host()),
-                                 .no_winograd = v == 0, .force_winograd = v == 1};
+                                 .no_winograd = v == 0, .force_winograd = v == 1,
+                                 .nchwc_small_pixels = -1};
         hc_status st;
         if (v < 2) {
             st = hc_pass_infer_shapes(g, &err);
@@ -1475,7 +1477,8 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
     const char *what = variant == 0 ? "default" : variant == 1 ? "Winograd forced" : "--no-nchwc";
     hc_graph *g = k->build(seed);
     hc_compile_options opt = {.num_threads = 2,
-                              .paths = {.force_winograd = variant == 1, .no_nchwc = variant == 2}};
+                              .paths = {.force_winograd = variant == 1, .no_nchwc = variant == 2,
+                                        .nchwc_small_pixels = -1}};
     hc_model *m = NULL;
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (%s): compile: %s", k->name, what, err.msg);
@@ -1581,6 +1584,28 @@ int main(void) {
         hc_graph_free(ref);
     }
     printf("graphs: %.1f s\n", seconds() - t0);
+    /* small images: a 1x1 conv with 64 output pixels stays NCHW by default, one with 72 is
+     * blocked; a 3x3 Winograd conv on 8x8 is blocked either way; nchwc_small_pixels -1
+     * blocks the small 1x1 too */
+    if (hc_target_f32_lanes(hc_target_host()) == 16) {
+        for (int v = 0; v < 3; v++) {
+            hc_error err = {0};
+            hc_rng r = {9};
+            hc_graph *g = hc_graph_new("small", 17);
+            int64_t w = v == 1 ? 9 : 8;
+            hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 32, 8, w});
+            hc_tensor *y = conv(g, &r, x, 32, 1, 1, 0, 1, true);
+            hc_graph_add_output(g, conv(g, &r, y, 32, 3, 1, 1, 1, true));
+            hc_optimize_options o = {.nchwc_block = 16, .nchwc_small_pixels = v == 2 ? -1 : 0};
+            CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+            CHECK_MSG(hc_pass_layout_nchwc(g, &o, &err) == HC_OK, "%s", err.msg);
+            int blocked = count_op(g, HC_OPK_CONV_NCHWC), plain = count_op(g, HC_OPK_CONV);
+            CHECK_MSG(blocked == (v == 0 ? 0 : 1) && plain == (v == 0 ? 1 : 0) &&
+                          count_op(g, HC_OPK_WINO_INPUT_NCHWC) == 1,
+                      "small images, variant %d: %d CONV_NCHWC, %d CONV", v, blocked, plain);
+            hc_graph_free(g);
+        }
+    }
     /* a block other than the target's lanes is an error naming the option, not a silent
      * fallback (the templates take blocks of one vector only) */
     {

@@ -31,6 +31,9 @@ typedef struct hc_optimize_options {
     bool no_nchwc;       /* the runtime leaves nchwc_block at 0 (--no-nchwc) */
     int nchwc_block;     /* > 1: convs whose channels it divides run in the channel-blocked
                             layout NCHW{b}c (docs/nchwc.md); 0: off */
+    int nchwc_small_pixels; /* dense non-Winograd convs with at most this many output
+                               pixels (batch x height x width) stay NCHW; 0: 64, < 0: none
+                               (tests) */
 } hc_optimize_options;
 
 /* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add), or for 3x3 stride-1 convs where it
