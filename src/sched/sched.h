@@ -40,6 +40,18 @@ typedef struct hc_sched_opts {
  * non-innermost axis (elements). */
 #define HC_AUTOSCHED_MAX_ACC 512
 
+/* The thread structure of the CPU templates: `items` work items split over `threads`
+ * threads in contiguous runs,
+ *   for t in [0, T) parallel(T):
+ *     for (ti) in spatial(T) on t:         setup(ctx): per-thread declarations (scratch)
+ *       for (it) in repeat(ceil(items / T)):
+ *         w = ti * ceil(items / T) + it;  body(ctx, w)  (guarded by w < items when ragged)
+ * T is `threads` clipped to [1, items]; returns it. setup may be NULL. */
+typedef void (*hc_items_setup_fn)(void *ctx);
+typedef void (*hc_items_body_fn)(void *ctx, hc_expr *item);
+int hc_sched_split_items(hc_builder *b, int64_t items, int threads, hc_items_setup_fn setup,
+                         hc_items_body_fn body, void *ctx);
+
 /* Schedule any Task for the CPU target: an HC_FN_CPU_KERNEL named after the task
  * (sanitized to a C identifier) whose parameters are the task's inputs, then its outputs,
  * as GLOBAL row-major tensors of constant shape (a 0-d tensor is passed as shape [1]).

@@ -312,6 +312,7 @@ typedef struct dw {
     hc_expr *tblocks;              /* item: row blocks of its tile */
     hc_expr *oh0, *rows, *row0;    /* register block: first row, valid rows, scratch row */
     hc_expr *mc;                   /* register block: first channel's offset in the group */
+    int64_t scratch_shape[4], slack; /* per-thread scratch [chans, sw, rows_in, wq] */
 } dw;
 
 static hc_expr *I(dw *g, int64_t v) { return hc_int(g->a, v); }
@@ -651,6 +652,16 @@ static void item(dw *g, hc_expr *w) {
     else blocks(g);
 }
 
+/* Per thread: the scratch (and the flat blocks' zeroed slack). */
+static void thread_setup(void *ctx) {
+    dw *g = ctx;
+    g->xs = hc_b_declare(g->b, "xs",
+                         hc_type_tensor_c(g->a, HC_F32, 4, g->scratch_shape, HC_SCOPE_GLOBAL),
+                         NULL);
+    if (g->c->flat) zero_slack(g, g->slack);
+}
+static void item_body(void *ctx, hc_expr *w) { item(ctx, w); }
+
 static hc_var *param(dw *g, const char *name, int nd, const int64_t *shape) {
     return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, nd, shape, HC_SCOPE_GLOBAL));
 }
@@ -691,28 +702,9 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     g.B = s->bias ? param(&g, "B", 1, (int64_t[]){s->m}) : NULL;
     g.Y = param(&g, "Y", 4, (int64_t[]){s->n, s->m, s->oh, s->ow});
 
-    int64_t items = s->n * s->group * g.nrt, per = cdiv(items, c.threads);
-    hc_loop_attr attr = c.threads > 1 ? hc_parallel(c.threads) : hc_serial();
-    HC_FOR(&b, th, "t", I(&g, c.threads), attr) {
-        hc_var *tv[1], *iv[1];
-        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
-        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){c.threads}), R(&g, th), 1, tv, tnames) {
-            g.xs = hc_b_declare(&b, "xs",
-                                hc_type_tensor_c(a, HC_F32, 4,
-                                                 (int64_t[]){chans, s->sw, g.rows_in, g.wq},
-                                                 HC_SCOPE_GLOBAL),
-                                NULL);
-            if (c.flat) zero_slack(&g, slack);
-            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(&g, 0), 1, iv, inames) {
-                hc_expr *w = hc_add(a, hc_mul(a, R(&g, tv[0]), I(&g, per)), R(&g, iv[0]));
-                if (per * c.threads == items) {
-                    item(&g, w);
-                } else {
-                    HC_IF(&b, hc_lt(a, w, I(&g, items))) { item(&g, w); }
-                }
-            }
-        }
-    }
+    g.scratch_shape[0] = chans, g.scratch_shape[1] = s->sw, g.scratch_shape[2] = g.rows_in;
+    g.scratch_shape[3] = g.wq, g.slack = slack;
+    hc_sched_split_items(&b, s->n * s->group * g.nrt, c.threads, thread_setup, item_body, &g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
     return hc_func_new(a, name ? name : "conv_dw", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);

@@ -210,6 +210,7 @@ typedef struct nc {
     hc_var *X, *W, *B, *Y, *xs;
     hc_expr *n, *ot0, *rows; /* item: image, first output row, rows */
     hc_expr *b0, *b1;        /* item: its output blocks [b0, b1) */
+    int64_t scratch_shape[4]; /* per-thread scratch [cb, rows_in, wp, L] (padding only) */
     bool chan_tail;          /* a group of ot blocks may overhang its chunk */
 } nc;
 
@@ -483,6 +484,15 @@ static void item(nc *g, hc_expr *w) {
     }
 }
 
+/* Per thread (padding only): the scratch of padded rows. */
+static void thread_setup(void *ctx) {
+    nc *g = ctx;
+    g->xs = hc_b_declare(g->b, "xs",
+                         hc_type_tensor_c(g->a, HC_F32, 4, g->scratch_shape, HC_SCOPE_GLOBAL),
+                         NULL);
+}
+static void item_body(void *ctx, hc_expr *w) { item(ctx, w); }
+
 static hc_var *param(nc *g, const char *name, int nd, const int64_t *shape) {
     return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, nd, shape, HC_SCOPE_GLOBAL));
 }
@@ -525,28 +535,10 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     g.B = s->bias ? param(&g, "B", 2, (int64_t[]){s->mb, L}) : NULL;
     g.Y = param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
 
-    int64_t items = s->n * c.osplit * g.nrt, per = cdiv(items, c.threads);
-    hc_loop_attr attr = c.threads > 1 ? hc_parallel(c.threads) : hc_serial();
-    HC_FOR(&b, th, "t", I(&g, c.threads), attr) {
-        hc_var *tv[1], *iv[1];
-        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
-        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){c.threads}), R(&g, th), 1, tv, tnames) {
-            if (g.pad)
-                g.xs = hc_b_declare(&b, "xs",
-                                    hc_type_tensor_c(a, HC_F32, 4,
-                                                     (int64_t[]){s->cb, g.rin, g.wp, L},
-                                                     HC_SCOPE_GLOBAL),
-                                    NULL);
-            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(&g, 0), 1, iv, inames) {
-                hc_expr *w = hc_add(a, hc_mul(a, R(&g, tv[0]), I(&g, per)), R(&g, iv[0]));
-                if (per * c.threads == items) {
-                    item(&g, w);
-                } else {
-                    HC_IF(&b, hc_lt(a, w, I(&g, items))) { item(&g, w); }
-                }
-            }
-        }
-    }
+    g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
+    g.scratch_shape[3] = L;
+    hc_sched_split_items(&b, s->n * c.osplit * g.nrt, c.threads, g.pad ? thread_setup : NULL,
+                         item_body, &g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
     return hc_func_new(a, name ? name : "conv_nchwc", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);

@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "ir/mapping.h"
+#include "sched/sched.h"
 #include "sched/pool_nchwc.h"
 
 typedef struct pl {
@@ -70,6 +71,19 @@ static void pixel(pl *g, hc_expr *n, hc_expr *cb, hc_expr *oy, hc_expr *ox) {
     hc_b_eval(g->b, hc_call(a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, (hc_expr *[]){p, val}));
 }
 
+/* Item = (n, cb, output row oy): every pixel of the row. */
+static void item_body(void *ctx, hc_expr *w) {
+    pl *g = ctx;
+    hc_arena *a = g->a;
+    const hc_pool_nchwc_shape *s = g->s;
+    hc_expr *w0 = let(g, "item", w);
+    hc_expr *oy = let(g, "oy", hc_mod(a, w0, I(g, s->oh)));
+    hc_expr *plane = let(g, "plane", hc_div(a, w0, I(g, s->oh)));
+    hc_expr *n = let(g, "n", hc_div(a, plane, I(g, s->cb)));
+    hc_expr *cb = let(g, "cb", hc_mod(a, plane, I(g, s->cb)));
+    HC_FOR(g->b, ox, "ox", I(g, s->ow), hc_serial()) { pixel(g, n, cb, oy, R(g, ox)); }
+}
+
 hc_func *hc_pool_nchwc_cpu(hc_arena *a, const char *name, const hc_pool_nchwc_shape *s,
                            int threads, hc_error *err) {
     const int64_t pos[] = {s->n, s->cb, s->h, s->w, s->oh, s->ow, s->kh, s->kw, s->sh, s->sw,
@@ -89,29 +103,7 @@ hc_func *hc_pool_nchwc_cpu(hc_arena *a, const char *name, const hc_pool_nchwc_sh
     g->X = hc_var_new(a, "X", hc_type_tensor_c(a, HC_F32, 5, xs, HC_SCOPE_GLOBAL));
     g->Y = hc_var_new(a, "Y", hc_type_tensor_c(a, HC_F32, 5, ys, HC_SCOPE_GLOBAL));
     hc_builder_init(&b, a);
-    int64_t items = s->n * s->cb * s->oh;
-    if (threads < 1) threads = 1;
-    if (threads > items) threads = (int)items;
-    int64_t per = (items + threads - 1) / threads;
-    hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
-    HC_FOR(&b, th, "t", I(g, threads), attr) {
-        hc_var *tv[1], *iv[1];
-        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
-        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){threads}), R(g, th), 1, tv, tnames) {
-            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(g, 0), 1, iv, inames) {
-                hc_expr *w = hc_add(a, hc_mul(a, R(g, tv[0]), I(g, per)), R(g, iv[0]));
-                bool ragged = per * threads != items;
-                if (ragged) hc_b_if_begin(&b, hc_lt(a, w, I(g, items)));
-                hc_expr *w0 = let(g, "item", w);
-                hc_expr *oy = let(g, "oy", hc_mod(a, w0, I(g, s->oh)));
-                hc_expr *plane = let(g, "plane", hc_div(a, w0, I(g, s->oh)));
-                hc_expr *n = let(g, "n", hc_div(a, plane, I(g, s->cb)));
-                hc_expr *cb = let(g, "cb", hc_mod(a, plane, I(g, s->cb)));
-                HC_FOR(&b, ox, "ox", I(g, s->ow), hc_serial()) { pixel(g, n, cb, oy, R(g, ox)); }
-                if (ragged) hc_b_end(&b);
-            }
-        }
-    }
+    hc_sched_split_items(&b, s->n * s->cb * s->oh, threads, NULL, item_body, g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[2] = {g->X, g->Y};
     return hc_func_new(a, name ? name : "pool_nchwc", HC_FN_CPU_KERNEL, 2, params, body);

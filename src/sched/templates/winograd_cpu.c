@@ -18,6 +18,7 @@
  * whole 2x2 tiles except in the last tile column / row of an odd OW / OH. Each output
  * element is stored once (epilogues land at the stores). */
 #include "ir/mapping.h"
+#include "sched/sched.h"
 #include "sched/winograd.h"
 
 typedef struct wg {
@@ -26,6 +27,8 @@ typedef struct wg {
     const hc_wino_shape *s;
     int64_t th, tw;
     int64_t rb;        /* input: tile rows per item */
+    int64_t nblk;      /* blocks of rb tile rows per plane */
+    bool input;        /* the input transform (else the output one) */
     hc_var *in, *out;
     hc_var *scr;       /* input: the item's tiles [16, rb * tw], copied to V at its end */
     hc_expr *n, *c, *ty, *t0, *row0, *srow; /* item state */
@@ -180,6 +183,34 @@ static void output_item(wg *g) {
 }
 
 /* ---- the program ------------------------------------------------------------------------ */
+/* Per thread (input): the scratch of the item's tiles. */
+static void thread_setup(void *ctx) {
+    wg *g = ctx;
+    g->scr = hc_b_declare(g->b, "scr",
+                          hc_type_tensor_c(g->a, HC_F32, 2, (int64_t[]){16, g->rb * g->tw},
+                                           HC_SCOPE_SHARED),
+                          NULL);
+}
+
+/* Item = (n, c, block of tile rows). */
+static void item_body(void *ctx, hc_expr *w) {
+    wg *g = ctx;
+    hc_arena *a = g->a;
+    const hc_wino_shape *s = g->s;
+    hc_expr *w0 = let(g, "item", w);
+    hc_expr *blk = let(g, "blk", hc_mod(a, w0, I(g, g->nblk)));
+    hc_expr *plane = let(g, "plane", hc_div(a, w0, I(g, g->nblk)));
+    g->n = let(g, "n", hc_div(a, plane, I(g, s->c)));
+    g->c = let(g, "c", hc_mod(a, plane, I(g, s->c)));
+    if (g->input) {
+        input_item(g, blk);
+    } else {
+        g->ty = blk;
+        g->t0 = let(g, "t0", MUL(ADD(MUL(g->n, I(g, g->th)), g->ty), I(g, g->tw)));
+        output_item(g);
+    }
+}
+
 static bool valid(const hc_wino_shape *s, bool input, hc_error *err) {
     bool ok = s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 && s->pl >= 0;
     if (input) ok = ok && s->h >= 1 && s->w >= 1;
@@ -203,41 +234,10 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
     hc_builder_init(&b, a);
     /* input: tile rows per item so that the scratch stays within 16 KB */
     g->rb = input ? HC_MAX(1, HC_MIN(g->th, 256 / g->tw)) : 1;
-    int64_t nblk = (g->th + g->rb - 1) / g->rb, items = s->n * s->c * nblk;
-    if (threads < 1) threads = 1;
-    if (threads > items) threads = (int)items;
-    int64_t per = (items + threads - 1) / threads;
-    hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
-    HC_FOR(&b, th, "t", I(g, threads), attr) {
-        hc_var *tv[1], *iv[1];
-        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
-        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){threads}), R(g, th), 1, tv, tnames) {
-            if (input)
-                g->scr = hc_b_declare(&b, "scr",
-                                      hc_type_tensor_c(a, HC_F32, 2,
-                                                       (int64_t[]){16, g->rb * g->tw},
-                                                       HC_SCOPE_SHARED),
-                                      NULL);
-            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(g, 0), 1, iv, inames) {
-                hc_expr *w = hc_add(a, hc_mul(a, R(g, tv[0]), I(g, per)), R(g, iv[0]));
-                bool ragged = per * threads != items;
-                if (ragged) hc_b_if_begin(&b, hc_lt(a, w, I(g, items)));
-                hc_expr *w0 = let(g, "item", w);
-                hc_expr *blk = let(g, "blk", hc_mod(a, w0, I(g, nblk)));
-                hc_expr *plane = let(g, "plane", hc_div(a, w0, I(g, nblk)));
-                g->n = let(g, "n", hc_div(a, plane, I(g, s->c)));
-                g->c = let(g, "c", hc_mod(a, plane, I(g, s->c)));
-                if (input) {
-                    input_item(g, blk);
-                } else {
-                    g->ty = blk;
-                    g->t0 = let(g, "t0", MUL(ADD(MUL(g->n, I(g, g->th)), g->ty), I(g, g->tw)));
-                    output_item(g);
-                }
-                if (ragged) hc_b_end(&b);
-            }
-        }
-    }
+    g->nblk = (g->th + g->rb - 1) / g->rb;
+    g->input = input;
+    hc_sched_split_items(&b, s->n * s->c * g->nblk, threads, input ? thread_setup : NULL,
+                         item_body, g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[2] = {g->in, g->out};
     return hc_func_new(a, name ? name : (input ? "wino_input" : "wino_output"), HC_FN_CPU_KERNEL,

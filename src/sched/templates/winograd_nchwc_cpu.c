@@ -15,6 +15,7 @@
  * V x U^T with the transformed weights [16, C, OC] as its constant operand. Every access
  * is a whole vector along a tensor's last dimension; each Y element is stored once. */
 #include "ir/mapping.h"
+#include "sched/sched.h"
 #include "sched/winograd.h"
 
 typedef struct wb {
@@ -24,6 +25,7 @@ typedef struct wb {
     int L;
     int64_t th, tw, cb;
     const hc_type *vec;
+    bool input; /* the input transform (else the output one) */
     hc_var *in, *out;
     hc_expr *n, *ty, *t0, *row0;
 } wb;
@@ -173,6 +175,17 @@ static void output_item(wb *g) {
 }
 
 /* ---- the program ------------------------------------------------------------------------ */
+/* Item = (n, tile row ty). */
+static void item_body(void *ctx, hc_expr *w) {
+    wb *g = ctx;
+    hc_expr *w0 = let(g, "item", w);
+    g->n = let(g, "n", hc_div(g->a, w0, I(g, g->th)));
+    g->ty = let(g, "ty", hc_mod(g->a, w0, I(g, g->th)));
+    g->t0 = let(g, "t0", MUL(ADD(MUL(g->n, I(g, g->th)), g->ty), I(g, g->tw)));
+    if (g->input) input_item(g);
+    else output_item(g);
+}
+
 static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int block,
                       int threads, bool input, hc_error *err) {
     bool ok = s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 && s->pl >= 0 &&
@@ -195,29 +208,8 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
     g->in = hc_var_new(a, input ? "X" : "M", input ? xt : vt);
     g->out = hc_var_new(a, input ? "V" : "Y", input ? vt : xt);
     hc_builder_init(&b, a);
-    int64_t items = s->n * g->th;
-    if (threads < 1) threads = 1;
-    if (threads > items) threads = (int)items;
-    int64_t per = (items + threads - 1) / threads;
-    hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
-    HC_FOR(&b, th, "t", I(g, threads), attr) {
-        hc_var *tv[1], *iv[1];
-        static const char *const tnames[1] = {"ti"}, *const inames[1] = {"it"};
-        HC_FOR_MAP(&b, hc_map_spatial(a, 1, (int64_t[]){threads}), R(g, th), 1, tv, tnames) {
-            HC_FOR_MAP(&b, hc_map_repeat(a, 1, (int64_t[]){per}, NULL), I(g, 0), 1, iv, inames) {
-                hc_expr *w = hc_add(a, hc_mul(a, R(g, tv[0]), I(g, per)), R(g, iv[0]));
-                bool ragged = per * threads != items;
-                if (ragged) hc_b_if_begin(&b, hc_lt(a, w, I(g, items)));
-                hc_expr *w0 = let(g, "item", w);
-                g->n = let(g, "n", hc_div(a, w0, I(g, g->th)));
-                g->ty = let(g, "ty", hc_mod(a, w0, I(g, g->th)));
-                g->t0 = let(g, "t0", MUL(ADD(MUL(g->n, I(g, g->th)), g->ty), I(g, g->tw)));
-                if (input) input_item(g);
-                else output_item(g);
-                if (ragged) hc_b_end(&b);
-            }
-        }
-    }
+    g->input = input;
+    hc_sched_split_items(&b, s->n * g->th, threads, NULL, item_body, g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[2] = {g->in, g->out};
     return hc_func_new(a, name ? name : (input ? "wino_input_nchwc" : "wino_output_nchwc"),
