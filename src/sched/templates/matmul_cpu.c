@@ -321,29 +321,43 @@ static void prefetch(mm *g, hc_var *buf, hc_expr *off, int floats) {
 
 /* Pre-packed operands are streamed from memory the first time a tile reads them (the
  * weights: 100-600 MB per inference), faster than the hardware prefetcher brings them
- * in. At step k the tile asks for what the next tile will read at step k: for A the
- * panel of tile ir + 1 (the next panel in memory, kc * mr floats on; past the block it
- * is the next block's first panel, which is read next too), for B the panel of column
- * tile jr + 1, asked by one row tile (ir = 1, or 0 when the block has one) so the second
- * and later row tiles fetch it while they compute from the current one. Measured
- * (2 threads, 3 alternating rounds): ResNet-50 32.2 -> 29.5 ms, GPT-2 124.5 -> 116.4 ms
- * (its 154 MB LM head 36.3 -> 33.7 ms); no kernel slower. */
-static void prefetch_next(mm *g, const tile *t, hc_expr *k) {
+ * in. At step k the tile asks for what a later tile reads at step k. For A: the panel of
+ * tile ir + 1 (the next panel in memory, kc * mr floats on; past the block it is the next
+ * block's first panel, which is read next too). For B: the panel of column tile jr + 1,
+ * whose row k is asked for by row tile k mod (the block's row tiles), so the whole next
+ * panel arrives spread over the current panel's row tiles — two lines per k step from a
+ * single row tile (the first version) asked for more than the memory delivers and that
+ * tile stalled. In row order (rows_first) the first row tile reads every B panel of the
+ * block first, so it asks for the next one at every step. Measured in docs/matmul.md. */
+/* The spread B prefetch of one register tile: the next row k it asks for (declared before
+ * its k loop), or NULL when the tile does not prefetch B that way. */
+static hc_var *prefetch_begin(mm *g, const tile *t) {
+    if (!g->c->pre_b || g->c->rows_first) return NULL;
+    return hc_b_declare(g->b, "pfk", hc_type_scalar(HC_I64), t->ir);
+}
+
+static void prefetch_next(mm *g, const tile *t, hc_expr *k, hc_var *pf) {
     const hc_matmul_config *c = g->c;
     if (c->pre_a) prefetch(g, g->A, ADD(pre_a_offset(g, t, k), MUL(g->kc, I(g, c->mr))), c->mr);
-    if (c->pre_b) {
-        hc_expr *last = hc_div(g->a, SUB(g->mc, I(g, 1)), I(g, c->mr));
-        HC_IF(g->b, hc_eq(g->a, t->ir, MIN(I(g, 1), last))) {
-            prefetch(g, g->B, ADD(pre_b_offset(g, t, k), MUL(g->kc, I(g, c->nr))), c->nr);
-        }
+    if (!c->pre_b) return;
+    hc_expr *next = ADD(pre_b_offset(g, t, k), MUL(g->kc, I(g, c->nr)));
+    if (!pf) { /* rows first: the first row tile sweeps every panel of the block */
+        HC_IF(g->b, hc_eq(g->a, t->ir, I(g, 0))) { prefetch(g, g->B, next, c->nr); }
+        return;
+    }
+    HC_IF(g->b, hc_eq(g->a, k, R(g, pf))) { /* row k from row tile k mod (row tiles) */
+        prefetch(g, g->B, next, c->nr);
+        hc_expr *tiles = ADD(hc_div(g->a, SUB(g->mc, I(g, 1)), I(g, c->mr)), I(g, 1));
+        hc_b_assign(g->b, pf, ADD(R(g, pf), tiles));
     }
 }
 
 static void k_loop(mm *g, const tile *t, bool masked) {
     hc_arena *a = g->a;
     int nv = g->nv, mr = g->c->mr;
+    hc_var *pf = prefetch_begin(g, t);
     HC_FOR(g->b, k, "k", g->kc, hc_serial()) {
-        prefetch_next(g, t, R(g, k));
+        prefetch_next(g, t, R(g, k), pf);
         hc_var *bv = hc_b_declare(
             g->b, "bv", hc_type_tensor_vec(a, HC_F32, g->c->lanes, 1, (hc_expr *[]){I(g, nv)},
                                            NULL, HC_SCOPE_REGISTER), NULL);
@@ -494,8 +508,9 @@ static void column_kernel(mm *g, const tile *t) {
             hc_b_store(g->b, acc, 2, (hc_expr *[]){R(g, j), R(g, u)}, zero);
         }
     }
+    hc_var *pf = prefetch_begin(g, t);
     HC_FOR(g->b, k, "ck", g->kc, hc_serial()) {
-        prefetch_next(g, t, R(g, k));
+        prefetch_next(g, t, R(g, k), pf);
         hc_var *av = hc_b_declare(
             g->b, "cav",
             hc_type_tensor_vec(a, HC_F32, L, 1, (hc_expr *[]){I(g, mv)}, NULL, HC_SCOPE_REGISTER),
