@@ -830,6 +830,7 @@ static void test_conv_errors(void) {
 /* ---- 4. Winograd transforms on the blocked layout ---------------------------------- */
 typedef struct wcase {
     int64_t n, cb, h, w, pads[4]; /* input transform: X [n, cb, h, w, b] */
+    int m;                        /* F(m x m, 3 x 3): 0 leaves the attribute out (2) */
 } wcase;
 
 /* Both transforms of case k: the hook's program and threads 1, 2, 3; staged into st. */
@@ -838,7 +839,8 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
     int64_t b = hc_target_f32_lanes(tg);
     hc_error err = {0};
     int64_t oh = k->h + k->pads[0] + k->pads[2] - 2, ow = k->w + k->pads[1] + k->pads[3] - 2;
-    int64_t tiles = k->n * ((oh + 1) / 2) * ((ow + 1) / 2), c = k->cb * b;
+    int m = k->m ? k->m : 2, na = m + 2;
+    int64_t tiles = k->n * ((oh + m - 1) / m) * ((ow + m - 1) / m), c = k->cb * b;
     int count = 0;
     for (int input = 1; input >= 0; input--) {
         hc_graph *g = hc_graph_new("wino", 17);
@@ -846,13 +848,16 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         if (input) {
             hc_tensor *x = hc_graph_add_input(g, "X", HC_F32, 5,
                                               (int64_t[]){k->n, k->cb, k->h, k->w, b});
-            hc_attr at[1] = {{.name = "pads", .kind = HC_ATTR_INTS, .n = 4,
-                              .ints = (int64_t *)k->pads}};
-            n = one_node(g, HC_OPK_WINO_INPUT_NCHWC, "wino_in", 1, &x, 1, at, &err);
+            hc_attr at[2] = {{.name = "pads", .kind = HC_ATTR_INTS, .n = 4,
+                              .ints = (int64_t *)k->pads},
+                             INT("tile", k->m)};
+            n = one_node(g, HC_OPK_WINO_INPUT_NCHWC, "wino_in", 1, &x, k->m ? 2 : 1, at, &err);
         } else {
-            hc_tensor *m = hc_graph_add_input(g, "M", HC_F32, 3, (int64_t[]){16, tiles, c});
-            hc_attr at[2] = {INTS("out_hw", oh, ow), INT("block", b)};
-            n = one_node(g, HC_OPK_WINO_OUTPUT_NCHWC, "wino_out", 1, &m, 2, at, &err);
+            hc_tensor *mt = hc_graph_add_input(g, "M", HC_F32, 3,
+                                               (int64_t[]){na * na, tiles, c});
+            hc_attr at[3] = {INTS("out_hw", oh, ow), INT("block", b), INT("tile", k->m)};
+            n = one_node(g, HC_OPK_WINO_OUTPUT_NCHWC, "wino_out", 1, &mt, k->m ? 3 : 2, at,
+                         &err);
         }
         CHECK_MSG(n != NULL, "wino case %d: %s", ci, err.msg);
         if (!n) {
@@ -861,7 +866,7 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         }
         const int64_t *ys = n->outputs[0]->shape;
         if (input)
-            CHECK(n->outputs[0]->ndim == 3 && ys[0] == 16 && ys[1] == tiles && ys[2] == c);
+            CHECK(n->outputs[0]->ndim == 3 && ys[0] == na * na && ys[1] == tiles && ys[2] == c);
         else
             CHECK(n->outputs[0]->ndim == 5 && ys[0] == k->n && ys[1] == k->cb && ys[2] == oh &&
                   ys[3] == ow && ys[4] == b);
@@ -870,7 +875,8 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         CHECK(t != NULL);
         staged *sg = &st[count++];
         *sg = (staged){.g = g, .n = n, .t = t};
-        snprintf(sg->label, sizeof sg->label, "wino %s case %d", input ? "input" : "output", ci);
+        snprintf(sg->label, sizeof sg->label, "wino F(%d) %s case %d", m,
+                 input ? "input" : "output", ci);
         const char *io = input ? "in" : "out";
         /* X / M read by VLOAD (X's padding by masked loads), the output by VSTORE only */
         contract ct = {{ACC_VLOAD | (input ? ACC_VLOAD_MASK : 0), ACC_VSTORE},
@@ -881,8 +887,8 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         CHECK_MSG(f != NULL, "%s: no template", sg->label);
         if (f) check_contract(f, &ct, sg->label), kset_add(&sg->ks, f);
         hc_wino_shape s = input ? (hc_wino_shape){k->n, c, k->h, k->w, k->pads[0], k->pads[1],
-                                                  oh, ow}
-                                : (hc_wino_shape){.n = k->n, .c = c, .oh = oh, .ow = ow};
+                                                  oh, ow, m}
+                                : (hc_wino_shape){.n = k->n, .c = c, .oh = oh, .ow = ow, .m = m};
         for (int th = 1; th <= 3; th++) {
             const char *nm = hc_arena_printf(a, "wino%d_%s_t%d", ci, io, th);
             err = (hc_error){0};
@@ -903,6 +909,15 @@ static const wcase wino_cases[] = {
     {1, 3, 6, 9, {0, 1, 1, 0}},   /* asymmetric pads */
     {1, 2, 2, 2, {1, 1, 1, 1}},   /* 2x2 */
     {2, 3, 10, 10, {1, 1, 1, 1}}, /* even output, N = 2, 48 channels */
+    /* F(4x4, 3x3): 6x6 tiles */
+    {1, 1, 1, 1, {1, 1, 1, 1}, 4},    /* one output */
+    {1, 1, 6, 6, {0, 0, 0, 0}, 4},    /* one whole tile */
+    {2, 3, 7, 11, {1, 1, 1, 1}, 4},   /* 7x11 output: 3 and 1 left over, N = 2 */
+    {1, 2, 10, 13, {0, 0, 0, 0}, 4},  /* 8x11: whole rows, 3 columns over */
+    {1, 3, 9, 14, {0, 1, 2, 0}, 4},   /* asymmetric pads, 9x13 */
+    {2, 1, 18, 18, {1, 1, 1, 1}, 4},  /* 18x18: interior tiles, N = 2 */
+    {1, 2, 2, 5, {1, 1, 1, 1}, 4},    /* 2x5 */
+    {1, 1, 29, 31, {1, 1, 1, 1}, 4},  /* 29x31: 8x8 tiles, borders on every side */
 };
 
 static void test_wino_fallbacks(void) {
@@ -931,6 +946,24 @@ static void test_wino_fallbacks(void) {
         CHECK_MSG(t && hc_op_get(n->op)->schedule(&a, n, t, tg, "fb", NULL, &err) == NULL &&
                       err.status == HC_OK,
                   "wino fallback %d", v);
+        hc_graph_free(g);
+    }
+    /* a tile other than 2 or 4 */
+    for (int v = 0; v < 2; v++) {
+        hc_graph *g = hc_graph_new("wino_tile", 17);
+        hc_node *n;
+        hc_attr at[3] = {INTS("out_hw", 6, 6), INT("block", b), INT("tile", 3)};
+        err = (hc_error){0};
+        if (v) {
+            hc_tensor *x = hc_graph_add_input(g, "X", HC_F32, 5, (int64_t[]){1, 1, 6, 6, b});
+            hc_attr ai[2] = {INTS("pads", 1, 1, 1, 1), INT("tile", 3)};
+            n = one_node(g, HC_OPK_WINO_INPUT_NCHWC, "wi", 1, &x, 2, ai, &err);
+        } else {
+            hc_tensor *m = hc_graph_add_input(g, "M", HC_F32, 3, (int64_t[]){25, 4, b});
+            n = one_node(g, HC_OPK_WINO_OUTPUT_NCHWC, "wo", 1, &m, 3, at, &err);
+        }
+        CHECK_MSG(n == NULL && err.status != HC_OK && strstr(err.msg, "tile"),
+                  "tile 3 accepted (%s)", err.msg);
         hc_graph_free(g);
     }
     /* an M whose rows are not whole images of tiles, or K not whole blocks */
@@ -1410,17 +1443,19 @@ static void print_graph_on_failure(const hc_graph *g, int failed_before) {
  * the reference evaluator against the original graph. */
 static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const gbufs *want) {
     hc_error err = {0};
-    for (int v = 0; v < 3; v++) {
-        const char *what = v == 0 ? "layout pass" : v == 1 ? "layout pass, Winograd forced"
-                                                           : "pipeline";
+    for (int v = 0; v < 4; v++) {
+        const char *what = v == 0   ? "layout pass"
+                           : v == 1 ? "layout pass, Winograd forced"
+                           : v == 3 ? "layout pass, Winograd F(4x4) forced"
+                                    : "pipeline";
         int failed_before = test_failed;
         hc_graph *g = k->build(seed);
         /* the graphs' images are small: every eligible conv blocked regardless */
         hc_optimize_options o = {.nchwc_block = hc_target_f32_lanes(hc_target_host()),
-                                 .no_winograd = v == 0, .force_winograd = v == 1,
-                                 .nchwc_small_pixels = -1};
+                                 .no_winograd = v == 0, .force_winograd = v == 1 || v == 3,
+                                 .nchwc_small_pixels = -1, .wino_tile = v == 3 ? 4 : 0};
         hc_status st;
-        if (v < 2) {
+        if (v != 2) {
             st = hc_pass_infer_shapes(g, &err);
             if (st == HC_OK) st = hc_pass_layout_nchwc(g, &o, &err);
         } else {
@@ -1429,7 +1464,7 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
         CHECK_MSG(st == HC_OK, "%s (%s): %s", k->name, what, err.msg);
         if (st == HC_OK && o.nchwc_block == 16) {
             if (v == 0) check_structure(g, k, what);
-            if (v == 1) { /* 3x3 stride-1 group-1 convs went blocked Winograd */
+            if (v == 1 || v == 3) { /* 3x3 stride-1 group-1 convs went blocked Winograd */
                 int wi = count_op(g, HC_OPK_WINO_INPUT_NCHWC),
                     wo = count_op(g, HC_OPK_WINO_OUTPUT_NCHWC);
                 CHECK_MSG(wi == wo && count_op(g, HC_OPK_WINO_INPUT) == 0 &&
@@ -1438,6 +1473,15 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
                           count_op(g, HC_OPK_CONV_NCHWC));
                 if (k->build == build_chain) CHECK_EQ_INT(wi, 2);
                 if (k->build == build_per_channel) CHECK_EQ_INT(wi, 1);
+                for (size_t i = 0; i < g->nodes.len; i++) { /* the tile asked for */
+                    const hc_node *wn = g->nodes.data[i];
+                    bool win = wn->op == HC_OPK_WINO_INPUT_NCHWC;
+                    if (!win && wn->op != HC_OPK_WINO_OUTPUT_NCHWC) continue;
+                    const hc_tensor *v16 = win ? wn->outputs[0] : wn->inputs[0];
+                    CHECK_MSG(hc_node_attr_int(wn, "tile", 2) == (v == 3 ? 4 : 2) &&
+                                  v16->shape[0] == (v == 3 ? 36 : 16),
+                              "%s (%s): %s tile", k->name, what, wn->name);
+                }
                 CHECK_MSG(count_reorder_pairs(g) == 0 &&
                               (k->e.to < 0 || count_op(g, HC_OPK_TO_NCHWC) == k->e.to) &&
                               count_op(g, HC_OPK_FROM_NCHWC) == k->e.from,
@@ -1474,11 +1518,15 @@ static bool blocked_anchor(hc_op_kind op) {
 static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_graph *ref,
                            const gbufs *want) {
     hc_error err = {0};
-    const char *what = variant == 0 ? "default" : variant == 1 ? "Winograd forced" : "--no-nchwc";
+    const char *what = variant == 0   ? "default"
+                       : variant == 1 ? "Winograd forced"
+                       : variant == 3 ? "Winograd F(4x4)"
+                                      : "--no-nchwc";
     hc_graph *g = k->build(seed);
     hc_compile_options opt = {.num_threads = 2,
-                              .paths = {.force_winograd = variant == 1, .no_nchwc = variant == 2,
-                                        .nchwc_small_pixels = -1}};
+                              .paths = {.force_winograd = variant == 1 || variant == 3,
+                                        .no_nchwc = variant == 2, .nchwc_small_pixels = -1,
+                                        .wino_tile = variant == 3 ? 4 : 0}};
     hc_model *m = NULL;
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (%s): compile: %s", k->name, what, err.msg);
@@ -1579,7 +1627,7 @@ int main(void) {
         CHECK_MSG(hc_graph_eval_reference(ref, want.in, want.out, &err) == HC_OK, "%s: %s",
                   k->name, err.msg);
         check_pass(k, seed, ref, &want);
-        for (int v = 0; v < 3; v++) check_compiled(k, seed, v, ref, &want);
+        for (int v = 0; v < 4; v++) check_compiled(k, seed, v, ref, &want);
         gbufs_free(&want);
         hc_graph_free(ref);
     }

@@ -38,11 +38,12 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
     }
     const hc_optimize_options *p = co ? &co->paths : NULL;
     if (co && (co->no_fusion || co->tune_level || co->no_prepack || p->no_winograd ||
-               p->force_winograd || p->no_direct || p->force_direct || p->no_nchwc))
+               p->force_winograd || p->no_direct || p->force_direct || p->no_nchwc ||
+               p->wino_tile))
         fprintf(stderr,
                 "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
-                "--no-winograd, --winograd-all, --no-direct, --direct-all, --no-nchwc and --tune do not "
-                "apply\n",
+                "--no-winograd, --winograd-all, --winograd-tile, --no-direct, --direct-all, "
+                "--no-nchwc and --tune do not apply\n",
                 spec);
     if (co && co->verbose)
         fprintf(stderr, "hidetc: loaded %s: %d kernels, %d programs, %d threads, %.0f ms\n",
@@ -120,6 +121,16 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         long level;
         if (!cli_parse_int(cmd, o, val, 0, 2, &level)) return -1;
         co->tune_level = (int)level;
+        return 2;
+    }
+    if (!strcmp(o, "--winograd-tile")) {
+        long m;
+        if (!cli_parse_int(cmd, o, val, 2, 4, &m)) return -1;
+        if (m == 3) {
+            fprintf(stderr, "hidetc %s: --winograd-tile expects 2 or 4, got '%s'\n", cmd, val);
+            return -1;
+        }
+        co->paths.wino_tile = (int)m;
         return 2;
     }
     if (!strcmp(o, "--tune-weights")) {

@@ -55,6 +55,8 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     "  at compile time; --tune L: schedule-space level (0 default)\n"                              \
     "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"                    \
     "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"                       \
+    "  --winograd-tile 2|4: F(2x2, 3x3) or F(4x4, 3x3) for every blocked Winograd conv\n"      \
+    "  (default: F(4x4) where its weights stay small, docs/winograd.md)\n"                     \
     "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"              \
     "  (docs/conv_dw.md)\n"
 

@@ -25,6 +25,7 @@ typedef struct lctx {
     hc_error *err;
     int64_t block;
     int counter;
+    const hc_optimize_options *opt;
 } lctx;
 
 static const char *fresh(lctx *c, const char *base, const char *what) {
@@ -106,24 +107,28 @@ static hc_tensor *view(lctx *c, const hc_tensor *t, int ndim, const int64_t *sha
     return v;
 }
 
-/* Winograd F(2x2, 3x3) on the blocked input: V [16, T, C] = WINO_INPUT_NCHWC(xb);
- * M [16, T, OC] = V x U^T (batched MatMul, the transformed weights [16, C, OC] as B);
- * yb = WINO_OUTPUT_NCHWC(M) [N, OC/b, OH, OW, b] (+ the bias as [OC/b, 1, 1, b]). */
+/* Winograd F(m x m, 3x3) on the blocked input (m = hc_pass_winograd_tile: 2 or 4, a =
+ * m + 2): V [a*a, T, C] = WINO_INPUT_NCHWC(xb); M [a*a, T, OC] = V x U^T (batched MatMul,
+ * the transformed weights [a*a, C, OC] as B); yb = WINO_OUTPUT_NCHWC(M) [N, OC/b, OH, OW, b]
+ * (+ the bias as [OC/b, 1, 1, b]). */
 static hc_tensor *winograd(lctx *c, hc_node *n, hc_tensor *xb, const int64_t *pads) {
     hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
     const hc_tensor *y = n->outputs[0];
-    hc_attr pa = {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads};
+    int tile = hc_pass_winograd_tile(n, c->opt);
+    hc_attr pa[2] = {{.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads},
+                     {.name = "tile", .kind = HC_ATTR_INT, .i = tile}};
     hc_tensor *v = add(c, HC_OPK_WINO_INPUT_NCHWC, NULL, fresh(c, n->name, "wino_in"), 1, &xb,
-                       1, &pa);
+                       2, pa);
     if (!v) return NULL;
-    hc_tensor *in[2] = {v, hc_pass_winograd_weights(c->g, w, true)};
+    hc_tensor *in[2] = {v, hc_pass_winograd_weights(c->g, w, tile, true)};
     hc_tensor *m = add(c, HC_OPK_MATMUL, NULL, fresh(c, n->name, "wino_mm"), 2, in, 0, NULL);
     if (!m) return NULL;
     int64_t hw[2] = {y->shape[2], y->shape[3]};
-    hc_attr oa[2] = {{.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw},
-                     {.name = "block", .kind = HC_ATTR_INT, .i = c->block}};
+    hc_attr oa[3] = {{.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw},
+                     {.name = "block", .kind = HC_ATTR_INT, .i = c->block},
+                     {.name = "tile", .kind = HC_ATTR_INT, .i = tile}};
     hc_tensor *yb = add(c, HC_OPK_WINO_OUTPUT_NCHWC, NULL, fresh(c, n->name, "wino_out"), 1, &m,
-                        2, oa);
+                        3, oa);
     if (yb && b) {
         int64_t shape[4] = {w->shape[0] / c->block, 1, 1, c->block};
         in[0] = yb;
@@ -418,7 +423,7 @@ static hc_status convert_all(lctx *c, const hc_optimize_options *opt, bool depth
 hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
     int64_t block = opt ? opt->nchwc_block : 0;
     if (block <= 1) return HC_OK;
-    lctx c = {g, err, block, 0};
+    lctx c = {g, err, block, 0, opt};
     hc_status st = convert_all(&c, opt, false);
     return st == HC_OK ? convert_all(&c, opt, true) : st;
 }

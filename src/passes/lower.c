@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "passes/pass_util.h"
+#include "sched/winograd.h"
 
 typedef struct lower_ctx {
     hc_graph *g;
@@ -122,32 +123,57 @@ static bool winograd_pays(const hc_node *n) {
     return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * th * tw * 4;
 }
 
-/* U[a*4 + b, oc, c] = (G g G^T)[a, b] for the 3x3 filter g = w[oc, c], G = [1 0 0;
- * 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; computed in double, stored in f32. Transposed (the
- * channel-blocked path, docs/nchwc.md): U[a*4 + b, c, oc]. */
-hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, bool transposed) {
-    static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+/* U[p*a + q, oc, c] = (G g G^T)[p, q] for the 3x3 filter g = w[oc, c] and F(m x m, 3 x 3)'s
+ * a x 3 matrix G (hc_wino_matrices); computed in double, stored in f32. Transposed (the
+ * channel-blocked path, docs/nchwc.md): U[p*a + q, c, oc]. */
+hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed) {
+    const hc_wino_mats *wm = hc_wino_matrices(m);
+    HC_ASSERT(wm);
+    const int na = wm->a;
     int64_t oc = w->shape[0], ic = w->shape[1];
-    int64_t shape[3] = {16, transposed ? ic : oc, transposed ? oc : ic};
-    const char *name = hc_arena_printf(&g->arena, "%s_wino%s", w->name, transposed ? "T" : "");
+    int64_t shape[3] = {(int64_t)na * na, transposed ? ic : oc, transposed ? oc : ic};
+    const char *name = hc_arena_printf(&g->arena, "%s_wino%s%s", w->name, m == 4 ? "4" : "",
+                                       transposed ? "T" : "");
     hc_tensor *u = hc_graph_constant(g, name, HC_F32, 3, shape, NULL);
     const float *src = w->data;
     float *dst = u->data;
     for (int64_t o = 0; o < oc; o++)
         for (int64_t i = 0; i < ic; i++) {
-            const float *g = src + (o * ic + i) * 9;
-            double gt[4][3]; /* G g */
-            for (int a = 0; a < 4; a++)
+            const float *f = src + (o * ic + i) * 9;
+            double gt[6][3]; /* G f */
+            for (int p = 0; p < na; p++)
                 for (int q = 0; q < 3; q++)
-                    gt[a][q] = G[a][0] * g[q] + G[a][1] * g[3 + q] + G[a][2] * g[6 + q];
-            for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++) {
-                    double v = gt[a][0] * G[b][0] + gt[a][1] * G[b][1] + gt[a][2] * G[b][2];
-                    dst[transposed ? ((a * 4 + b) * ic + i) * oc + o
-                                   : ((a * 4 + b) * oc + o) * ic + i] = (float)v;
+                    gt[p][q] = wm->g[p][0] * f[q] + wm->g[p][1] * f[3 + q] + wm->g[p][2] * f[6 + q];
+            for (int p = 0; p < na; p++)
+                for (int q = 0; q < na; q++) {
+                    double v = gt[p][0] * wm->g[q][0] + gt[p][1] * wm->g[q][1] +
+                               gt[p][2] * wm->g[q][2];
+                    dst[transposed ? ((p * na + q) * ic + i) * oc + o
+                                   : ((p * na + q) * oc + o) * ic + i] = (float)v;
                 }
         }
     return u;
+}
+
+/* F(4x4, 3x3) against F(2x2, 3x3) on the blocked path: 36 products per 16 outputs instead of
+ * 16 per 4 (0.56x the matmul's multiply-adds), but the transformed weights hold 36 values
+ * per channel pair instead of 16, and at batch 1 the matmul streams them from memory once
+ * per inference. It pays where those weights stay small — at most WINO4_MAX_WEIGHTS bytes,
+ * the L2 of this machine's two cores — and the 4x4 tiles overhang the output by at most a
+ * quarter (as the F(2x2) rule asks of its tiles): ResNet-50's 56x56 and 28x28 layers (64
+ * and 128 channels), Inception-V3's 147x147, 71x71 and 35x35 ones; not ResNet's 14x14 and
+ * 7x7 layers (256 and 512 channels: 9.4 and 38 MB of weights) nor Inception's 8x8 ones.
+ * docs/winograd.md has the measurements. */
+#define WINO4_MAX_WEIGHTS (4 << 20)
+
+int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
+    if (o && (o->wino_tile == 2 || o->wino_tile == 4)) return o->wino_tile;
+    const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
+    int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 3) / 4, tw = (ow + 3) / 4;
+    int64_t bytes = 36 * w->shape[0] * w->shape[1] * 4;
+    bool pays = bytes <= WINO4_MAX_WEIGHTS && y->shape[0] * th * tw >= 9 &&
+                oh * ow * 4 >= 3 * th * tw * 16;
+    return pays ? 4 : 2;
 }
 
 /* V = WINO_INPUT(x) [16, C, T]; M = U x V [16, OC, T] (batched MatMul); y =
@@ -158,7 +184,7 @@ static hc_tensor *lower_conv_winograd(lower_ctx *c, const int64_t *pads) {
     const hc_tensor *y = n->outputs[0];
     hc_attr pa = {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads};
     hc_tensor *v = emit(c, HC_OPK_WINO_INPUT, "wino_in", 1, &x, 1, &pa);
-    hc_tensor *in[2] = {hc_pass_winograd_weights(c->g, w, false), v};
+    hc_tensor *in[2] = {hc_pass_winograd_weights(c->g, w, 2, false), v};
     hc_tensor *m = v ? emit(c, HC_OPK_MATMUL, "wino_mm", 2, in, 0, NULL) : NULL;
     int64_t hw[2] = {y->shape[2], y->shape[3]};
     hc_attr oa = {.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw};

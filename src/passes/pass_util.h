@@ -33,8 +33,12 @@ void hc_pass_conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, con
  * template, Winograd F(2x2, 3x3), or im2col + matmul. */
 typedef enum hc_conv_path { HC_CONV_IM2COL, HC_CONV_WINOGRAD, HC_CONV_DIRECT } hc_conv_path;
 hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o);
-/* Winograd's transformed weights of w [OC, C, 3, 3]: [16, OC, C], or transposed [16, C, OC]. */
-hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, bool transposed);
+/* Winograd F(m x m, 3 x 3)'s transformed weights of w [OC, C, 3, 3] (m = 2 or 4, a =
+ * m + 2): [a*a, OC, C], or transposed [a*a, C, OC]. */
+hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed);
+/* The output tile m of a blocked Winograd conv: 4 where F(4x4, 3x3) pays (lower.c), else
+ * 2; o->wino_tile forces it. */
+int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o);
 /* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
 void hc_pass_remove_nodes(hc_graph *g, const char *remove);
 

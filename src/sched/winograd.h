@@ -15,7 +15,21 @@ typedef struct hc_wino_shape {
     int64_t n, c, h, w; /* input (for the output transform, h and w are unused) */
     int64_t pt, pl;     /* top and left padding (input transform) */
     int64_t oh, ow;     /* convolution output */
+    int m;              /* output tile m x m: F(m x m, 3 x 3); 0 means 2 (the NCHW templates
+                         * have only 2, the blocked ones 2 and 4) */
 } hc_wino_shape;
+
+/* The transform matrices of F(m x m, 3 x 3), m = 2 or 4, tiles of a = m + 2 inputs:
+ * Y = A^T [(G g G^T) . (B^T d B)] A for a 3x3 filter g and an a x a input tile d
+ * (Lavin and Gray 2015; the m = 4 points 0, +-1, +-2, infinity). */
+typedef struct hc_wino_mats {
+    int m, a;
+    double bt[6][6]; /* a x a */
+    double g[6][3];  /* a x 3 */
+    double at[4][6]; /* m x a */
+} hc_wino_mats;
+/* NULL unless m is 2 or 4. */
+const hc_wino_mats *hc_wino_matrices(int m);
 
 /* Work items (image, channel, tile rows) split evenly over `threads` threads. */
 hc_func *hc_wino_input_cpu(hc_arena *a, const char *name, const hc_wino_shape *s, int threads,
@@ -23,10 +37,12 @@ hc_func *hc_wino_input_cpu(hc_arena *a, const char *name, const hc_wino_shape *s
 hc_func *hc_wino_output_cpu(hc_arena *a, const char *name, const hc_wino_shape *s, int threads,
                             hc_error *err);
 
-/* The same transforms on the channel-blocked layout (winograd_nchwc_cpu.c, docs/nchwc.md):
- *   input:  X [n, c/block, h, w, block] -> V [16, T, c]      params X, V
- *   output: M [16, T, c] -> Y [n, c/block, oh, ow, block]     params M, Y
- * with the channels on the vector lanes (block = the target's f32 lanes). */
+/* The same transforms on the channel-blocked layout (winograd_nchwc_cpu.c, docs/nchwc.md),
+ * for F(2x2, 3x3) and F(4x4, 3x3) (s->m; a = m + 2):
+ *   input:  X [n, c/block, h, w, block] -> V [a*a, T, c]      params X, V
+ *   output: M [a*a, T, c] -> Y [n, c/block, oh, ow, block]     params M, Y
+ * with the channels on the vector lanes (block = the target's f32 lanes), T = n *
+ * ceil(oh/m) * ceil(ow/m), the input tile of (ty, tx) at row m*ty - pt, column m*tx - pl. */
 hc_func *hc_wino_input_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
                                  int block, int threads, hc_error *err);
 hc_func *hc_wino_output_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,

@@ -20,7 +20,16 @@
  *               y[n, k, 2*ty+i, 2*tx+j] = (A^T m_t A)[i, j] for tile t, cropped to OH x OW.
  * With B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] and A^T = [1 1 1 0; 0 1 -1 -1], every
  * row of B^T has two nonzeros (+-1) and row i of A^T is the three ones at columns i..i+2
- * with signs (1, s, s), s = 1 - 2i: V and y are sums of 4 and 9 loads. */
+ * with signs (1, s, s), s = 1 - 2i: V and y are sums of 4 and 9 loads.
+ *
+ * WINO_INPUT_NCHWC and WINO_OUTPUT_NCHWC: the same on the channel-blocked layout
+ * (docs/nchwc.md), for F(m x m, 3 x 3) with m = the attribute tile (2, the default, or 4;
+ * tiles of a = m + 2 inputs, the matrices of hc_wino_matrices):
+ *   WINO_INPUT_NCHWC  x [N, C/b, H, W, b] -> V [a*a, T, C], T = N*ceil(OH/m)*ceil(OW/m),
+ *                     V[p*a+q, t, c] = (B^T d B)[p, q], d the a x a tile at row m*ty - top,
+ *                     column m*tx - left;
+ *   WINO_OUTPUT_NCHWC m [a*a, T, K] -> y [N, K/b, OH, OW, b] (attributes out_hw, block),
+ *                     y[n, k, m*ty+i, m*tx+j] = (A^T u_t A)[i, j]. */
 #include "graph/graph.h"
 #include "sched/winograd.h"
 
@@ -142,6 +151,15 @@ static hc_status wino_pads(const hc_node *n, int64_t *pad, hc_error *err) {
     return HC_OK;
 }
 
+/* F(m x m, 3 x 3): m from the blocked ops' attribute tile (2 or 4), 2 for the NCHW ones. */
+static const hc_wino_mats *wino_mats(const hc_node *n, hc_error *err) {
+    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC || n->op == HC_OPK_WINO_OUTPUT_NCHWC;
+    int64_t m = blocked ? hc_node_attr_int(n, "tile", 2) : 2;
+    const hc_wino_mats *w = m == 2 || m == 4 ? hc_wino_matrices((int)m) : NULL;
+    if (!w) hc_node_fail(n, HC_ERR_INVALID, err, "tile is %lld, expected 2 or 4", (long long)m);
+    return w;
+}
+
 static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t pad[4];
@@ -154,9 +172,11 @@ static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
     if (oh < 1 || ow < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "a 3x3 window does not fit the input");
+    const hc_wino_mats *w = wino_mats(n, err);
+    if (!w) return err->status;
     int64_t c = x->shape[1] * (blocked ? x->shape[4] : 1);
-    int64_t t = x->shape[0] * ((oh + 1) / 2) * ((ow + 1) / 2);
-    int64_t shape[3] = {16, blocked ? t : c, blocked ? c : t};
+    int64_t t = x->shape[0] * ((oh + w->m - 1) / w->m) * ((ow + w->m - 1) / w->m);
+    int64_t shape[3] = {(int64_t)w->a * w->a, blocked ? t : c, blocked ? c : t};
     hc_node_set_output(n, 0, x->dtype, 3, shape);
     return HC_OK;
 }
@@ -196,20 +216,62 @@ static hc_expr *tile_at(hc_arena *a, const wino_tile *w, hc_expr *r, hc_expr *s)
                      hc_const_num(a, w->dt, 0));
 }
 
+/* select(i == 0, v[0], select(i == 1, v[1], ...)) over the first count entries of v (at
+ * stride `stride`): a matrix entry chosen by an index expression. */
+static hc_expr *pick(hc_arena *a, hc_expr *i, const double *v, int count, int stride,
+                     hc_dtype dt) {
+    hc_expr *e = hc_const_num(a, dt, v[(count - 1) * stride]);
+    for (int k = count - 2; k >= 0; k--)
+        e = hc_select(a, hc_eq(a, i, hc_int(a, k)), hc_const_num(a, dt, v[k * stride]), e);
+    return e;
+}
+
+/* The blocked input transform for any tile: V[p*a+q, t, c] = sum_ij B^T[p][i] d[i][j]
+ * B^T[q][j]. */
+static hc_task *task_wino_input_blocked(hc_arena *a, const hc_node *n, const int64_t *pad,
+                                        hc_error *err) {
+    const hc_wino_mats *wm = wino_mats(n, err);
+    if (!wm) return NULL;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
+    int64_t th = (oh + wm->m - 1) / wm->m, tw = (ow + wm->m - 1) / wm->m, na = wm->a;
+    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, "t"), hc_axis(a, "c")};
+    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[1]);
+    hc_expr *p = hc_div(a, e, hc_int(a, na)), *q = hc_mod(a, e, hc_int(a, na));
+    hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
+    hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
+    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, ax[2]),
+                   hc_sub(a, hc_mul(a, ty, hc_int(a, wm->m)), hc_int(a, pad[0])),
+                   hc_sub(a, hc_mul(a, tx, hc_int(a, wm->m)), hc_int(a, pad[1])), y->dtype};
+    hc_expr *v = NULL;
+    for (int i = 0; i < na; i++) {
+        hc_expr *row = NULL; /* sum_j d[i][j] B^T[q][j] */
+        for (int j = 0; j < na; j++) {
+            hc_expr *term = hc_mul(a, pick(a, q, &wm->bt[0][j], na, 6, y->dtype),
+                                   tile_at(a, &w, hc_int(a, i), hc_int(a, j)));
+            row = row ? hc_add(a, row, term) : term;
+        }
+        hc_expr *term = hc_mul(a, pick(a, p, &wm->bt[0][i], na, 6, y->dtype), row);
+        v = v ? hc_add(a, v, term) : term;
+    }
+    hc_tnode *out = hc_compute_with_axes(a, y->name, 3, y->shape, ax, v);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
 static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t pad[4];
     if (wino_pads(n, pad, err) != HC_OK) return NULL;
+    if (n->op == HC_OPK_WINO_INPUT_NCHWC) return task_wino_input_blocked(a, n, pad, err);
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
     int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
     int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
-    /* NCHW{b}c input: V is [16, T, C] (the matmul's A operand, channels innermost) */
-    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC;
-    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, blocked ? "t" : "c"),
-                     hc_axis(a, blocked ? "c" : "t")};
-    hc_var *cax = blocked ? ax[2] : ax[1];
-    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, blocked ? ax[1] : ax[2]);
+    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, "c"), hc_axis(a, "t")};
+    hc_var *cax = ax[1];
+    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[2]);
     hc_expr *ra = hc_div(a, e, hc_int(a, 4)), *rb = hc_mod(a, e, hc_int(a, 4));
     hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
     hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
@@ -241,15 +303,18 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     int64_t hw[2] = {0, 0};
     hc_status st = wino_out_hw(n, hw, err);
     if (st != HC_OK) return st;
-    int64_t tiles = ((hw[0] + 1) / 2) * ((hw[1] + 1) / 2);
-    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) { /* m [16, N*tiles, K] -> [N, K/b, OH, OW, b] */
+    const hc_wino_mats *w = wino_mats(n, err);
+    if (!w) return err->status;
+    int64_t tiles = ((hw[0] + w->m - 1) / w->m) * ((hw[1] + w->m - 1) / w->m);
+    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) { /* m [a*a, N*tiles, K] -> [N, K/b, OH, OW, b] */
         int64_t b = hc_node_attr_int(n, "block", 0);
-        if (m->ndim != 3 || m->shape[0] != 16 || m->shape[1] % tiles != 0 || b < 1 ||
+        if (m->ndim != 3 || m->shape[0] != w->a * w->a || m->shape[1] % tiles != 0 || b < 1 ||
             m->shape[2] % b != 0)
             return hc_node_fail(n, HC_ERR_INVALID, err,
-                                "input must be [16, N*%lld, K] with K a multiple of block %lld "
-                                "for out_hw [%lld, %lld]",
-                                (long long)tiles, (long long)b, (long long)hw[0], (long long)hw[1]);
+                                "input must be [%d, N*%lld, K] with K a multiple of block %lld "
+                                "for out_hw [%lld, %lld] and tile %d",
+                                w->a * w->a, (long long)tiles, (long long)b, (long long)hw[0],
+                                (long long)hw[1], w->m);
         int64_t shape[5] = {m->shape[1] / tiles, m->shape[2] / b, hw[0], hw[1], b};
         hc_node_set_output(n, 0, m->dtype, 5, shape);
         return HC_OK;
@@ -263,20 +328,52 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
+/* The blocked output transform for any tile: y[n, k/b, m*ty+i, m*tx+j, k%b] =
+ * sum_pq A^T[i][p] u[p*a+q, t, k] A^T[j][q]. */
+static hc_task *task_wino_output_blocked(hc_arena *a, const hc_node *n, const int64_t *hw,
+                                         hc_error *err) {
+    const hc_wino_mats *wm = wino_mats(n, err);
+    if (!wm) return NULL;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *y = n->outputs[0];
+    int64_t mm = wm->m, th = (hw[0] + mm - 1) / mm, tw = (hw[1] + mm - 1) / mm;
+    hc_var *ax[5] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w"),
+                     hc_axis(a, "l")};
+    hc_expr *kk = hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])),
+                         hc_ref(a, ax[4]));
+    hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *me = hc_int(a, mm);
+    hc_expr *i = hc_mod(a, h, me), *j = hc_mod(a, wv, me);
+    hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
+                                            hc_div(a, h, me)),
+                                  hc_int(a, tw)),
+                        hc_div(a, wv, me));
+    hc_expr *v = NULL;
+    for (int p = 0; p < wm->a; p++) {
+        hc_expr *row = NULL; /* sum_q u[p][q] A^T[j][q] */
+        for (int q = 0; q < wm->a; q++) {
+            hc_expr *idx[3] = {hc_int(a, p * wm->a + q), t, kk};
+            hc_expr *term = hc_mul(a, pick(a, j, &wm->at[0][q], wm->m, 6, y->dtype),
+                                   hc_at(a, in[0], idx));
+            row = row ? hc_add(a, row, term) : term;
+        }
+        hc_expr *term = hc_mul(a, pick(a, i, &wm->at[0][p], wm->m, 6, y->dtype), row);
+        v = v ? hc_add(a, v, term) : term;
+    }
+    hc_tnode *out = hc_compute_with_axes(a, y->name, y->ndim, y->shape, ax, v);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
 static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t hw[2] = {0, 0};
     if (wino_out_hw(n, hw, err) != HC_OK) return NULL;
+    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) return task_wino_output_blocked(a, n, hw, err);
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *y = n->outputs[0];
     int64_t th = (hw[0] + 1) / 2, tw = (hw[1] + 1) / 2;
-    /* NCHW{b}c output: y [N, K/b, OH, OW, b] from m [16, T, K] */
-    bool blocked = n->op == HC_OPK_WINO_OUTPUT_NCHWC;
-    hc_var *ax[5] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w"),
-                     hc_axis(a, "l")};
-    hc_expr *kk = blocked ? hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])),
-                                   hc_ref(a, ax[4]))
-                          : hc_ref(a, ax[1]);
+    hc_var *ax[4] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w")};
+    hc_expr *kk = hc_ref(a, ax[1]);
     hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *two = hc_int(a, 2);
     hc_expr *i = hc_mod(a, h, two), *j = hc_mod(a, wv, two);
     hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
@@ -291,7 +388,7 @@ static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
         hc_expr *m[3];
         for (int l = 0; l < 3; l++) {
             hc_expr *e = hc_add(a, row, hc_add(a, j, hc_int(a, l)));
-            hc_expr *idx[3] = {e, blocked ? t : kk, blocked ? kk : t};
+            hc_expr *idx[3] = {e, kk, t};
             m[l] = hc_at(a, in[0], idx);
         }
         rows[k] = hc_add(a, m[0], hc_mul(a, sj, hc_add(a, m[1], m[2])));
@@ -317,6 +414,8 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
     hc_wino_shape s = {0};
     int64_t pad[4] = {0, 0, 0, 0};
     hc_error e2 = {0};
+    const hc_wino_mats *w = wino_mats(n, &e2);
+    if (!w) return NULL;
     if (input) {
         if (wino_pads(n, pad, &e2) != HC_OK) return NULL;
         s = (hc_wino_shape){x->shape[0], x->shape[1] * block, x->shape[2], x->shape[3], pad[0],
@@ -326,6 +425,7 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
         s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1] * block, .oh = y->shape[2],
                             .ow = y->shape[3]};
     }
+    s.m = w->m;
     int threads = target->num_cores > 0 ? target->num_cores : 1;
     if (blocked)
         return input ? hc_wino_input_nchwc_cpu(a, fname, &s, (int)block, threads, &e2)

@@ -1,19 +1,22 @@
-/* winograd_nchwc_cpu.c — CPU templates for the Winograd F(2x2, 3x3) transforms on the
- * channel-blocked layout (winograd.h, docs/nchwc.md): the channels lie on the vector lanes,
- * so each transform is the scalar one of docs/winograd.md done on whole vectors.
+/* winograd_nchwc_cpu.c — CPU templates for the Winograd F(m x m, 3 x 3) transforms (m = 2
+ * or 4, tiles of a = m + 2) on the channel-blocked layout (winograd.h, docs/nchwc.md): the
+ * channels lie on the vector lanes, so each transform is the scalar one of
+ * docs/winograd.md done on whole vectors.
  *
  *   for t in [0, T) parallel:
  *     for (ti) in spatial(T) on t:
  *       for (it) in repeat(ceil(items / T)):       item = (n, tile row ty)
  *         for tx, cb:
- *           input:  d[i][j] = X[n, cb, 2ty-pt+i, 2tx-pl+j, :]     (0 outside the image)
- *                   V[a*4+b, t, cb*L ..] = (B^T d B)[a, b]
- *           output: m[a][b] = M[a*4+b, t, cb*L ..]
- *                   Y[n, cb, 2ty+i, 2tx+j, :] = (A^T m A)[i, j]  (inside the output)
+ *           input:  d[i][j] = X[n, cb, m*ty-pt+i, m*tx-pl+j, :]   (0 outside the image)
+ *                   V[p*a+q, t, cb*L ..] = (B^T d B)[p, q]
+ *           output: u[p][q] = M[p*a+q, t, cb*L ..]
+ *                   Y[n, cb, m*ty+i, m*tx+j, :] = (A^T u A)[i, j]  (inside the output)
  *
- * V and M are [16, T, C] with the channels innermost: the batched matmul between them is
- * V x U^T with the transformed weights [16, C, OC] as its constant operand. Every access
- * is a whole vector along a tensor's last dimension; each Y element is stored once. */
+ * V and M are [a*a, T, C] with the channels innermost: the batched matmul between them is
+ * V x U^T with the transformed weights [a*a, C, OC] as its constant operand. Every access
+ * is a whole vector along a tensor's last dimension; each Y element is stored once. The
+ * matrix products are unrolled over the nonzero entries of B^T and A^T (hc_wino_matrices):
+ * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant. */
 #include "ir/mapping.h"
 #include "sched/sched.h"
 #include "sched/winograd.h"
@@ -22,6 +25,7 @@ typedef struct wb {
     hc_arena *a;
     hc_builder *b;
     const hc_wino_shape *s;
+    const hc_wino_mats *w; /* the transform matrices: tile m x m from a x a */
     int L;
     int64_t th, tw, cb;
     const hc_type *vec;
@@ -51,14 +55,35 @@ static void vstore(wb *g, hc_expr *ptr, hc_expr *v) {
     hc_b_eval(g->b, hc_call(g->a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, args));
 }
 
+/* sum_k coef[k] * x[k] over the nonzero coefficients (n of them), vectors: +-1 entries
+ * add or subtract, the others multiply by a broadcast constant. NULL when all are 0. */
+static hc_expr *combine(wb *g, const double *coef, hc_expr *const *x, int n) {
+    hc_expr *acc = NULL;
+    for (int pass = 0; pass < 2; pass++) /* positive terms first: no negation at the start */
+        for (int k = 0; k < n; k++) {
+            double c = coef[k];
+            if (c == 0 || (pass == 0) != (c > 0)) continue;
+            double m = c < 0 ? -c : c;
+            hc_expr *t = m == 1 ? x[k]
+                                : MUL(vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, m),
+                                            NULL),
+                                      x[k]);
+            if (!acc) acc = c > 0 ? t : SUB(vcall(g, HC_PRIM_VBROADCAST, g->vec, 1,
+                                                  hc_f32(g->a, 0), NULL), t);
+            else acc = c > 0 ? ADD(acc, t) : SUB(acc, t);
+        }
+    return acc;
+}
+
 /* ---- input transform ------------------------------------------------------------------ */
 static void input_tile(wb *g, hc_expr *tx, hc_expr *c, bool guarded) {
     hc_arena *a = g->a;
     const hc_wino_shape *s = g->s;
-    hc_expr *col0 = let(g, "col0", SUB(MUL(tx, I(g, 2)), I(g, s->pl)));
-    hc_expr *d[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
+    const int m = g->w->m, n = g->w->a;
+    hc_expr *col0 = let(g, "col0", SUB(MUL(tx, I(g, m)), I(g, s->pl)));
+    hc_expr *d[6][6];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
             hc_expr *r = ADD(g->row0, I(g, i)), *cc = ADD(col0, I(g, j));
             if (!guarded) {
                 hc_expr *p = hc_address(a, g->in, 5, (hc_expr *[]){g->n, c, r, cc, I(g, 0)});
@@ -74,21 +99,19 @@ static void input_tile(wb *g, hc_expr *tx, hc_expr *c, bool guarded) {
             hc_expr *cnt = hc_select(a, in, I(g, g->L), I(g, 0));
             d[i][j] = letv(g, "d", vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, p, cnt));
         }
-    /* rows of B^T d, then columns: row a is (d0 - d2, d1 + d2, d2 - d1, d1 - d3)[a] */
-    hc_expr *r[4][4];
-    for (int j = 0; j < 4; j++) {
-        r[0][j] = letv(g, "r", SUB(d[0][j], d[2][j]));
-        r[1][j] = letv(g, "r", ADD(d[1][j], d[2][j]));
-        r[2][j] = letv(g, "r", SUB(d[2][j], d[1][j]));
-        r[3][j] = letv(g, "r", SUB(d[1][j], d[3][j]));
-    }
+    /* rows of B^T d, then columns */
+    hc_expr *r[6][6];
+    for (int p = 0; p < n; p++)
+        for (int j = 0; j < n; j++) {
+            hc_expr *col[6];
+            for (int i = 0; i < n; i++) col[i] = d[i][j];
+            r[p][j] = letv(g, "r", combine(g, g->w->bt[p], col, n));
+        }
     hc_expr *t = ADD(g->t0, tx), *ch = MUL(c, I(g, g->L));
-    for (int i = 0; i < 4; i++) {
-        hc_expr *v[4] = {SUB(r[i][0], r[i][2]), ADD(r[i][1], r[i][2]), SUB(r[i][2], r[i][1]),
-                         SUB(r[i][1], r[i][3])};
-        for (int j = 0; j < 4; j++)
-            vstore(g, hc_address(a, g->out, 3, (hc_expr *[]){I(g, i * 4 + j), t, ch}), v[j]);
-    }
+    for (int p = 0; p < n; p++)
+        for (int q = 0; q < n; q++)
+            vstore(g, hc_address(a, g->out, 3, (hc_expr *[]){I(g, p * n + q), t, ch}),
+                   combine(g, g->w->bt[q], r[p], n));
 }
 
 /* Tiles [lo, hi) of the item's row (constant bounds), all channel blocks. */
@@ -104,16 +127,17 @@ static void input_tiles(wb *g, int64_t lo, int64_t hi, bool guarded) {
 static void input_item(wb *g) {
     const hc_wino_shape *s = g->s;
     hc_arena *a = g->a;
-    g->row0 = let(g, "row0", SUB(MUL(g->ty, I(g, 2)), I(g, s->pt)));
-    /* tiles whose 4 columns 2tx - pl .. +3 are inside [0, w) */
-    int64_t lo = (s->pl + 1) / 2, hi = s->w + s->pl - 4 >= 0 ? (s->w + s->pl - 4) / 2 + 1 : 0;
+    const int m = g->w->m, n = g->w->a;
+    g->row0 = let(g, "row0", SUB(MUL(g->ty, I(g, m)), I(g, s->pt)));
+    /* tiles whose n columns m*tx - pl .. + n - 1 are inside [0, w) */
+    int64_t lo = (s->pl + m - 1) / m, hi = s->w + s->pl - n >= 0 ? (s->w + s->pl - n) / m + 1 : 0;
     lo = HC_MIN(lo, g->tw), hi = HC_MIN(hi, g->tw);
     if (hi <= lo) {
         input_tiles(g, 0, g->tw, true);
         return;
     }
     hc_b_if_begin(g->b, hc_and(a, hc_le(a, I(g, 0), g->row0),
-                               hc_le(a, ADD(g->row0, I(g, 4)), I(g, s->h))));
+                               hc_le(a, ADD(g->row0, I(g, n)), I(g, s->h))));
     input_tiles(g, 0, lo, true);
     input_tiles(g, lo, hi, false);
     input_tiles(g, hi, g->tw, true);
@@ -126,51 +150,56 @@ static void input_item(wb *g) {
 /* The rows x cols top-left part of tile tx of the item's row, channel block c. */
 static void output_tile(wb *g, hc_expr *tx, hc_expr *c, int rows, int cols) {
     hc_arena *a = g->a;
-    hc_expr *t = ADD(g->t0, tx), *ch = MUL(c, I(g, g->L)), *m[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            hc_expr *p = hc_address(a, g->in, 3, (hc_expr *[]){I(g, i * 4 + j), t, ch});
-            m[i][j] = letv(g, "m", vcall(g, HC_PRIM_VLOAD, g->vec, 1, p, NULL));
+    const int m = g->w->m, n = g->w->a;
+    hc_expr *t = ADD(g->t0, tx), *ch = MUL(c, I(g, g->L)), *u[6][6];
+    for (int p = 0; p < n; p++)
+        for (int q = 0; q < n; q++) {
+            hc_expr *ptr = hc_address(a, g->in, 3, (hc_expr *[]){I(g, p * n + q), t, ch});
+            u[p][q] = letv(g, "u", vcall(g, HC_PRIM_VLOAD, g->vec, 1, ptr, NULL));
         }
     for (int i = 0; i < rows; i++) {
-        hc_expr *r[4]; /* row i of A^T m: (m0 + m1 + m2, m1 - m2 - m3)[i] */
-        for (int j = 0; j < 4; j++)
-            r[j] = letv(g, "r", i == 0 ? ADD(ADD(m[0][j], m[1][j]), m[2][j])
-                                       : SUB(SUB(m[1][j], m[2][j]), m[3][j]));
-        hc_expr *y[2] = {ADD(ADD(r[0], r[1]), r[2]), SUB(SUB(r[1], r[2]), r[3])};
-        hc_expr *oh = ADD(MUL(g->ty, I(g, 2)), I(g, i));
+        hc_expr *r[6]; /* row i of A^T u */
+        for (int q = 0; q < n; q++) {
+            hc_expr *col[6];
+            for (int p = 0; p < n; p++) col[p] = u[p][q];
+            r[q] = letv(g, "r", combine(g, g->w->at[i], col, n));
+        }
+        hc_expr *oh = ADD(MUL(g->ty, I(g, m)), I(g, i));
         for (int j = 0; j < cols; j++) {
-            hc_expr *ow = ADD(MUL(tx, I(g, 2)), I(g, j));
-            vstore(g, hc_address(a, g->out, 5, (hc_expr *[]){g->n, c, oh, ow, I(g, 0)}), y[j]);
+            hc_expr *ow = ADD(MUL(tx, I(g, m)), I(g, j));
+            vstore(g, hc_address(a, g->out, 5, (hc_expr *[]){g->n, c, oh, ow, I(g, 0)}),
+                   combine(g, g->w->at[j], r, n));
         }
     }
 }
 
 static void output_row(wb *g, int rows) {
-    int64_t full = g->s->ow / 2;
+    const int m = g->w->m;
+    int64_t full = g->s->ow / m;
     if (full > 0) {
         HC_FOR(g->b, x, "tx", I(g, full), hc_serial()) {
             HC_FOR(g->b, c, "cb", I(g, g->cb), hc_serial()) {
-                output_tile(g, R(g, x), R(g, c), rows, 2);
+                output_tile(g, R(g, x), R(g, c), rows, m);
             }
         }
     }
-    if (g->s->ow % 2) {
+    if (g->s->ow % m) {
         HC_FOR(g->b, c, "cb", I(g, g->cb), hc_serial()) {
-            output_tile(g, I(g, full), R(g, c), rows, 1);
+            output_tile(g, I(g, full), R(g, c), rows, (int)(g->s->ow % m));
         }
     }
 }
 
 static void output_item(wb *g) {
-    if (g->s->oh % 2 == 0) {
-        output_row(g, 2);
+    const int m = g->w->m;
+    if (g->s->oh % m == 0) {
+        output_row(g, m);
         return;
     }
     hc_b_if_begin(g->b, hc_lt(g->a, g->ty, I(g, g->th - 1)));
-    output_row(g, 2);
+    output_row(g, m);
     hc_b_else(g->b);
-    output_row(g, 1);
+    output_row(g, (int)(g->s->oh % m));
     hc_b_end(g->b);
 }
 
@@ -188,21 +217,22 @@ static void item_body(void *ctx, hc_expr *w) {
 
 static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int block,
                       int threads, bool input, hc_error *err) {
-    bool ok = s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 && s->pl >= 0 &&
-              (block == 4 || block == 8 || block == 16) && s->c % block == 0;
+    const hc_wino_mats *w = hc_wino_matrices(s->m ? s->m : 2);
+    bool ok = w && s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 &&
+              s->pl >= 0 && (block == 4 || block == 8 || block == 16) && s->c % block == 0;
     if (input) ok = ok && s->h >= 1 && s->w >= 1;
     if (!ok) {
         hc_error_set(err, HC_ERR_INVALID, "winograd nchwc template: invalid shape");
         return NULL;
     }
     hc_builder b;
-    wb gs = {.a = a, .b = &b, .s = s, .L = block, .th = (s->oh + 1) / 2, .tw = (s->ow + 1) / 2,
-             .cb = s->c / block};
+    wb gs = {.a = a, .b = &b, .s = s, .w = w, .L = block, .th = (s->oh + w->m - 1) / w->m,
+             .tw = (s->ow + w->m - 1) / w->m, .cb = s->c / block};
     wb *g = &gs;
     g->vec = hc_type_vector(a, HC_F32, block);
     int64_t tiles = s->n * g->th * g->tw;
     const int64_t xs[5] = {s->n, g->cb, input ? s->h : s->oh, input ? s->w : s->ow, block};
-    const int64_t vs[3] = {16, tiles, s->c};
+    const int64_t vs[3] = {(int64_t)w->a * w->a, tiles, s->c};
     const hc_type *xt = hc_type_tensor_c(a, HC_F32, 5, xs, HC_SCOPE_GLOBAL);
     const hc_type *vt = hc_type_tensor_c(a, HC_F32, 3, vs, HC_SCOPE_GLOBAL);
     g->in = hc_var_new(a, input ? "X" : "M", input ? xt : vt);
@@ -224,4 +254,34 @@ hc_func *hc_wino_input_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_sh
 hc_func *hc_wino_output_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
                                   int block, int threads, hc_error *err) {
     return build(a, name, s, block, threads, false, err);
+}
+
+/* ---- the matrices ----------------------------------------------------------------------- */
+static const hc_wino_mats WINO_F2 = {
+    .m = 2,
+    .a = 4,
+    .bt = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+    .g = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
+    .at = {{1, 1, 1, 0}, {0, 1, -1, -1}},
+};
+static const hc_wino_mats WINO_F4 = {
+    .m = 4,
+    .a = 6,
+    .bt = {{4, 0, -5, 0, 1, 0},
+           {0, -4, -4, 1, 1, 0},
+           {0, 4, -4, -1, 1, 0},
+           {0, -2, -1, 2, 1, 0},
+           {0, 2, -1, -2, 1, 0},
+           {0, 4, 0, -5, 0, 1}},
+    .g = {{1.0 / 4, 0, 0},
+          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+          {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+          {1.0 / 24, 1.0 / 12, 1.0 / 6},
+          {1.0 / 24, -1.0 / 12, 1.0 / 6},
+          {0, 0, 1}},
+    .at = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
+};
+
+const hc_wino_mats *hc_wino_matrices(int m) {
+    return m == 2 ? &WINO_F2 : m == 4 ? &WINO_F4 : NULL;
 }
