@@ -980,6 +980,69 @@ static void test_wino_fallbacks(void) {
     hc_arena_free(&a);
 }
 
+/* The F(4x4) rule (lower.c, hc_pass_winograd_tile) and the blocked conv path: F(4x4)
+ * where its transformed weights take at most 4 MB with enough whole tiles; on the blocked
+ * path F(4x4) also takes the 3x3 convs the direct template would (32 -> 64), unless F(2x2)
+ * is forced or Winograd is off; the layout pass then makes tile-4 Winograd ops. */
+static void test_wino_tile_rule(void) {
+    static const struct {
+        int64_t n, c, k, hw;
+        int tile;           /* hc_pass_winograd_tile */
+        hc_conv_path nchw;  /* hc_pass_conv_path */
+        hc_conv_path block; /* hc_pass_conv_path_blocked */
+    } cases[] = {
+        {1, 64, 64, 56, 4, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD},   /* ResNet layer1: 0.6 MB */
+        {1, 128, 128, 28, 4, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD}, /* layer2: 2.4 MB */
+        {1, 256, 256, 14, 2, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD}, /* layer3: 9.4 MB */
+        {1, 512, 512, 7, 2, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD},  /* 4 tiles of 4x4 */
+        {1, 32, 64, 20, 4, HC_CONV_DIRECT, HC_CONV_WINOGRAD},     /* direct in NCHW */
+        {1, 32, 64, 9, 2, HC_CONV_DIRECT, HC_CONV_DIRECT},        /* 9x9: 81 of 144 */
+        {3, 32, 64, 7, 4, HC_CONV_DIRECT, HC_CONV_WINOGRAD},      /* 12 tiles, 49 of 64 */
+    };
+    int64_t b = hc_target_f32_lanes(hc_target_host());
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        hc_error err = {0};
+        hc_graph *g = hc_graph_new("tile_rule", 17);
+        int64_t hw = cases[i].hw;
+        hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4,
+                                          (int64_t[]){cases[i].n, cases[i].c, hw, hw});
+        hc_tensor *w = hc_graph_constant(g, "w", HC_F32, 4,
+                                         (int64_t[]){cases[i].k, cases[i].c, 3, 3}, NULL);
+        hc_attr at[1] = {INTS("pads", 1, 1, 1, 1)};
+        hc_node *n = one_node(g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 1, at, &err);
+        CHECK_MSG(n != NULL, "tile rule case %zu: %s", i, err.msg);
+        if (!n) {
+            hc_graph_free(g);
+            continue;
+        }
+        hc_graph_add_output(g, n->outputs[0]);
+        hc_optimize_options o = {.nchwc_block = (int)b, .nchwc_small_pixels = -1};
+        CHECK_MSG(hc_pass_winograd_tile(n, &o) == cases[i].tile, "tile rule case %zu: tile %d",
+                  i, hc_pass_winograd_tile(n, &o));
+        CHECK_MSG(hc_pass_conv_path(n, &o) == cases[i].nchw, "tile rule case %zu: NCHW path", i);
+        CHECK_MSG(hc_pass_conv_path_blocked(n, &o) == cases[i].block,
+                  "tile rule case %zu: blocked path", i);
+        hc_optimize_options two = o, off = o;
+        two.wino_tile = 2, off.no_winograd = true;
+        CHECK(hc_pass_winograd_tile(n, &two) == 2);
+        CHECK(hc_pass_conv_path_blocked(n, &two) == cases[i].nchw);
+        CHECK(hc_pass_conv_path_blocked(n, &off) != HC_CONV_WINOGRAD);
+        /* the pass builds what the rule says */
+        CHECK(hc_pass_layout_nchwc(g, &o, &err) == HC_OK);
+        int tiles = 0, wins = 0;
+        for (size_t j = 0; j < g->nodes.len; j++) {
+            const hc_node *m = g->nodes.data[j];
+            if (m->op != HC_OPK_WINO_INPUT_NCHWC) continue;
+            wins++;
+            tiles = (int)hc_node_attr_int(m, "tile", 2);
+        }
+        bool wino = cases[i].block == HC_CONV_WINOGRAD;
+        CHECK_MSG(wins == wino && (!wino || tiles == cases[i].tile),
+                  "tile rule case %zu: %d Winograd ops, tile %d", i, wins, tiles);
+        hc_graph_free(g);
+    }
+}
+
 /* ---- 5. pools on the blocked layout ----------------------------------------------- */
 typedef struct pcase {
     const char *name;
@@ -1610,6 +1673,7 @@ int main(void) {
         hc_arena_free(&a);
     }
     test_wino_fallbacks();
+    test_wino_tile_rule();
     test_pool_fallbacks();
     test_reorders();
     t1 = seconds();

@@ -405,7 +405,7 @@ static hc_status convert_all(lctx *c, const hc_optimize_options *opt, bool depth
         if (!conv_eligible(c, n)) continue;
         bool dw = hc_node_attr_int(n, "group", 1) != 1;
         if (dw != depthwise || (dw && !is_from(n->inputs[0]))) continue;
-        bool wino = !dw && hc_pass_conv_path(n, opt) == HC_CONV_WINOGRAD;
+        bool wino = !dw && hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
         /* Small images (at most 64 output pixels in all: Inception-V3's 8x8 Mixed_7b/7c,
          * ResNet-50's 7x7 layer4 at batch 1): a conv there is a matmul with a few dozen
          * columns and thousands of channels, where the matmul path (pixels on the lanes,

@@ -33,6 +33,10 @@ void hc_pass_conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, con
  * template, Winograd F(2x2, 3x3), or im2col + matmul. */
 typedef enum hc_conv_path { HC_CONV_IM2COL, HC_CONV_WINOGRAD, HC_CONV_DIRECT } hc_conv_path;
 hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o);
+/* The same for a conv of the channel-blocked layout, where Winograd can be F(4x4, 3x3):
+ * Winograd also where the direct template would take the conv but F(4x4) applies
+ * (hc_pass_winograd_tile) and neither path is forced. */
+hc_conv_path hc_pass_conv_path_blocked(const hc_node *n, const hc_optimize_options *o);
 /* Winograd F(m x m, 3 x 3)'s transformed weights of w [OC, C, 3, 3] (m = 2 or 4, a =
  * m + 2): [a*a, OC, C], or transposed [a*a, C, OC]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed);
