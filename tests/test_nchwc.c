@@ -998,6 +998,8 @@ static void test_wino_tile_rule(void) {
         {1, 32, 64, 20, 4, HC_CONV_DIRECT, HC_CONV_WINOGRAD},     /* direct in NCHW */
         {1, 32, 64, 9, 2, HC_CONV_DIRECT, HC_CONV_DIRECT},        /* 9x9: 81 of 144 */
         {3, 32, 64, 7, 4, HC_CONV_DIRECT, HC_CONV_WINOGRAD},      /* 12 tiles, 49 of 64 */
+        {8, 256, 256, 14, 4, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD}, /* 9.4 MB for 8 images */
+        {8, 512, 512, 7, 2, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD},  /* 38 MB for 8 images */
     };
     int64_t b = hc_target_f32_lanes(hc_target_host());
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {

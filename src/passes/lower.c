@@ -158,8 +158,9 @@ hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool
 /* F(4x4, 3x3) against F(2x2, 3x3) on the blocked path: 36 products per 16 outputs instead of
  * 16 per 4 (0.56x the matmul's multiply-adds), but the transformed weights hold 36 values
  * per channel pair instead of 16, and at batch 1 the matmul streams them from memory once
- * per inference. It pays where those weights stay small — at most WINO4_MAX_WEIGHTS bytes,
- * the L2 of this machine's two cores — and the 4x4 tiles overhang the output by at most a
+ * per inference. It pays where those weights stay small — at most WINO4_MAX_WEIGHTS bytes
+ * per image of the batch (the L2 of this machine's two cores; a batch streams them once for
+ * all its images) — and the 4x4 tiles overhang the output by at most a
  * quarter (as the F(2x2) rule asks of its tiles): ResNet-50's 56x56 and 28x28 layers (64
  * and 128 channels), Inception-V3's 147x147, 71x71 and 35x35 ones; not ResNet's 14x14 and
  * 7x7 layers (256 and 512 channels: 9.4 and 38 MB of weights) nor Inception's 8x8 ones.
@@ -171,7 +172,7 @@ int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 3) / 4, tw = (ow + 3) / 4;
     int64_t bytes = 36 * w->shape[0] * w->shape[1] * 4;
-    bool pays = bytes <= WINO4_MAX_WEIGHTS && y->shape[0] * th * tw >= 9 &&
+    bool pays = bytes <= WINO4_MAX_WEIGHTS * y->shape[0] && y->shape[0] * th * tw >= 9 &&
                 oh * ow * 4 >= 3 * th * tw * 16;
     return pays ? 4 : 2;
 }
