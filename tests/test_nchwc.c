@@ -948,6 +948,20 @@ static void test_wino_fallbacks(void) {
                   "wino fallback %d", v);
         hc_graph_free(g);
     }
+    /* the NCHW templates have F(2x2) only; the blocked ones 2 and 4 */
+    {
+        hc_wino_shape s4 = {1, b, 6, 6, 1, 1, 6, 6, 4}, s3 = s4;
+        s3.m = 3;
+        err = (hc_error){0};
+        CHECK(hc_wino_input_cpu(&a, "nchw4", &s4, 1, &err) == NULL && err.status != HC_OK);
+        err = (hc_error){0};
+        CHECK(hc_wino_output_cpu(&a, "nchw4o", &s4, 1, &err) == NULL && err.status != HC_OK);
+        err = (hc_error){0};
+        CHECK(hc_wino_input_nchwc_cpu(&a, "blk3", &s3, (int)b, 1, &err) == NULL &&
+              err.status != HC_OK);
+        err = (hc_error){0};
+        CHECK(hc_wino_input_nchwc_cpu(&a, "blk4", &s4, (int)b, 1, &err) != NULL);
+    }
     /* a tile other than 2 or 4 */
     for (int v = 0; v < 2; v++) {
         hc_graph *g = hc_graph_new("wino_tile", 17);

@@ -35,7 +35,7 @@ typedef struct hc_optimize_options {
                                pixels (batch x height x width) stay NCHW; 0: 64, < 0: none
                                (tests) */
     int wino_tile;          /* blocked Winograd output tile: 0 the rule
-                               (hc_pass_winograd_tile), 2 or 4 forced (tests) */
+                               (hc_pass_winograd_tile), 2 or 4 forced (--winograd-tile) */
 } hc_optimize_options;
 
 /* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add), or for 3x3 stride-1 convs where it

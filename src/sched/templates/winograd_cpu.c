@@ -212,7 +212,8 @@ static void item_body(void *ctx, hc_expr *w) {
 }
 
 static bool valid(const hc_wino_shape *s, bool input, hc_error *err) {
-    bool ok = s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 && s->pl >= 0;
+    bool ok = s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 && s->pl >= 0 &&
+              (s->m == 0 || s->m == 2); /* F(2x2, 3x3) only (the blocked templates do 4) */
     if (input) ok = ok && s->h >= 1 && s->w >= 1;
     if (!ok) hc_error_set(err, HC_ERR_INVALID, "winograd template: invalid shape");
     return ok;
