@@ -1592,6 +1592,9 @@ static bool blocked_anchor(hc_op_kind op) {
            op == HC_OPK_WINO_OUTPUT_NCHWC;
 }
 
+/* dense CONV_NCHWC kernels with a TO_NCHWC prologue, over all compiled graphs */
+static int reorder_prologues;
+
 /* Compiled with the blocked layout on (the default), on with Winograd forced, and off,
  * against the reference evaluator on the original graph. */
 static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_graph *ref,
@@ -1622,6 +1625,18 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
     int kernels = hc_model_num_kernels(m), untemplated = 0, fallbacks = 0;
     for (int i = 0; i < kernels; i++) {
         const hc_node *an = hc_model_kernel_node(m, i);
+        /* a reorder is a prologue of the dense blocked conv only (partition.c): the
+         * templates that load vectors along the channel block would gather */
+        const hc_group *grp = hc_model_kernel_group(m, i);
+        bool vec = an && (an->op == HC_OPK_WINO_INPUT_NCHWC || an->op == HC_OPK_MAX_POOL_NCHWC ||
+                          an->op == HC_OPK_AVERAGE_POOL_NCHWC ||
+                          (an->op == HC_OPK_CONV_NCHWC && hc_node_attr_int(an, "group", 1) != 1));
+        for (int q = 0; q < grp->nprologue; q++) {
+            bool to = grp->prologue[q]->op == HC_OPK_TO_NCHWC;
+            CHECK_MSG(!(vec && to), "%s (%s): TO_NCHWC fused into %s", k->name, what,
+                      hc_op_name(an->op));
+            reorder_prologues += to && an && an->op == HC_OPK_CONV_NCHWC;
+        }
         if (an && blocked_anchor(an->op) && !hc_model_kernel_templated(m, i)) {
             untemplated++;
             fprintf(stderr, "%s (%s): kernel %d (%s) not templated\n", k->name, what, i,
@@ -1711,6 +1726,7 @@ int main(void) {
         gbufs_free(&want);
         hc_graph_free(ref);
     }
+    CHECK_MSG(reorder_prologues >= 1, "no dense blocked conv took its reorder as a prologue");
     printf("graphs: %.1f s\n", seconds() - t0);
     /* small images: a 1x1 conv with 64 output pixels stays NCHW by default, one with 72 is
      * blocked; a 3x3 Winograd conv on 8x8 is blocked either way; nchwc_small_pixels -1

@@ -55,8 +55,9 @@ static void vstore(wb *g, hc_expr *ptr, hc_expr *v) {
     hc_b_eval(g->b, hc_call(g->a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, args));
 }
 
-/* sum_k coef[k] * x[k] over the nonzero coefficients (n of them), vectors: +-1 entries
- * add or subtract, the others multiply by a broadcast constant. NULL when all are 0. */
+/* sum_k coef[k] * x[k] over the nonzero coefficients (n of them; every row of B^T and A^T
+ * has some), vectors: +-1 entries add or subtract, the others multiply by a broadcast
+ * constant. */
 static hc_expr *combine(wb *g, const double *coef, hc_expr *const *x, int n) {
     hc_expr *acc = NULL;
     for (int pass = 0; pass < 2; pass++) /* positive terms first: no negation at the start */
@@ -72,6 +73,7 @@ static hc_expr *combine(wb *g, const double *coef, hc_expr *const *x, int n) {
                                                   hc_f32(g->a, 0), NULL), t);
             else acc = c > 0 ? ADD(acc, t) : SUB(acc, t);
         }
+    HC_ASSERT_MSG(acc, "a transform row without a nonzero entry");
     return acc;
 }
 
