@@ -71,13 +71,25 @@ for pair in "--no-direct --direct-all" "--no-winograd --winograd-all"; do
     for o in $pair; do grep -q -- "$o" "$TMP/e.txt" || fail "compile $pair: $o not named: $(cat "$TMP/e.txt")"; done
     [ -e "$TMP/x" ] && fail "compile $pair left $TMP/x"
 done
+"$HIDETC" compile "$MODEL" -o "$TMP/x" --winograd-tile 3 >/dev/null 2>"$TMP/e.txt"
+[ $? -eq 2 ] || fail "compile --winograd-tile 3: not exit 2"
+grep -q -- "--winograd-tile" "$TMP/e.txt" || fail "--winograd-tile 3: $(cat "$TMP/e.txt")"
+# both Winograd tiles run on ResNet-18 (224x224: its 3x3 convs take blocked Winograd) and
+# give the default's outputs (below)
+for t in default 2 4; do
+    opt=""; [ $t = default ] || opt="--winograd-tile $t"
+    "$HIDETC" run builtin:resnet18 --threads 2 $opt --output-dir "$TMP/r18$t" \
+        >/dev/null 2>"$TMP/e.txt" || fail "run resnet18 $opt: $(cat "$TMP/e.txt")"
+done
 # --direct-all, --no-direct and --no-nchwc compile and run
 for o in --direct-all --no-direct --no-nchwc; do
     "$HIDETC" run "$MODEL" --threads 2 $o --output-dir "$TMP/o$o" >/dev/null 2>"$TMP/e.txt" || fail "run $o: $(cat "$TMP/e.txt")"
 done
-# the channel-blocked layout (default) and NCHW (--no-nchwc) give the same outputs
+# the channel-blocked layout (default) and NCHW (--no-nchwc) give the same outputs; so do
+# ResNet-18's Winograd F(2x2) and F(4x4)
 "$HIDETC" run "$MODEL" --threads 2 --output-dir "$TMP/odefault" >/dev/null 2>"$TMP/e.txt" || fail "run: $(cat "$TMP/e.txt")"
-python3 - "$TMP/odefault" "$TMP/o--no-nchwc" <<'PY' || fail "default and --no-nchwc outputs differ"
+for pair in "$TMP/odefault $TMP/o--no-nchwc" "$TMP/r18default $TMP/r182" "$TMP/r18default $TMP/r184"; do
+python3 - $pair <<'PY' || fail "outputs differ: $pair"
 import array, os, sys
 def load(path):  # an f32 .npy: magic, version, header length, header, data
     raw = open(path, "rb").read()
@@ -94,6 +106,7 @@ for f in names:
     print(f, "max rel err", err)
     assert hx == hy and len(x) == len(y) and err < 1e-4, (f, err)
 PY
+done
 
 # Damaged files: each fails (exit 1) with a message naming the file.
 size=$(stat -c %s "$TMP/model.bin")
