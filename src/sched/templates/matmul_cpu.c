@@ -329,13 +329,6 @@ static void prefetch(mm *g, hc_var *buf, hc_expr *off, int floats) {
  * single row tile (the first version) asked for more than the memory delivers and that
  * tile stalled. In row order (rows_first) the first row tile reads every B panel of the
  * block first, so it asks for the next one at every step. Measured in docs/matmul.md. */
-/* The spread B prefetch of one register tile: the next row k it asks for (declared before
- * its k loop), or NULL when the tile does not prefetch B that way. */
-static hc_var *prefetch_begin(mm *g, const tile *t) {
-    if (!g->c->pre_b || g->c->rows_first) return NULL;
-    return hc_b_declare(g->b, "pfk", hc_type_scalar(HC_I64), t->ir);
-}
-
 static void prefetch_next(mm *g, const tile *t, hc_expr *k, hc_var *pf) {
     const hc_matmul_config *c = g->c;
     if (c->pre_a) prefetch(g, g->A, ADD(pre_a_offset(g, t, k), MUL(g->kc, I(g, c->mr))), c->mr);
@@ -350,6 +343,13 @@ static void prefetch_next(mm *g, const tile *t, hc_expr *k, hc_var *pf) {
         hc_expr *tiles = ADD(hc_div(g->a, SUB(g->mc, I(g, 1)), I(g, c->mr)), I(g, 1));
         hc_b_assign(g->b, pf, ADD(R(g, pf), tiles));
     }
+}
+
+/* The spread B prefetch of one register tile: the next row k it asks for (declared before
+ * its k loop), or NULL when the tile does not prefetch B that way. */
+static hc_var *prefetch_begin(mm *g, const tile *t) {
+    if (!g->c->pre_b || g->c->rows_first) return NULL;
+    return hc_b_declare(g->b, "pfk", hc_type_scalar(HC_I64), t->ir);
 }
 
 static void k_loop(mm *g, const tile *t, bool masked) {
