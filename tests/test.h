@@ -43,6 +43,17 @@ static int test_passed, test_failed;
         CHECK_MSG(fabs(_a - _b) <= (tol), "%g vs %g (tol %g)", _a, _b, (double)(tol));   \
     } while (0)
 
+/* max |x - y| / max(1, |y|) over n elements (y: the reference); a NaN anywhere (an element
+ * never written) makes it infinite */
+static inline double max_rel_err(const float *x, const float *y, long long n) {
+    double e = 0;
+    for (long long i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]) / fmax(1.0, fabs((double)y[i]));
+        if (isnan(d) || d > e) e = isnan(d) ? INFINITY : d;
+    }
+    return e;
+}
+
 #define TEST_DONE()                                                                      \
     do {                                                                                 \
         printf("%d passed, %d failed\n", test_passed, test_failed);                     \

@@ -54,16 +54,6 @@ static float *rand_buf(int64_t n) {
     return p;
 }
 
-/* max |x - y| / max(1, |y|) */
-static double max_rel_err(const float *x, const float *y, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)x[i] - (double)y[i]) / fmax(1.0, fabs((double)y[i]));
-        if (isnan(d) || d > e) e = isnan(d) ? INFINITY : d;
-    }
-    return e;
-}
-
 /* ---- the access contract ---------------------------------------------------------- */
 typedef struct access_scan {
     const hc_func *f;

@@ -61,16 +61,6 @@ static float *rand_buf(int64_t n) {
     return p;
 }
 
-/* max |x - y| / max(1, |y|); a NaN anywhere (an element never written) is infinite */
-static double max_rel_err(const float *x, const float *y, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)x[i] - (double)y[i]) / fmax(1.0, fabs((double)y[i]));
-        if (isnan(d) || d > e) e = isnan(d) ? INFINITY : d;
-    }
-    return e;
-}
-
 /* A one-node graph: node `op` on the given inputs, inferred. NULL (with err) when the
  * graph or the inference rejects it. */
 static hc_node *one_node(hc_graph *g, hc_op_kind op, const char *name, int nin,

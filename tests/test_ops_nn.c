@@ -69,16 +69,6 @@ static bool interp(const hc_node *n, void **in, void **out) {
     return ok;
 }
 
-/* max |x - y| relative to max(1, |y|) */
-static double max_rel_err(const float *x, const float *y, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)x[i] - (double)y[i]) / fmax(1.0, fabs((double)y[i]));
-        if (isnan(d) || d > e) e = isnan(d) ? INFINITY : d;
-    }
-    return e;
-}
-
 #define CHECK_CLOSE(x, y, n, tol)                                                        \
     do {                                                                                 \
         double _e = max_rel_err((x), (y), (n));                                          \

@@ -398,7 +398,8 @@ static hc_status propagate(lctx *c) {
  * stays (a reorder in front of it would cost more than it saves: its template reads the
  * input by vectors, which a fused reorder turns into gathers); so the depthwise convs go
  * second, once the dense convs' reorders have been pushed to them. */
-static hc_status convert_all(lctx *c, const hc_optimize_options *opt, bool depthwise) {
+static hc_status convert_all(lctx *c, bool depthwise) {
+    const hc_optimize_options *opt = c->opt;
     size_t n0 = c->g->nodes.len;
     for (size_t k = 0; k < n0; k++) {
         hc_node *n = c->g->nodes.data[k];
@@ -424,6 +425,6 @@ hc_status hc_pass_layout_nchwc(hc_graph *g, const hc_optimize_options *opt, hc_e
     int64_t block = opt ? opt->nchwc_block : 0;
     if (block <= 1) return HC_OK;
     lctx c = {g, err, block, 0, opt};
-    hc_status st = convert_all(&c, opt, false);
-    return st == HC_OK ? convert_all(&c, opt, true) : st;
+    hc_status st = convert_all(&c, false);
+    return st == HC_OK ? convert_all(&c, true) : st;
 }

@@ -218,13 +218,20 @@ static bool direct_eligible(const hc_node *n) {
  * Winograd applies too, the direct template also needs more output than input channels:
  * 32 -> 32 (3x3 on 149x149) was 1.08x alone, and in Inception-V3 the whole model got
  * slower with it (docs/conv_dw.md). */
-static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d) {
+static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d,
+                        const hc_optimize_options *o, bool blocked) {
     const hc_tensor *w = n->inputs[1];
     if (w->shape[1] >= 64 || k[0] * k[1] <= 1) return false;
-    return !winograd_eligible(n, k, s, d) || w->shape[0] > w->shape[1];
+    if (!winograd_eligible(n, k, s, d)) return true;
+    /* On the channel-blocked path Winograd can be F(4x4), which wins where it applies:
+     * Inception-V3's 32 -> 64 on 147x147 2.80 ms as CONV_NCHWC, 1.53 ms by F(4x4)
+     * (`--profile`, both tuned). */
+    if (blocked && !o->no_winograd && winograd_pays(n) && hc_pass_winograd_tile(n, o) == 4)
+        return false;
+    return w->shape[0] > w->shape[1];
 }
 
-hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o) {
+static hc_conv_path conv_path(const hc_node *n, const hc_optimize_options *o, bool blocked) {
     const hc_tensor *w = n->inputs[1];
     int64_t k[2] = {w->shape[2], w->shape[3]}, s[2], d[2];
     attr_pair(n, "strides", s);
@@ -234,24 +241,17 @@ hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o) {
     bool wino = o && !o->no_winograd && winograd_eligible(n, k, s, d);
     if (direct && o->force_direct) return HC_CONV_DIRECT;
     if (wino && o->force_winograd) return HC_CONV_WINOGRAD;
-    if (direct && direct_pays(n, k, s, d)) return HC_CONV_DIRECT;
+    if (direct && direct_pays(n, k, s, d, o, blocked)) return HC_CONV_DIRECT;
     if (wino && winograd_pays(n)) return HC_CONV_WINOGRAD;
     return HC_CONV_IM2COL;
 }
 
-/* Inception-V3's 32 -> 64 on 147x147, the one layer the direct template takes from
- * Winograd F(2x2): 2.80 ms there (CONV_NCHWC), 1.53 ms by blocked F(4x4) (`--profile`, both
- * tuned). */
+hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o) {
+    return conv_path(n, o, false);
+}
+
 hc_conv_path hc_pass_conv_path_blocked(const hc_node *n, const hc_optimize_options *o) {
-    hc_conv_path p = hc_pass_conv_path(n, o);
-    if (p != HC_CONV_DIRECT || !o || o->force_direct || o->no_winograd) return p;
-    const hc_tensor *w = n->inputs[1];
-    int64_t k[2] = {w->shape[2], w->shape[3]}, s[2], d[2];
-    attr_pair(n, "strides", s);
-    attr_pair(n, "dilations", d);
-    bool f4 = winograd_eligible(n, k, s, d) && winograd_pays(n) &&
-              hc_pass_winograd_tile(n, o) == 4;
-    return f4 ? HC_CONV_WINOGRAD : p;
+    return conv_path(n, o, true);
 }
 
 static hc_tensor *lower_conv(lower_ctx *c) {

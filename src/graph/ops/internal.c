@@ -18,9 +18,9 @@
  *               2*tx - left of image n, channel c (0 outside the image).
  *   WINO_OUTPUT m [16, K, T] -> y [N, K, OH, OW], attribute out_hw [OH, OW] (N = T/(TH*TW)).
  *               y[n, k, 2*ty+i, 2*tx+j] = (A^T m_t A)[i, j] for tile t, cropped to OH x OW.
- * With B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] and A^T = [1 1 1 0; 0 1 -1 -1], every
- * row of B^T has two nonzeros (+-1) and row i of A^T is the three ones at columns i..i+2
- * with signs (1, s, s), s = 1 - 2i: V and y are sums of 4 and 9 loads.
+ * With B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] and A^T = [1 1 1 0; 0 1 -1 -1]
+ * (hc_wino_matrices(2)). Both layouts share one Task builder per transform, written over
+ * the matrices' entries.
  *
  * WINO_INPUT_NCHWC and WINO_OUTPUT_NCHWC: the same on the channel-blocked layout
  * (docs/nchwc.md), for F(m x m, 3 x 3) with m = the attribute tile (2, the default, or 4;
@@ -181,20 +181,6 @@ static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-/* Row a of B^T is d[p(a)] + s(a) * d[q(a)]: p = (0, 1, 2, 1), q = (2, 2, 1, 3),
- * s = (-1, 1, -1, -1). */
-static hc_expr *bt_p(hc_arena *a, hc_expr *r) {
-    return hc_select(a, hc_eq(a, r, hc_int(a, 0)), hc_int(a, 0),
-                     hc_select(a, hc_eq(a, r, hc_int(a, 2)), hc_int(a, 2), hc_int(a, 1)));
-}
-static hc_expr *bt_q(hc_arena *a, hc_expr *r) {
-    return hc_select(a, hc_eq(a, r, hc_int(a, 3)), hc_int(a, 3),
-                     hc_select(a, hc_eq(a, r, hc_int(a, 2)), hc_int(a, 1), hc_int(a, 2)));
-}
-static hc_expr *sign_if(hc_arena *a, hc_expr *cond, hc_dtype dt) {
-    return hc_select(a, cond, hc_const_num(a, dt, 1), hc_const_num(a, dt, -1));
-}
-
 typedef struct wino_tile {
     const hc_tnode *x;
     hc_expr *n, *c, *row0, *col0; /* image, channel, tile origin (may be outside) */
@@ -226,10 +212,13 @@ static hc_expr *pick(hc_arena *a, hc_expr *i, const double *v, int count, int st
     return e;
 }
 
-/* The blocked input transform for any tile: V[p*a+q, t, c] = sum_ij B^T[p][i] d[i][j]
- * B^T[q][j]. */
-static hc_task *task_wino_input_blocked(hc_arena *a, const hc_node *n, const int64_t *pad,
-                                        hc_error *err) {
+/* The input transform for either layout and any tile: V[p*a+q, c, t] (NCHW) or
+ * V[p*a+q, t, c] (blocked) = sum_ij B^T[p][i] d[i][j] B^T[q][j], the entries chosen by
+ * index expressions (the templates unroll the nonzero ones; the sums agree up to
+ * rounding). */
+static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t pad[4];
+    if (wino_pads(n, pad, err) != HC_OK) return NULL;
     const hc_wino_mats *wm = wino_mats(n, err);
     if (!wm) return NULL;
     int nin = 0;
@@ -237,12 +226,15 @@ static hc_task *task_wino_input_blocked(hc_arena *a, const hc_node *n, const int
     const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
     int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
     int64_t th = (oh + wm->m - 1) / wm->m, tw = (ow + wm->m - 1) / wm->m, na = wm->a;
-    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, "t"), hc_axis(a, "c")};
-    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[1]);
+    /* NCHW{b}c input: V is [a*a, T, C] (the matmul's A operand, channels innermost) */
+    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC;
+    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, blocked ? "t" : "c"),
+                     hc_axis(a, blocked ? "c" : "t")};
+    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[blocked ? 1 : 2]);
     hc_expr *p = hc_div(a, e, hc_int(a, na)), *q = hc_mod(a, e, hc_int(a, na));
     hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
     hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
-    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, ax[2]),
+    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, ax[blocked ? 2 : 1]),
                    hc_sub(a, hc_mul(a, ty, hc_int(a, wm->m)), hc_int(a, pad[0])),
                    hc_sub(a, hc_mul(a, tx, hc_int(a, wm->m)), hc_int(a, pad[1])), y->dtype};
     hc_expr *v = NULL;
@@ -256,35 +248,6 @@ static hc_task *task_wino_input_blocked(hc_arena *a, const hc_node *n, const int
         hc_expr *term = hc_mul(a, pick(a, p, &wm->bt[0][i], na, 6, y->dtype), row);
         v = v ? hc_add(a, v, term) : term;
     }
-    hc_tnode *out = hc_compute_with_axes(a, y->name, 3, y->shape, ax, v);
-    return hc_node_task(a, n, nin, in, 1, &out);
-}
-
-static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
-    int64_t pad[4];
-    if (wino_pads(n, pad, err) != HC_OK) return NULL;
-    if (n->op == HC_OPK_WINO_INPUT_NCHWC) return task_wino_input_blocked(a, n, pad, err);
-    int nin = 0;
-    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
-    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
-    int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
-    int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
-    hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, "c"), hc_axis(a, "t")};
-    hc_var *cax = ax[1];
-    hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[2]);
-    hc_expr *ra = hc_div(a, e, hc_int(a, 4)), *rb = hc_mod(a, e, hc_int(a, 4));
-    hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
-    hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
-    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, cax),
-                   hc_sub(a, hc_mul(a, ty, hc_int(a, 2)), hc_int(a, pad[0])),
-                   hc_sub(a, hc_mul(a, tx, hc_int(a, 2)), hc_int(a, pad[1])), y->dtype};
-    hc_expr *pa = bt_p(a, ra), *qa = bt_q(a, ra), *pb = bt_p(a, rb), *qb = bt_q(a, rb);
-    hc_expr *sa = sign_if(a, hc_eq(a, ra, hc_int(a, 1)), y->dtype);
-    hc_expr *sb = sign_if(a, hc_eq(a, rb, hc_int(a, 1)), y->dtype);
-    /* (B^T d B)[a, b] = (d[pa] + sa d[qa]) (row combination) then the same over columns */
-    hc_expr *rp = hc_add(a, tile_at(a, &w, pa, pb), hc_mul(a, sb, tile_at(a, &w, pa, qb)));
-    hc_expr *rq = hc_add(a, tile_at(a, &w, qa, pb), hc_mul(a, sb, tile_at(a, &w, qa, qb)));
-    hc_expr *v = hc_add(a, rp, hc_mul(a, sa, rq));
     hc_tnode *out = hc_compute_with_axes(a, y->name, 3, y->shape, ax, v);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
@@ -328,20 +291,24 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-/* The blocked output transform for any tile: y[n, k/b, m*ty+i, m*tx+j, k%b] =
- * sum_pq A^T[i][p] u[p*a+q, t, k] A^T[j][q]. */
-static hc_task *task_wino_output_blocked(hc_arena *a, const hc_node *n, const int64_t *hw,
-                                         hc_error *err) {
+/* The output transform for either layout and any tile: y[n, k, m*ty+i, m*tx+j] (NCHW,
+ * from M [a*a, K, T]) or y[n, k/b, m*ty+i, m*tx+j, k%b] (blocked, from M [a*a, T, K]) =
+ * sum_pq A^T[i][p] u[p*a+q] A^T[j][q]. */
+static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t hw[2] = {0, 0};
+    if (wino_out_hw(n, hw, err) != HC_OK) return NULL;
     const hc_wino_mats *wm = wino_mats(n, err);
     if (!wm) return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *y = n->outputs[0];
+    bool blocked = n->op == HC_OPK_WINO_OUTPUT_NCHWC;
     int64_t mm = wm->m, th = (hw[0] + mm - 1) / mm, tw = (hw[1] + mm - 1) / mm;
     hc_var *ax[5] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w"),
                      hc_axis(a, "l")};
-    hc_expr *kk = hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])),
-                         hc_ref(a, ax[4]));
+    hc_expr *kk = blocked ? hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])),
+                                   hc_ref(a, ax[4]))
+                          : hc_ref(a, ax[1]);
     hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *me = hc_int(a, mm);
     hc_expr *i = hc_mod(a, h, me), *j = hc_mod(a, wv, me);
     hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
@@ -352,7 +319,8 @@ static hc_task *task_wino_output_blocked(hc_arena *a, const hc_node *n, const in
     for (int p = 0; p < wm->a; p++) {
         hc_expr *row = NULL; /* sum_q u[p][q] A^T[j][q] */
         for (int q = 0; q < wm->a; q++) {
-            hc_expr *idx[3] = {hc_int(a, p * wm->a + q), t, kk};
+            hc_expr *e = hc_int(a, p * wm->a + q);
+            hc_expr *idx[3] = {e, blocked ? t : kk, blocked ? kk : t};
             hc_expr *term = hc_mul(a, pick(a, j, &wm->at[0][q], wm->m, 6, y->dtype),
                                    hc_at(a, in[0], idx));
             row = row ? hc_add(a, row, term) : term;
@@ -360,40 +328,6 @@ static hc_task *task_wino_output_blocked(hc_arena *a, const hc_node *n, const in
         hc_expr *term = hc_mul(a, pick(a, i, &wm->at[0][p], wm->m, 6, y->dtype), row);
         v = v ? hc_add(a, v, term) : term;
     }
-    hc_tnode *out = hc_compute_with_axes(a, y->name, y->ndim, y->shape, ax, v);
-    return hc_node_task(a, n, nin, in, 1, &out);
-}
-
-static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
-    int64_t hw[2] = {0, 0};
-    if (wino_out_hw(n, hw, err) != HC_OK) return NULL;
-    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) return task_wino_output_blocked(a, n, hw, err);
-    int nin = 0;
-    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
-    const hc_tensor *y = n->outputs[0];
-    int64_t th = (hw[0] + 1) / 2, tw = (hw[1] + 1) / 2;
-    hc_var *ax[4] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w")};
-    hc_expr *kk = hc_ref(a, ax[1]);
-    hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *two = hc_int(a, 2);
-    hc_expr *i = hc_mod(a, h, two), *j = hc_mod(a, wv, two);
-    hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
-                                            hc_div(a, h, two)),
-                                  hc_int(a, tw)),
-                        hc_div(a, wv, two));
-    hc_expr *si = sign_if(a, hc_eq(a, i, hc_int(a, 0)), y->dtype);
-    hc_expr *sj = sign_if(a, hc_eq(a, j, hc_int(a, 0)), y->dtype);
-    hc_expr *rows[3];
-    for (int k = 0; k < 3; k++) {
-        hc_expr *row = hc_mul(a, hc_add(a, i, hc_int(a, k)), hc_int(a, 4));
-        hc_expr *m[3];
-        for (int l = 0; l < 3; l++) {
-            hc_expr *e = hc_add(a, row, hc_add(a, j, hc_int(a, l)));
-            hc_expr *idx[3] = {e, kk, t};
-            m[l] = hc_at(a, in[0], idx);
-        }
-        rows[k] = hc_add(a, m[0], hc_mul(a, sj, hc_add(a, m[1], m[2])));
-    }
-    hc_expr *v = hc_add(a, rows[0], hc_mul(a, si, hc_add(a, rows[1], rows[2])));
     hc_tnode *out = hc_compute_with_axes(a, y->name, y->ndim, y->shape, ax, v);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
