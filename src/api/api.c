@@ -4,7 +4,7 @@
 #include <omp.h>
 #include <string.h>
 
-#include "sched/matmul.h"
+#include "target/cpu/templates/matmul.h"
 
 _Static_assert((int)HIDETC_ERR_NOMEM == (int)HC_ERR_NOMEM, "status codes match");
 
@@ -38,7 +38,7 @@ hidetc_status hidetc_matmul_init(hidetc_matmul **out, int64_t batch, int64_t m, 
     hc_matmul_shape s = {batch, m, n, k};
     if (hc_matmul_validate_shape(&s, &err) != HC_OK) return fail(&err);
     const hc_target *t = hc_target_host();
-    int threads = opt && opt->num_threads > 0 ? opt->num_threads : t->num_cores;
+    int threads = opt && opt->num_threads > 0 ? opt->num_threads : t->caps.num_cores;
     hc_matmul_config c = hc_matmul_default_config(t, &s);
     hc_matmul_config_set_threads(&c, &s, threads);
     hc_jit_options jo = {.cache_dir = opt ? opt->cache_dir : NULL};

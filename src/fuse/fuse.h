@@ -28,7 +28,7 @@
 #define HC_FUSE_H
 
 #include "graph/graph.h"
-#include "sched/sched.h"
+#include "target/target.h"
 
 typedef struct hc_group {
     hc_node *anchor;
@@ -53,10 +53,12 @@ typedef struct hc_partition {
 } hc_partition;
 
 /* Partition the kernel nodes (graph order; a node whose outputs are all constant or empty
- * is not a kernel node and must not be passed). fuse == false: one group per node.
+ * is not a kernel node and must not be passed). fuse == false: one group per node. The
+ * target says which anchors have templates (templated groups take more prologues).
  * Everything is allocated from a. */
-hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, int nnodes, hc_node *const *nodes,
-                            bool fuse, hc_partition *out, hc_error *err);
+hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, const hc_target *t, int nnodes,
+                            hc_node *const *nodes, bool fuse, hc_partition *out,
+                            hc_error *err);
 
 /* Replace group i by one group per member (graph order), each marked with `why`. */
 void hc_partition_split(hc_arena *a, hc_partition *p, int i, const char *why);

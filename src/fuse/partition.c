@@ -14,6 +14,7 @@ typedef struct pnode {
 
 typedef struct pctx {
     hc_arena *a;
+    const hc_target *target;
     const hc_graph *g;
     int n;
     pnode *nodes;
@@ -82,10 +83,9 @@ static bool in_group(const pctx *c, const hc_node *n, int gid) {
     return k >= 0 && c->nodes[k].group == gid;
 }
 
-/* Whether n's operator has a template (then it anchors a templated group). */
-static bool templated(const hc_node *n) {
-    const hc_op_def *d = hc_op_get(n->op);
-    return d && d->schedule;
+/* Whether n's operator has a template on the target (then it anchors a templated group). */
+static bool templated(const pctx *c, const hc_node *n) {
+    return hc_target_template(c->target, n->op) != NULL;
 }
 
 /* Whether node k feeds only a templated anchor (which would read it in its packing). */
@@ -95,12 +95,12 @@ static bool feeds_template(const pctx *c, int k) {
     const hc_tensor *t = only_output(n);
     if (c->escapes[t->id] || c->uses[t->id] != 1 || c->reader[t->id] < 0) return false;
     const pnode *r = &c->nodes[c->reader[t->id]];
-    return !r->injective && templated(r->n);
+    return !r->injective && templated(c, r->n);
 }
 
 static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
     int last = c->groups.data[gid].anchor ? kidx(c, c->groups.data[gid].anchor) : -1;
-    bool from_template = templated(c->nodes[last].n);
+    bool from_template = templated(c, c->nodes[last].n);
     for (;;) {
         const hc_node *n = c->nodes[last].n;
         if (present_outputs(n) != 1) return;
@@ -273,7 +273,7 @@ static bool loads_vectors(const hc_node *anchor) {
 
 static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
     const hc_node *anchor = c->groups.data[gid].anchor;
-    bool from_template = templated(anchor);
+    bool from_template = templated(c, anchor);
     bool no_reorder = from_template && loads_vectors(anchor);
     bool changed = true;
     while (changed) {
@@ -416,10 +416,11 @@ static bool order_groups(pctx *c, hc_partition *out) {
     return true;
 }
 
-hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, int nnodes, hc_node *const *nodes,
-                            bool fuse, hc_partition *out, hc_error *err) {
+hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, const hc_target *t, int nnodes,
+                            hc_node *const *nodes, bool fuse, hc_partition *out,
+                            hc_error *err) {
     (void)err;
-    pctx c = {.a = a, .g = g, .n = nnodes};
+    pctx c = {.a = a, .target = t, .g = g, .n = nnodes};
     c.nodes = HC_NEW_ARRAY(a, pnode, nnodes + 1);
     c.node_of = HC_NEW_ARRAY(a, int, g->nodes.len + 1);
     size_t nt = g->tensors.len + 1;
@@ -479,7 +480,7 @@ hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, int nnodes, hc_node 
     if (!ok) { /* a dependency cycle between groups: no fusion at all */
         hc_vec_free(&c.groups);
         hc_partition flat;
-        hc_status st = hc_fuse_partition(a, g, nnodes, nodes, false, &flat, err);
+        hc_status st = hc_fuse_partition(a, g, t, nnodes, nodes, false, &flat, err);
         for (int i = 0; i < flat.ngroups; i++)
             flat.groups[i].fallback = "fusion made a dependency cycle between groups";
         *out = flat;

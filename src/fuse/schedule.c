@@ -7,9 +7,9 @@
 static hc_func *template_program(hc_arena *a, const hc_node *n, const hc_task *task,
                                  const hc_target *t, const hc_sched_opts *o, const char *fname,
                                  hc_error *err) {
-    const hc_op_def *def = hc_op_get(n->op);
+    const hc_template *tp = hc_target_template(t, n->op);
     if (err) err->status = HC_OK;
-    return def && def->schedule ? def->schedule(a, n, task, t, fname, o, err) : NULL;
+    return tp ? tp->schedule(a, n, task, t, fname, o, err) : NULL;
 }
 
 static bool failed(const hc_error *err) { return err && err->status != HC_OK; }
@@ -34,11 +34,11 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
     }
     if (*why) return NULL; /* the caller splits the group */
     if (single) {
-        f = hc_auto_schedule(a, task, t, err);
+        f = t->auto_schedule(a, task, t, err);
     } else {
         hc_error e = {0};
         hc_task *composed = hc_fuse_compose(a, grp, &e);
-        f = composed ? hc_auto_schedule(a, composed, t, &e) : NULL;
+        f = composed ? t->auto_schedule(a, composed, t, &e) : NULL;
         if (!f) *why = hc_arena_printf(a, "the composed task could not be scheduled: %s", e.msg);
     }
     if (f) f->name = fname;

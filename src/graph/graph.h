@@ -7,14 +7,13 @@
  *
  * Operators are rows of the table in ops.h. Each operator is implemented by an
  * hc_op_def (src/graph/ops/<category>.c): shape/dtype inference and a Task (the computation
- * definition, src/task), optionally a schedule hook for anchors. */
+ * definition, src/task). How a target schedules an op is the target's business
+ * (src/target/target.h, hc_template). */
 #ifndef HC_GRAPH_H
 #define HC_GRAPH_H
 
-#include "codegen/codegen.h"
 #include "graph/ops.h"
 #include "ir/ir.h"
-#include "sched/sched.h"
 #include "task/task.h"
 
 typedef struct hc_node hc_node;
@@ -148,23 +147,6 @@ typedef struct hc_op_def {
     /* The computation definition: task inputs are the node's present inputs in order,
      * task outputs the node's present outputs in order (shapes as inferred). */
     hc_task *(*task)(hc_arena *a, const hc_node *n, hc_error *err);
-    /* Optional: a scheduled program for this node (anchors: matmul/conv templates), an
-     * HC_FN_CPU_KERNEL with params = task inputs then task outputs. NULL result with
-     * err->status == HC_OK means "no template applies: use the auto-scheduler". */
-    hc_func *(*schedule)(hc_arena *a, const hc_node *n, const hc_task *t,
-                         const hc_target *target, const char *fname,
-                         const hc_sched_opts *opts, hc_error *err);
-    /* Optional: the number of candidates of the template's schedule space for this node
-     * at `level` (0, 1 or 2); candidate i is scheduled with opts->candidate = i. 0 when
-     * the template does not apply. */
-    int (*space)(const hc_node *n, const hc_target *target, int level);
-    /* Optional: weight pre-packing. For input `input` of this node, scheduled with
-     * `opts` (level and candidate; opts->prepacked ignored), the number of f32 elements
-     * of its packed form, or 0 when that input cannot arrive pre-packed. With src and dst
-     * non-NULL, also packs src (the input's data) into dst. The program scheduled with
-     * opts->prepacked bit `input` set reads dst instead of the input. */
-    int64_t (*prepack)(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
-                       int input, const void *src, void *dst);
 } hc_op_def;
 
 /* The definition of an op, or NULL when it is not implemented (unsupported). */

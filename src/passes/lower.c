@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "passes/pass_util.h"
-#include "sched/winograd.h"
+#include "task/winograd_mats.h"
 
 typedef struct lower_ctx {
     hc_graph *g;

@@ -22,6 +22,9 @@ hc_status hc_pass_simplify(hc_graph *g, hc_error *err);
 /* Choices of the pipeline (defaults: all zero). A path both forced and turned off is an
  * error (hc_pass_lower_anchors_with). */
 typedef struct hc_optimize_options {
+    /* The machine the rules decide for (caches, cores, lanes: docs/ records what each rule
+     * measured); NULL: hc_target_default(). */
+    const struct hc_target *target;
     bool no_winograd;    /* 3x3 stride-1 convs through im2col too */
     bool force_winograd; /* every eligible conv through Winograd, whether it pays or not
                             (tests, measurements) */

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
+#include "target/cpu/cpu.h" /* the file holds CPU shared objects: ISA and features */
 #include "runtime/runtime_internal.h"
 
 static const unsigned char MAGIC[8] = {0x89, 'H', 'C', 'M', 'O', 'D', 'E', 'L'};
@@ -38,80 +39,11 @@ _Static_assert(HC_ATTR_INT == 0 && HC_ATTR_FLOAT == 1 && HC_ATTR_STRING == 2 &&
 /* Empty tensors of a loaded model point here (see runtime.c). */
 static _Alignas(64) char empty_buffer[64];
 
-/* ---- CPU features ----------------------------------------------------------------- */
-/* Kernels are compiled with -march=native: besides the ISA level they may use any
- * extension of the compiling CPU. The file records those (as far as the ISA flags let
- * the compiler use them) and a loading CPU must have all of them. */
-#define CPU_FEATURES(X)                                                                   \
-    X(AVX, "avx", 0) X(AVX2, "avx2", 0) X(FMA, "fma", 0) X(F16C, "f16c", 0)              \
-    X(BMI, "bmi", 0) X(BMI2, "bmi2", 0) X(POPCNT, "popcnt", 0) X(MOVBE, "movbe", 0)      \
-    X(AVXVNNI, "avxvnni", 0) X(GFNI, "gfni", 0) X(VAES, "vaes", 0)                       \
-    X(VPCLMULQDQ, "vpclmulqdq", 0) X(AMX_TILE, "amx-tile", 0)                            \
-    X(AVX512F, "avx512f", 1) X(AVX512VL, "avx512vl", 1) X(AVX512BW, "avx512bw", 1)       \
-    X(AVX512DQ, "avx512dq", 1) X(AVX512CD, "avx512cd", 1) X(AVX512VBMI, "avx512vbmi", 1) \
-    X(AVX512IFMA, "avx512ifma", 1) X(AVX512VBMI2, "avx512vbmi2", 1)                      \
-    X(AVX512VNNI, "avx512vnni", 1) X(AVX512BITALG, "avx512bitalg", 1)                    \
-    X(AVX512VPOPCNTDQ, "avx512vpopcntdq", 1) X(AVX512BF16, "avx512bf16", 1)              \
-    X(AVX512FP16, "avx512fp16", 1)
-
-enum {
-#define X(id, s, avx512) FEAT_##id,
-    CPU_FEATURES(X)
-#undef X
-        FEAT_COUNT
-};
-static const char *const feature_names[] = {
-#define X(id, s, avx512) s,
-    CPU_FEATURES(X)
-#undef X
-};
-static const uint64_t avx512_features = 0
-#define X(id, s, avx512) | ((uint64_t)(avx512) << FEAT_##id)
-    CPU_FEATURES(X)
-#undef X
-    ;
-
-static uint64_t cpu_features(void) {
-    uint64_t f = 0;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-#define X(id, s, avx512)                                                                  \
-    if (__builtin_cpu_supports(s)) f |= (uint64_t)1 << FEAT_##id;
-    CPU_FEATURES(X)
-#undef X
-#endif
-    return f;
-}
-
-/* The features code compiled for `isa` on this CPU may use: the scalar target compiles
- * without -march, the AVX2 one with -mno-avx512f (which disables all of AVX-512). */
-static uint64_t features_for(hc_isa isa) {
-    if (isa == HC_ISA_SCALAR) return 0;
-    uint64_t f = cpu_features();
-    return isa == HC_ISA_AVX2 ? f & ~avx512_features : f;
-}
-
 static void print_features(hc_sb *sb, uint64_t f) {
     int n = 0;
     for (int i = 0; i < 64; i++)
         if (f >> i & 1)
-            hc_sb_printf(sb, "%s%s", n++ ? ", " : "", i < FEAT_COUNT ? feature_names[i] : "?");
-}
-
-static const char *cpu_model_name(hc_arena *a) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char line[512];
-    const char *name = "unknown CPU";
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-            char *v = strchr(line, ':') + 1;
-            v += strspn(v, " \t");
-            v[strcspn(v, "\n")] = '\0';
-            name = hc_arena_strdup(a, v);
-            break;
-        }
-    if (f) fclose(f);
-    return name;
+            hc_sb_printf(sb, "%s%s", n++ ? ", " : "", i < hc_cpu_feature_count() ? hc_cpu_feature_name(i) : "?");
 }
 
 /* ---- what a file holds beyond the runtime model's own tables ------------------------- */
@@ -398,10 +330,10 @@ static int const_index(parts *p, const void *data, uint64_t size) {
 /* Fills p from a compiled model; library bytes are read from the cache (malloc'ed: the
  * caller frees them). */
 static hc_status describe(const hc_model *m, hc_arena *a, parts *p, hc_error *err) {
-    const hc_target *t = hc_target_host();
-    p->target = (target_info){(uint32_t)t->isa, (uint32_t)t->vector_bits,
-                              (uint32_t)m->num_threads, features_for(t->isa),
-                              cpu_model_name(a)};
+    const hc_target *t = m->target;
+    p->target = (target_info){(uint32_t)t->caps.isa, (uint32_t)t->caps.vector_bits,
+                              (uint32_t)m->num_threads, hc_cpu_features_for(t->caps.isa),
+                              hc_cpu_model_name()};
     for (size_t i = 0; i < m->kernels.len; i++) {
         const kernel *k = &m->kernels.data[i];
         for (int j = 0; j < k->group.ninputs + k->group.noutputs; j++) {
@@ -426,7 +358,7 @@ static hc_status describe(const hc_model *m, hc_arena *a, parts *p, hc_error *er
     for (int i = 0; i < m->nlibs; i++) {
         char *data;
         size_t size;
-        hc_status st = hc_read_file(hc_jit_path(m->libs[i]), &data, &size, err);
+        hc_status st = hc_read_file(m->target->lib_path(m->libs[i]), &data, &size, err);
         if (st != HC_OK) return st;
         blob b = {data, size};
         hc_vec_push(&p->libs, b);
@@ -712,8 +644,8 @@ static hc_status check_target(loader *L) {
     if (t->isa > HC_ISA_AVX512) return r_fail(r, "unknown ISA %u", t->isa), r->st;
     if (t->threads < 1 || t->threads > 65536)
         return r_fail(r, "thread count %u", t->threads), r->st;
-    hc_isa cpu = hc_target_cpu(HC_ISA_AVX512)->isa; /* the CPU's, whatever HIDETC_ISA says */
-    uint64_t missing = t->features & ~cpu_features();
+    hc_isa cpu = hc_cpu_isa(); /* the CPU's, whatever HIDETC_ISA says */
+    uint64_t missing = t->features & ~hc_cpu_features();
     if (t->isa > (uint32_t)cpu || missing) {
         hc_sb sb;
         hc_sb_init(&sb);

@@ -5,15 +5,12 @@
  * input or output buffer, a constant's data, an offset in the arena, or (empty tensors)
  * a dummy. The argument arrays of all kernels are prepared once; a run only writes the
  * caller's buffer pointers into their slots, so it allocates nothing. */
-#include <omp.h>
 #include <string.h>
 
 #include "fuse/fuse.h"
 #include "passes/passes.h"
-#include "runtime/affinity.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_internal.h"
-#include "sched/sched.h"
 #include "tune/tune.h"
 
 /* Empty tensors point here: kernels never dereference them, but NULL would upset
@@ -308,7 +305,7 @@ enum { MAXIN = 8 };
 static unsigned prepack_mask(const hc_model *m, const kernel *k, const hc_target *target,
                              const hc_sched_opts *o, int64_t size[MAXIN]) {
     const hc_node *an = k->node;
-    const hc_op_def *def = hc_op_get(an->op);
+    const hc_template *def = hc_target_template(target, an->op);
     unsigned mask = 0;
     if (m->opt.no_prepack || !k->templated || !def || !def->prepack) return 0;
     for (int i = 0; i < an->ninputs && i < MAXIN; i++) {
@@ -402,7 +399,8 @@ static void ***candidate_args(hc_model *m, const kernel *k, const tune_job *job,
             size_t bytes = (size_t)size[i] * sizeof(float);
             float *buf = aligned_alloc(64, (bytes + 63) / 64 * 64);
             HC_ASSERT(buf);
-            hc_op_get(k->node->op)->prepack(k->node, target, &o, i, t->data, buf);
+            hc_target_template(target, k->node->op)->prepack(k->node, target, &o, i, t->data,
+                                                             buf);
             for (size_t q = 0; q < ps->buf.len && buf; q++)
                 if (ps->n.data[q] == size[i] && !memcmp(ps->buf.data[q], buf, bytes))
                     free(buf), buf = NULL, each[c][j] = ps->buf.data[q];
@@ -549,7 +547,7 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
      * attention projections chose configs 20% slower in the model. */
     bool cold = m->opt.tune_weights == HC_TUNE_WEIGHTS_COLD ||
                 (m->opt.tune_weights == HC_TUNE_WEIGHTS_AUTO &&
-                 kernel_const_bytes(m) > (size_t)target->l3_bytes);
+                 kernel_const_bytes(m) > (size_t)target->caps.l3_bytes);
     if (m->verbose)
         fprintf(stderr, "hidetc: tuning with the weights %s\n",
                 cold ? "evicted from the caches before each run" : "as the runs leave them");
@@ -557,7 +555,7 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
     int total = 0, tasks = 0;
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
-        const hc_op_def *def = hc_op_get(k->node->op);
+        const hc_template *def = hc_target_template(target, k->node->op);
         if (!k->templated || !def || !def->space) continue;
         int n = def->space(k->node, target, level);
         k->ncand = HC_MAX(n, 1);
@@ -606,7 +604,7 @@ static hc_status tune_all(hc_model *m, const hc_target *target, hc_error *err) {
  * only the constants its kernels read. */
 static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target, hc_error *err) {
     const hc_node *an = k->node;
-    const hc_op_def *def = hc_op_get(an->op);
+    const hc_template *def = hc_target_template(target, an->op);
     hc_sched_opts o = {.level = m->opt.tune_level, .candidate = k->chosen};
     int64_t size[MAXIN] = {0};
     unsigned mask = prepack_mask(m, k, target, &o, size);
@@ -671,8 +669,8 @@ static hc_status schedule_groups(hc_model *m, const hc_target *target, hc_error 
     }
     hc_partition part = {0};
     if (st == HC_OK)
-        st = hc_fuse_partition(&m->arena, m->g, (int)nodes.len, nodes.data, !m->opt.no_fusion,
-                               &part, err);
+        st = hc_fuse_partition(&m->arena, m->g, target, (int)nodes.len, nodes.data,
+                               !m->opt.no_fusion, &part, err);
     hc_vec_free(&nodes);
     hc_sched_opts o = {0};
     for (int i = 0; st == HC_OK && i < part.ngroups; i++) {
@@ -715,8 +713,8 @@ static void dedup_kernel(hc_model *m, kernel *k) {
 }
 
 static hc_status schedule_all(hc_model *m, hc_error *err) {
-    hc_target target = *hc_target_host();
-    target.num_cores = m->num_threads;
+    hc_target target = *m->target;
+    target.caps.num_cores = m->num_threads;
     hc_status st = schedule_groups(m, &target, err);
     if (st != HC_OK) return st;
     for (size_t i = 0; i < m->kernels.len; i++) {
@@ -767,7 +765,7 @@ static char *chunk_source(hc_model *m, int c, const hc_target *t) {
         if (m->uniques.data[i].chunk == c) hc_vec_push(&fs, m->uniques.data[i].func);
     const char *name = hc_arena_printf(&m->arena, "%s_%d", m->g->name ? m->g->name : "model", c);
     hc_module *mod = hc_module_new(&m->arena, name, (int)fs.len, fs.data);
-    char *src = hc_codegen_c(&m->arena, mod, t);
+    char *src = t->emit(&m->arena, t->lower(&m->arena, mod, t), t);
     hc_vec_free(&fs);
     return src;
 }
@@ -778,32 +776,33 @@ static hc_status resolve_symbols(hc_model *m, hc_error *err) {
         const unique_fn *u = &m->uniques.data[k->unique];
         char sym[256];
         snprintf(sym, sizeof sym, "%s__packed", u->func->name);
-        k->fn = (hc_packed_fn)hc_jit_symbol(m->libs[u->chunk], sym);
+        k->fn = (hc_packed_fn)m->target->symbol(m->libs[u->chunk], sym);
         if (!k->fn)
             return hc_error_set(err, HC_ERR_COMPILE, "kernel '%s' (node '%s') not found in %s",
-                                sym, k->node->name, hc_jit_path(m->libs[u->chunk]));
+                                sym, k->node->name, m->target->lib_path(m->libs[u->chunk]));
     }
     return HC_OK;
 }
 
 static hc_status compile_all(hc_model *m, const hc_compile_options *opt, hc_error *err) {
     if (m->uniques.len == 0) return HC_OK;
-    int cores = HC_MAX(1, hc_target_host()->num_cores);
+    const hc_target *t = m->target;
+    int cores = HC_MAX(1, t->caps.num_cores);
     int nchunks = (int)HC_MIN((size_t)cores, m->uniques.len);
     assign_chunks(m, nchunks);
     char **srcs = hc_xcalloc((size_t)nchunks, sizeof(char *));
-    for (int c = 0; c < nchunks; c++) srcs[c] = chunk_source(m, c, hc_target_host());
+    for (int c = 0; c < nchunks; c++) srcs[c] = chunk_source(m, c, t);
     m->nlibs = nchunks;
     m->libs = hc_xcalloc((size_t)nchunks, sizeof(hc_jit_lib *));
     double t0 = hc_now_ms();
-    hc_status st = hc_jit_build_many(nchunks, (const char *const *)srcs, opt ? opt->jit : NULL,
-                                     cores, m->libs, err);
+    hc_status st = t->build(t, nchunks, (const char *const *)srcs, opt ? opt->jit : NULL, cores,
+                            m->libs, err);
     for (int c = 0; c < nchunks; c++) free(srcs[c]);
     free(srcs);
     if (st != HC_OK) return st;
     if (m->verbose) {
         int cached = 0;
-        for (int c = 0; c < nchunks; c++) cached += hc_jit_was_cached(m->libs[c]);
+        for (int c = 0; c < nchunks; c++) cached += t->lib_cached(m->libs[c]);
         fprintf(stderr, "hidetc: %zu kernels, %zu distinct programs, %d sources (%d cached), "
                         "%.0f ms\n", m->kernels.len, m->uniques.len, nchunks, cached,
                 hc_now_ms() - t0);
@@ -831,7 +830,7 @@ static void *bind_arg(hc_model *m, const hc_tensor *t, void **slot) {
 
 static void prepare_args(hc_model *m) {
     size_t bytes = (m->arena_bytes + 63) / 64 * 64;
-    m->mem = hc_alloc_big(bytes);
+    m->mem = m->target->exec->alloc(bytes);
     HC_ASSERT(m->mem);
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
@@ -862,13 +861,14 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     hc_model *m = hc_xcalloc(1, sizeof *m);
     m->g = g;
     hc_arena_init(&m->arena);
+    m->target = opt && opt->target ? opt->target : hc_target_default();
     m->num_threads = opt && opt->num_threads > 0 ? opt->num_threads
-                                                   : HC_MAX(1, hc_target_host()->num_cores);
+                                                   : HC_MAX(1, m->target->caps.num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
     /* the channel-blocked layout with blocks of one vector (docs/nchwc.md): the templates
      * take no other block (the auto-scheduler would get those ops) */
-    int lanes = hc_target_f32_lanes(hc_target_host());
+    int lanes = hc_target_f32_lanes(m->target);
     hc_status st = HC_OK;
     if (m->opt.paths.no_nchwc) m->opt.paths.nchwc_block = 0;
     else if (m->opt.paths.nchwc_block == 0) m->opt.paths.nchwc_block = lanes;
@@ -877,6 +877,7 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                           "nchwc_block %d: the channel-blocked layout takes blocks of the "
                           "target's %d f32 lanes (or 0 for them, or no_nchwc)",
                           m->opt.paths.nchwc_block, lanes);
+    if (!m->opt.paths.target) m->opt.paths.target = m->target;
     if (st == HC_OK) st = hc_graph_optimize_with(g, &m->opt.paths, err);
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);
@@ -899,9 +900,9 @@ void hc_model_free(hc_model *m) {
     if (!m) return;
     if (m->release) m->release(m);
     for (int i = 0; i < m->nlibs; i++)
-        if (m->libs[i]) hc_jit_close(m->libs[i]);
+        if (m->libs[i]) m->target->lib_close(m->libs[i]);
     free(m->libs);
-    free(m->mem);
+    if (m->mem) m->target->exec->release(m->mem);
     hc_vec_free(&m->kernels);
     hc_vec_free(&m->uniques);
     hc_vec_free(&m->plan);
@@ -958,15 +959,15 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
         const binding *b = &m->binds.data[i];
         *b->slot = b->output ? outputs[b->index] : inputs[b->index];
     }
-    omp_set_num_threads(m->num_threads);
-    hc_pin pin;
-    hc_pin_enter(m->num_threads, &pin);
+    const hc_executor *ex = m->target->exec;
+    hc_run_state rs;
+    ex->begin(m->num_threads, &rs);
     for (size_t i = 0; i < m->kernels.len; i++) {
         double t0 = ms ? hc_now_ms() : 0;
-        m->kernels.data[i].fn(m->kernels.data[i].args);
+        ex->launch(m->kernels.data[i].fn, m->kernels.data[i].args);
         if (ms) ms[i] = hc_now_ms() - t0;
     }
-    hc_pin_leave(&pin);
+    ex->end(&rs);
     for (size_t i = 0; i < m->copies.len; i++) {
         const out_copy *c = &m->copies.data[i];
         const void *src = c->src == COPY_CONST   ? c->data

@@ -5,8 +5,8 @@
 #define HC_RUNTIME_H
 
 #include "graph/graph.h"
-#include "jit/jit.h"
 #include "passes/passes.h"
+#include "target/target.h"
 
 /* Where the tuner's candidates find the weights (docs/tuning.md, "Weights from memory").
  * AUTO: evicted from the caches before every timed run when the kernels' constants add up
@@ -19,7 +19,8 @@ typedef enum hc_tune_weights {
 } hc_tune_weights;
 
 typedef struct hc_compile_options {
-    int num_threads;           /* <= 0: all cores */
+    const hc_target *target;   /* NULL: hc_target_default() (the host CPU) */
+    int num_threads;           /* <= 0: all of the target's cores */
     const hc_jit_options *jit; /* NULL: defaults */
     bool verbose;              /* progress and per-kernel notes on stderr */
     bool no_fusion;            /* one kernel per node */
@@ -31,6 +32,9 @@ typedef struct hc_compile_options {
     hc_tune_weights tune_weights; /* the cache state of the weights while tuning */
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */
+    hc_stage dump_stage;       /* print every program at this stage to stderr (0: none;
+                                  HIDETC_DUMP=STAGE sets it too) */
+    bool verify;               /* verify every program between stages (HIDETC_VERIFY=1 too) */
 } hc_compile_options;
 
 typedef struct hc_model hc_model;

@@ -53,6 +53,7 @@ typedef struct out_copy {
 
 struct hc_model {
     hc_graph *g;
+    const hc_target *target; /* what the kernels were built for and run on */
     hc_arena arena; /* programs, kernel records, argument arrays */
     int num_threads;
     bool verbose;

@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 
 /* ---- progress bar ------------------------------------------------------------------- */
 #define BAR_WIDTH 20
@@ -74,33 +71,7 @@ void hc_progress_end(hc_progress *p) {
 }
 
 /* ---- machine and keys ---------------------------------------------------------------- */
-static char machine[256];
-static pthread_once_t machine_once = PTHREAD_ONCE_INIT;
-
-static void read_machine(void) {
-    char model[200] = "unknown cpu";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            if (strncmp(line, "model name", 10) != 0) continue;
-            const char *v = strchr(line, ':');
-            if (!v) continue;
-            v++;
-            while (*v == ' ' || *v == '\t') v++;
-            snprintf(model, sizeof model, "%.*s", (int)strcspn(v, "\n"), v);
-            break;
-        }
-        fclose(f);
-    }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(machine, sizeof machine, "%s, %ld cpus", model, cpus > 0 ? cpus : 1);
-}
-
-const char *hc_tune_machine(void) {
-    pthread_once(&machine_once, read_machine);
-    return machine;
-}
+const char *hc_tune_machine(const hc_target *t) { return t->machine(); }
 
 void hc_tune_key(const char *signature, int level, const hc_target *t, char key[33]) {
     hc_hasher h;
@@ -110,10 +81,10 @@ void hc_tune_key(const char *signature, int level, const hc_target *t, char key[
     char buf[256];
     /* everything the schedule space is built from, so a record never outlives its space */
     snprintf(buf, sizeof buf, "level %d target %s isa %s bits %d cores %d regs %d l1 %lld l2 %lld "
-             "l3 %lld", level, t->name, hc_isa_name(t->isa), t->vector_bits, t->num_cores,
-             t->num_regs, (long long)t->l1_bytes, (long long)t->l2_bytes, (long long)t->l3_bytes);
+             "l3 %lld", level, t->name, hc_isa_name(t->caps.isa), t->caps.vector_bits, t->caps.num_cores,
+             t->caps.num_regs, (long long)t->caps.l1_bytes, (long long)t->caps.l2_bytes, (long long)t->caps.l3_bytes);
     hc_hash_str(&h, buf);
-    hc_hash_str(&h, hc_tune_machine());
+    hc_hash_str(&h, hc_tune_machine(t));
     hc_hash_hex(&h, key);
 }
 
@@ -125,7 +96,7 @@ void hc_tune_key(const char *signature, int level, const hc_target *t, char key[
  *   ncand 24
  *   desc candidate 3 of 24, 0.412 ms, <machine>            (for people; not read back) */
 static char *record_path(const hc_jit_options *jit, const char *key) {
-    char *dir = hc_jit_cache_dir(jit);
+    char *dir = hc_cache_dir(jit);
     hc_sb sb;
     hc_sb_init(&sb);
     hc_sb_printf(&sb, "%s/tune/%s", dir, key);
@@ -176,8 +147,7 @@ hc_status hc_tune_record_put(const hc_jit_options *jit, const char *key,
     hc_sb_init(&sb);
     hc_sb_printf(&sb, "hidetc-tune 1\nbest %d\nbest_ms %.6f\nncand %d\n", r->best, r->best_ms,
                  r->ncand);
-    hc_sb_printf(&sb, "desc candidate %d of %d, %.4f ms, %s\n", r->best, r->ncand, r->best_ms,
-                 hc_tune_machine());
+    hc_sb_printf(&sb, "desc candidate %d of %d, %.4f ms\n", r->best, r->ncand, r->best_ms);
     /* unique per process and call: concurrent writers of one key each rename a whole file */
     static int counter;
     hc_sb tmp;
@@ -248,42 +218,30 @@ static void add_sample(samples *s, double ms) {
     s->v[s->n++] = ms;
 }
 
-/* Every line of the cold buffers out of every cache level (the write-backs done before
- * the clock starts). Elsewhere than x86 nothing is evicted. */
-static void evict(const hc_tune_cold *cold) {
-    if (!cold) return;
-#if defined(__x86_64__) || defined(__i386__)
-    for (int i = 0; i < cold->n; i++) {
-        const char *p = cold->ptr[i];
-        for (size_t o = 0; o < cold->bytes[i]; o += 64) _mm_clflush(p + o);
-    }
-    _mm_mfence();
-#endif
-}
-
-static double timed_run(hc_packed_fn fn, void *const *args, const hc_tune_cold *cold) {
-    evict(cold);
+static double timed_run(const hc_executor *ex, hc_packed_fn fn, void *const *args,
+                        const hc_tune_cold *cold) {
+    if (cold) ex->evict(cold->n, cold->ptr, cold->bytes);
     double t0 = hc_now_ms();
-    fn((void **)args);
+    ex->launch(fn, (void **)args);
     return hc_now_ms() - t0;
 }
 
 /* The first pass for one candidate: its samples (only the warm-up when pruned). */
-static void first_pass(hc_packed_fn fn, void *const *args, const hc_tune_cold *cold,
-                       double best_ms, samples *s) {
-    double warm = timed_run(fn, args, cold);
+static void first_pass(const hc_executor *ex, hc_packed_fn fn, void *const *args,
+                       const hc_tune_cold *cold, double best_ms, samples *s) {
+    double warm = timed_run(ex, fn, args, cold);
     if (best_ms >= 0 && warm > PRUNE * best_ms) {
         add_sample(s, warm);
         return;
     }
-    for (int i = 1; i < BENCH_WARMUP; i++) fn((void **)args);
+    for (int i = 1; i < BENCH_WARMUP; i++) ex->launch(fn, (void **)args);
     double start = hc_now_ms();
     while (s->n < BENCH_MAX_RUNS && (s->n < BENCH_MIN_RUNS || hc_now_ms() - start < BENCH_BUDGET_MS))
-        add_sample(s, timed_run(fn, args, cold));
+        add_sample(s, timed_run(ex, fn, args, cold));
 }
 
 /* The second pass: finalists in turn, round after round. */
-static void final_pass(int n, hc_packed_fn *fns, void *const *const *args,
+static void final_pass(const hc_executor *ex, int n, hc_packed_fn *fns, void *const *const *args,
                        const hc_tune_cold *cold, samples *s, double *ms) {
     int *order = hc_xmalloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++) { /* insertion sort by time, ties by index: stable */
@@ -295,7 +253,7 @@ static void final_pass(int n, hc_packed_fn *fns, void *const *const *args,
     double start = hc_now_ms();
     for (int r = 0; r < FINAL_ROUNDS && k > 1 && hc_now_ms() - start < FINAL_BUDGET_MS; r++)
         for (int j = 0; j < k; j++)
-            add_sample(&s[order[j]], timed_run(fns[order[j]], args[order[j]],
+            add_sample(&s[order[j]], timed_run(ex, fns[order[j]], args[order[j]],
                                                cold ? &cold[order[j]] : NULL));
     for (int j = 0; j < k; j++) ms[order[j]] = median(s[order[j]].v, s[order[j]].n);
     free(order);
@@ -330,20 +288,19 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
                                     "tune: candidates %d and %d are both named '%s'", j, i,
                                     cands[i]->name);
     /* one module per core: each compiler parses the prelude once for its share */
-    int jobs = HC_MAX(t->num_cores, 1);
+    int jobs = HC_MAX(t->caps.num_cores, 1);
     int nmod = HC_MIN(jobs, n);
     char **srcs = hc_xcalloc((size_t)nmod, sizeof *srcs);
     for (int m = 0; m < nmod; m++) {
         int lo = n * m / nmod, hi = n * (m + 1) / nmod;
         const char *name = hc_arena_printf(a, "tune_%d", m);
         hc_module *mod = hc_module_new(a, name, hi - lo, cands + lo);
-        srcs[m] = hc_codegen_c(a, mod, t);
+        srcs[m] = t->emit(a, t->lower(a, mod, t), t);
     }
     double t0 = hc_now_ms();
     hc_jit_lib *lib = NULL;
-    hc_status st = hc_jit_build_parallel_progress(nmod, (const char *const *)srcs, jit, jobs,
-                                                  progress ? on_compiled : NULL, progress, &lib,
-                                                  err);
+    hc_status st = t->build_one(t, nmod, (const char *const *)srcs, jit, jobs,
+                                progress ? on_compiled : NULL, progress, &lib, err);
     out->compile_ms = hc_now_ms() - t0;
     for (int m = 0; m < nmod; m++) free(srcs[m]);
     free(srcs);
@@ -353,10 +310,10 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
     for (int i = 0; i < n && st == HC_OK; i++) {
         char sym[256];
         snprintf(sym, sizeof sym, "%s__packed", cands[i]->name);
-        fns[i] = (hc_packed_fn)hc_jit_symbol(lib, sym);
+        fns[i] = (hc_packed_fn)t->symbol(lib, sym);
         if (!fns[i])
             st = hc_error_set(err, HC_ERR_COMPILE, "tune: candidate %d: symbol %s not found in %s",
-                              i, sym, hc_jit_path(lib));
+                              i, sym, t->lib_path(lib));
     }
     if (st == HC_OK) {
         out->ms = hc_xmalloc(sizeof(double) * (size_t)n);
@@ -364,7 +321,7 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
         t0 = hc_now_ms();
         double best_ms = -1;
         for (int i = 0; i < n; i++) {
-            first_pass(fns[i], args[i], cold ? &cold[i] : NULL, best_ms, &s[i]);
+            first_pass(t->exec, fns[i], args[i], cold ? &cold[i] : NULL, best_ms, &s[i]);
             /* a sorted copy: the samples keep their order for the second pass */
             double *copy = hc_xmalloc(sizeof(double) * (size_t)s[i].n);
             memcpy(copy, s[i].v, sizeof(double) * (size_t)s[i].n);
@@ -373,7 +330,7 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
             if (best_ms < 0 || out->ms[i] < best_ms) best_ms = out->ms[i];
             hc_progress_step(progress, 1);
         }
-        final_pass(n, fns, args, cold, s, out->ms);
+        final_pass(t->exec, n, fns, args, cold, s, out->ms);
         for (int i = 0; i < n; i++) {
             if (out->best < 0 || out->ms[i] < out->best_ms) out->best = i, out->best_ms = out->ms[i];
             free(s[i].v);
@@ -382,6 +339,6 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
         out->bench_ms = hc_now_ms() - t0;
     }
     free(fns);
-    hc_jit_close(lib);
+    t->lib_close(lib);
     return st;
 }

@@ -18,9 +18,8 @@
 #ifndef HC_TUNE_H
 #define HC_TUNE_H
 
-#include "codegen/codegen.h"
 #include "ir/ir.h"
-#include "jit/jit.h"
+#include "target/target.h"
 
 /* ---- progress bar ------------------------------------------------------------------- */
 /* One line on stderr, redrawn in place: "tuning [#####.....] 12/40 tasks, 130/520
@@ -45,8 +44,8 @@ typedef struct hc_tune_record {
     int ncand;      /* the space size when tuned (a record whose ncand differs is stale) */
 } hc_tune_record;
 
-/* A short description of this machine: CPU model name and core count. */
-const char *hc_tune_machine(void);
+/* A short description of the machine t runs on (CPU: model name and core count). */
+const char *hc_tune_machine(const hc_target *t);
 /* key = hex hash of (signature, level, target name/isa/vector bits/num_cores/registers/
  * cache sizes, machine): everything the schedule space is built from. */
 void hc_tune_key(const char *signature, int level, const hc_target *t, char key[33]);

@@ -31,7 +31,7 @@
  *   WINO_OUTPUT_NCHWC m [a*a, T, K] -> y [N, K/b, OH, OW, b] (attributes out_hw, block),
  *                     y[n, k, m*ty+i, m*tx+j] = (A^T u_t A)[i, j]. */
 #include "graph/graph.h"
-#include "sched/winograd.h"
+#include "graph/ops/geometry.h"
 
 typedef struct im2col_geom {
     int64_t k[2], s[2], d[2], pad[4];
@@ -142,7 +142,7 @@ static hc_task *task_im2col(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- Winograd F(2x2, 3x3) transforms -------------------------------------------- */
-static hc_status wino_pads(const hc_node *n, int64_t *pad, hc_error *err) {
+hc_status hc_wino_node_pads(const hc_node *n, int64_t *pad, hc_error *err) {
     int cnt = 0;
     const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
     if (p && cnt != 4)
@@ -152,7 +152,7 @@ static hc_status wino_pads(const hc_node *n, int64_t *pad, hc_error *err) {
 }
 
 /* F(m x m, 3 x 3): m from the blocked ops' attribute tile (2 or 4), 2 for the NCHW ones. */
-static const hc_wino_mats *wino_mats(const hc_node *n, hc_error *err) {
+const hc_wino_mats *hc_wino_node_mats(const hc_node *n, hc_error *err) {
     bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC || n->op == HC_OPK_WINO_OUTPUT_NCHWC;
     int64_t m = blocked ? hc_node_attr_int(n, "tile", 2) : 2;
     const hc_wino_mats *w = m == 2 || m == 4 ? hc_wino_matrices((int)m) : NULL;
@@ -163,7 +163,7 @@ static const hc_wino_mats *wino_mats(const hc_node *n, hc_error *err) {
 static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t pad[4];
-    hc_status st = wino_pads(n, pad, err);
+    hc_status st = hc_wino_node_pads(n, pad, err);
     if (st != HC_OK) return st;
     bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC;
     if (x->ndim != (blocked ? 5 : 4))
@@ -172,7 +172,7 @@ static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
     if (oh < 1 || ow < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "a 3x3 window does not fit the input");
-    const hc_wino_mats *w = wino_mats(n, err);
+    const hc_wino_mats *w = hc_wino_node_mats(n, err);
     if (!w) return err->status;
     int64_t c = x->shape[1] * (blocked ? x->shape[4] : 1);
     int64_t t = x->shape[0] * ((oh + w->m - 1) / w->m) * ((ow + w->m - 1) / w->m);
@@ -218,8 +218,8 @@ static hc_expr *pick(hc_arena *a, hc_expr *i, const double *v, int count, int st
  * rounding). */
 static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t pad[4];
-    if (wino_pads(n, pad, err) != HC_OK) return NULL;
-    const hc_wino_mats *wm = wino_mats(n, err);
+    if (hc_wino_node_pads(n, pad, err) != HC_OK) return NULL;
+    const hc_wino_mats *wm = hc_wino_node_mats(n, err);
     if (!wm) return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -266,7 +266,7 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     int64_t hw[2] = {0, 0};
     hc_status st = wino_out_hw(n, hw, err);
     if (st != HC_OK) return st;
-    const hc_wino_mats *w = wino_mats(n, err);
+    const hc_wino_mats *w = hc_wino_node_mats(n, err);
     if (!w) return err->status;
     int64_t tiles = ((hw[0] + w->m - 1) / w->m) * ((hw[1] + w->m - 1) / w->m);
     if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) { /* m [a*a, N*tiles, K] -> [N, K/b, OH, OW, b] */
@@ -297,7 +297,7 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
 static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t hw[2] = {0, 0};
     if (wino_out_hw(n, hw, err) != HC_OK) return NULL;
-    const hc_wino_mats *wm = wino_mats(n, err);
+    const hc_wino_mats *wm = hc_wino_node_mats(n, err);
     if (!wm) return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -332,47 +332,11 @@ static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
-/* The templates (src/sched/templates/winograd_cpu.c); NULL: the auto-scheduler. */
-static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
-                              const hc_target *target, const char *fname,
-                              const hc_sched_opts *opts, hc_error *err) {
-    (void)opts;
-    (void)err;
-    if (t->ninputs != 1 || t->noutputs != 1 || n->outputs[0]->dtype != HC_F32) return NULL;
-    bool input = n->op == HC_OPK_WINO_INPUT || n->op == HC_OPK_WINO_INPUT_NCHWC;
-    bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC || n->op == HC_OPK_WINO_OUTPUT_NCHWC;
-    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
-    const hc_tensor *img = input ? x : y; /* the NCHW or NCHW{b}c side */
-    int64_t block = blocked ? img->shape[4] : 1;
-    if (blocked && block != hc_target_f32_lanes(target)) return NULL;
-    hc_wino_shape s = {0};
-    int64_t pad[4] = {0, 0, 0, 0};
-    hc_error e2 = {0};
-    const hc_wino_mats *w = wino_mats(n, &e2);
-    if (!w) return NULL;
-    if (input) {
-        if (wino_pads(n, pad, &e2) != HC_OK) return NULL;
-        s = (hc_wino_shape){x->shape[0], x->shape[1] * block, x->shape[2], x->shape[3], pad[0],
-                            pad[1], x->shape[2] + pad[0] + pad[2] - 2,
-                            x->shape[3] + pad[1] + pad[3] - 2};
-    } else {
-        s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1] * block, .oh = y->shape[2],
-                            .ow = y->shape[3]};
-    }
-    s.m = w->m;
-    int threads = target->num_cores > 0 ? target->num_cores : 1;
-    if (blocked)
-        return input ? hc_wino_input_nchwc_cpu(a, fname, &s, (int)block, threads, &e2)
-                     : hc_wino_output_nchwc_cpu(a, fname, &s, (int)block, threads, &e2);
-    return input ? hc_wino_input_cpu(a, fname, &s, threads, &e2)
-                 : hc_wino_output_cpu(a, fname, &s, threads, &e2);
-}
-
 const hc_op_def hc_ops_internal[] = {
-    {HC_OPK_IM2COL, infer_im2col, task_im2col, NULL},
-    {HC_OPK_WINO_INPUT, infer_wino_input, task_wino_input, schedule_wino},
-    {HC_OPK_WINO_OUTPUT, infer_wino_output, task_wino_output, schedule_wino},
-    {HC_OPK_WINO_INPUT_NCHWC, infer_wino_input, task_wino_input, schedule_wino},
-    {HC_OPK_WINO_OUTPUT_NCHWC, infer_wino_output, task_wino_output, schedule_wino},
-    {HC_OPK_COUNT, NULL, NULL, NULL},
+    {HC_OPK_IM2COL, infer_im2col, task_im2col},
+    {HC_OPK_WINO_INPUT, infer_wino_input, task_wino_input},
+    {HC_OPK_WINO_OUTPUT, infer_wino_output, task_wino_output},
+    {HC_OPK_WINO_INPUT_NCHWC, infer_wino_input, task_wino_input},
+    {HC_OPK_WINO_OUTPUT_NCHWC, infer_wino_output, task_wino_output},
+    {HC_OPK_COUNT, NULL, NULL},
 };

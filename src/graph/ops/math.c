@@ -25,9 +25,9 @@ hc_expr *hc_math_num(hc_arena *a, const hc_expr *e, double v) {
     return hc_const_num(a, e->type->dtype, v);
 }
 
-#define UNARY(K) {HC_OPK_##K, hc_math_infer_unary, hc_math_task_unary, NULL}
-#define NARY(K) {HC_OPK_##K, hc_math_infer_nary, hc_math_task_nary, NULL}
-#define REDUCE(K) {HC_OPK_##K, hc_math_infer_reduce, hc_math_task_reduce, NULL}
+#define UNARY(K) {HC_OPK_##K, hc_math_infer_unary, hc_math_task_unary}
+#define NARY(K) {HC_OPK_##K, hc_math_infer_nary, hc_math_task_nary}
+#define REDUCE(K) {HC_OPK_##K, hc_math_infer_reduce, hc_math_task_reduce}
 
 const hc_op_def hc_ops_math[] = {
     /* activations */
@@ -46,7 +46,7 @@ const hc_op_def hc_ops_math[] = {
     UNARY(CELU),
     UNARY(THRESHOLDED_RELU),
     UNARY(SHRINK),
-    {HC_OPK_CLIP, hc_math_infer_clip, hc_math_task_clip, NULL},
+    {HC_OPK_CLIP, hc_math_infer_clip, hc_math_task_clip},
     /* reductions */
     REDUCE(REDUCE_MEAN),
     REDUCE(REDUCE_SUM),
@@ -58,10 +58,10 @@ const hc_op_def hc_ops_math[] = {
     REDUCE(REDUCE_LOG_SUM),
     REDUCE(REDUCE_LOG_SUM_EXP),
     REDUCE(REDUCE_SUM_SQUARE),
-    {HC_OPK_ARG_MAX, hc_math_infer_argreduce, hc_math_task_argreduce, NULL},
-    {HC_OPK_ARG_MIN, hc_math_infer_argreduce, hc_math_task_argreduce, NULL},
-    {HC_OPK_CUM_SUM, hc_math_infer_cumsum, hc_math_task_cumsum, NULL},
-    {HC_OPK_TOP_K, hc_math_infer_topk, hc_math_task_topk, NULL},
+    {HC_OPK_ARG_MAX, hc_math_infer_argreduce, hc_math_task_argreduce},
+    {HC_OPK_ARG_MIN, hc_math_infer_argreduce, hc_math_task_argreduce},
+    {HC_OPK_CUM_SUM, hc_math_infer_cumsum, hc_math_task_cumsum},
+    {HC_OPK_TOP_K, hc_math_infer_topk, hc_math_task_topk},
     /* elementwise math */
     NARY(ADD),
     NARY(SUB),

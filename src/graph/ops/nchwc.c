@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "graph/graph.h"
-#include "sched/conv_nchwc.h"
+#include "graph/ops/geometry.h"
 
 static hc_status need_rank(const hc_node *n, int i, int rank, hc_error *err) {
     const hc_tensor *t = n->inputs[i];
@@ -89,7 +89,7 @@ static hc_status pair(const hc_node *n, const char *name, int64_t *out, hc_error
 }
 
 /* The template's shape from the node (also the geometry infer and the Task use). */
-static hc_status conv_shape(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
+hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
     if (need_rank(n, 0, 5, err) || need_rank(n, 1, 6, err)) return err->status;
     const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
     const hc_tensor *b = n->ninputs > 2 ? n->inputs[2] : NULL;
@@ -141,7 +141,7 @@ static hc_status conv_shape(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *
 
 static hc_status infer_conv_nchwc(hc_node *n, hc_error *err) {
     hc_conv_nchwc_shape s;
-    if (conv_shape(n, &s, err)) return err->status;
+    if (hc_conv_nchwc_shape_of(n, &s, err)) return err->status;
     int64_t shape[5] = {s.n, s.mb, s.oh, s.ow, s.block};
     hc_node_set_output(n, 0, n->inputs[0]->dtype, 5, shape);
     return HC_OK;
@@ -193,7 +193,7 @@ static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
 
 static hc_task *task_conv_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
     conv_ctx c = {0};
-    if (conv_shape(n, &c.s, err)) return NULL;
+    if (hc_conv_nchwc_shape_of(n, &c.s, err)) return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.x = in[0], c.w = in[1], c.b = nin > 2 ? in[2] : NULL;
@@ -202,44 +202,9 @@ static hc_task *task_conv_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
-static bool template_shape(const hc_node *n, const hc_target *target, hc_conv_nchwc_shape *s) {
-    hc_error e = {0};
-    if (conv_shape(n, s, &e) != HC_OK || n->inputs[0]->dtype != HC_F32) return false;
-    return s->block == hc_target_f32_lanes(target) && hc_conv_nchwc_validate_shape(s, &e) == HC_OK;
-}
-
-static int space_conv_nchwc(const hc_node *n, const hc_target *target, int level) {
-    hc_conv_nchwc_shape s;
-    if (!template_shape(n, target, &s)) return 0;
-    return hc_conv_nchwc_space(target, &s, level, NULL, 0);
-}
-
-static hc_func *schedule_conv_nchwc(hc_arena *a, const hc_node *n, const hc_task *t,
-                                    const hc_target *target, const char *fname,
-                                    const hc_sched_opts *opts, hc_error *err) {
-    hc_conv_nchwc_shape s;
-    if (!template_shape(n, target, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
-        return NULL;
-    hc_conv_nchwc_config cfg = hc_conv_nchwc_default_config(target, &s);
-    if (opts && (opts->level > 0 || opts->candidate > 0)) {
-        int count = hc_conv_nchwc_space(target, &s, opts->level, NULL, 0);
-        if (opts->candidate < 0 || opts->candidate >= count) {
-            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
-                         opts->candidate, count, opts->level);
-            return NULL;
-        }
-        hc_conv_nchwc_config *all = hc_xmalloc(sizeof *all * (size_t)count);
-        hc_conv_nchwc_space(target, &s, opts->level, all, count);
-        cfg = all[opts->candidate];
-        free(all);
-    }
-    hc_error e2 = {0};
-    return hc_conv_nchwc_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
-}
-
 const hc_op_def hc_ops_nchwc[] = {
-    {HC_OPK_TO_NCHWC, infer_to_nchwc, task_to_nchwc, NULL},
-    {HC_OPK_FROM_NCHWC, infer_from_nchwc, task_from_nchwc, NULL},
-    {HC_OPK_CONV_NCHWC, infer_conv_nchwc, task_conv_nchwc, schedule_conv_nchwc, space_conv_nchwc},
-    {HC_OPK_COUNT, NULL, NULL, NULL},
+    {HC_OPK_TO_NCHWC, infer_to_nchwc, task_to_nchwc},
+    {HC_OPK_FROM_NCHWC, infer_from_nchwc, task_from_nchwc},
+    {HC_OPK_CONV_NCHWC, infer_conv_nchwc, task_conv_nchwc},
+    {HC_OPK_COUNT, NULL, NULL},
 };

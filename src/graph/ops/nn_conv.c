@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "graph/ops/nn_internal.h"
-#include "sched/conv_dw.h"
 
 typedef struct conv_ctx {
     const hc_tnode *x, *w, *b;
@@ -17,8 +16,8 @@ typedef struct conv_ctx {
 } conv_ctx;
 
 /* Shapes shared by infer and task: fills the window and channel counts. */
-static hc_status conv_geometry(const hc_node *n, bool transpose, nn_window *w, int64_t *cg,
-                               int64_t *mg, int64_t *m_out, hc_error *err) {
+hc_status nn_conv_geometry(const hc_node *n, bool transpose, nn_window *w, int64_t *cg,
+                           int64_t *mg, int64_t *m_out, hc_error *err) {
     if (nn_need_rank(n, 0, 3, err) || nn_need_float(n, 0, err)) return err->status;
     const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2);
     memset(w, 0, sizeof *w);
@@ -58,7 +57,7 @@ static hc_status conv_geometry(const hc_node *n, bool transpose, nn_window *w, i
 hc_status nn_infer_conv(hc_node *n, hc_error *err) {
     nn_window w;
     int64_t cg, mg, m;
-    if (conv_geometry(n, false, &w, &cg, &mg, &m, err) || nn_window_forward(n, &w, false, err))
+    if (nn_conv_geometry(n, false, &w, &cg, &mg, &m, err) || nn_window_forward(n, &w, false, err))
         return err->status;
     const hc_tensor *x = nn_in(n, 0);
     int64_t shape[HC_MAX_DIMS] = {x->shape[0], m};
@@ -113,7 +112,7 @@ static hc_status transpose_window(const hc_node *n, nn_window *w, hc_error *err)
 hc_status nn_infer_conv_transpose(hc_node *n, hc_error *err) {
     nn_window w;
     int64_t cg, mg, m;
-    if (conv_geometry(n, true, &w, &cg, &mg, &m, err) || transpose_window(n, &w, err))
+    if (nn_conv_geometry(n, true, &w, &cg, &mg, &m, err) || transpose_window(n, &w, err))
         return err->status;
     const hc_tensor *x = nn_in(n, 0);
     int64_t shape[HC_MAX_DIMS] = {x->shape[0], m};
@@ -191,7 +190,7 @@ static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
 static hc_task *conv_task(hc_arena *a, const hc_node *n, bool transpose, hc_error *err) {
     conv_ctx c = {.transpose = transpose};
     int64_t m;
-    if (conv_geometry(n, transpose, &c.win, &c.cg, &c.mg, &m, err)) return NULL;
+    if (nn_conv_geometry(n, transpose, &c.win, &c.cg, &c.mg, &m, err)) return NULL;
     if (transpose ? transpose_window(n, &c.win, err) : nn_window_forward(n, &c.win, false, err))
         return NULL;
     int nin = 0;
@@ -208,58 +207,4 @@ hc_task *nn_task_conv(hc_arena *a, const hc_node *n, hc_error *err) {
 
 hc_task *nn_task_conv_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
     return conv_task(a, n, true, err);
-}
-
-/* ---- the direct conv template (src/sched/templates/conv_dw_cpu.c) -------------------- */
-/* The template's shape for a 2-D f32 Conv; false for anything else (the auto-scheduler).
- * Group-1 convs reach it only where src/passes/lower.c keeps them (direct_pays). */
-static bool direct_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
-    const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2), *y = n->outputs[0];
-    if (n->op != HC_OPK_CONV || !x || !wt || !y || !y->shape_known || x->ndim != 4 ||
-        x->dtype != HC_F32 || wt->dtype != HC_F32 || (b && b->dtype != HC_F32))
-        return false;
-    nn_window w;
-    int64_t cg, mg, m;
-    hc_error e = {0};
-    if (conv_geometry(n, false, &w, &cg, &mg, &m, &e) || nn_window_forward(n, &w, false, &e))
-        return false;
-    *s = (hc_conv_dw_shape){
-        .n = x->shape[0], .c = x->shape[1], .h = x->shape[2], .w = x->shape[3],
-        .m = m, .group = hc_node_attr_int(n, "group", 1),
-        .kh = w.kernel[0], .kw = w.kernel[1], .sh = w.stride[0], .sw = w.stride[1],
-        .dh = w.dilation[0], .dw = w.dilation[1],
-        .pt = w.pad_begin[0], .pl = w.pad_begin[1], .pb = w.pad_end[0], .pr = w.pad_end[1],
-        .oh = w.out[0], .ow = w.out[1], .bias = b != NULL};
-    return y->shape[2] == s->oh && y->shape[3] == s->ow &&
-           hc_conv_dw_validate_shape(s, &e) == HC_OK;
-}
-
-int nn_space_conv(const hc_node *n, const hc_target *target, int level) {
-    hc_conv_dw_shape s;
-    if (!direct_template_shape(n, &s)) return 0;
-    return hc_conv_dw_space(target, &s, level, NULL, 0);
-}
-
-hc_func *nn_schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
-                          const hc_target *target, const char *fname,
-                          const hc_sched_opts *opts, hc_error *err) {
-    hc_conv_dw_shape s;
-    if (!direct_template_shape(n, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
-        return NULL;
-    hc_conv_dw_config cfg = hc_conv_dw_default_config(target, &s);
-    if (opts && (opts->level > 0 || opts->candidate > 0)) {
-        int count = hc_conv_dw_space(target, &s, opts->level, NULL, 0);
-        if (opts->candidate < 0 || opts->candidate >= count) {
-            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
-                         opts->candidate, count, opts->level);
-            return NULL;
-        }
-        hc_conv_dw_config *all = hc_xmalloc(sizeof *all * (size_t)count);
-        hc_conv_dw_space(target, &s, opts->level, all, count);
-        cfg = all[opts->candidate];
-        free(all);
-    }
-    /* every output element is stored once with its final value: write_once holds */
-    hc_error e2 = {0};
-    return hc_conv_dw_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
 }

@@ -3,7 +3,6 @@
 #define HC_NN_INTERNAL_H
 
 #include "graph/graph.h"
-#include "sched/sched.h"
 
 /* Set err to "node 'NAME' (OpType): <message>" with status st; returns st. */
 /* Input i of n, NULL when absent or beyond the node's inputs. */
@@ -39,10 +38,21 @@ hc_expr *nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other);
 /* c = c && x (c may be NULL). */
 hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x);
 
-/* The pool template on NCHW{b}c data (nn_pool.c). */
-hc_func *nn_schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
-                          const hc_target *target, const char *fname, const hc_sched_opts *opts,
-                          hc_error *err);
+/* Geometry of the ops, for their Tasks and for the targets' templates. */
+/* Conv / ConvTranspose: window, input channels per group (cg), output channels per group
+ * (mg) and output channels (m_out); errors name the node. */
+hc_status nn_conv_geometry(const hc_node *n, bool transpose, nn_window *w, int64_t *cg,
+                           int64_t *mg, int64_t *m_out, hc_error *err);
+/* MaxPool / AveragePool (and their NCHW{b}c forms): the window. */
+hc_status nn_pool_window(const hc_node *n, nn_window *w, hc_error *err);
+/* MatMul with numpy batch broadcasting and 1-D operands. */
+typedef struct nn_mm_dims {
+    int nb;
+    int64_t batch[HC_MAX_DIMS];
+    int64_t m, n, k;
+    bool a_vec, b_vec; /* 1-D operands (their M or N dimension is dropped) */
+} nn_mm_dims;
+hc_status nn_matmul_dims(const hc_node *n, nn_mm_dims *d, hc_error *err);
 
 /* Op definitions, one file per family. */
 #define NN_DECL(x)                                                                       \
@@ -64,15 +74,4 @@ NN_DECL(max_pool)
 NN_DECL(average_pool)
 NN_DECL(global_pool)
 #undef NN_DECL
-hc_func *nn_schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
-                            const hc_target *target, const char *fname,
-                            const hc_sched_opts *opts, hc_error *err);
-int nn_space_matmul(const hc_node *n, const hc_target *target, int level);
-int64_t nn_prepack_matmul(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
-                          int input, const void *src, void *dst);
-hc_func *nn_schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
-                          const hc_target *target, const char *fname,
-                          const hc_sched_opts *opts, hc_error *err);
-int nn_space_conv(const hc_node *n, const hc_target *target, int level);
-
 #endif

@@ -3,10 +3,9 @@
 #include <string.h>
 
 #include "graph/ops/nn_internal.h"
-#include "sched/pool_nchwc.h"
 
 /* Window of a pool node from its input and attributes. */
-static hc_status pool_window(const hc_node *n, nn_window *w, hc_error *err) {
+hc_status nn_pool_window(const hc_node *n, nn_window *w, hc_error *err) {
     if (nn_need_rank(n, 0, 3, err)) return err->status;
     const hc_tensor *x = nn_in(n, 0);
     bool is_max = n->op == HC_OPK_MAX_POOL || n->op == HC_OPK_MAX_POOL_NCHWC;
@@ -33,7 +32,7 @@ static void pool_shape(const hc_node *n, const nn_window *w, int64_t *shape) {
 
 hc_status nn_infer_max_pool(hc_node *n, hc_error *err) {
     nn_window w;
-    if (pool_window(n, &w, err)) return err->status;
+    if (nn_pool_window(n, &w, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];
     pool_shape(n, &w, shape);
     const hc_tensor *x = nn_in(n, 0);
@@ -44,7 +43,7 @@ hc_status nn_infer_max_pool(hc_node *n, hc_error *err) {
 
 hc_status nn_infer_average_pool(hc_node *n, hc_error *err) {
     nn_window w;
-    if (pool_window(n, &w, err)) return err->status;
+    if (nn_pool_window(n, &w, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];
     pool_shape(n, &w, shape);
     hc_node_set_output(n, 0, nn_in(n, 0)->dtype, nn_in(n, 0)->ndim, shape);
@@ -127,7 +126,7 @@ static hc_expr *argmax_out(hc_arena *a, hc_var *const *axes, void *vctx) {
 
 hc_task *nn_task_max_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     pool_ctx c = {.col_major = hc_node_attr_int(n, "storage_order", 0) == 1};
-    if (pool_window(n, &c.w, err)) return NULL;
+    if (nn_pool_window(n, &c.w, err)) return NULL;
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.x = in[0];
@@ -202,7 +201,7 @@ static hc_expr *avg_out(hc_arena *a, hc_var *const *axes, void *vctx) {
 
 hc_task *nn_task_average_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     pool_ctx c = {.include_pad = hc_node_attr_int(n, "count_include_pad", 0) != 0};
-    if (pool_window(n, &c.w, err)) return NULL;
+    if (nn_pool_window(n, &c.w, err)) return NULL;
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.x = in[0];
@@ -229,37 +228,4 @@ hc_task *nn_task_global_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *y = hc_compute_reduce(a, n->outputs[0]->name, in[0], in[0]->ndim - 2, axes, true,
                                     k, err);
     return y ? hc_node_task(a, n, nin, in, 1, &y) : NULL;
-}
-
-/* ---- the channel-blocked template (src/sched/templates/pool_nchwc_cpu.c) ---------------- */
-/* MAX_POOL_NCHWC / AVERAGE_POOL_NCHWC: MaxPool / AveragePool (same attributes, same
- * Tasks) of a 3-D f32 pool over [n, cb, h, w, b] whose window is 1 along the block (made
- * by the layout pass, docs/nchwc.md), with b the target's lanes; NULL otherwise (the
- * auto-scheduler). */
-hc_func *nn_schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
-                          const hc_target *target, const char *fname, const hc_sched_opts *opts,
-                          hc_error *err) {
-    (void)opts;
-    (void)err;
-    const hc_tensor *x = nn_in(n, 0), *y = n->outputs[0];
-    if (!x || x->ndim != 5 || x->dtype != HC_F32 || t->noutputs != 1 || nn_out_present(n, 1) ||
-        x->shape[4] != hc_target_f32_lanes(target))
-        return NULL;
-    nn_window w;
-    hc_error e = {0};
-    if (pool_window(n, &w, &e) != HC_OK) return NULL;
-    if (w.kernel[2] != 1 || w.stride[2] != 1 || w.dilation[2] != 1 || w.pad_begin[2] != 0 ||
-        w.pad_end[2] != 0 || w.out[2] != x->shape[4] || y->shape[2] != w.out[0] ||
-        y->shape[3] != w.out[1])
-        return NULL;
-    hc_pool_nchwc_shape s = {
-        .n = x->shape[0], .cb = x->shape[1], .h = x->shape[2], .w = x->shape[3],
-        .oh = w.out[0], .ow = w.out[1], .kh = w.kernel[0], .kw = w.kernel[1],
-        .sh = w.stride[0], .sw = w.stride[1], .dh = w.dilation[0], .dw = w.dilation[1],
-        .pt = w.pad_begin[0], .pl = w.pad_begin[1], .pb = w.pad_end[0], .pr = w.pad_end[1],
-        .block = (int)x->shape[4], .max = n->op == HC_OPK_MAX_POOL_NCHWC,
-        .include_pad = hc_node_attr_int(n, "count_include_pad", 0) != 0};
-    int64_t work = hc_tensor_numel(y) * s.kh * s.kw;
-    int threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(target->num_cores, 1);
-    return hc_pool_nchwc_cpu(a, fname, &s, threads, &e);
 }

@@ -19,22 +19,10 @@
 #ifndef HC_SCHED_CONV_NCHWC_H
 #define HC_SCHED_CONV_NCHWC_H
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
+#include "graph/ops/geometry.h"
 #include "ir/ir.h"
 
-typedef struct hc_conv_nchwc_shape {
-    int64_t n, cb, h, w;    /* X: [n, cb, h, w, block] */
-    int64_t mb;             /* output channel blocks: Y [n, mb, oh, ow, block] */
-    int64_t kh, kw;         /* W: [mb, cb, kh, kw, block, block] */
-    int64_t sh, sw, dh, dw; /* strides and dilations */
-    int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
-    int64_t oh, ow;
-    int block;              /* channels per block (the target's f32 lanes) */
-    bool bias;              /* B: [mb, block] present */
-    bool depthwise;         /* one input channel per output channel (mb == cb): W is
-                             * [mb, 1, kh, kw, 1, block], Y[n, o, y, x, m] = B[o, m] +
-                             * sum_{i, j} Xpad[n, o, .., .., m] * W[o, 0, i, j, 0, m] */
-} hc_conv_nchwc_shape;
 
 typedef struct hc_conv_nchwc_config {
     int lanes;   /* f32 lanes per vector; must equal the block and the target's */

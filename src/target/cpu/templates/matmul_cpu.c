@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ir/mapping.h"
-#include "sched/matmul.h"
+#include "target/cpu/templates/matmul.h"
 
 /* ---- configs -------------------------------------------------------------------------- */
 static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
@@ -61,7 +61,7 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     c.nr = nvec * c.lanes;
     /* accumulators + the B vectors + one broadcast must fit the registers; past 8 rows
      * GCC gains nothing on Zen 4 (measured: 8x32 ~ 12x32 ~ 14x32) */
-    int mr_max = (int)HC_MIN((t->num_regs - nvec - 1) / nvec, 8);
+    int mr_max = (int)HC_MIN((t->caps.num_regs - nvec - 1) / nvec, 8);
     /* when the padding costs more than 5%, the fewest padded rows among the tallest tiles
      * (49 rows: 7 tiles of 7, not 7 tiles of 8) */
     c.mr = mr_max;
@@ -70,8 +70,8 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
             if (round_up(s->m, mr) < round_up(s->m, c.mr)) c.mr = mr;
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
-    int64_t l1 = t->l1_bytes > 0 ? t->l1_bytes : 32768;
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     int64_t kc = clamp64(l1 * 3 / 2 / (c.nr * 4) / 16 * 16, 64, 1024);
     c.kc = round_up(cdiv(s->k, cdiv(s->k, kc)), 8); /* balanced K blocks */
     /* the A block (mc x kc) takes a modest share of L2 next to the streaming B panels */
@@ -84,7 +84,7 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     /* B panels pay off only when several register-tile rows reuse them */
     c.pack_b = s->m > 4 * c.mr;
     /* blocks larger than a thread's tile are clipped by hc_matmul_cpu */
-    hc_matmul_config_set_threads(&c, s, HC_MAX(t->num_cores, 1));
+    hc_matmul_config_set_threads(&c, s, HC_MAX(t->caps.num_cores, 1));
     c.rows_first = hc_matmul_rows_first_pays(&c, s, t);
     return c;
 }
@@ -101,7 +101,7 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
  * K = 128 on 196 columns, 0.37 -> 0.57). */
 bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t) {
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     int64_t kcb = HC_MIN(c->kc, s->k), npt = part_extent(s->n, c->nr, c->tn);
     return kcb <= 128 && npt >= 512 && kcb * HC_MIN(c->nc, npt) * 4 <= l2 / 2;
 }

@@ -24,8 +24,8 @@
 #include <string.h>
 
 #include "ir/mapping.h"
-#include "sched/conv_dw.h"
-#include "sched/sched.h"
+#include "target/cpu/templates/conv_dw.h"
+#include "target/cpu/cpu.h"
 
 static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 static int64_t round_up(int64_t x, int64_t y) { return cdiv(x, y) * y; }
@@ -150,7 +150,7 @@ static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int
     int64_t planes = s->n * s->group, k = 1;
     while (threads > 1 && planes * k < 4 * threads && k * rb < s->oh) k++;
     int64_t rt = round_up(cdiv(s->oh, k), rb);
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     int64_t row_bytes = (s->c / s->group) * s->sw * scratch_cols(s, hc_target_f32_lanes(t), nv) * 4;
     while (rt > rb && scratch_rows(s, rt) * row_bytes > l2 / 2) rt -= rb;
     return (int)HC_MIN(rt, 1 << 20);
@@ -159,14 +159,14 @@ static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int
 /* Threads: the cores, unless the work is below what pays for a parallel region. */
 static int default_threads(const hc_target *t, const hc_conv_dw_shape *s) {
     int64_t work = s->n * s->m * s->oh * s->ow * (s->c / s->group) * s->kh * s->kw;
-    return work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->num_cores, 1);
+    return work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->caps.num_cores, 1);
 }
 
 /* Whether a register block fits the target's vector registers: the accumulators, the mb
  * weight broadcasts and the input vector; depthwise (mb 1) keeps 4 for the loads. */
 static bool block_fits(const hc_target *t, int mb, int rb, int nv) {
-    if (mb == 1) return rb * nv <= t->num_regs - 4;
-    return mb * (rb * nv + 1) + 1 <= t->num_regs;
+    if (mb == 1) return rb * nv <= t->caps.num_regs - 4;
+    return mb * (rb * nv + 1) + 1 <= t->caps.num_regs;
 }
 
 /* Several output channels per group: register blocks of mb channels x rb rows x nv
@@ -185,12 +185,12 @@ static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shap
         int64_t padded = round_up(s->oh, rb) * round_up(nvec, v);
         if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
     }
-    c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->num_regs / 2) / (c.rb * c.nv)));
+    c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs / 2) / (c.rb * c.nv)));
     while (c.mb > 1 && !block_fits(t, c.mb, c.rb, c.nv)) c.mb--;
     /* flat blocks of 1 x 2 vectors when they pad at least 5% less (stride 1: Inception's
      * 35-wide 5x5 rows, 48 lanes for 35, or 147-wide rows, 160 for 147) */
     if (s->sh == 1 && s->sw == 1) {
-        int nvf = 2, mbf = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->num_regs / 2) / nvf));
+        int nvf = 2, mbf = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs / 2) / nvf));
         while (mbf > 1 && !block_fits(t, mbf, 1, nvf)) mbf--;
         if (padded_lanes(s, c.lanes, 1, nvf, true) * 20 <
             padded_lanes(s, c.lanes, c.rb, c.nv, false) * 19)
@@ -268,7 +268,7 @@ int hc_conv_dw_space(const hc_target *t, const hc_conv_dw_shape *s, int level,
     static const int rb2[] = {1, 2, 3, 4, 5, 6, 7, 8}, nv2[] = {1, 2, 3, 4};
     const int *rbs = level >= 2 ? rb2 : rb1, *nvs = level >= 2 ? nv2 : nv1;
     int nrb = level >= 2 ? 8 : 3, nnv = level >= 2 ? 4 : 3;
-    int cores = HC_MAX(t->num_cores, 1);
+    int cores = HC_MAX(t->caps.num_cores, 1);
     int threads[2] = {all[0].threads, all[0].threads > 1 ? 1 : cores};
     /* depthwise: level 2 also tries one register block of rows per item (least scratch) */
     for (int ti = 0; level >= 1 && s->m == s->group && ti < (level >= 2 ? 2 : 1); ti++)

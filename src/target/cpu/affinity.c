@@ -1,4 +1,4 @@
-#include "runtime/affinity.h"
+#include "target/cpu/affinity.h"
 
 #include <omp.h>
 #include <pthread.h>

@@ -10,6 +10,7 @@
 #define HC_SCHED_WINOGRAD_H
 
 #include "ir/ir.h"
+#include "task/winograd_mats.h"
 
 typedef struct hc_wino_shape {
     int64_t n, c, h, w; /* input (for the output transform, h and w are unused) */
@@ -18,18 +19,6 @@ typedef struct hc_wino_shape {
     int m;              /* output tile m x m: F(m x m, 3 x 3); 0 means 2 (the NCHW templates
                          * have only 2, the blocked ones 2 and 4) */
 } hc_wino_shape;
-
-/* The transform matrices of F(m x m, 3 x 3), m = 2 or 4, tiles of a = m + 2 inputs:
- * Y = A^T [(G g G^T) . (B^T d B)] A for a 3x3 filter g and an a x a input tile d
- * (Lavin and Gray 2015; the m = 4 points 0, +-1, +-2, infinity). */
-typedef struct hc_wino_mats {
-    int m, a;
-    double bt[6][6]; /* a x a */
-    double g[6][3];  /* a x 3 */
-    double at[4][6]; /* m x a */
-} hc_wino_mats;
-/* NULL unless m is 2 or 4. */
-const hc_wino_mats *hc_wino_matrices(int m);
 
 /* Work items (image, channel, tile rows) split evenly over `threads` threads. */
 hc_func *hc_wino_input_cpu(hc_arena *a, const char *name, const hc_wino_shape *s, int threads,

@@ -18,8 +18,8 @@
  * whole 2x2 tiles except in the last tile column / row of an odd OW / OH. Each output
  * element is stored once (epilogues land at the stores). */
 #include "ir/mapping.h"
-#include "sched/sched.h"
-#include "sched/winograd.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/templates/winograd.h"
 
 typedef struct wg {
     hc_arena *a;

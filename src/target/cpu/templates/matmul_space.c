@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/matmul.h"
+#include "target/cpu/templates/matmul.h"
 
 /* Budgets (candidates per task, the default included); docs/tuning.md has the
  * measurements behind them. */
@@ -71,11 +71,11 @@ static void build_axes(const hc_target *t, const hc_matmul_config *def, axes *x)
     int lanes = hc_target_f32_lanes(t);
     add_tile(x, def->mr, def->nr);
     for (int nv = 1; nv <= 4; nv++) {
-        int mr = (t->num_regs - nv - 1) / nv;
+        int mr = (t->caps.num_regs - nv - 1) / nv;
         mr = HC_MIN(HC_MIN(mr, MAX_TILE_ROWS), HC_MIN(HC_MATMUL_MAX_MR, HC_MATMUL_MAX_VECS / nv));
         if (mr >= 1) add_tile(x, mr, nv * lanes);
     }
-    int cores = HC_MAX(t->num_cores, 1);
+    int cores = HC_MAX(t->caps.num_cores, 1);
     for (int tb = 1; tb <= cores; tb++)
         for (int tm = 1; tm <= cores / tb; tm++)
             if (cores % (tb * tm) == 0 && x->ngrids < (int)HC_ARRAY_LEN(x->grids))
@@ -87,14 +87,14 @@ static void build_axes(const hc_target *t, const hc_matmul_config *def, axes *x)
  * hc_matmul_default_config for f = 1.5 and !from_l3. */
 static void set_blocks(hc_matmul_config *c, const hc_target *t, const hc_matmul_shape *s,
                        double f, bool from_l3) {
-    int64_t l1 = t->l1_bytes > 0 ? t->l1_bytes : 32768;
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
-    int64_t l3 = t->l3_bytes > 0 ? t->l3_bytes : 8 << 20;
+    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l3 = t->caps.l3_bytes > 0 ? t->caps.l3_bytes : 8 << 20;
     int64_t kc = clamp64((int64_t)((double)l1 * f) / (c->nr * 4) / 16 * 16, 64, 1024);
     c->kc = round_up(cdiv(s->k, cdiv(s->k, kc)), 8);
     int64_t mc = clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
     c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
-    int64_t nc = from_l3 ? l3 / HC_MAX(t->num_cores, 1) / 4 / (c->kc * 4) : 4096;
+    int64_t nc = from_l3 ? l3 / HC_MAX(t->caps.num_cores, 1) / 4 / (c->kc * 4) : 4096;
     nc = clamp64(nc, c->nr, 1 << 16);
     c->nc = HC_MAX(nc / c->nr * c->nr, c->nr);
 }

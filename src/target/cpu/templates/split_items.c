@@ -1,6 +1,6 @@
 /* split_items.c — the thread structure the CPU templates share (sched.h). */
 #include "ir/mapping.h"
-#include "sched/sched.h"
+#include "target/cpu/cpu.h"
 
 int hc_sched_split_items(hc_builder *b, int64_t items, int threads, hc_items_setup_fn setup,
                          hc_items_body_fn body, void *ctx) {

@@ -16,9 +16,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "ir/mapping.h"
-#include "sched/sched.h"
+#include "target/cpu/cpu.h"
 
 /* Inlining stops once a node's expression exceeds this many IR nodes. */
 #define INLINE_MAX_NODES 256
@@ -243,7 +243,7 @@ static void plan_nest(const sched *s, const hc_tnode *n, int64_t work, bool vect
     p->outer = 1;
     for (int i = 0; i + 1 < p->ndim; i++)
         p->outer *= i == tile_dim ? (p->dims[i] + p->tile - 1) / p->tile : p->dims[i];
-    int threads = s->target ? HC_MAX(1, s->target->num_cores) : 1;
+    int threads = s->target ? HC_MAX(1, s->target->caps.num_cores) : 1;
     int lanes = s->target ? HC_MAX(1, hc_target_f32_lanes(s->target)) : 8;
     p->vector_acc = vector_acc;
     p->parallel = threads > 1 && work >= HC_AUTOSCHED_PARALLEL_MIN_WORK;
@@ -817,7 +817,7 @@ static void emit_node(sched *s, hc_builder *b, const node_info *ni) {
                                     vec ? ", vector of accumulators" : "",
                                     tile_dim >= 0 ? ", tiled" : ""));
     body bd = {.ni = ni, .p = &p, .jph = hc_axis(a, "jj")};
-    bd.vector_bits = s->target ? s->target->vector_bits : 256;
+    bd.vector_bits = s->target ? s->target->caps.vector_bits : 256;
     hc_expr *j0;
     int opened = open_outer(b, &p, n, bd.idx, &j0);
     bd.idx[p.ndim - 1] = p.nblk > 1 ? hc_add(a, j0, hc_ref(a, bd.jph)) : hc_ref(a, bd.jph);
@@ -830,18 +830,6 @@ static void emit_node(sched *s, hc_builder *b, const node_info *ni) {
 }
 
 /* ---- entry ----------------------------------------------------------------------- */
-const char *hc_sched_func_name(hc_arena *a, const char *task_name) {
-    const char *src = task_name && *task_name ? task_name : "task";
-    bool digit = src[0] >= '0' && src[0] <= '9';
-    char *s = hc_arena_printf(a, "%s%s", digit ? "_" : "", src);
-    for (char *p = s; *p; p++) {
-        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                  (*p >= '0' && *p <= '9') || *p == '_';
-        if (!ok) *p = '_';
-    }
-    return s;
-}
-
 static hc_status check_outputs(sched *s) {
     const hc_task *t = s->task;
     for (int i = 0; i < t->noutputs; i++)

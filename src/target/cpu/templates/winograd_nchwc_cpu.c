@@ -18,8 +18,8 @@
  * matrix products are unrolled over the nonzero entries of B^T and A^T (hc_wino_matrices):
  * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant. */
 #include "ir/mapping.h"
-#include "sched/sched.h"
-#include "sched/winograd.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/templates/winograd.h"
 
 typedef struct wb {
     hc_arena *a;
@@ -256,34 +256,4 @@ hc_func *hc_wino_input_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_sh
 hc_func *hc_wino_output_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
                                   int block, int threads, hc_error *err) {
     return build(a, name, s, block, threads, false, err);
-}
-
-/* ---- the matrices ----------------------------------------------------------------------- */
-static const hc_wino_mats WINO_F2 = {
-    .m = 2,
-    .a = 4,
-    .bt = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
-    .g = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
-    .at = {{1, 1, 1, 0}, {0, 1, -1, -1}},
-};
-static const hc_wino_mats WINO_F4 = {
-    .m = 4,
-    .a = 6,
-    .bt = {{4, 0, -5, 0, 1, 0},
-           {0, -4, -4, 1, 1, 0},
-           {0, 4, -4, -1, 1, 0},
-           {0, -2, -1, 2, 1, 0},
-           {0, 2, -1, -2, 1, 0},
-           {0, 4, 0, -5, 0, 1}},
-    .g = {{1.0 / 4, 0, 0},
-          {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-          {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-          {1.0 / 24, 1.0 / 12, 1.0 / 6},
-          {1.0 / 24, -1.0 / 12, 1.0 / 6},
-          {0, 0, 1}},
-    .at = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}},
-};
-
-const hc_wino_mats *hc_wino_matrices(int m) {
-    return m == 2 ? &WINO_F2 : m == 4 ? &WINO_F4 : NULL;
 }

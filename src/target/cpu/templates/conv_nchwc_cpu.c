@@ -14,8 +14,8 @@
  * The pixels of a register tile are consecutive in the item's rows laid end to end, so a
  * tile may cross a row end (no padding of the output rows to a multiple of px). */
 #include "ir/mapping.h"
-#include "sched/conv_nchwc.h"
-#include "sched/sched.h"
+#include "target/cpu/templates/conv_nchwc.h"
+#include "target/cpu/cpu.h"
 
 static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
@@ -73,7 +73,7 @@ void hc_conv_nchwc_config_print(hc_sb *sb, const hc_conv_nchwc_config *c) {
 }
 
 bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
-    return px * ot + ot + 1 <= t->num_regs;
+    return px * ot + ot + 1 <= t->caps.num_regs;
 }
 
 static bool padded(const hc_conv_nchwc_shape *s) {
@@ -122,7 +122,7 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
 /* Rows per item halved until the scratch takes at most half of L2. */
 static void fit_rows_to_l2(const hc_target *t, const hc_conv_nchwc_shape *s,
                            hc_conv_nchwc_config *c) {
-    int64_t l2 = t->l2_bytes > 0 ? t->l2_bytes : 1 << 20;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     while (c->rt > 1 && scratch_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)cdiv(c->rt, 2);
 }
 
@@ -146,13 +146,13 @@ hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
     /* 4 output blocks x 6 pixels (24 accumulators, measured with bench/nchwc_1x1.c);
      * fewer output blocks: more pixels */
     c.ot = (int)HC_MIN(s->mb, 4);
-    c.px = (t->num_regs - c.ot - 1) / c.ot;
+    c.px = (t->caps.num_regs - c.ot - 1) / c.ot;
     if (c.px > 14) c.px = 14;
     if (s->depthwise) c.ot = 1, c.px = 8; /* loads bound it: 8 independent FMA chains */
     if (c.px < 1) c.px = 1;
     int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->kh * s->kw *
                    (s->depthwise ? 1 : s->cb * s->block);
-    c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->num_cores, 1);
+    c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->caps.num_cores, 1);
     default_split(t, s, &c);
     return clip(c, s);
 }
@@ -509,7 +509,7 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     if (!hc_conv_nchwc_tile_fits(t, cfg->px, cfg->ot)) {
         hc_error_set(err, HC_ERR_INVALID,
                      "conv_nchwc config: tile px %d x ot %d does not fit %d registers", cfg->px,
-                     cfg->ot, t->num_regs);
+                     cfg->ot, t->caps.num_regs);
         return NULL;
     }
     hc_conv_nchwc_config c = clip(*cfg, s);

@@ -3,9 +3,9 @@
  * Every file in the cache is written under a temporary name unique to this process and
  * call, then renamed: rename is atomic, so concurrent builders (threads or processes)
  * of the same source race harmlessly and a reader never sees half a file. */
-#include "jit/jit.h"
+#include "target/cpu/jit.h"
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,18 +37,6 @@ static const char *const fixed_flags[] = {"-std=gnu11", "-fno-math-errno", "-fno
                                           "-fPIC", "-shared", "-fopenmp"};
 
 static atomic_uint tmp_counter;
-
-char *hc_jit_cache_dir(const hc_jit_options *opt) {
-    if (opt && opt->cache_dir && *opt->cache_dir) return hc_xstrdup(opt->cache_dir);
-    const char *env = getenv("HIDETC_CACHE_DIR");
-    if (env && *env) return hc_xstrdup(env);
-    const char *home = getenv("HOME");
-    hc_sb sb;
-    hc_sb_init(&sb);
-    if (home && *home) hc_sb_printf(&sb, "%s/.cache/hidetc", home);
-    else hc_sb_puts(&sb, "/tmp/hidetc-cache");
-    return hc_sb_take(&sb);
-}
 
 static const char *resolve_cc(const hc_jit_options *opt) {
     if (opt && opt->cc && *opt->cc) return opt->cc;
@@ -297,13 +285,13 @@ static hc_status jit_prepare(const hc_jit_options *opt, const char *cc, const ch
     if (!*version)
         return hc_error_set(err, HC_ERR_COMPILE, "cannot run compiler '%s' (`%s --version` failed)",
                             cc, cc);
-    *dir = hc_jit_cache_dir(opt);
+    *dir = hc_cache_dir(opt);
     hc_status st = hc_mkdirs(*dir, err);
     if (st != HC_OK) free(*dir), *dir = NULL;
     return st;
 }
 
-static int default_jobs(void) { return hc_target_host()->num_cores; }
+static int default_jobs(void) { return hc_target_host()->caps.num_cores; }
 
 hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_options *opt,
                             int jobs, hc_jit_lib **out, hc_error *err) {

@@ -8,16 +8,9 @@
 #ifndef HC_JIT_H
 #define HC_JIT_H
 
-#include "core/core.h"
+#include "target/target.h"
 
-typedef struct hc_jit_options {
-    const char *cache_dir; /* NULL: $HIDETC_CACHE_DIR or ~/.cache/hidetc */
-    const char *cc;        /* NULL: $HIDETC_CC or "cc" */
-    const char *cflags;    /* NULL: the host target's flags */
-    bool verbose;          /* print compiler commands to stderr */
-} hc_jit_options;
 
-typedef struct hc_jit_lib hc_jit_lib;
 
 /* Build (or find in the cache) and dlopen. On compiler failure the error carries the
  * compiler's output and the path of the kept source file. */
@@ -49,7 +42,5 @@ void *hc_jit_symbol(hc_jit_lib *lib, const char *name); /* NULL if absent */
 const char *hc_jit_path(const hc_jit_lib *lib);          /* the .so path */
 bool hc_jit_was_cached(const hc_jit_lib *lib);           /* found without compiling */
 void hc_jit_close(hc_jit_lib *lib);
-/* The cache directory these options resolve to (malloc'ed). */
-char *hc_jit_cache_dir(const hc_jit_options *opt);
 
 #endif

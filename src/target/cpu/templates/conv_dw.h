@@ -20,7 +20,7 @@
 #ifndef HC_SCHED_CONV_DW_H
 #define HC_SCHED_CONV_DW_H
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "ir/ir.h"
 
 typedef struct hc_conv_dw_shape {

@@ -12,8 +12,8 @@
 #include <math.h>
 
 #include "ir/mapping.h"
-#include "sched/sched.h"
-#include "sched/pool_nchwc.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/templates/pool_nchwc.h"
 
 typedef struct pl {
     hc_arena *a;

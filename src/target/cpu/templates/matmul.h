@@ -16,9 +16,9 @@
 #ifndef HC_SCHED_MATMUL_H
 #define HC_SCHED_MATMUL_H
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "ir/ir.h"
-#include "jit/jit.h"
+#include "target/cpu/jit.h"
 #include "task/task.h"
 
 typedef struct hc_matmul_shape {
@@ -53,7 +53,7 @@ typedef struct hc_matmul_config {
 #define HC_MATMUL_MAX_THREADS 256
 
 /* A config from the target's vector width, register count and cache sizes, with
- * t->num_cores threads; blocks are clipped to the shape. */
+ * t->caps.num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
 /* The default's loop order rule: rows first where K is short and the thread's B block
  * fits in half of L2 (src/sched/templates/matmul_cpu.c has the measurements). */

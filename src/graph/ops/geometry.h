@@ -1,0 +1,31 @@
+/* geometry.h — the geometry of the internal ops that passes create, read from a node: for
+ * their Tasks (src/graph/ops) and for the targets' templates that schedule them. */
+#ifndef HC_GRAPH_OPS_GEOMETRY_H
+#define HC_GRAPH_OPS_GEOMETRY_H
+
+#include "graph/graph.h"
+#include "task/winograd_mats.h"
+
+/* CONV_NCHWC (nchwc.c, docs/nchwc.md). */
+typedef struct hc_conv_nchwc_shape {
+    int64_t n, cb, h, w;    /* X: [n, cb, h, w, block] */
+    int64_t mb;             /* output channel blocks: Y [n, mb, oh, ow, block] */
+    int64_t kh, kw;         /* W: [mb, cb, kh, kw, block, block] */
+    int64_t sh, sw, dh, dw; /* strides and dilations */
+    int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
+    int64_t oh, ow;
+    int block;              /* channels per block (the target's f32 lanes) */
+    bool bias;              /* B: [mb, block] present */
+    bool depthwise;         /* one input channel per output channel (mb == cb): W is
+                             * [mb, 1, kh, kw, 1, block], Y[n, o, y, x, m] = B[o, m] +
+                             * sum_{i, j} Xpad[n, o, .., .., m] * W[o, 0, i, j, 0, m] */
+} hc_conv_nchwc_shape;
+/* The shape of a CONV_NCHWC node; errors name the node. */
+hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);
+
+/* WINO_INPUT / WINO_OUTPUT and their NCHW{b}c forms (internal.c): the input transform's
+ * pads [top, left, bottom, right] and the transform matrices of the node's tile. */
+hc_status hc_wino_node_pads(const hc_node *n, int64_t *pad, hc_error *err);
+const hc_wino_mats *hc_wino_node_mats(const hc_node *n, hc_error *err);
+
+#endif

@@ -1,0 +1,195 @@
+/* target.h — the target interface: what a machine offers (capabilities) and what a target
+ * does with a program (find a template, auto-schedule, lower, emit, build, execute).
+ *
+ * Generic stages (graph, passes, fuse, compile, tune, runtime) call only this interface:
+ * no x86 or CUDA fact lives outside src/target/. Each target is one folder
+ * (src/target/cpu/ first) and one hc_target value; a rule measured on one machine is a
+ * formula of `caps`, so a test can state the machine it checks by injecting a target
+ * (hc_target_cpu_describe). DESIGN.md, "Targets". */
+#ifndef HC_TARGET_H
+#define HC_TARGET_H
+
+#include "graph/graph.h"
+#include "ir/ir.h"
+
+typedef enum hc_isa { HC_ISA_SCALAR, HC_ISA_AVX2, HC_ISA_AVX512 } hc_isa;
+const char *hc_isa_name(hc_isa isa);
+
+typedef enum hc_target_kind { HC_TARGET_CPU, HC_TARGET_GPU } hc_target_kind;
+
+/* What the machine offers. CPU fields are 0 on GPUs and GPU fields 0 on CPUs. */
+typedef struct hc_target_caps {
+    /* CPU */
+    hc_isa isa;
+    int vector_bits; /* 512 (AVX-512), 256 (AVX2), 128 (plain C: vector types emulated) */
+    int num_cores;   /* cores the compiled program runs on (the run's threads) */
+    int num_regs;    /* vector registers: 32 (AVX-512), 16 (AVX2/plain) */
+    int64_t l1_bytes, l2_bytes, l3_bytes; /* data cache sizes per core (l3: shared) */
+    /* GPU */
+    int num_sms;
+    int64_t smem_per_block; /* bytes of shared memory a block may use */
+    int regs_per_thread;
+    int warp_size;
+    int max_threads_per_block;
+} hc_target_caps;
+
+/* f32 lanes of the target's natural vector: 16, 8 or 4. */
+static inline int hc_caps_f32_lanes(const hc_target_caps *c) { return c->vector_bits / 32; }
+
+/* How a template schedules one anchor.
+ *  level/candidate: the config is candidate `candidate` of the template's schedule space
+ *    at `level` (0: the one default config; 1: a small space; 2: the full space).
+ *    Candidate 0 of every level is the default config.
+ *  write_once: each output element must be stored exactly once, with its final value,
+ *    and outputs never loaded (post-scheduling epilogue fusion rewrites those stores).
+ *  prepacked: see below.
+ * Templates access their params only through LOAD / STORE of one element and
+ * VLOAD / VLOAD_MASK / VSTORE / VSTORE_MASK of ADDRESS(param[idx]) whose lanes run along
+ * the param's last dimension and stay inside it: the fusion rewrite (src/fuse) relies on
+ * that and refuses (falls back to separate kernels) on anything else. */
+typedef struct hc_sched_opts {
+    int level;
+    int candidate;
+    bool write_once;
+    /* Bit i: the anchor's input i is a constant the runtime packs once, at compile time,
+     * with the template's prepack operation for this same level and candidate; the
+     * program's parameter for it is then the packed 1-D tensor prepack describes, read
+     * only by the template (never by a prologue or epilogue). */
+    unsigned prepacked;
+} hc_sched_opts;
+
+struct hc_target;
+
+/* A template: the hand-written schedule of one op on one target, with its
+ * hardware-centric space. */
+typedef struct hc_template {
+    const char *name; /* "matmul", "conv_direct", ... */
+    hc_op_kind op;
+    /* The scheduled program for node n, an HC_FN_CPU_KERNEL (or the target's kernel
+     * kind) with params = task inputs then task outputs. NULL with err->status == HC_OK:
+     * the template does not apply to this node (the auto-scheduler takes it). */
+    hc_func *(*schedule)(hc_arena *a, const hc_node *n, const hc_task *t,
+                         const struct hc_target *target, const char *fname,
+                         const hc_sched_opts *opts, hc_error *err);
+    /* Optional: the number of candidates of the space for this node at `level` (0, 1 or
+     * 2); candidate i is scheduled with opts->candidate = i. 0 when the template does not
+     * apply. NULL: one candidate. */
+    int (*space)(const hc_node *n, const struct hc_target *target, int level);
+    /* Optional: weight pre-packing. For input `input` of this node, scheduled with
+     * `opts` (level and candidate; opts->prepacked ignored), the number of f32 elements
+     * of its packed form, or 0 when that input cannot arrive pre-packed. With src and dst
+     * non-NULL, also packs src (the input's data) into dst. */
+    int64_t (*prepack)(const hc_node *n, const struct hc_target *target,
+                       const hc_sched_opts *opts, int input, const void *src, void *dst);
+} hc_template;
+
+/* Options of a target's build step (the kernel cache and the compiler). */
+typedef struct hc_jit_options {
+    const char *cache_dir; /* NULL: $HIDETC_CACHE_DIR or ~/.cache/hidetc */
+    const char *cc;        /* NULL: $HIDETC_CC or "cc" (the CPU target's compiler) */
+    const char *cflags;    /* NULL: the target's flags */
+    bool verbose;          /* print compiler commands to stderr */
+} hc_jit_options;
+
+/* The kernel cache directory these options resolve to (malloc'ed): the option, else
+ * $HIDETC_CACHE_DIR, else ~/.cache/hidetc. Built kernels and tune records live there. */
+char *hc_cache_dir(const hc_jit_options *opt);
+
+/* A built set of kernels (the CPU's: a dlopen'ed shared object). */
+typedef struct hc_jit_lib hc_jit_lib;
+/* A kernel's entry: args[i] is the buffer of a tensor parameter or the address of a
+ * scalar parameter's value. */
+typedef void (*hc_packed_fn)(void **args);
+
+/* What one run saves in `begin` for `end` (the CPU: the caller's affinity). */
+typedef struct hc_run_state {
+    _Alignas(16) unsigned char bytes[256];
+} hc_run_state;
+
+/* Running built kernels: memory, launches, timing. */
+typedef struct hc_executor {
+    void *(*alloc)(size_t bytes); /* the memory plan's arena; NULL when out of memory */
+    void (*release)(void *p);
+    /* Around a run of `threads` workers; begin changes nothing the caller's code sees
+     * after end. */
+    void (*begin)(int threads, hc_run_state *s);
+    void (*launch)(hc_packed_fn fn, void **args);
+    void (*end)(hc_run_state *s);
+    /* Evicts n buffers from every cache level (the tuner's cold-weight runs). */
+    void (*evict)(int n, const void *const *ptr, const size_t *bytes);
+} hc_executor;
+
+/* The stages a program goes through in the compile pipeline (--dump-ir STAGE). */
+typedef enum hc_stage {
+    HC_STAGE_NONE = 0,
+    HC_STAGE_SCHEDULED, /* the anchor's template or the auto-scheduler */
+    HC_STAGE_FUSED,     /* after the post-scheduling fusion rewrite */
+    HC_STAGE_LOWERED,   /* mappings to loops, layouts to indices, target lowering */
+    HC_STAGE_SOURCE,    /* the emitted source */
+} hc_stage;
+/* "scheduled" -> HC_STAGE_SCHEDULED; HC_STAGE_NONE when unknown. */
+hc_stage hc_stage_parse(const char *name);
+const char *hc_stage_name(hc_stage s);
+/* The stage names, comma separated, for usage messages. */
+#define HC_STAGE_NAMES "scheduled, fused, lowered, source"
+
+typedef struct hc_target {
+    const char *name; /* "cpu", "cpu:avx2", ... */
+    hc_target_kind kind;
+    hc_target_caps caps;
+    const char *cflags; /* the CPU build's compiler flags, e.g. "-O3 -march=native" */
+    /* The template of op on this target, or NULL (then the auto-scheduler). */
+    const hc_template *(*find_template)(const struct hc_target *t, hc_op_kind op);
+    /* Any Task as a program (injective and reduction tasks; anchors without a template). */
+    hc_func *(*auto_schedule)(hc_arena *a, const hc_task *task, const struct hc_target *t,
+                              hc_error *err);
+    /* Target lowering of a module: mappings to loops, layouts to flat indices, and what the
+     * target needs besides (the CPU: nothing more; GPUs: shared memory, barriers). */
+    hc_module *(*lower)(hc_arena *a, const hc_module *m, const struct hc_target *t);
+    /* A lowered module as one source (malloc'ed). */
+    char *(*emit)(hc_arena *a, const hc_module *lowered, const struct hc_target *t);
+    /* Build n sources (or find them in the cache) with up to `jobs` parallel jobs. */
+    hc_status (*build)(const struct hc_target *t, int n, const char *const *srcs,
+                       const hc_jit_options *opt, int jobs, hc_jit_lib **out, hc_error *err);
+    /* Build n sources into one library (the tuner's candidates). */
+    hc_status (*build_one)(const struct hc_target *t, int n, const char *const *srcs,
+                           const hc_jit_options *opt, int jobs,
+                           void (*progress)(void *ctx, int done, int total), void *ctx,
+                           hc_jit_lib **out, hc_error *err);
+    void *(*symbol)(hc_jit_lib *lib, const char *name); /* NULL if absent */
+    const char *(*lib_path)(const hc_jit_lib *lib);     /* the built file */
+    bool (*lib_cached)(const hc_jit_lib *lib);          /* found without building */
+    void (*lib_close)(hc_jit_lib *lib);
+    const hc_executor *exec;
+    /* The machine this target's kernels run on ("<model>, <N> cpus"): tune records are
+     * kept per machine. */
+    const char *(*machine)(void);
+} hc_target;
+
+/* The target called `name`: "cpu" (the host CPU), "cpu:avx512", "cpu:avx2", "cpu:scalar".
+ * An ISA above the host's is accepted for emitting source (golden tests) but its kernels
+ * cannot run here: `runnable` says whether they can. Errors name the target and list the
+ * known ones. */
+hc_status hc_target_find(const char *name, const hc_target **out, bool *runnable,
+                         hc_error *err);
+/* The default target: the host CPU (HIDETC_ISA may lower its ISA). */
+const hc_target *hc_target_default(void);
+/* The known target names, comma separated, for usage messages. */
+const char *hc_target_names(void);
+/* f32 lanes of the target's natural vector. */
+static inline int hc_target_f32_lanes(const hc_target *t) { return hc_caps_f32_lanes(&t->caps); }
+
+/* The C identifier a program for a task or node called task_name is named after (arena
+ * string). */
+const char *hc_sched_func_name(hc_arena *a, const char *task_name);
+
+/* The template of op on t, NULL when none. */
+static inline const hc_template *hc_target_template(const hc_target *t, hc_op_kind op) {
+    return t->find_template ? t->find_template(t, op) : NULL;
+}
+
+/* The C identifier a program for a task or node called task_name is named after (arena
+ * string). */
+const char *hc_sched_func_name(hc_arena *a, const char *task_name);
+
+#endif
