@@ -173,7 +173,7 @@ static void print_kernel(const hc_model *m, const kernel_time *k, double total, 
 
 /* Per-kernel times summed over R runs; the N slowest kernels, per run. */
 static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
-    long threads = r->threads ? r->threads : (long)hc_target_host()->num_cores;
+    long threads = r->threads ? r->threads : (long)hc_model_num_threads(m);
     double peak = measure_peak(threads);
     printf("peak_gflops: %.2f (fp32 matmul %dx%dx%d, hidetc's template, %ld threads, best of "
            "%d runs)\n", peak, PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, threads, PEAK_RUNS);
@@ -322,7 +322,7 @@ int cmd_bench(int argc, char **argv) {
     printf("model: %s\ncompile_ms: %.0f\nkernels: %d\narena_bytes: %zu\n", r.model,
            hc_now_ms() - t0, hc_model_num_kernels(m), hc_model_arena_bytes(m));
     printf("threads: %ld warmup: %ld repeat: %ld\n",
-           r.threads ? r.threads : (long)hc_target_host()->num_cores, r.warmup, r.repeat);
+           r.threads ? r.threads : (long)hc_model_num_threads(m), r.warmup, r.repeat);
     fflush(stdout);
     cli_buffers b;
     cli_buffers_alloc(m, &b);

@@ -237,8 +237,8 @@ static void print_fusion(const hc_model *m) {
 }
 
 static void print_tune_space(const hc_model *m, int threads) {
-    hc_target t = *hc_target_host();
-    if (threads > 0) t.num_cores = threads;
+    hc_target t = *hc_model_target(m);
+    if (threads > 0) t.caps.num_cores = threads;
     int n = hc_model_num_kernels(m), np = hc_model_num_programs(m);
     int *uses = calloc((size_t)np + 1, sizeof(int)), *first = calloc((size_t)np + 1, sizeof(int));
     for (int p = 0; p < np; p++) first[p] = -1;
@@ -253,7 +253,7 @@ static void print_tune_space(const hc_model *m, int threads) {
         int i = first[p];
         if (i < 0 || !hc_model_kernel_templated(m, i)) continue;
         const hc_node *a = hc_model_kernel_node(m, i);
-        const hc_op_def *def = hc_op_get(a->op);
+        const hc_template *def = hc_target_template(&t, a->op);
         if (!def || !def->space) continue;
         int c[3];
         for (int l = 0; l < 3; l++) c[l] = def->space(a, &t, l), total[l] += c[l];
@@ -322,6 +322,6 @@ int cmd_inspect(int argc, char **argv) {
     printf(")\n");
     if (r.dot) rc = write_dot(r.dot, g);
     hc_graph_free(g);
-    if (!rc && (r.fusion || r.tune_space)) rc = inspect_schedule(&r);
+    if (!rc && (r.fusion || r.tune_space || r.co.dump_stage)) rc = inspect_schedule(&r);
     return rc;
 }

@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "core/npy.h"
-#include "sched/matmul.h"
+#include "target/cpu/templates/matmul.h"
 
 /* Problems with more multiply-adds than this are checked against a plain double loop
  * instead of the (slow, tree-walking) reference interpreter. */
@@ -24,6 +24,8 @@ typedef struct kernel_args {
     int threads;
     bool print_ir, print_source, bench;
     const char *dump;
+    const hc_target *target; /* --target; default: this CPU */
+    bool runnable;           /* its kernels can run here */
     /* config overrides; -1 = default */
     int64_t mr, nr, kc, mc, nc, tb, tm, tn, pack_a, pack_b;
 } kernel_args;
@@ -32,6 +34,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: hidetc kernel matmul --m M --n N --k K [--batch B] [--threads T]\n"
             "                            [--print-ir] [--print-source] [--dump DIR] [--bench]\n"
+            "                            [--target cpu|cpu:avx512|cpu:avx2|cpu:scalar]\n"
             "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
             "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n");
 }
@@ -70,6 +73,14 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
         else if (!strcmp(o, "--print-ir")) k->print_ir = true;
         else if (!strcmp(o, "--print-source")) k->print_source = true;
         else if (!strcmp(o, "--bench")) k->bench = true;
+        else if (!strcmp(o, "--target")) {
+            hc_error e = {0};
+            if (!val || hc_target_find(val, &k->target, &k->runnable, &e) != HC_OK) {
+                fprintf(stderr, "hidetc kernel: --target: %s\n", val ? e.msg : "expects a name");
+                return 2;
+            }
+            i++;
+        }
         else if (!strcmp(o, "--dump")) {
             if (!val) return fprintf(stderr, "hidetc kernel: --dump needs a directory\n"), 2;
             k->dump = val, i++;
@@ -94,6 +105,13 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
         return 2;
     }
     k->threads = (int)threads;
+    if (!k->target) k->target = hc_target_default(), k->runnable = true;
+    if (!k->runnable && (!k->print_source || k->bench || k->dump)) {
+        fprintf(stderr, "hidetc kernel: target '%s' cannot run on this CPU (it has %s): only "
+                "--print-source / --print-ir apply\n", hc_isa_name(k->target->caps.isa),
+                hc_isa_name(hc_target_default()->caps.isa));
+        return 2;
+    }
     return 0;
 }
 
@@ -196,7 +214,7 @@ static int dump(const char *dir, const hc_matmul_shape *s, const float *A, const
 }
 
 static int run_matmul(const kernel_args *k) {
-    const hc_target *t = hc_target_host();
+    const hc_target *t = k->target;
     const hc_matmul_shape *s = &k->shape;
     hc_matmul_config c = make_config(k, t);
     hc_error err = {0};
@@ -205,7 +223,7 @@ static int run_matmul(const kernel_args *k) {
     hc_sb_init(&sb);
     hc_matmul_config_print(&sb, &c);
     printf("matmul batch=%lld m=%lld n=%lld k=%lld target=%s config: %s\n", (long long)s->batch,
-           (long long)s->m, (long long)s->n, (long long)s->k, hc_isa_name(t->isa), hc_sb_str(&sb));
+           (long long)s->m, (long long)s->n, (long long)s->k, hc_isa_name(t->caps.isa), hc_sb_str(&sb));
     hc_sb_free(&sb);
     if (k->print_ir) {
         hc_arena a;
@@ -223,9 +241,10 @@ static int run_matmul(const kernel_args *k) {
     char *src = hc_matmul_source(s, &c, t, "matmul", &err);
     if (!src) return fprintf(stderr, "hidetc kernel: %s\n", err.msg), 1;
     if (k->print_source) fputs(src, stdout);
+    if (!k->runnable) return free(src), 0; /* emitted for another CPU: nothing runs here */
     hc_jit_lib *lib = NULL;
     hc_matmul_kernel kern;
-    if (hc_jit_build(src, NULL, &lib, &err) ||
+    if (hc_jit_build(src, &(hc_jit_options){.cflags = t->cflags}, &lib, &err) ||
         hc_matmul_kernel_from_lib(lib, "matmul", &kern, &err)) {
         free(src);
         if (lib) hc_jit_close(lib);

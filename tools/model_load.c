@@ -133,6 +133,33 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         co->paths.wino_tile = (int)m;
         return 2;
     }
+    if (!strcmp(o, "--target")) {
+        hc_error e = {0};
+        bool runnable = false;
+        if (!val || hc_target_find(val, &co->target, &runnable, &e) != HC_OK) {
+            fprintf(stderr, "hidetc %s: --target: %s\n", cmd,
+                    val ? e.msg : "expects a target name");
+            return -1;
+        }
+        /* inspect only schedules; the others build and run kernels */
+        if (!runnable && strcmp(cmd, "inspect") != 0) {
+            fprintf(stderr, "hidetc %s: target '%s' cannot run on this CPU (it has %s); "
+                    "`hidetc inspect --target %s --dump-ir source` and `hidetc kernel ... "
+                    "--target %s --print-source` emit its code\n", cmd, val,
+                    hc_isa_name(hc_target_default()->caps.isa), val, val);
+            return -1;
+        }
+        return 2;
+    }
+    if (!strcmp(o, "--dump-ir")) {
+        co->dump_stage = val ? hc_stage_parse(val) : HC_STAGE_NONE;
+        if (co->dump_stage == HC_STAGE_NONE) {
+            fprintf(stderr, "hidetc %s: --dump-ir expects one of %s, got '%s'\n", cmd,
+                    HC_STAGE_NAMES, val ? val : "(nothing)");
+            return -1;
+        }
+        return 2;
+    }
     if (!strcmp(o, "--tune-weights")) {
         static const char *const names[] = {"auto", "cached", "cold"};
         for (int i = 0; i < 3; i++)

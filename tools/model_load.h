@@ -48,7 +48,8 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
  * -1 after printing "hidetc CMD: ..." for a bad value. */
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co);
 #define CLI_COMPILE_OPTIONS_USAGE                                                                  \
-    "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2]"
+    "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2] "         \
+    "[--target NAME] [--dump-ir STAGE]"
 /* Their help lines, for each command's usage text. */
 #define CLI_COMPILE_OPTIONS_HELP                                                                   \
     "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"     \
@@ -58,6 +59,9 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     "  --winograd-tile 2|4: F(2x2, 3x3) or F(4x4, 3x3) for every blocked Winograd conv\n"      \
     "  (default: F(4x4) where its weights stay small, docs/winograd.md)\n"                     \
     "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"              \
-    "  (docs/conv_dw.md)\n"
+    "  (docs/conv_dw.md)\n"                                                                      \
+    "  --target NAME: cpu (default: this CPU), cpu:avx512, cpu:avx2, cpu:scalar\n"               \
+    "  --dump-ir STAGE: print every program after STAGE (scheduled, fused, lowered, source)\n"    \
+    "  to stderr (also HIDETC_DUMP=STAGE; HIDETC_VERIFY=1 verifies between stages)\n"
 
 #endif

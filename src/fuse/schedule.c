@@ -14,6 +14,10 @@ static hc_func *template_program(hc_arena *a, const hc_node *n, const hc_task *t
 
 static bool failed(const hc_error *err) { return err && err->status != HC_OK; }
 
+static void observe(const hc_sched_opts *o, hc_stage stage, const hc_func *f) {
+    if (o->observe && f) o->observe(o->observe_ctx, stage, f);
+}
+
 hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
                           const hc_sched_opts *opts, const char *fname, bool *templated,
                           const char **why, hc_error *err) {
@@ -26,10 +30,12 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
     if (!single) o.write_once = grp->nepilogue > 0;
     hc_func *f = template_program(a, grp->anchor, task, t, &o, fname, err);
     if (!f && failed(err)) return NULL;
+    observe(&o, HC_STAGE_SCHEDULED, f);
     if (f && !single) f = hc_fuse_rewrite(a, grp, f, why); /* NULL: *why says why */
     if (f) {
         *templated = true;
         f->name = fname;
+        observe(&o, HC_STAGE_FUSED, f);
         return f;
     }
     if (*why) return NULL; /* the caller splits the group */
@@ -41,6 +47,10 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
         f = composed ? t->auto_schedule(a, composed, t, &e) : NULL;
         if (!f) *why = hc_arena_printf(a, "the composed task could not be scheduled: %s", e.msg);
     }
-    if (f) f->name = fname;
+    if (f) {
+        f->name = fname;
+        if (single) observe(&o, HC_STAGE_SCHEDULED, f);
+        observe(&o, HC_STAGE_FUSED, f); /* a composed task: scheduled with its fusion */
+    }
     return f;
 }

@@ -979,6 +979,7 @@ static hc_status read_body(loader *L) {
     hc_status st = check_target(L);
     if (st != HC_OK) return st;
     m->num_threads = m->opt.num_threads = (int)p->target.threads;
+    m->target = hc_target_cpu((hc_isa)p->target.isa); /* check_target: the CPU has it */
     const char *name = r_str(r, &m->arena, "graph name");
     int opset = r_i32(r, "graph opset");
     m->g = hc_graph_new(name, opset);

@@ -221,6 +221,28 @@ static hc_status plan_memory(hc_model *m, hc_error *err) {
     return HC_OK;
 }
 
+/* ---- stages: --dump-ir and the verifier -------------------------------------------- */
+static void dump_func(hc_stage st, const hc_func *f) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_print_func(&sb, f);
+    fprintf(stderr, "== hidetc %s: %s ==\n%s\n", hc_stage_name(st), f->name, hc_sb_str(&sb));
+    hc_sb_free(&sb);
+}
+
+/* A program leaving a stage: printed when it is the stage asked for, verified under
+ * HIDETC_VERIFY (a program that fails is a compiler bug: an assert names it). */
+static void observe_stage(void *ctx, hc_stage st, const hc_func *f) {
+    const hc_model *m = ctx;
+    if (m->opt.dump_stage == st) dump_func(st, f);
+    if (m->opt.verify) {
+        hc_error e = {0};
+        if (hc_verify_func(f, false, &e) != HC_OK)
+            HC_ASSERT_MSG(0, hc_arena_printf((hc_arena *)&m->arena, "after stage %s: %s",
+                                             hc_stage_name(st), e.msg));
+    }
+}
+
 /* ---- scheduling ------------------------------------------------------------------ */
 typedef HC_VEC(hc_var *) var_vec;
 
@@ -672,7 +694,7 @@ static hc_status schedule_groups(hc_model *m, const hc_target *target, hc_error 
         st = hc_fuse_partition(&m->arena, m->g, target, (int)nodes.len, nodes.data,
                                !m->opt.no_fusion, &part, err);
     hc_vec_free(&nodes);
-    hc_sched_opts o = {0};
+    hc_sched_opts o = {.observe = observe_stage, .observe_ctx = m};
     for (int i = 0; st == HC_OK && i < part.ngroups; i++) {
         const hc_group *grp = &part.groups[i];
         kernel k = {.node = grp->anchor, .group = *grp, .ncand = 1};
@@ -765,9 +787,23 @@ static char *chunk_source(hc_model *m, int c, const hc_target *t) {
         if (m->uniques.data[i].chunk == c) hc_vec_push(&fs, m->uniques.data[i].func);
     const char *name = hc_arena_printf(&m->arena, "%s_%d", m->g->name ? m->g->name : "model", c);
     hc_module *mod = hc_module_new(&m->arena, name, (int)fs.len, fs.data);
-    char *src = t->emit(&m->arena, t->lower(&m->arena, mod, t), t);
+    hc_module *lm = t->lower(&m->arena, mod, t);
+    hc_error err = {0};
+    if (hc_verify_module(lm, &err) != HC_OK) HC_ASSERT_MSG(0, err.msg); /* a lowering bug */
+    if (m->opt.dump_stage == HC_STAGE_LOWERED)
+        for (int i = 0; i < lm->nfuncs; i++) dump_func(HC_STAGE_LOWERED, lm->funcs[i]);
+    char *src = t->emit(&m->arena, lm, t);
+    if (m->opt.dump_stage == HC_STAGE_SOURCE)
+        fprintf(stderr, "== hidetc source: %s ==\n%s\n", name, src);
     hc_vec_free(&fs);
     return src;
+}
+
+/* Lower and emit every program (for --dump-ir) without building anything. */
+static void emit_only(hc_model *m) {
+    if (m->uniques.len == 0) return;
+    assign_chunks(m, 1);
+    free(chunk_source(m, 0, m->target));
 }
 
 static hc_status resolve_symbols(hc_model *m, hc_error *err) {
@@ -866,6 +902,9 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                                                    : HC_MAX(1, m->target->caps.num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
+    const char *dump = getenv("HIDETC_DUMP"), *verify = getenv("HIDETC_VERIFY");
+    if (!m->opt.dump_stage && dump && *dump) m->opt.dump_stage = hc_stage_parse(dump);
+    if (verify && !strcmp(verify, "1")) m->opt.verify = true;
     /* the channel-blocked layout with blocks of one vector (docs/nchwc.md): the templates
      * take no other block (the auto-scheduler would get those ops) */
     int lanes = hc_target_f32_lanes(m->target);
@@ -882,6 +921,8 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     if (st == HC_OK) st = schedule_all(m, err);
     if (st == HC_OK) st = plan_memory(m, err);
     if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err);
+    if (st == HC_OK && m->opt.schedule_only && m->opt.dump_stage >= HC_STAGE_LOWERED)
+        emit_only(m); /* inspect --dump-ir lowered|source: also for a target that cannot run */
     if (st != HC_OK) {
         hc_model_free(m);
         return st;
@@ -913,6 +954,7 @@ void hc_model_free(hc_model *m) {
     free(m);
 }
 
+const hc_target *hc_model_target(const hc_model *m) { return m->target; }
 int hc_model_num_inputs(const hc_model *m) { return (int)m->g->inputs.len; }
 int hc_model_num_outputs(const hc_model *m) { return (int)m->g->outputs.len; }
 const hc_tensor *hc_model_input(const hc_model *m, int i) {

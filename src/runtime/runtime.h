@@ -45,6 +45,8 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
                            hc_error *err);
 void hc_model_free(hc_model *m);
 
+/* The target its kernels were built for and run on. */
+const hc_target *hc_model_target(const hc_model *m);
 int hc_model_num_inputs(const hc_model *m);
 int hc_model_num_outputs(const hc_model *m);
 const hc_tensor *hc_model_input(const hc_model *m, int i);  /* name, dtype, shape */

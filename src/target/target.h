@@ -36,6 +36,20 @@ typedef struct hc_target_caps {
 /* f32 lanes of the target's natural vector: 16, 8 or 4. */
 static inline int hc_caps_f32_lanes(const hc_target_caps *c) { return c->vector_bits / 32; }
 
+/* The stages a program goes through in the compile pipeline (--dump-ir STAGE). */
+typedef enum hc_stage {
+    HC_STAGE_NONE = 0,
+    HC_STAGE_SCHEDULED, /* the anchor's template or the auto-scheduler */
+    HC_STAGE_FUSED,     /* after the post-scheduling fusion rewrite */
+    HC_STAGE_LOWERED,   /* mappings to loops, layouts to indices, target lowering */
+    HC_STAGE_SOURCE,    /* the emitted source */
+} hc_stage;
+/* "scheduled" -> HC_STAGE_SCHEDULED; HC_STAGE_NONE when unknown. */
+hc_stage hc_stage_parse(const char *name);
+const char *hc_stage_name(hc_stage s);
+/* The stage names, comma separated, for usage messages. */
+#define HC_STAGE_NAMES "scheduled, fused, lowered, source"
+
 /* How a template schedules one anchor.
  *  level/candidate: the config is candidate `candidate` of the template's schedule space
  *    at `level` (0: the one default config; 1: a small space; 2: the full space).
@@ -56,6 +70,11 @@ typedef struct hc_sched_opts {
      * program's parameter for it is then the packed 1-D tensor prepack describes, read
      * only by the template (never by a prologue or epilogue). */
     unsigned prepacked;
+    /* Called with each program as it leaves a stage (SCHEDULED: the anchor's program as
+     * the template or the auto-scheduler made it; FUSED: after the fusion rewrite), for
+     * --dump-ir and HIDETC_VERIFY; NULL: nobody watches. */
+    void (*observe)(void *ctx, hc_stage stage, const hc_func *f);
+    void *observe_ctx;
 } hc_sched_opts;
 
 struct hc_target;
@@ -119,19 +138,6 @@ typedef struct hc_executor {
     void (*evict)(int n, const void *const *ptr, const size_t *bytes);
 } hc_executor;
 
-/* The stages a program goes through in the compile pipeline (--dump-ir STAGE). */
-typedef enum hc_stage {
-    HC_STAGE_NONE = 0,
-    HC_STAGE_SCHEDULED, /* the anchor's template or the auto-scheduler */
-    HC_STAGE_FUSED,     /* after the post-scheduling fusion rewrite */
-    HC_STAGE_LOWERED,   /* mappings to loops, layouts to indices, target lowering */
-    HC_STAGE_SOURCE,    /* the emitted source */
-} hc_stage;
-/* "scheduled" -> HC_STAGE_SCHEDULED; HC_STAGE_NONE when unknown. */
-hc_stage hc_stage_parse(const char *name);
-const char *hc_stage_name(hc_stage s);
-/* The stage names, comma separated, for usage messages. */
-#define HC_STAGE_NAMES "scheduled, fused, lowered, source"
 
 typedef struct hc_target {
     const char *name; /* "cpu", "cpu:avx2", ... */
