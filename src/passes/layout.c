@@ -17,7 +17,10 @@
 #include "passes/pass_util.h"
 
 /* Non-Winograd dense convs with at most this many output pixels (batch x height x width)
- * stay NCHW (hc_optimize_options.nchwc_small_pixels overrides it). */
+ * stay NCHW (hc_optimize_options.nchwc_small_pixels overrides it). A shape threshold (a
+ * matmul of a few dozen columns against thousands of channels), not a fact of one
+ * machine: no cache size, core or lane count enters it; it was measured on AVX-512 only
+ * (docs/nchwc.md, "Measurements"). */
 #define HC_NCHWC_SMALL_PIXELS 64
 
 typedef struct lctx {
@@ -407,11 +410,9 @@ static hc_status convert_all(lctx *c, bool depthwise) {
         bool dw = hc_node_attr_int(n, "group", 1) != 1;
         if (dw != depthwise || (dw && !is_from(n->inputs[0]))) continue;
         bool wino = !dw && hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
-        /* Small images (at most 64 output pixels in all: Inception-V3's 8x8 Mixed_7b/7c,
-         * ResNet-50's 7x7 layer4 at batch 1): a conv there is a matmul with a few dozen
-         * columns and thousands of channels, where the matmul path (pixels on the lanes,
-         * each weight streamed once) beats the blocked direct conv; Winograd stays blocked
-         * (its blocked transforms win at every size). docs/nchwc.md */
+        /* Small images (HC_NCHWC_SMALL_PIXELS): the matmul path (pixels on the lanes,
+         * each weight streamed once) beats the blocked direct conv there; Winograd stays
+         * blocked (its blocked transforms win at every size). docs/nchwc.md */
         const hc_tensor *y = n->outputs[0];
         int64_t small = opt->nchwc_small_pixels ? opt->nchwc_small_pixels : HC_NCHWC_SMALL_PIXELS;
         if (!dw && !wino && y->shape[0] * y->shape[2] * y->shape[3] <= small) continue;

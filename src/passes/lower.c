@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "passes/pass_util.h"
+#include "target/target.h"
 #include "task/winograd_mats.h"
 
 typedef struct lower_ctx {
@@ -106,16 +107,12 @@ static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t 
            s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
 }
 
-/* Where the Winograd path beats the implicit GEMM (measured per layer shape of ResNet-50
- * and Inception-V3 and on probes around the edges with bench/winograd.c; the numbers are
- * in docs/winograd.md). It wins 1.3-2.1x on every layer of both models, down to 8 input
- * and 4 output channels; it loses where
- * - the input has fewer than 8 channels (3->64 and 4->64: 0.2x): the batched matmul has
- *   K = C_in, and the transforms' traffic (V and M hold 4x the input and output) dominates;
- * - the matmul has fewer than 9 tiles per batch entry (N = T; 4x4 and smaller images:
- *   0.5-0.6x);
- * - the tiles overhang the output by more than a quarter (OH*OW < 3/4 of 4*TH*TW: 5x5 is
- *   25 of 36, 0.9x; 7x7 is 49 of 64 and wins 1.6x). */
+/* Where the Winograd path beats the implicit GEMM (docs/winograd.md, "The rule", has the
+ * measurements): at least 8 input and 4 output channels (the batched matmul has K = C_in;
+ * below that the transforms' traffic dominates), at least 9 tiles per batch entry (the
+ * matmul's N), and tiles that overhang the output by at most a quarter. These are shape
+ * thresholds (how much work the transforms add against what the matmul saves), not facts
+ * of one machine: no cache size, core count or lane count enters them. */
 static bool winograd_pays(const hc_node *n) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 1) / 2, tw = (ow + 1) / 2;
@@ -155,25 +152,30 @@ hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool
     return u;
 }
 
-/* F(4x4, 3x3) against F(2x2, 3x3) on the blocked path: 36 products per 16 outputs instead of
- * 16 per 4 (0.56x the matmul's multiply-adds), but the transformed weights hold 36 values
- * per channel pair instead of 16, and at batch 1 the matmul streams them from memory once
- * per inference. It pays where those weights stay small — at most WINO4_MAX_WEIGHTS bytes
- * per image of the batch (the L2 of this machine's two cores; a batch streams them once for
- * all its images) — and the 4x4 tiles overhang the output by at most a
- * quarter (as the F(2x2) rule asks of its tiles): ResNet-50's 56x56 and 28x28 layers (64
- * and 128 channels), Inception-V3's 147x147, 71x71 and 35x35 ones; not ResNet's 14x14 and
- * 7x7 layers (256 and 512 channels: 9.4 and 38 MB of weights) nor Inception's 8x8 ones.
- * docs/winograd.md has the measurements. */
-#define WINO4_MAX_WEIGHTS (4 << 20)
+/* The machine the rules decide for: opt->target, else the default target. */
+static const hc_target *rule_target(const hc_optimize_options *o) {
+    return o && o->target ? o->target : hc_target_default();
+}
+
+/* F(4x4, 3x3) against F(2x2, 3x3) on the blocked path (docs/winograd.md, "F(4x4, 3x3)"):
+ * 0.56x the matmul's multiply-adds, but 36 transformed weights per channel pair instead of
+ * 16, which the matmul streams once per inference for all the images of the batch. It
+ * pays where those weights fit the L2 of the cores the model runs on, per image of the
+ * batch — caps.l2_bytes * caps.num_cores (a target that states no L2 keeps F(2x2)) —
+ * and, as the F(2x2) rule asks of its tiles (shape thresholds), there are at least 9 tiles
+ * of 4x4 and they overhang the output by at most a quarter. */
+static int64_t wino4_max_weights(const hc_target *t) {
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 0;
+    return l2 * HC_MAX(t->caps.num_cores, 1);
+}
 
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
     if (o && (o->wino_tile == 2 || o->wino_tile == 4)) return o->wino_tile;
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 3) / 4, tw = (ow + 3) / 4;
     int64_t bytes = 36 * w->shape[0] * w->shape[1] * 4;
-    bool pays = bytes <= WINO4_MAX_WEIGHTS * y->shape[0] && y->shape[0] * th * tw >= 9 &&
-                oh * ow * 4 >= 3 * th * tw * 16;
+    bool pays = bytes <= wino4_max_weights(rule_target(o)) * y->shape[0] &&
+                y->shape[0] * th * tw >= 9 && oh * ow * 4 >= 3 * th * tw * 16;
     return pays ? 4 : 2;
 }
 
@@ -209,23 +211,19 @@ static bool direct_eligible(const hc_node *n) {
            (n->ninputs < 3 || !n->inputs[2] || n->inputs[2]->dtype == HC_F32);
 }
 
-/* Where the direct template beats im2col + matmul and Winograd (bench/conv.c on every
- * group-1 layer shape of ResNet-50 and Inception-V3, each path tuned at level 1; the
- * numbers are in docs/conv_dw.md): fewer than 64 input channels and a kernel larger than
- * 1x1 — 3 input channels (7x7/2: 1.6x, 3x3/2: 2.1x over im2col), 48 (5x5: 1.1x), 32 -> 64
- * (3x3 on 147x147: 1.24x over Winograd). From 64 input channels on, the matmul's blocking
- * wins (64 -> 96 3x3 on 35x35: 0.9x of im2col, 0.6x of Winograd; 1x1: 0.9x). Where
- * Winograd applies too, the direct template also needs more output than input channels:
- * 32 -> 32 (3x3 on 149x149) was 1.08x alone, and in Inception-V3 the whole model got
- * slower with it (docs/conv_dw.md). */
+/* Where the direct template beats im2col + matmul and Winograd (docs/conv_dw.md, "Dense
+ * convolutions", has the measurements): fewer than 64 input channels and a kernel larger
+ * than 1x1; where Winograd applies too, more output than input channels; on the
+ * channel-blocked path not where F(4x4) applies (it wins there). 64 input channels is a
+ * shape threshold (from there on the matmul's K is long enough for its blocking to beat
+ * re-reading the input rows per channel block): no cache size, core or lane count enters
+ * it; it was measured on AVX-512 only. */
 static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, const int64_t *d,
                         const hc_optimize_options *o, bool blocked) {
     const hc_tensor *w = n->inputs[1];
     if (w->shape[1] >= 64 || k[0] * k[1] <= 1) return false;
     if (!winograd_eligible(n, k, s, d)) return true;
-    /* On the channel-blocked path Winograd can be F(4x4), which wins where it applies:
-     * Inception-V3's 32 -> 64 on 147x147 2.80 ms as CONV_NCHWC, 1.53 ms by F(4x4)
-     * (`--profile`, both tuned). */
+    /* on the channel-blocked path F(4x4) wins where it applies (docs/winograd.md) */
     if (blocked && !o->no_winograd && winograd_pays(n) && hc_pass_winograd_tile(n, o) == 4)
         return false;
     return w->shape[0] > w->shape[1];

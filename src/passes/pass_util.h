@@ -40,8 +40,10 @@ hc_conv_path hc_pass_conv_path_blocked(const hc_node *n, const hc_optimize_optio
 /* Winograd F(m x m, 3 x 3)'s transformed weights of w [OC, C, 3, 3] (m = 2 or 4, a =
  * m + 2): [a*a, OC, C], or transposed [a*a, C, OC]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed);
-/* The output tile m of a blocked Winograd conv: 4 where F(4x4, 3x3) pays (lower.c), else
- * 2; o->wino_tile forces it. */
+/* The output tile m of a blocked Winograd conv: 4 where F(4x4, 3x3) pays on o->target
+ * (NULL: hc_target_default()) — its transformed weights within caps.l2_bytes *
+ * caps.num_cores per image, lower.c — else 2; o->wino_tile forces it. A test states the
+ * machine by setting o->target to an injected description (hc_target_cpu_describe). */
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o);
 /* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
 void hc_pass_remove_nodes(hc_graph *g, const char *remove);
