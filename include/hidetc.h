@@ -53,6 +53,14 @@
 extern "C" {
 #endif
 
+/* The library's exported functions (it is built with -fvisibility=hidden: nothing else is
+ * visible outside the shared library). */
+#if defined(__GNUC__)
+#define HIDETC_API __attribute__((visibility("default")))
+#else
+#define HIDETC_API
+#endif
+
 typedef enum hidetc_status {
     HIDETC_OK = 0,
     HIDETC_ERR_INVALID = 1,     /* bad argument, model or file content */
@@ -63,9 +71,9 @@ typedef enum hidetc_status {
 } hidetc_status;
 
 /* "0.1.0" */
-const char *hidetc_version(void);
+HIDETC_API const char *hidetc_version(void);
 /* The message of the last failed call on this thread ("" if none). */
-const char *hidetc_last_error(void);
+HIDETC_API const char *hidetc_last_error(void);
 
 typedef struct hidetc_options {
     const char *cache_dir; /* kernel cache; NULL: $HIDETC_CACHE_DIR or ~/.cache/hidetc */
@@ -76,10 +84,11 @@ typedef struct hidetc_options {
 /* ---- matmul: C[b] = A[b] x B[b], row-major fp32, A [batch,m,k], B [batch,k,n] ---------- */
 typedef struct hidetc_matmul hidetc_matmul;
 
-hidetc_status hidetc_matmul_init(hidetc_matmul **out, int64_t batch, int64_t m, int64_t n,
-                                 int64_t k, const hidetc_options *opt);
-hidetc_status hidetc_matmul_run(hidetc_matmul *mm, const float *A, const float *B, float *C);
-void hidetc_matmul_free(hidetc_matmul *mm);
+HIDETC_API hidetc_status hidetc_matmul_init(hidetc_matmul **out, int64_t batch, int64_t m,
+                                            int64_t n, int64_t k, const hidetc_options *opt);
+HIDETC_API hidetc_status hidetc_matmul_run(hidetc_matmul *mm, const float *A, const float *B,
+                                           float *C);
+HIDETC_API void hidetc_matmul_free(hidetc_matmul *mm);
 
 /* ---- element types ------------------------------------------------------------------ */
 typedef enum hidetc_dtype {
@@ -126,63 +135,66 @@ typedef struct hidetc_attr {
     const double *floats; /* FLOATS */
 } hidetc_attr;
 
-hidetc_status hidetc_graph_init(hidetc_graph **out, const char *name);
+HIDETC_API hidetc_status hidetc_graph_init(hidetc_graph **out, const char *name);
 /* Operator semantics follow this ONNX opset (default 17; 7..17). */
-hidetc_status hidetc_graph_set_opset(hidetc_graph *g, int opset);
-void hidetc_graph_free(hidetc_graph *g);
+HIDETC_API hidetc_status hidetc_graph_set_opset(hidetc_graph *g, int opset);
+HIDETC_API void hidetc_graph_free(hidetc_graph *g);
 /* A graph input (fed at run time); the shape is static. */
-hidetc_value hidetc_graph_input(hidetc_graph *g, const char *name, hidetc_dtype dtype, int ndim,
-                                const int64_t *shape);
+HIDETC_API hidetc_value hidetc_graph_input(hidetc_graph *g, const char *name, hidetc_dtype dtype,
+                                           int ndim, const int64_t *shape);
 /* A constant (weights): data, dense row-major, is copied (NULL: zeros). name may be NULL. */
-hidetc_value hidetc_graph_constant(hidetc_graph *g, const char *name, hidetc_dtype dtype,
-                                   int ndim, const int64_t *shape, const void *data);
+HIDETC_API hidetc_value hidetc_graph_constant(hidetc_graph *g, const char *name, hidetc_dtype dtype,
+                                              int ndim, const int64_t *shape, const void *data);
 /* Append an operator: inputs in ONNX order (-1 for an omitted optional input); writes
  * noutputs value handles to outputs. The output shapes are inferred right away, so an
  * invalid operator fails here, with a message naming it. */
-hidetc_status hidetc_graph_op(hidetc_graph *g, const char *op_type, int ninputs,
-                              const hidetc_value *inputs, int nattrs, const hidetc_attr *attrs,
-                              int noutputs, hidetc_value *outputs);
+HIDETC_API hidetc_status hidetc_graph_op(hidetc_graph *g, const char *op_type, int ninputs,
+                                         const hidetc_value *inputs, int nattrs,
+                                         const hidetc_attr *attrs, int noutputs,
+                                         hidetc_value *outputs);
 /* Mark v as a graph output, named `name` (NULL: keep the value's name). */
-hidetc_status hidetc_graph_output(hidetc_graph *g, hidetc_value v, const char *name);
+HIDETC_API hidetc_status hidetc_graph_output(hidetc_graph *g, hidetc_value v, const char *name);
 /* The inferred dtype and shape of v: the rank is returned (-1 on a bad handle), shape
  * receives up to HIDETC_MAX_DIMS sizes (may be NULL). */
-int hidetc_graph_value_shape(const hidetc_graph *g, hidetc_value v, hidetc_dtype *dtype,
-                             int64_t *shape);
+HIDETC_API int hidetc_graph_value_shape(const hidetc_graph *g, hidetc_value v, hidetc_dtype *dtype,
+                                        int64_t *shape);
 /* The graph as text, one line per operator (malloc'ed; free() it). */
-char *hidetc_graph_to_string(const hidetc_graph *g);
+HIDETC_API char *hidetc_graph_to_string(const hidetc_graph *g);
 
 /* ---- models: compiled graphs ------------------------------------------------------- */
 typedef struct hidetc_model hidetc_model;
 
 /* Optimize and compile g for this CPU. The model takes g: it is freed, also on failure. */
-hidetc_status hidetc_model_compile(hidetc_model **out, hidetc_graph *g, const hidetc_options *opt);
+HIDETC_API hidetc_status hidetc_model_compile(hidetc_model **out, hidetc_graph *g,
+                                              const hidetc_options *opt);
 /* Import an ONNX file (opsets 7..17) and compile it. */
-hidetc_status hidetc_model_load_onnx(hidetc_model **out, const char *path,
-                                     const hidetc_options *opt);
+HIDETC_API hidetc_status hidetc_model_load_onnx(hidetc_model **out, const char *path,
+                                                const hidetc_options *opt);
 /* Run once: inputs[i] / outputs[i] are dense row-major buffers of the model's input and
  * output dtypes and shapes, owned by the caller. */
-hidetc_status hidetc_model_run(hidetc_model *m, const void *const *inputs, void *const *outputs);
-void hidetc_model_free(hidetc_model *m);
+HIDETC_API hidetc_status hidetc_model_run(hidetc_model *m, const void *const *inputs,
+                                          void *const *outputs);
+HIDETC_API void hidetc_model_free(hidetc_model *m);
 
-int hidetc_model_num_inputs(const hidetc_model *m);
-int hidetc_model_num_outputs(const hidetc_model *m);
+HIDETC_API int hidetc_model_num_inputs(const hidetc_model *m);
+HIDETC_API int hidetc_model_num_outputs(const hidetc_model *m);
 /* Name, dtype and shape of input / output i (shape: up to HIDETC_MAX_DIMS sizes; the
  * rank is returned, -1 when i is out of range). */
-const char *hidetc_model_input_name(const hidetc_model *m, int i);
-const char *hidetc_model_output_name(const hidetc_model *m, int i);
-hidetc_dtype hidetc_model_input_dtype(const hidetc_model *m, int i);
-hidetc_dtype hidetc_model_output_dtype(const hidetc_model *m, int i);
-int hidetc_model_input_shape(const hidetc_model *m, int i, int64_t *shape);
-int hidetc_model_output_shape(const hidetc_model *m, int i, int64_t *shape);
+HIDETC_API const char *hidetc_model_input_name(const hidetc_model *m, int i);
+HIDETC_API const char *hidetc_model_output_name(const hidetc_model *m, int i);
+HIDETC_API hidetc_dtype hidetc_model_input_dtype(const hidetc_model *m, int i);
+HIDETC_API hidetc_dtype hidetc_model_output_dtype(const hidetc_model *m, int i);
+HIDETC_API int hidetc_model_input_shape(const hidetc_model *m, int i, int64_t *shape);
+HIDETC_API int hidetc_model_output_shape(const hidetc_model *m, int i, int64_t *shape);
 /* Bytes of the memory plan (one arena for every intermediate tensor). */
-size_t hidetc_model_arena_bytes(const hidetc_model *m);
+HIDETC_API size_t hidetc_model_arena_bytes(const hidetc_model *m);
 
 /* A compiled model as one file (kernels' shared objects, memory plan, weights):
  * hidetc_model_load reads it back on a machine with the same CPU features and runs it
  * without a C compiler or the kernel cache (the same outputs, bit for bit). A file
  * holds machine code: load only files you trust. */
-hidetc_status hidetc_model_save(const hidetc_model *m, const char *path);
-hidetc_status hidetc_model_load(hidetc_model **out, const char *path);
+HIDETC_API hidetc_status hidetc_model_save(const hidetc_model *m, const char *path);
+HIDETC_API hidetc_status hidetc_model_load(hidetc_model **out, const char *path);
 
 #ifdef __cplusplus
 }

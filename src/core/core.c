@@ -25,18 +25,6 @@ hc_status hc_error_set(hc_error *err, hc_status st, const char *fmt, ...) {
     return st;
 }
 
-const char *hc_status_name(hc_status st) {
-    switch (st) {
-    case HC_OK: return "ok";
-    case HC_ERR_INVALID: return "invalid input";
-    case HC_ERR_IO: return "i/o error";
-    case HC_ERR_COMPILE: return "compile error";
-    case HC_ERR_UNSUPPORTED: return "unsupported";
-    case HC_ERR_NOMEM: return "out of memory";
-    }
-    return "unknown";
-}
-
 /* ---- memory -------------------------------------------------------------------- */
 static HC_NORETURN void oom(size_t n) {
     fprintf(stderr, "hidetc: out of memory allocating %zu bytes\n", n);

@@ -37,6 +37,14 @@
         _hc_a > _hc_b ? _hc_a : _hc_b;                                                   \
     })
 
+/* Integer helpers (y > 0): ceil(x / y) for x >= 0, x rounded up to a multiple of y, and x
+ * clamped to [lo, hi]. */
+static inline int64_t hc_cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+static inline int64_t hc_round_up(int64_t x, int64_t y) { return hc_cdiv(x, y) * y; }
+static inline int64_t hc_clamp64(int64_t x, int64_t lo, int64_t hi) {
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
 /* ---- assertions ---------------------------------------------------------------- */
 HC_NORETURN void hc_assert_fail(const char *expr, const char *file, int line, const char *msg);
 #define HC_ASSERT(cond)                                                                  \
@@ -67,7 +75,6 @@ typedef struct hc_error {
 } hc_error;
 
 hc_status hc_error_set(hc_error *err, hc_status st, const char *fmt, ...) HC_PRINTF(3, 4);
-const char *hc_status_name(hc_status st);
 
 /* ---- arena --------------------------------------------------------------------- */
 /* Bump allocator for compile-time objects (IR, graphs). Memory is zeroed. One

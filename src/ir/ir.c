@@ -128,11 +128,6 @@ _Static_assert(HC_ARRAY_LEN(prim_info) == HC_PRIM_COUNT, "prim table");
 const char *hc_prim_name(hc_prim p) { return prim_info[p].name; }
 int hc_prim_arity(hc_prim p) { return prim_info[p].arity; }
 bool hc_prim_is_vector(hc_prim p) { return prim_info[p].vector; }
-hc_prim hc_prim_parse(const char *s) {
-    for (int i = 0; i < HC_PRIM_COUNT; i++)
-        if (!strcmp(s, prim_info[i].name)) return (hc_prim)i;
-    return HC_PRIM_COUNT;
-}
 
 const char *hc_reduce_kind_name(hc_reduce_kind k) {
     switch (k) {
@@ -461,8 +456,6 @@ hc_expr *hc_reduce(hc_arena *a, hc_reduce_kind k, int naxes, hc_var *const *axes
 }
 
 /* hc_tensor_access lives in src/task/task.c: it needs the tensor node's dtype. */
-
-bool hc_expr_is_const(const hc_expr *e) { return e->kind == HC_E_CONST; }
 
 bool hc_expr_is_const_int(const hc_expr *e, int64_t *v) {
     if (e->kind != HC_E_CONST || e->type->kind != HC_TY_SCALAR) return false;

@@ -302,7 +302,6 @@ typedef enum hc_prim {
 const char *hc_prim_name(hc_prim p);
 int hc_prim_arity(hc_prim p);
 bool hc_prim_is_vector(hc_prim p);
-hc_prim hc_prim_parse(const char *s); /* HC_PRIM_COUNT if unknown */
 
 typedef enum hc_reduce_kind {
     HC_REDUCE_SUM,
@@ -399,7 +398,6 @@ hc_expr *hc_reduce(hc_arena *a, hc_reduce_kind k, int naxes, hc_var *const *axes
 #define hc_eq(a, x, y) hc_binary((a), HC_OP_EQ, (x), (y))
 #define hc_and(a, x, y) hc_binary((a), HC_OP_AND, (x), (y))
 
-bool hc_expr_is_const(const hc_expr *e);
 bool hc_expr_is_const_int(const hc_expr *e, int64_t *v); /* integer/bool constant */
 /* Promotion rule used by hc_binary (exposed for passes). */
 const hc_type *hc_type_promote(hc_arena *a, const hc_type *x, const hc_type *y);

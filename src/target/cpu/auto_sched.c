@@ -242,7 +242,7 @@ static void plan_nest(const sched *s, const hc_tnode *n, int64_t work, bool vect
     p->tile = hc_dtype_size(n->dtype) <= 4 ? 32 : 16;
     p->outer = 1;
     for (int i = 0; i + 1 < p->ndim; i++)
-        p->outer *= i == tile_dim ? (p->dims[i] + p->tile - 1) / p->tile : p->dims[i];
+        p->outer *= i == tile_dim ? hc_cdiv(p->dims[i], p->tile) : p->dims[i];
     int threads = s->target ? HC_MAX(1, s->target->caps.num_cores) : 1;
     int lanes = s->target ? HC_MAX(1, hc_target_f32_lanes(s->target)) : 8;
     p->vector_acc = vector_acc;
@@ -251,13 +251,13 @@ static void plan_nest(const sched *s, const hc_tnode *n, int64_t work, bool vect
     if (tile_dim >= 0) p->blk = HC_MIN(p->inner, p->tile);
     /* Too few outer work items for the threads: also split the innermost dimension, in
      * blocks that stay multiples of the vector width. */
-    if (p->parallel && p->outer * ((p->inner + p->blk - 1) / p->blk) < 2 * threads) {
-        int64_t want = (2 * threads + p->outer - 1) / p->outer;
-        int64_t b = (p->inner + want - 1) / want;
-        b = (b + lanes - 1) / lanes * lanes;
+    if (p->parallel && p->outer * hc_cdiv(p->inner, p->blk) < 2 * threads) {
+        int64_t want = hc_cdiv(2 * threads, p->outer);
+        int64_t b = hc_cdiv(p->inner, want);
+        b = hc_round_up(b, lanes);
         if (b < p->blk) p->blk = b;
     }
-    p->nblk = (p->inner + p->blk - 1) / p->blk;
+    p->nblk = hc_cdiv(p->inner, p->blk);
     p->nwork = p->outer * p->nblk;
     if (p->nwork < 2) p->parallel = false;
 }
@@ -697,7 +697,7 @@ static void emit_vector_body(hc_builder *b, const body *bd) {
         int lanes = bd->vector_bits / 32;
         hc_expr *inv, *lo, *hi;
         bool chunks = lanes >= 8 && chunkable(a, bd, r, r->u.reduce.value, &inv, &lo, &hi);
-        int64_t len = chunks ? (bd->p->blk + lanes - 1) / lanes * lanes : bd->p->blk;
+        int64_t len = chunks ? hc_round_up(bd->p->blk, lanes) : bd->p->blk;
         const hc_type *tt = hc_type_tensor_c(a, at, 1, &len, HC_SCOPE_REGISTER);
         hc_var *acc = accs[i] = hc_b_declare(b, "acc", tt, NULL);
         if (chunks) {
@@ -777,7 +777,7 @@ static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr *
     int nm = 0;
     for (int i = 0; i + 1 < p->ndim; i++) {
         bool t = i == p->tile_dim;
-        md[nm] = t ? (p->dims[i] + p->tile - 1) / p->tile : p->dims[i];
+        md[nm] = t ? hc_cdiv(p->dims[i], p->tile) : p->dims[i];
         names[nm++] = t ? "tb" : n->axes[i]->name;
     }
     if (p->nblk > 1) md[nm] = p->nblk, names[nm++] = "jb";

@@ -25,10 +25,9 @@
 
 #include "ir/mapping.h"
 #include "target/cpu/templates/conv_dw.h"
+#include "target/cpu/templates/dsl.h"
 #include "target/cpu/cpu.h"
 
-static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-static int64_t round_up(int64_t x, int64_t y) { return cdiv(x, y) * y; }
 static int64_t floor_div(int64_t x, int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); }
 
 /* ---- shapes and configs ------------------------------------------------------------- */
@@ -93,19 +92,19 @@ static int64_t flat_width(const hc_conv_dw_shape *s) { return s->w + s->pl + s->
  * that is a multiple of rb and at most the rows, no more threads than items (so that
  * equal programs compare equal in the space). */
 static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
-    int64_t nvec = cdiv(s->ow, c.lanes), mg = s->m / s->group;
+    int64_t nvec = hc_cdiv(s->ow, c.lanes), mg = s->m / s->group;
     if (c.flat && (s->sh != 1 || s->sw != 1)) c.flat = false;
     if (c.flat) { /* vectors along the rows end to end: rows of one block, as many as the
                    * tile's rows take */
         c.rb = 1;
-        nvec = cdiv(s->oh * flat_width(s), c.lanes);
+        nvec = hc_cdiv(s->oh * flat_width(s), c.lanes);
     }
     if (c.nv > nvec) c.nv = (int)nvec;
     if (c.mb > mg) c.mb = (int)mg;
     if (c.rb > s->oh) c.rb = (int)s->oh;
     if (c.rt < c.rb) c.rt = c.rb;
-    c.rt = (int)HC_MIN(round_up(c.rt, c.rb), round_up(s->oh, c.rb));
-    int64_t items = s->n * s->group * cdiv(cdiv(s->oh, c.rb), c.rt / c.rb);
+    c.rt = (int)HC_MIN(hc_round_up(c.rt, c.rb), hc_round_up(s->oh, c.rb));
+    int64_t items = s->n * s->group * hc_cdiv(hc_cdiv(s->oh, c.rb), c.rt / c.rb);
     if (c.threads > items) c.threads = (int)items;
     return c;
 }
@@ -118,7 +117,7 @@ static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
  * tiles of 9 or 10 blocks, 37 blocks per thread (tiles of exactly 10 blocks gave 40 and
  * 34). */
 static int64_t row_tiles(const hc_conv_dw_shape *s, const hc_conv_dw_config *c) {
-    int64_t nrb = cdiv(s->oh, c->rb), nrt = cdiv(nrb, c->rt / c->rb);
+    int64_t nrb = hc_cdiv(s->oh, c->rb), nrt = hc_cdiv(nrb, c->rt / c->rb);
     int64_t planes = s->n * s->group;
     while (nrt < nrb && (planes * nrt) % c->threads) nrt++;
     return nrt;
@@ -132,15 +131,15 @@ static int64_t scratch_rows(const hc_conv_dw_shape *s, int64_t rt) {
  * rows end to end, less the last row's trailing columns, in whole blocks). */
 static int64_t padded_lanes(const hc_conv_dw_shape *s, int lanes, int rb, int nv, bool flat) {
     int64_t bw = (int64_t)nv * lanes;
-    if (flat) return round_up(s->oh * flat_width(s) - (flat_width(s) - s->ow), bw);
-    return round_up(s->oh, rb) * round_up(s->ow, bw);
+    if (flat) return hc_round_up(s->oh * flat_width(s) - (flat_width(s) - s->ow), bw);
+    return hc_round_up(s->oh, rb) * hc_round_up(s->ow, bw);
 }
 
 static int64_t scratch_cols(const hc_conv_dw_shape *s, int lanes, int nv) {
     int64_t bw = (int64_t)nv * lanes;
-    int64_t need = cdiv(s->ow, bw) * bw + (s->kw - 1) * s->dw / s->sw;
-    if (s->sw == 1) need = HC_MAX(need, s->pl + round_up(s->w, lanes));
-    return round_up(need, lanes);
+    int64_t need = hc_cdiv(s->ow, bw) * bw + (s->kw - 1) * s->dw / s->sw;
+    if (s->sw == 1) need = HC_MAX(need, s->pl + hc_round_up(s->w, lanes));
+    return hc_round_up(need, lanes);
 }
 
 /* Rows per item: a whole plane when there are groups enough for the threads (4 items
@@ -149,7 +148,7 @@ static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int
                       int threads) {
     int64_t planes = s->n * s->group, k = 1;
     while (threads > 1 && planes * k < 4 * threads && k * rb < s->oh) k++;
-    int64_t rt = round_up(cdiv(s->oh, k), rb);
+    int64_t rt = hc_round_up(hc_cdiv(s->oh, k), rb);
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     int64_t row_bytes = (s->c / s->group) * s->sw * scratch_cols(s, hc_target_f32_lanes(t), nv) * 4;
     while (rt > rb && scratch_rows(s, rt) * row_bytes > l2 / 2) rt -= rb;
@@ -179,10 +178,10 @@ static bool block_fits(const hc_target *t, int mb, int rb, int nv) {
  * its 147x147 2b 2.58 (4 x 2 x 2: 2.44, the one layer where 4 vectors did better). */
 static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shape *s) {
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
-    int64_t nvec = cdiv(s->ow, c.lanes), best = -1;
+    int64_t nvec = hc_cdiv(s->ow, c.lanes), best = -1;
     for (int nv = 2; nv >= 1; nv--) {
         int v = (int)HC_MIN(nv, nvec), rb = (int)HC_MIN(2 / nv, s->oh);
-        int64_t padded = round_up(s->oh, rb) * round_up(nvec, v);
+        int64_t padded = hc_round_up(s->oh, rb) * hc_round_up(nvec, v);
         if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
     }
     c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs / 2) / (c.rb * c.nv)));
@@ -208,12 +207,12 @@ hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw
      * registers for the loads even with 16, and the unrolled taps stay small (measured
      * on MobileNet-V2's layers, docs/conv_dw.md: taller or wider blocks are no faster);
      * rows: the fewest padded rows among 4, 3, 2 */
-    int64_t nvec = cdiv(s->ow, c.lanes);
+    int64_t nvec = hc_cdiv(s->ow, c.lanes);
     c.nv = (int)HC_MIN(nvec, 2);
     int rb_max = 4;
     c.rb = rb_max;
     for (int rb = rb_max - 1; rb >= HC_MAX(rb_max / 2, 1); rb--)
-        if (round_up(s->oh, rb) < round_up(s->oh, c.rb)) c.rb = rb;
+        if (hc_round_up(s->oh, rb) < hc_round_up(s->oh, c.rb)) c.rb = rb;
     if (c.rb > s->oh) c.rb = (int)s->oh;
     c.threads = default_threads(t, s);
     c.rt = default_rt(t, s, c.rb, c.nv, c.threads);
@@ -315,29 +314,8 @@ typedef struct dw {
     int64_t scratch_shape[4], slack; /* per-thread scratch [chans, sw, rows_in, wq] */
 } dw;
 
-static hc_expr *I(dw *g, int64_t v) { return hc_int(g->a, v); }
-static hc_expr *R(dw *g, hc_var *v) { return hc_ref(g->a, v); }
-#define ADD(x, y) hc_add(g->a, (x), (y))
-#define SUB(x, y) hc_sub(g->a, (x), (y))
-#define MUL(x, y) hc_mul(g->a, (x), (y))
-#define LT(x, y) hc_lt(g->a, (x), (y))
-
-static hc_expr *vcall(dw *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y,
-                      hc_expr *z) {
-    hc_expr *args[3] = {x, y, z};
-    return hc_call(g->a, p, t, n, args);
-}
 static hc_expr *addr4(dw *g, hc_var *buf, hc_expr *i, hc_expr *j, hc_expr *k, hc_expr *l) {
     return hc_address(g->a, buf, 4, (hc_expr *[]){i, j, k, l});
-}
-static void vstore(dw *g, hc_expr *ptr, hc_expr *v) {
-    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
-}
-static void vstore_n(dw *g, hc_expr *ptr, hc_expr *v, hc_expr *n) {
-    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3, ptr, v, n));
-}
-static hc_expr *let(dw *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
 }
 
 /* Zero xs[c, q, r, lo .. hi) (constant bounds): whole vectors, then a masked one. */
@@ -373,7 +351,7 @@ static void copy_rows(dw *g) {
                 int64_t hi = HC_MIN(floor_div(s->w - 1 + s->pl - q, s->sw) + 1, g->wq);
                 hc_b_if_begin(g->b, inside);
                 if (s->sw == 1) {
-                    int64_t full = s->w / g->L, end = s->pl + round_up(s->w, g->L);
+                    int64_t full = s->w / g->L, end = s->pl + hc_round_up(s->w, g->L);
                     zero_cols(g, R(g, c), 0, R(g, r), 0, s->pl);
                     HC_FOR(g->b, k, "cv", I(g, full), hc_serial()) {
                         hc_expr *iw = MUL(R(g, k), I(g, g->L));
@@ -610,7 +588,7 @@ static void blocks_flat(dw *g) {
     hc_var *v[2];
     static const char *const names[2] = {"fb", "mbi"};
     const hc_mapping *map =
-        hc_map_repeat(a, 2, (int64_t[]){cdiv((int64_t)g->c->rt * wq, bw), g->nmb}, NULL);
+        hc_map_repeat(a, 2, (int64_t[]){hc_cdiv((int64_t)g->c->rt * wq, bw), g->nmb}, NULL);
     HC_FOR_MAP(g->b, map, I(g, 0), 2, v, names) {
         hc_expr *p0v = MUL(R(g, v[0]), I(g, bw));
         HC_IF(g->b, LT(p0v, extent)) {
@@ -628,7 +606,7 @@ static void blocks_flat(dw *g) {
  * (their results are dropped; zeros keep them finite). */
 static void zero_slack(dw *g, int64_t slack) {
     hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, 0), 0, 0);
-    HC_FOR(g->b, k, "zs", I(g, cdiv(slack, g->L)), hc_serial()) {
+    HC_FOR(g->b, k, "zs", I(g, hc_cdiv(slack, g->L)), hc_serial()) {
         vstore(g, addr4(g, g->xs, I(g, g->cg), I(g, 0), I(g, 0), MUL(R(g, k), I(g, g->L))),
                zero);
     }
@@ -679,16 +657,16 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
     dw g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes};
     g.cg = s->c / s->group, g.mg = s->m / s->group;
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
-    g.ncb = cdiv(s->ow, (int64_t)c.nv * c.lanes), g.nrt = row_tiles(s, &c);
-    g.nrb = cdiv(s->oh, c.rb);
-    g.nmb = cdiv(g.mg, c.mb);
+    g.ncb = hc_cdiv(s->ow, (int64_t)c.nv * c.lanes), g.nrt = row_tiles(s, &c);
+    g.nrb = hc_cdiv(s->oh, c.rb);
+    g.nmb = hc_cdiv(g.mg, c.mb);
     g.rows_in = scratch_rows(s, c.rt);
     g.wq = c.flat ? flat_width(s) : scratch_cols(s, c.lanes, c.nv);
     /* flat: the last blocks read up to a block plus the taps past the last row */
-    int64_t slack = c.flat ? round_up((int64_t)c.nv * c.lanes + (s->kw - 1) * s->dw + c.lanes,
+    int64_t slack = c.flat ? hc_round_up((int64_t)c.nv * c.lanes + (s->kw - 1) * s->dw + c.lanes,
                                       c.lanes)
                            : 0;
-    int64_t chans = g.cg + cdiv(slack, g.rows_in * g.wq); /* flat: whole channels of slack */
+    int64_t chans = g.cg + hc_cdiv(slack, g.rows_in * g.wq); /* flat: whole channels of slack */
     int64_t scratch = chans * s->sw * g.rows_in * g.wq;
     if (scratch > HC_CONV_DW_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,

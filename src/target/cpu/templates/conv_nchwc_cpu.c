@@ -15,9 +15,8 @@
  * tile may cross a row end (no padding of the output rows to a multiple of px). */
 #include "ir/mapping.h"
 #include "target/cpu/templates/conv_nchwc.h"
+#include "target/cpu/templates/dsl.h"
 #include "target/cpu/cpu.h"
-
-static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 hc_status hc_conv_nchwc_validate_shape(const hc_conv_nchwc_shape *s, hc_error *err) {
     const int64_t pos[] = {s->n, s->cb, s->h, s->w, s->mb, s->kh, s->kw,
@@ -92,7 +91,7 @@ static int64_t scratch_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
 
 /* Row tiles per image: ceil(oh / rt). */
 static int64_t row_tiles(const hc_conv_nchwc_shape *s, const hc_conv_nchwc_config *c) {
-    return cdiv(s->oh, c->rt);
+    return hc_cdiv(s->oh, c->rt);
 }
 
 static hc_conv_nchwc_config clip(hc_conv_nchwc_config c, const hc_conv_nchwc_shape *s) {
@@ -123,7 +122,7 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
 static void fit_rows_to_l2(const hc_target *t, const hc_conv_nchwc_shape *s,
                            hc_conv_nchwc_config *c) {
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    while (c->rt > 1 && scratch_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)cdiv(c->rt, 2);
+    while (c->rt > 1 && scratch_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)hc_cdiv(c->rt, 2);
 }
 
 /* Rows per item and chunks: output-channel chunks where chunks_pay, else the rows split
@@ -135,7 +134,7 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
     c->rt = (int)HC_MIN(s->oh, 1 << 20);
     if (threads > 1 && s->n % threads != 0) {
         if (chunks_pay(s, c->ot, threads)) c->osplit = threads;
-        else c->rt = (int)cdiv(s->oh, threads);
+        else c->rt = (int)hc_cdiv(s->oh, threads);
     }
     fit_rows_to_l2(t, s, c);
 }
@@ -179,7 +178,7 @@ int hc_conv_nchwc_space(const hc_target *t, const hc_conv_nchwc_shape *s, int le
             if (level >= 2 && c.px * c.ot < 12) continue;
             if (v == 1) { /* the other split: rows instead of chunks, or chunks instead of rows */
                 int threads = HC_MAX(c.threads, 1);
-                if (c.osplit > 1) c.osplit = 1, c.rt = (int)cdiv(s->oh, threads);
+                if (c.osplit > 1) c.osplit = 1, c.rt = (int)hc_cdiv(s->oh, threads);
                 else if (s->mb >= (int64_t)threads * c.ot) c.osplit = threads, c.rt = (int)s->oh;
                 else continue;
                 fit_rows_to_l2(t, s, &c);
@@ -214,25 +213,6 @@ typedef struct nc {
     bool chan_tail;          /* a group of ot blocks may overhang its chunk */
 } nc;
 
-static hc_expr *I(nc *g, int64_t v) { return hc_int(g->a, v); }
-static hc_expr *R(nc *g, hc_var *v) { return hc_ref(g->a, v); }
-#define ADD(x, y) hc_add(g->a, (x), (y))
-#define SUB(x, y) hc_sub(g->a, (x), (y))
-#define MUL(x, y) hc_mul(g->a, (x), (y))
-#define DIV(x, y) hc_div(g->a, (x), (y))
-#define LT(x, y) hc_lt(g->a, (x), (y))
-
-static hc_expr *vcall(nc *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y,
-                      hc_expr *z) {
-    hc_expr *args[3] = {x, y, z};
-    return hc_call(g->a, p, t, n, args);
-}
-static void vstore(nc *g, hc_expr *ptr, hc_expr *v) {
-    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
-}
-static hc_expr *let(nc *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
-}
 static hc_expr *addr(nc *g, hc_var *buf, int nd, hc_expr **idx) {
     return hc_address(g->a, buf, nd, idx);
 }

@@ -17,22 +17,20 @@
 
 #include "ir/mapping.h"
 #include "target/cpu/templates/matmul.h"
+#include "target/cpu/templates/dsl.h"
 
 /* ---- configs -------------------------------------------------------------------------- */
-static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-static int64_t round_up(int64_t x, int64_t y) { return cdiv(x, y) * y; }
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 /* Rows (cols) per thread when `parts` threads split `extent` in whole `tile` units. */
 static int64_t part_extent(int64_t extent, int64_t tile, int parts) {
-    return cdiv(cdiv(extent, tile), parts) * tile;
+    return hc_cdiv(hc_cdiv(extent, tile), parts) * tile;
 }
 
 /* A rough cost of a split: the padded work of the slowest thread plus the packing every
  * thread repeats (each thread row packs its own B columns, each column its A rows). */
 static double split_cost(const hc_matmul_config *c, const hc_matmul_shape *s, int tb, int tm,
                          int tn) {
-    double batches = (double)cdiv(s->batch, tb);
+    double batches = (double)hc_cdiv(s->batch, tb);
     double rows = (double)part_extent(s->m, c->mr, tm);
     double cols = (double)part_extent(s->n, c->nr, tn);
     double compute = rows * cols * (double)s->k;
@@ -65,17 +63,17 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     /* when the padding costs more than 5%, the fewest padded rows among the tallest tiles
      * (49 rows: 7 tiles of 7, not 7 tiles of 8) */
     c.mr = mr_max;
-    if ((round_up(s->m, mr_max) - s->m) * 20 > s->m)
+    if ((hc_round_up(s->m, mr_max) - s->m) * 20 > s->m)
         for (int mr = mr_max - 1; mr >= HC_MAX(mr_max - 3, 1); mr--)
-            if (round_up(s->m, mr) < round_up(s->m, c.mr)) c.mr = mr;
+            if (hc_round_up(s->m, mr) < hc_round_up(s->m, c.mr)) c.mr = mr;
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
     int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    int64_t kc = clamp64(l1 * 3 / 2 / (c.nr * 4) / 16 * 16, 64, 1024);
-    c.kc = round_up(cdiv(s->k, cdiv(s->k, kc)), 8); /* balanced K blocks */
+    int64_t kc = hc_clamp64(l1 * 3 / 2 / (c.nr * 4) / 16 * 16, 64, 1024);
+    c.kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8); /* balanced K blocks */
     /* the A block (mc x kc) takes a modest share of L2 next to the streaming B panels */
-    int64_t mc = clamp64(l2 / 8 / (c.kc * 4), c.mr, 1 << 16);
+    int64_t mc = hc_clamp64(l2 / 8 / (c.kc * 4), c.mr, 1 << 16);
     c.mc = HC_MAX(mc / c.mr * c.mr, c.mr);
     c.nc = HC_MAX((int64_t)4096 / c.nr * c.nr, c.nr);
     /* A panels pay off when many column tiles reuse them; with few (n <= 8 nr, measured
@@ -177,38 +175,12 @@ typedef struct mm {
     hc_expr *bi, *k0, *kc, *m0, *mc, *n0, *nc, *pc;
 } mm;
 
-static hc_expr *I(mm *g, int64_t v) { return hc_int(g->a, v); }
-static hc_expr *R(mm *g, hc_var *v) { return hc_ref(g->a, v); }
-#define ADD(x, y) hc_add(g->a, (x), (y))
-#define SUB(x, y) hc_sub(g->a, (x), (y))
-#define MUL(x, y) hc_mul(g->a, (x), (y))
-#define MIN(x, y) hc_min(g->a, (x), (y))
-#define MAX(x, y) hc_max(g->a, (x), (y))
-#define LT(x, y) hc_lt(g->a, (x), (y))
-
 static hc_expr *addr3(mm *g, hc_var *buf, hc_expr *i, hc_expr *j, hc_expr *k) {
     return hc_address(g->a, buf, 3, (hc_expr *[]){i, j, k});
-}
-static hc_expr *vcall(mm *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y,
-                      hc_expr *z) {
-    hc_expr *args[3] = {x, y, z};
-    return hc_call(g->a, p, t, n, args);
 }
 static hc_expr *vload(mm *g, hc_expr *ptr) { return vcall(g, HC_PRIM_VLOAD, g->vec, 1, ptr, 0, 0); }
 static hc_expr *vload_n(mm *g, hc_expr *ptr, hc_expr *n) {
     return vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, ptr, n, 0);
-}
-static void vstore(mm *g, hc_expr *ptr, hc_expr *v) {
-    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
-}
-static void vstore_n(mm *g, hc_expr *ptr, hc_expr *v, hc_expr *n) {
-    hc_b_eval(g->b, vcall(g, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3, ptr, v, n));
-}
-
-/* Bind `value` to a fresh index variable for the rest of the current block. */
-static hc_expr *let(mm *g, const char *name, hc_expr *value) {
-    hc_var *v = hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value);
-    return R(g, v);
 }
 
 /* Bp[jr][k][:] = B[b, k0 + k, n0 + jr*NR + :], zero beyond the block's nc columns. */
@@ -498,7 +470,7 @@ static void store_scalar(mm *g, hc_expr *row, hc_expr *col, hc_expr *v) {
 static void column_kernel(mm *g, const tile *t) {
     hc_arena *a = g->a;
     const hc_matmul_config *c = g->c;
-    int nt = narrow_cols(c), L = c->lanes, mv = (int)cdiv(c->mr, L);
+    int nt = narrow_cols(c), L = c->lanes, mv = (int)hc_cdiv(c->mr, L);
     hc_expr *shape[2] = {I(g, nt), I(g, mv)};
     hc_var *acc = hc_b_declare(
         g->b, "cacc", hc_type_tensor_vec(a, HC_F32, L, 2, shape, NULL, HC_SCOPE_REGISTER), NULL);
@@ -627,22 +599,22 @@ static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
     const hc_matmul_shape *s = g->s;
     hc_expr *m_end = MIN(MUL(ADD(ti, I(g, 1)), I(g, g->mpt)), I(g, s->m));
     hc_expr *n_end = MIN(MUL(ADD(tj, I(g, 1)), I(g, g->npt)), I(g, s->n));
-    int64_t bpt = cdiv(s->batch, g->c->tb);
+    int64_t bpt = hc_cdiv(s->batch, g->c->tb);
     HC_FOR(g->b, bj, "bj", I(g, bpt), hc_serial()) {
         hc_expr *bi = ADD(MUL(tbi, I(g, bpt)), R(g, bj));
         hc_b_if_begin(g->b, LT(bi, I(g, s->batch)));
         g->bi = let(g, "bi", bi);
-        HC_FOR(g->b, jc, "jc", I(g, cdiv(g->npt, g->ncb)), hc_serial()) {
+        HC_FOR(g->b, jc, "jc", I(g, hc_cdiv(g->npt, g->ncb)), hc_serial()) {
             hc_expr *n0 = ADD(MUL(tj, I(g, g->npt)), MUL(R(g, jc), I(g, g->ncb)));
             HC_IF(g->b, LT(n0, n_end)) {
                 g->n0 = let(g, "n0", n0);
                 g->nc = let(g, "nc", MIN(I(g, g->ncb), SUB(n_end, g->n0)));
-                HC_FOR(g->b, pc, "pc", I(g, cdiv(s->k, g->kcb)), hc_serial()) {
+                HC_FOR(g->b, pc, "pc", I(g, hc_cdiv(s->k, g->kcb)), hc_serial()) {
                     g->pc = R(g, pc);
                     g->k0 = let(g, "k0", MUL(g->pc, I(g, g->kcb)));
                     g->kc = let(g, "kc", MIN(I(g, g->kcb), SUB(I(g, s->k), g->k0)));
                     if (g->c->pack_b && !g->c->pre_b) pack_b(g);
-                    HC_FOR(g->b, ic, "ic", I(g, cdiv(g->mpt, g->mcb)), hc_serial()) {
+                    HC_FOR(g->b, ic, "ic", I(g, hc_cdiv(g->mpt, g->mcb)), hc_serial()) {
                         hc_expr *m0 = ADD(MUL(ti, I(g, g->mpt)), MUL(R(g, ic), I(g, g->mcb)));
                         HC_IF(g->b, LT(m0, m_end)) {
                             g->m0 = let(g, "m0", m0);
@@ -689,14 +661,14 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
     g.kcb = HC_MIN(c->kc, s->k);
     g.mcb = HC_MIN(c->mc, g.mpt);
     g.ncb = HC_MIN(c->nc, g.npt);
-    g.mpad = round_up(s->m, c->mr);
-    g.npad = round_up(s->n, c->nr);
+    g.mpad = hc_round_up(s->m, c->mr);
+    g.npad = hc_round_up(s->n, c->nr);
     g.A = c->pre_a ? flat_param(&g, "A", hc_matmul_packed_size(s, c, 0))
                    : param(&g, "A", s->batch, s->m, s->k);
     g.B = c->pre_b ? flat_param(&g, "B", hc_matmul_packed_size(s, c, 1))
                    : param(&g, "B", s->batch, s->k, s->n);
     g.C = param(&g, "C", s->batch, s->m, s->n);
-    g.nkb = cdiv(s->k, g.kcb);
+    g.nkb = hc_cdiv(s->k, g.kcb);
     if (c->c_write_once && g.nkb > 1) g.Cs = heap_buffer(&g, "Cs", s->batch, s->m, s->n);
 
     int threads = c->tb * c->tm * c->tn;
@@ -718,8 +690,8 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
 
 /* ---- pre-packed operands -------------------------------------------------------------- */
 int64_t hc_matmul_packed_size(const hc_matmul_shape *s, const hc_matmul_config *c, int which) {
-    if (which == 0) return (c->a_shared ? 1 : s->batch) * s->k * round_up(s->m, c->mr);
-    return s->batch * s->k * round_up(s->n, c->nr);
+    if (which == 0) return (c->a_shared ? 1 : s->batch) * s->k * hc_round_up(s->m, c->mr);
+    return s->batch * s->k * hc_round_up(s->n, c->nr);
 }
 
 /* Rows x cols row-major `src` (one batch) into panels of `w` rows (A: rows = m, the panel
@@ -727,7 +699,7 @@ int64_t hc_matmul_packed_size(const hc_matmul_shape *s, const hc_matmul_config *
  * src is read with strides rs (between rows) and cs (between cols)). */
 static void pack_panels(const float *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
                         int64_t w, int64_t kb, float *dst) {
-    int64_t rpad = round_up(rows, w);
+    int64_t rpad = hc_round_up(rows, w);
     for (int64_t k0 = 0; k0 < cols; k0 += kb) {
         int64_t kcur = HC_MIN(kb, cols - k0);
         float *blk = dst + k0 * rpad;
@@ -746,11 +718,11 @@ void hc_matmul_prepack(const hc_matmul_shape *s, const hc_matmul_config *c, int 
                        const float *src, float *dst) {
     int64_t kb = HC_MIN(c->kc, s->k);
     if (which == 0) {
-        int64_t nb = c->a_shared ? 1 : s->batch, per = s->k * round_up(s->m, c->mr);
+        int64_t nb = c->a_shared ? 1 : s->batch, per = s->k * hc_round_up(s->m, c->mr);
         for (int64_t b = 0; b < nb; b++)
             pack_panels(src + b * s->m * s->k, s->m, s->k, s->k, 1, c->mr, kb, dst + b * per);
     } else {
-        int64_t per = s->k * round_up(s->n, c->nr);
+        int64_t per = s->k * hc_round_up(s->n, c->nr);
         for (int64_t b = 0; b < s->batch; b++)
             pack_panels(src + b * s->k * s->n, s->n, s->k, 1, s->n, c->nr, kb, dst + b * per);
     }

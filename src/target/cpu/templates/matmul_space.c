@@ -40,10 +40,6 @@
 /* How much of L1 the B micro-panel (kc x nr floats) fills; the default uses 1.5. */
 static const double KC_L1_FRACTIONS[] = {1.5, 0.5};
 
-static int64_t cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-static int64_t round_up(int64_t x, int64_t y) { return cdiv(x, y) * y; }
-static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
-
 /* ---- the axes ------------------------------------------------------------------------ */
 typedef struct tile {
     int mr, nr;
@@ -90,19 +86,19 @@ static void set_blocks(hc_matmul_config *c, const hc_target *t, const hc_matmul_
     int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     int64_t l3 = t->caps.l3_bytes > 0 ? t->caps.l3_bytes : 8 << 20;
-    int64_t kc = clamp64((int64_t)((double)l1 * f) / (c->nr * 4) / 16 * 16, 64, 1024);
-    c->kc = round_up(cdiv(s->k, cdiv(s->k, kc)), 8);
-    int64_t mc = clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
+    int64_t kc = hc_clamp64((int64_t)((double)l1 * f) / (c->nr * 4) / 16 * 16, 64, 1024);
+    c->kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8);
+    int64_t mc = hc_clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
     c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
     int64_t nc = from_l3 ? l3 / HC_MAX(t->caps.num_cores, 1) / 4 / (c->kc * 4) : 4096;
-    nc = clamp64(nc, c->nr, 1 << 16);
+    nc = hc_clamp64(nc, c->nr, 1 << 16);
     c->nc = HC_MAX(nc / c->nr * c->nr, c->nr);
 }
 
 /* ---- validity rules and clipping ----------------------------------------------------- */
 /* Does every one of `parts` threads get at least one of the `tiles` units? */
 static bool no_idle_thread(int64_t units, int parts) {
-    return (int64_t)(parts - 1) * cdiv(units, parts) < units;
+    return (int64_t)(parts - 1) * hc_cdiv(units, parts) < units;
 }
 
 /* The rules that filter the product for this shape (the default is exempt: it is
@@ -115,8 +111,8 @@ static bool valid_for_shape(const hc_matmul_config *c, const hc_matmul_shape *s,
     if ((int64_t)(c->nr - c->lanes) >= s->n) return false;
     /* no thread without work */
     bool default_grid = c->tb == def->tb && c->tm == def->tm && c->tn == def->tn;
-    if (!default_grid && (c->tb > s->batch || !no_idle_thread(cdiv(s->m, c->mr), c->tm) ||
-                          !no_idle_thread(cdiv(s->n, c->nr), c->tn)))
+    if (!default_grid && (c->tb > s->batch || !no_idle_thread(hc_cdiv(s->m, c->mr), c->tm) ||
+                          !no_idle_thread(hc_cdiv(s->n, c->nr), c->tn)))
         return false;
     /* B read in place re-reads strided rows for every register-tile row of the block:
      * only with few of them (twice the default's threshold) */
@@ -130,8 +126,8 @@ static bool valid_for_shape(const hc_matmul_config *c, const hc_matmul_shape *s,
  * configs with equal clipped forms produce the same program. */
 static hc_matmul_config clipped(const hc_matmul_config *c, const hc_matmul_shape *s) {
     hc_matmul_config k = *c;
-    int64_t mpt = cdiv(cdiv(s->m, c->mr), c->tm) * c->mr;
-    int64_t npt = cdiv(cdiv(s->n, c->nr), c->tn) * c->nr;
+    int64_t mpt = hc_cdiv(hc_cdiv(s->m, c->mr), c->tm) * c->mr;
+    int64_t npt = hc_cdiv(hc_cdiv(s->n, c->nr), c->tn) * c->nr;
     k.kc = HC_MIN(c->kc, s->k);
     k.mc = HC_MIN(c->mc, mpt);
     k.nc = HC_MIN(c->nc, npt);
@@ -148,9 +144,9 @@ static bool same_config(const hc_matmul_config *x, const hc_matmul_config *y) {
 /* Padded multiply-adds of the slowest thread plus the packing it repeats (the same
  * rough model as the default's thread split): what the budget cut keeps least of. */
 static double padded_work(const hc_matmul_config *c, const hc_matmul_shape *s) {
-    double batches = (double)cdiv(s->batch, c->tb);
-    double rows = (double)(cdiv(cdiv(s->m, c->mr), c->tm) * c->mr);
-    double cols = (double)(cdiv(cdiv(s->n, c->nr), c->tn) * c->nr);
+    double batches = (double)hc_cdiv(s->batch, c->tb);
+    double rows = (double)(hc_cdiv(hc_cdiv(s->m, c->mr), c->tm) * c->mr);
+    double cols = (double)(hc_cdiv(hc_cdiv(s->n, c->nr), c->tn) * c->nr);
     double packing = (c->pack_b ? cols : 0) + (c->pack_a ? rows : 0);
     return batches * (rows * cols + 8.0 * packing) * (double)s->k;
 }
@@ -195,8 +191,6 @@ static void try_point(list *l, const hc_target *t, const hc_matmul_shape *s,
     c.rows_first = hc_matmul_rows_first_pays(&c, s, t);
     if (valid_for_shape(&c, s, def)) push(l, &c, s, false);
 }
-#define LEVEL1_MAX 8
-#define LEVEL2_MAX 32
 
 static int by_work(const void *x, const void *y) {
     const cand *a = x, *b = y;

@@ -1,9 +1,8 @@
 /* ops_conv.c — Conv nodes on the CPU direct conv template (conv_dw_cpu.c). */
-#include <stdlib.h>
-
 #include "graph/ops/nn_internal.h"
 #include "target/cpu/templates/conv_dw.h"
 #include "target/cpu/templates/registry.h"
+#include "target/cpu/templates/select.h"
 
 /* ---- the direct conv template (src/sched/templates/conv_dw_cpu.c) -------------------- */
 /* The template's shape for a 2-D f32 Conv; false for anything else (the auto-scheduler).
@@ -42,18 +41,7 @@ static hc_func *schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
     if (!direct_template_shape(n, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
         return NULL;
     hc_conv_dw_config cfg = hc_conv_dw_default_config(target, &s);
-    if (opts && (opts->level > 0 || opts->candidate > 0)) {
-        int count = hc_conv_dw_space(target, &s, opts->level, NULL, 0);
-        if (opts->candidate < 0 || opts->candidate >= count) {
-            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
-                         opts->candidate, count, opts->level);
-            return NULL;
-        }
-        hc_conv_dw_config *all = hc_xmalloc(sizeof *all * (size_t)count);
-        hc_conv_dw_space(target, &s, opts->level, all, count);
-        cfg = all[opts->candidate];
-        free(all);
-    }
+    if (!HC_CPU_SELECT_CONFIG(cfg, hc_conv_dw_space, target, &s, n, opts, err)) return NULL;
     /* every output element is stored once with its final value: write_once holds */
     hc_error e2 = {0};
     return hc_conv_dw_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */

@@ -6,6 +6,7 @@
 #include "graph/ops/nn_internal.h"
 #include "target/cpu/templates/matmul.h"
 #include "target/cpu/templates/registry.h"
+#include "target/cpu/templates/select.h"
 
 /* ---- MatMul on the matmul template -------------------------------------------------- */
 /* The template's parameters are [batch, m, k] etc.; the task's are dense tensors of the
@@ -106,18 +107,7 @@ static int space_matmul(const hc_node *n, const hc_target *target, int level) {
 static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul_shape *s,
                       const hc_sched_opts *opts, hc_matmul_config *cfg, hc_error *err) {
     *cfg = hc_matmul_default_config(target, s);
-    if (opts && (opts->level > 0 || opts->candidate > 0)) {
-        int count = hc_matmul_space(target, s, opts->level, NULL, 0);
-        if (opts->candidate < 0 || opts->candidate >= count) {
-            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
-                         opts->candidate, count, opts->level);
-            return false;
-        }
-        hc_matmul_config *all = hc_xmalloc(sizeof *all * (size_t)count);
-        hc_matmul_space(target, s, opts->level, all, count);
-        *cfg = all[opts->candidate];
-        free(all);
-    }
+    if (!HC_CPU_SELECT_CONFIG(*cfg, hc_matmul_space, target, s, n, opts, err)) return false;
     cfg->c_write_once = opts && opts->write_once;
     cfg->pre_a = opts && (opts->prepacked & 1u);
     cfg->pre_b = opts && (opts->prepacked & 2u);

@@ -1,10 +1,9 @@
 /* ops_nchwc.c — CONV_NCHWC nodes on the CPU channel-blocked conv template
  * (conv_nchwc_cpu.c). */
-#include <stdlib.h>
-
 #include "target/cpu/templates/conv_nchwc.h"
 #include "graph/ops/geometry.h"
 #include "target/cpu/templates/registry.h"
+#include "target/cpu/templates/select.h"
 
 static bool template_shape(const hc_node *n, const hc_target *target, hc_conv_nchwc_shape *s) {
     hc_error e = {0};
@@ -25,18 +24,7 @@ static hc_func *schedule_conv_nchwc(hc_arena *a, const hc_node *n, const hc_task
     if (!template_shape(n, target, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
         return NULL;
     hc_conv_nchwc_config cfg = hc_conv_nchwc_default_config(target, &s);
-    if (opts && (opts->level > 0 || opts->candidate > 0)) {
-        int count = hc_conv_nchwc_space(target, &s, opts->level, NULL, 0);
-        if (opts->candidate < 0 || opts->candidate >= count) {
-            hc_node_fail(n, HC_ERR_INVALID, err, "schedule candidate %d of %d (level %d)",
-                         opts->candidate, count, opts->level);
-            return NULL;
-        }
-        hc_conv_nchwc_config *all = hc_xmalloc(sizeof *all * (size_t)count);
-        hc_conv_nchwc_space(target, &s, opts->level, all, count);
-        cfg = all[opts->candidate];
-        free(all);
-    }
+    if (!HC_CPU_SELECT_CONFIG(cfg, hc_conv_nchwc_space, target, &s, n, opts, err)) return NULL;
     hc_error e2 = {0};
     return hc_conv_nchwc_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
 }

@@ -13,6 +13,7 @@
 
 #include "ir/mapping.h"
 #include "target/cpu/cpu.h"
+#include "target/cpu/templates/dsl.h"
 #include "target/cpu/templates/pool_nchwc.h"
 
 typedef struct pl {
@@ -23,15 +24,6 @@ typedef struct pl {
     hc_var *X, *Y;
 } pl;
 
-static hc_expr *I(pl *g, int64_t v) { return hc_int(g->a, v); }
-static hc_expr *R(pl *g, hc_var *v) { return hc_ref(g->a, v); }
-#define ADD(x, y) hc_add(g->a, (x), (y))
-#define SUB(x, y) hc_sub(g->a, (x), (y))
-#define MUL(x, y) hc_mul(g->a, (x), (y))
-
-static hc_expr *let(pl *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
-}
 static hc_expr *in_range(pl *g, hc_expr *v, int64_t lo, int64_t hi) {
     return hc_and(g->a, hc_le(g->a, I(g, lo), v), hc_lt(g->a, v, I(g, hi)));
 }

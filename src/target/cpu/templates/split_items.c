@@ -7,7 +7,7 @@ int hc_sched_split_items(hc_builder *b, int64_t items, int threads, hc_items_set
     hc_arena *a = b->a;
     if (threads < 1) threads = 1;
     if (threads > items) threads = (int)HC_MAX(items, 1);
-    int64_t per = (items + threads - 1) / threads;
+    int64_t per = hc_cdiv(items, threads);
     hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
     HC_FOR(b, th, "t", hc_int(a, threads), attr) {
         hc_var *tv[1], *iv[1];

@@ -19,6 +19,7 @@
  * element is stored once (epilogues land at the stores). */
 #include "ir/mapping.h"
 #include "target/cpu/cpu.h"
+#include "target/cpu/templates/dsl.h"
 #include "target/cpu/templates/winograd.h"
 
 typedef struct wg {
@@ -34,17 +35,8 @@ typedef struct wg {
     hc_expr *n, *c, *ty, *t0, *row0, *srow; /* item state */
 } wg;
 
-static hc_expr *I(wg *g, int64_t v) { return hc_int(g->a, v); }
-static hc_expr *R(wg *g, hc_var *v) { return hc_ref(g->a, v); }
-#define ADD(x, y) hc_add(g->a, (x), (y))
-#define SUB(x, y) hc_sub(g->a, (x), (y))
-#define MUL(x, y) hc_mul(g->a, (x), (y))
-
-static hc_expr *let(wg *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
-}
 static hc_expr *letf(wg *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_F32), value));
+    return hc_dsl_let(g->a, g->b, name, hc_type_scalar(HC_F32), value);
 }
 
 /* ---- input transform ------------------------------------------------------------------ */
@@ -96,7 +88,7 @@ static void input_row(wg *g) {
     const hc_wino_shape *s = g->s;
     g->row0 = let(g, "row0", SUB(MUL(g->ty, I(g, 2)), I(g, s->pt)));
     /* tiles whose 4 columns 2tx - pl .. +3 are inside [0, w) */
-    int64_t lo = (s->pl + 1) / 2, hi = s->w + s->pl - 4 >= 0 ? (s->w + s->pl - 4) / 2 + 1 : 0;
+    int64_t lo = hc_cdiv(s->pl, 2), hi = s->w + s->pl - 4 >= 0 ? (s->w + s->pl - 4) / 2 + 1 : 0;
     lo = HC_MIN(lo, g->tw), hi = HC_MIN(hi, g->tw);
     if (hi <= lo) {
         input_tiles(g, 0, g->tw, true);
@@ -223,7 +215,7 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
                       bool input, hc_error *err) {
     if (!valid(s, input, err)) return NULL;
     hc_builder b;
-    wg gs = {.a = a, .b = &b, .s = s, .th = (s->oh + 1) / 2, .tw = (s->ow + 1) / 2};
+    wg gs = {.a = a, .b = &b, .s = s, .th = hc_cdiv(s->oh, 2), .tw = hc_cdiv(s->ow, 2)};
     wg *g = &gs;
     int64_t tiles = s->n * g->th * g->tw;
     const int64_t xs[4] = {s->n, s->c, input ? s->h : s->oh, input ? s->w : s->ow};
@@ -235,7 +227,7 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
     hc_builder_init(&b, a);
     /* input: tile rows per item so that the scratch stays within 16 KB */
     g->rb = input ? HC_MAX(1, HC_MIN(g->th, 256 / g->tw)) : 1;
-    g->nblk = (g->th + g->rb - 1) / g->rb;
+    g->nblk = hc_cdiv(g->th, g->rb);
     g->input = input;
     hc_sched_split_items(&b, s->n * s->c * g->nblk, threads, input ? thread_setup : NULL,
                          item_body, g);

@@ -19,6 +19,7 @@
  * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant. */
 #include "ir/mapping.h"
 #include "target/cpu/cpu.h"
+#include "target/cpu/templates/dsl.h"
 #include "target/cpu/templates/winograd.h"
 
 typedef struct wb {
@@ -34,25 +35,8 @@ typedef struct wb {
     hc_expr *n, *ty, *t0, *row0;
 } wb;
 
-static hc_expr *I(wb *g, int64_t v) { return hc_int(g->a, v); }
-static hc_expr *R(wb *g, hc_var *v) { return hc_ref(g->a, v); }
-#define ADD(x, y) hc_add(g->a, (x), (y))
-#define SUB(x, y) hc_sub(g->a, (x), (y))
-#define MUL(x, y) hc_mul(g->a, (x), (y))
-
-static hc_expr *let(wb *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, hc_type_scalar(HC_INDEX_TYPE), value));
-}
 static hc_expr *letv(wb *g, const char *name, hc_expr *value) {
-    return R(g, hc_b_declare(g->b, name, g->vec, value));
-}
-static hc_expr *vcall(wb *g, hc_prim p, const hc_type *t, int n, hc_expr *x, hc_expr *y) {
-    hc_expr *args[2] = {x, y};
-    return hc_call(g->a, p, t, n, args);
-}
-static void vstore(wb *g, hc_expr *ptr, hc_expr *v) {
-    hc_expr *args[2] = {ptr, v};
-    hc_b_eval(g->b, hc_call(g->a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, args));
+    return hc_dsl_let(g->a, g->b, name, g->vec, value);
 }
 
 /* sum_k coef[k] * x[k] over the nonzero coefficients (n of them; every row of B^T and A^T
@@ -67,10 +51,10 @@ static hc_expr *combine(wb *g, const double *coef, hc_expr *const *x, int n) {
             double m = c < 0 ? -c : c;
             hc_expr *t = m == 1 ? x[k]
                                 : MUL(vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, m),
-                                            NULL),
+                                            NULL, NULL),
                                       x[k]);
             if (!acc) acc = c > 0 ? t : SUB(vcall(g, HC_PRIM_VBROADCAST, g->vec, 1,
-                                                  hc_f32(g->a, 0), NULL), t);
+                                                  hc_f32(g->a, 0), NULL, NULL), t);
             else acc = c > 0 ? ADD(acc, t) : SUB(acc, t);
         }
     HC_ASSERT_MSG(acc, "a transform row without a nonzero entry");
@@ -89,7 +73,7 @@ static void input_tile(wb *g, hc_expr *tx, hc_expr *c, bool guarded) {
             hc_expr *r = ADD(g->row0, I(g, i)), *cc = ADD(col0, I(g, j));
             if (!guarded) {
                 hc_expr *p = hc_address(a, g->in, 5, (hc_expr *[]){g->n, c, r, cc, I(g, 0)});
-                d[i][j] = letv(g, "d", vcall(g, HC_PRIM_VLOAD, g->vec, 1, p, NULL));
+                d[i][j] = letv(g, "d", vcall(g, HC_PRIM_VLOAD, g->vec, 1, p, NULL, NULL));
                 continue;
             }
             /* outside the image: a masked load of no lanes (zeros) at a clamped address */
@@ -99,7 +83,7 @@ static void input_tile(wb *g, hc_expr *tx, hc_expr *c, bool guarded) {
             hc_expr *ccl = hc_min(a, hc_max(a, cc, I(g, 0)), I(g, s->w - 1));
             hc_expr *p = hc_address(a, g->in, 5, (hc_expr *[]){g->n, c, rc, ccl, I(g, 0)});
             hc_expr *cnt = hc_select(a, in, I(g, g->L), I(g, 0));
-            d[i][j] = letv(g, "d", vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, p, cnt));
+            d[i][j] = letv(g, "d", vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, p, cnt, NULL));
         }
     /* rows of B^T d, then columns */
     hc_expr *r[6][6];
@@ -132,7 +116,7 @@ static void input_item(wb *g) {
     const int m = g->w->m, n = g->w->a;
     g->row0 = let(g, "row0", SUB(MUL(g->ty, I(g, m)), I(g, s->pt)));
     /* tiles whose n columns m*tx - pl .. + n - 1 are inside [0, w) */
-    int64_t lo = (s->pl + m - 1) / m, hi = s->w + s->pl - n >= 0 ? (s->w + s->pl - n) / m + 1 : 0;
+    int64_t lo = hc_cdiv(s->pl, m), hi = s->w + s->pl - n >= 0 ? (s->w + s->pl - n) / m + 1 : 0;
     lo = HC_MIN(lo, g->tw), hi = HC_MIN(hi, g->tw);
     if (hi <= lo) {
         input_tiles(g, 0, g->tw, true);
@@ -157,7 +141,7 @@ static void output_tile(wb *g, hc_expr *tx, hc_expr *c, int rows, int cols) {
     for (int p = 0; p < n; p++)
         for (int q = 0; q < n; q++) {
             hc_expr *ptr = hc_address(a, g->in, 3, (hc_expr *[]){I(g, p * n + q), t, ch});
-            u[p][q] = letv(g, "u", vcall(g, HC_PRIM_VLOAD, g->vec, 1, ptr, NULL));
+            u[p][q] = letv(g, "u", vcall(g, HC_PRIM_VLOAD, g->vec, 1, ptr, NULL, NULL));
         }
     for (int i = 0; i < rows; i++) {
         hc_expr *r[6]; /* row i of A^T u */
@@ -228,8 +212,8 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
         return NULL;
     }
     hc_builder b;
-    wb gs = {.a = a, .b = &b, .s = s, .w = w, .L = block, .th = (s->oh + w->m - 1) / w->m,
-             .tw = (s->ow + w->m - 1) / w->m, .cb = s->c / block};
+    wb gs = {.a = a, .b = &b, .s = s, .w = w, .L = block, .th = hc_cdiv(s->oh, w->m),
+             .tw = hc_cdiv(s->ow, w->m), .cb = s->c / block};
     wb *g = &gs;
     g->vec = hc_type_vector(a, HC_F32, block);
     int64_t tiles = s->n * g->th * g->tw;
