@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched/matmul.h"
+#include "target/cpu/templates/matmul.h"
 
 typedef struct shape {
     int64_t m, n, k;
@@ -173,8 +173,8 @@ static void write_report(FILE *f, const result *rs, int n, const char *command,
     fprintf(f, "- Date: %s\n", date);
     char caches[256];
     sys_caches(caches, sizeof caches);
-    fprintf(f, "- Machine: %s, %d cores, ISA %s, caches (sysfs, cpu0): %s\n", cpu, t->num_cores,
-            hc_isa_name(t->isa), caches);
+    fprintf(f, "- Machine: %s, %d cores, ISA %s, caches (sysfs, cpu0): %s\n", cpu, t->caps.num_cores,
+            hc_isa_name(t->caps.isa), caches);
     fprintf(f, "- OpenBLAS: %s; core type %s\n", openblas_get_config(), openblas_get_corename());
     fprintf(f, "- hidetc kernels: default config per shape and thread count, compiled with `%s`\n",
             cflags);
