@@ -1,6 +1,6 @@
 /* conv.c — per-layer comparison of the ways hidetc runs a group-1 2-D conv: im2col +
  * matmul (implicit GEMM), Winograd F(2x2, 3x3) (3x3 stride 1 only) and the direct
- * template (src/sched/templates/conv_dw_cpu.c). For each layer shape of ResNet-50 and
+ * template (src/target/cpu/templates/conv_dw_cpu.c). For each layer shape of ResNet-50 and
  * Inception-V3 the graph conv(+bias) -> ReLU is compiled each way (the same tuning level)
  * and run in alternation, rounds of `reps` runs each; the medians of the per-round medians
  * are printed, with the path the default rules pick (src/passes/lower.c); helpers shared
