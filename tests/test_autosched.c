@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
-#include "jit/jit.h"
-#include "sched/sched.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/jit.h"
 #include "task/task.h"
 #include "test.h"
 
@@ -521,7 +520,7 @@ static void run_case(tcase *c, int nlibs, hc_jit_lib *const *libs, const hc_targ
             int64_t bad = compare(args[t->ninputs + i], ref[i], o->dtype, hc_tnode_numel(o),
                                   c->tol, &worst);
             CHECK_MSG(bad == 0, "%s output %s, %s, %d threads: %lld of %lld differ (worst %g)",
-                      t->name, o->name, hc_isa_name(tgs[run / 2]->isa), threads, (long long)bad,
+                      t->name, o->name, hc_isa_name(tgs[run / 2]->caps.isa), threads, (long long)bad,
                       (long long)hc_tnode_numel(o), worst);
         }
     }
@@ -549,44 +548,53 @@ static const tcase *find(const char *name) {
     HC_ASSERT(0);
 }
 
-static void check_structure(void) {
-    const hc_target *tg = hc_target_host();
-    bool multi = tg->num_cores > 1;
-    char *p = print_func(find("softmax_big")->f);
+/* The case's program for a stated machine tg (scheduled again, not run). */
+static char *print_for(const hc_target *tg, const char *name) {
+    hc_error e = {0};
+    hc_func *f = hc_auto_schedule(&A, find(name)->t, tg, &e);
+    CHECK_MSG(f != NULL, "%s: %s", name, e.msg);
+    return f ? print_func(f) : hc_xstrdup("");
+}
+
+/* The structure of the programs on a stated machine (the rules read its cores and lanes):
+ * the parallel checks hold with 2 cores or more. */
+static void check_structure(const hc_target *tg) {
+    bool multi = tg->caps.num_cores > 1;
+    char *p = print_for(tg, "softmax_big");
     /* max and sum are heap temporaries with loop nests of their own; exp is inlined */
     CHECK_MSG(count(p, "global") >= 3, "%s", p);
     CHECK_EQ_INT(count(p, "# m:") + count(p, "# s:") + count(p, "# y:"), 3);
     if (multi) CHECK_MSG(count(p, " parallel:") == 3, "%s", p);
     free(p);
-    p = print_func(find("relu_1")->f);
+    p = print_for(tg, "relu_1");
     CHECK_MSG(!strstr(p, "parallel"), "%s", p);
     free(p);
-    p = print_func(find("relu_wide")->f);
+    p = print_for(tg, "relu_wide");
     /* 2 rows are too few work items for 2 threads: the inner dimension is blocked */
     if (multi) CHECK_MSG(strstr(p, "parallel") && strstr(p, "jb"), "%s", p);
     free(p);
-    p = print_func(find("transpose2d")->f); /* reads along i, writes along j: tiles */
+    p = print_for(tg, "transpose2d"); /* reads along i, writes along j: tiles */
     CHECK_MSG(strstr(p, "tiled") != NULL, "%s", p);
     free(p);
-    p = print_func(find("transpose4d")->f); /* too small to tile */
+    p = print_for(tg, "transpose4d"); /* too small to tile */
     CHECK_MSG(strstr(p, "tiled") == NULL, "%s", p);
     free(p);
-    p = print_func(find("r_nchw_c")->f);
+    p = print_for(tg, "r_nchw_c");
     CHECK_MSG(strstr(p, "vector of accumulators") && strstr(p, "register"), "%s", p);
     free(p);
-    p = print_func(find("r_nchw_blocks")->f); /* 2 rows: blocks of the accumulator vector */
+    p = print_for(tg, "r_nchw_blocks"); /* 2 rows: blocks of the accumulator vector */
     if (multi) CHECK_MSG(strstr(p, "vector of accumulators") && strstr(p, "jb"), "%s", p);
     free(p);
-    p = print_func(find("matmul_big")->f);
+    p = print_for(tg, "matmul_big");
     CHECK_MSG(strstr(p, "vector of accumulators"), "%s", p);
     free(p);
-    p = print_func(find("deep")->f); /* some levels are materialized to bound the size */
+    p = print_for(tg, "deep"); /* some levels are materialized to bound the size */
     CHECK_MSG(count(p, "global") > 2 && count(p, "global") < 40, "%s", p);
     free(p);
-    p = print_func(find("r_sum_2")->f); /* reduce over the innermost axis: scalar */
+    p = print_for(tg, "r_sum_2"); /* reduce over the innermost axis: scalar */
     CHECK_MSG(!strstr(p, "vector of accumulators"), "%s", p);
     free(p);
-    p = print_func(find("guarded")->f); /* the conditional reduce runs under an if */
+    p = print_for(tg, "guarded"); /* the conditional reduce runs under an if */
     CHECK_MSG(strstr(p, "if ") != NULL, "%s", p);
     free(p);
     CHECK_STR(find("r_sum_0")->f->name, "r_sum_0");
@@ -629,7 +637,7 @@ static hc_jit_lib *build_all(const hc_target *tg, bool keep, bool verbose) {
     hc_error e = {0};
     double t0 = hc_now_ms();
     CHECK_MSG(hc_jit_build(src, &opt, &lib, &e) == HC_OK, "%s", e.msg);
-    if (verbose) printf("build for %s: %.0f ms\n", hc_isa_name(tg->isa), hc_now_ms() - t0);
+    if (verbose) printf("build for %s: %.0f ms\n", hc_isa_name(tg->caps.isa), hc_now_ms() - t0);
     free(src);
     return lib;
 }
@@ -642,7 +650,7 @@ int main(void) {
     const hc_target *tgs[3] = {hc_target_host()};
     int ntg = 1;
     for (int isa = HC_ISA_AVX2; isa >= HC_ISA_SCALAR; isa--)
-        if (isa < (int)tgs[0]->isa) tgs[ntg++] = hc_target_cpu((hc_isa)isa);
+        if (isa < (int)tgs[0]->caps.isa) tgs[ntg++] = hc_target_cpu((hc_isa)isa);
     hc_jit_lib *libs[3] = {NULL};
     int nlibs = 0;
     for (int k = 0; k < ntg; k++) {
@@ -650,7 +658,13 @@ int main(void) {
         if (!lib) break;
         libs[nlibs++] = lib;
         if (k == 0) {
-            check_structure();
+            /* an AVX-512 Xeon and an AVX2 EPYC with 2 cores, and one with 16 */
+            const hc_target machines[] = {
+                hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20),
+                hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20),
+                hc_target_cpu_describe(HC_ISA_AVX512, 16, 48 << 10, 2 << 20, 105 << 20),
+            };
+            for (size_t m = 0; m < HC_ARRAY_LEN(machines); m++) check_structure(&machines[m]);
             check_errors();
         }
     }

@@ -1,8 +1,8 @@
 /* test_codegen.c — programs built with the IR builder, lowered, printed as C, compiled
  * by the JIT and run; results are compared with values computed here. */
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "ir/mapping.h"
-#include "jit/jit.h"
+#include "target/cpu/jit.h"
 #include "test.h"
 
 #include <math.h>
@@ -53,7 +53,7 @@ static void check_warning_free(const char *src, const hc_target *t) {
     hc_jit_options opt = {.cflags = flags};
     hc_jit_lib *lib = NULL;
     hc_error err;
-    CHECK_MSG(hc_jit_build(src, &opt, &lib, &err) == HC_OK, "%s: %s", hc_isa_name(t->isa),
+    CHECK_MSG(hc_jit_build(src, &opt, &lib, &err) == HC_OK, "%s: %s", hc_isa_name(t->caps.isa),
               err.msg);
     hc_jit_close(lib);
 }
@@ -823,7 +823,7 @@ static void run_strided(hc_jit_lib *lib, const char *name, int lanes, const char
 
 static void test_vectors(hc_isa isa) {
     const hc_target *t = hc_target_cpu(isa);
-    if (t->isa != isa) {
+    if (t->caps.isa != isa) {
         printf("skipping vector tests for %s: the CPU lacks it\n", hc_isa_name(isa));
         return;
     }
@@ -861,7 +861,7 @@ static int isa_in_child(const char *value) {
     pid_t pid = fork();
     if (pid == 0) {
         setenv("HIDETC_ISA", value, 1);
-        _exit((int)hc_target_host()->isa);
+        _exit((int)hc_target_host()->caps.isa);
     }
     int st = 0;
     waitpid(pid, &st, 0);
@@ -914,12 +914,12 @@ static void test_wide_rows(void) {
         for (const char *p = strstr(src, attr); p; p = strstr(p + 1, attr)) {
             tagged++;
             CHECK_MSG(!strncmp(p + strlen(attr), "row768(", 7), "%s: tagged %.20s",
-                      hc_isa_name(t->isa), p + strlen(attr));
+                      hc_isa_name(t->caps.isa), p + strlen(attr));
         }
-        CHECK_EQ_INT(tagged, t->isa == HC_ISA_AVX512 ? 1 : 0); /* t: at most the host ISA */
+        CHECK_EQ_INT(tagged, t->caps.isa == HC_ISA_AVX512 ? 1 : 0); /* t: at most the host ISA */
         free(src);
     }
-    if (hc_target_host()->isa == HC_ISA_AVX512) {
+    if (hc_target_host()->caps.isa == HC_ISA_AVX512) {
         hc_func *fs[1] = {f_row("row768", 768, false)};
         hc_jit_lib *lib = build(1, fs, hc_target_host(), NULL);
         if (lib) {
@@ -939,8 +939,8 @@ int main(void) {
     test_isa_env(); /* first: the children read HIDETC_ISA before the host target is cached */
     test_wide_rows();
     const hc_target *host = hc_target_host();
-    CHECK(host->num_cores >= 1 && host->l1_bytes > 0 && host->l2_bytes > 0);
-    CHECK(host->num_regs == (host->isa == HC_ISA_AVX512 ? 32 : 16));
+    CHECK(host->caps.num_cores >= 1 && host->caps.l1_bytes > 0 && host->caps.l2_bytes > 0);
+    CHECK(host->caps.num_regs == (host->caps.isa == HC_ISA_AVX512 ? 32 : 16));
     CHECK_EQ_INT(hc_target_f32_lanes(hc_target_cpu(HC_ISA_SCALAR)), 4);
     CHECK(strstr(hc_target_cpu(HC_ISA_SCALAR)->cflags, "march") == NULL);
 

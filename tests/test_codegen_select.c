@@ -5,8 +5,8 @@
  * loads keeps if-conversion. */
 #include <string.h>
 
-#include "codegen/codegen.h"
-#include "jit/jit.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/jit.h"
 #include "test.h"
 
 int main(void) {

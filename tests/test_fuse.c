@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuse/fuse.h"
-#include "jit/jit.h"
+#include "target/cpu/jit.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "test.h"
@@ -387,9 +387,9 @@ static void test_rules(void) {
     hc_arena a;
     hc_arena_init(&a);
     hc_partition p;
-    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, false, &p, &err) == HC_OK);
+    CHECK(hc_fuse_partition(&a, g, hc_target_default(), (int)g->nodes.len, g->nodes.data, false, &p, &err) == HC_OK);
     CHECK_EQ_INT(p.ngroups, (int)g->nodes.len);
-    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
+    CHECK(hc_fuse_partition(&a, g, hc_target_default(), (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
     CHECK_EQ_INT(p.ngroups, 1);
     CHECK(p.groups[0].anchor->op == HC_OPK_MATMUL && p.groups[0].nepilogue == 3);
     CHECK(p.groups[0].epilogue[2]->op == HC_OPK_ADD); /* the DAG's sink last */
@@ -451,14 +451,14 @@ static void test_im2col_vectorized(void) {
     hc_arena a;
     hc_arena_init(&a);
     hc_partition p;
-    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
+    CHECK(hc_fuse_partition(&a, g, hc_target_default(), (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
     CHECK_EQ_INT(p.ngroups, 1);
     bool templated;
     const char *why = NULL;
-    hc_func *f = hc_fuse_schedule(&a, &p.groups[0], hc_target_host(), NULL, "k", &templated,
+    hc_func *f = hc_fuse_schedule(&a, &p.groups[0], hc_target_default(), NULL, "k", &templated,
                                   &why, &err);
     CHECK_MSG(f && templated, "schedule: %s", why ? why : err.msg);
-    if (f && hc_target_host()->isa != HC_ISA_SCALAR) {
+    if (f && hc_target_default()->caps.isa != HC_ISA_SCALAR) {
         hc_sb sb;
         hc_sb_init(&sb);
         hc_print_func(&sb, f);
@@ -501,11 +501,11 @@ static char *fused_program(hc_graph *g) {
     hc_arena_init(&a);
     hc_partition p;
     char *res = NULL;
-    CHECK(hc_fuse_partition(&a, g, (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
+    CHECK(hc_fuse_partition(&a, g, hc_target_default(), (int)g->nodes.len, g->nodes.data, true, &p, &err) == HC_OK);
     CHECK_EQ_INT(p.ngroups, 1);
     bool templated = false;
     const char *why = NULL;
-    hc_func *f = p.ngroups == 1 ? hc_fuse_schedule(&a, &p.groups[0], hc_target_host(), NULL,
+    hc_func *f = p.ngroups == 1 ? hc_fuse_schedule(&a, &p.groups[0], hc_target_default(), NULL,
                                                    "k", &templated, &why, &err)
                                 : NULL;
     CHECK_MSG(f && templated, "schedule: %s", why ? why : err.msg);
@@ -544,7 +544,7 @@ static void test_masked_scores(void) {
     rng = (hc_rng){7};
     hc_graph *g = build_masked_scores(2, &e);
     char *src = fused_program(g);
-    if (src && hc_target_host()->isa != HC_ISA_SCALAR) {
+    if (src && hc_target_default()->caps.isa != HC_ISA_SCALAR) {
         CHECK_MSG(strstr(src, "lanes") == NULL, "masked scores: lane-by-lane epilogue left");
     }
     free(src);
@@ -558,7 +558,7 @@ static void check_gathers(const char *label, builder build, uint64_t seed) {
     rng = (hc_rng){seed};
     hc_graph *g = build(seed, &e);
     char *src = fused_program(g);
-    if (src && hc_target_host()->isa != HC_ISA_SCALAR) {
+    if (src && hc_target_default()->caps.isa != HC_ISA_SCALAR) {
         CHECK_MSG(strstr(src, "vload_strided") != NULL, "%s: no strided load", label);
         CHECK_MSG(strstr(src, "lanes") == NULL, "%s: lane-by-lane gather left", label);
     }

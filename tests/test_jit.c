@@ -1,5 +1,5 @@
 /* test_jit.c — the compile cache: hits, keys, errors, environment, parallel builds. */
-#include "jit/jit.h"
+#include "target/cpu/jit.h"
 #include "test.h"
 
 #include <dirent.h>
@@ -87,11 +87,11 @@ static void test_env(void) {
     snprintf(dir, sizeof dir, "%s/env-dir", cache);
     char *old = getenv("HIDETC_CACHE_DIR") ? hc_xstrdup(getenv("HIDETC_CACHE_DIR")) : NULL;
     setenv("HIDETC_CACHE_DIR", dir, 1);
-    char *resolved = hc_jit_cache_dir(NULL);
+    char *resolved = hc_cache_dir(NULL);
     CHECK_STR(resolved, dir);
     free(resolved);
     hc_jit_options opt = {.cache_dir = cache};
-    resolved = hc_jit_cache_dir(&opt); /* the option wins */
+    resolved = hc_cache_dir(&opt); /* the option wins */
     CHECK_STR(resolved, cache);
     free(resolved);
     char *src = source(7);

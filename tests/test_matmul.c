@@ -6,7 +6,8 @@
 #include <unistd.h>
 
 #include "core/npy.h"
-#include "sched/matmul.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/templates/matmul.h"
 #include "test.h"
 
 /* ---- .npy ------------------------------------------------------------------------- */
@@ -135,23 +136,34 @@ static void test_configs(void) {
         hc_matmul_config c = hc_matmul_default_config(t, &shapes[i]);
         CHECK_MSG(hc_matmul_validate(&c, &err) == HC_OK, "%s", err.msg);
         CHECK_EQ_INT(c.lanes, hc_target_f32_lanes(t));
-        CHECK(c.tb * c.tm * c.tn == HC_MAX(t->num_cores, 1));
+        CHECK(c.tb * c.tm * c.tn == HC_MAX(t->caps.num_cores, 1));
         for (int th = 1; th <= 6; th++) {
             hc_matmul_config_set_threads(&c, &shapes[i], th);
             CHECK_EQ_INT(c.tb * c.tm * c.tn, th);
         }
     }
-    /* many small matrices: threads take whole batches; one tall-thin matrix: rows */
+    /* many small matrices: threads take whole batches; one tall-thin matrix: rows. On
+     * stated machines with 16 and 8 lanes (with 4 lanes the tall matrix's 16 columns are
+     * two whole 8-column tiles and its rows pad, so the split cost picks columns) */
+    const hc_target machines[] = {
+        hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20),
+        hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20),
+    };
     hc_matmul_shape many = {8, 16, 16, 16}, tall = {1, 4096, 16, 64}, wide = {1, 1, 4096, 64};
-    hc_matmul_config c = hc_matmul_default_config(t, &many);
-    hc_matmul_config_set_threads(&c, &many, 2);
-    CHECK(c.tb == 2 && c.tm == 1 && c.tn == 1);
-    c = hc_matmul_default_config(t, &tall);
-    hc_matmul_config_set_threads(&c, &tall, 2);
-    CHECK(c.tb == 1 && c.tm == 2 && c.tn == 1);
-    c = hc_matmul_default_config(t, &wide);
-    hc_matmul_config_set_threads(&c, &wide, 2);
-    CHECK(c.tb == 1 && c.tm == 1 && c.tn == 2);
+    hc_matmul_config c;
+    for (size_t mi = 0; mi < HC_ARRAY_LEN(machines); mi++) {
+        const hc_target *m = &machines[mi];
+        const char *isa = hc_isa_name(m->caps.isa);
+        c = hc_matmul_default_config(m, &many);
+        hc_matmul_config_set_threads(&c, &many, 2);
+        CHECK_MSG(c.tb == 2 && c.tm == 1 && c.tn == 1, "%s", isa);
+        c = hc_matmul_default_config(m, &tall);
+        hc_matmul_config_set_threads(&c, &tall, 2);
+        CHECK_MSG(c.tb == 1 && c.tm == 2 && c.tn == 1, "%s", isa);
+        c = hc_matmul_default_config(m, &wide);
+        hc_matmul_config_set_threads(&c, &wide, 2);
+        CHECK_MSG(c.tb == 1 && c.tm == 1 && c.tn == 2, "%s", isa);
+    }
     hc_matmul_shape s = {1, 64, 64, 64};
     hc_matmul_config good = hc_matmul_default_config(t, &s);
     struct {

@@ -1,7 +1,8 @@
 /* test_matmul_space.c — the matmul template's schedule space: candidate 0 is the default,
  * every candidate is valid and distinct, levels nest in size, the order is deterministic,
  * and level-1 candidates compute what the reference interpreter computes. */
-#include "sched/matmul.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/templates/matmul.h"
 #include "test.h"
 
 #include <math.h>
@@ -9,6 +10,23 @@
 #include <unistd.h>
 
 #define MAXC 256
+
+/* The machines the rules are checked on, stated (injected targets), so that each check
+ * holds on the machine it names whatever the host is. */
+#define KIB ((int64_t)1 << 10)
+#define MIB ((int64_t)1 << 20)
+static hc_target xeon_2c(void) { /* AVX-512 Xeon, the machine the rules were measured on */
+    return hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 * KIB, 2 * MIB, 105 * MIB);
+}
+static hc_target epyc_2c(void) { /* an AVX2 EPYC with 1 MiB L2 */
+    return hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 * KIB, 1 * MIB, 32 * MIB);
+}
+static hc_target xeon_16c(void) {
+    return hc_target_cpu_describe(HC_ISA_AVX512, 16, 48 * KIB, 2 * MIB, 105 * MIB);
+}
+static hc_target epyc_16c(void) {
+    return hc_target_cpu_describe(HC_ISA_AVX2, 16, 32 * KIB, 1 * MIB, 32 * MIB);
+}
 
 static const hc_matmul_shape shapes[] = {
     {1, 1, 1, 1},       {1, 7, 13, 5},     {1, 65, 31, 129},  {3, 17, 40, 9},
@@ -65,14 +83,14 @@ static void check_target(const hc_target *t) {
                 CHECK_MSG(hc_matmul_validate(&a[i], &err) == HC_OK, "%s: %s",
                           describe(s, &a[i]), err.msg);
                 CHECK_EQ_INT(a[i].lanes, hc_target_f32_lanes(t));
-                CHECK_EQ_INT((int64_t)a[i].tb * a[i].tm * a[i].tn, HC_MAX(t->num_cores, 1));
+                CHECK_EQ_INT((int64_t)a[i].tb * a[i].tm * a[i].tn, HC_MAX(t->caps.num_cores, 1));
                 CHECK(!a[i].c_write_once);
                 /* register tiles fit the register file (accumulators, B vectors, a
                  * broadcast), except the default's own */
                 int nv = a[i].nr / a[i].lanes;
                 if (i > 0)
-                    CHECK_MSG(a[i].mr * nv + nv + 1 <= t->num_regs, "%s: tile over %d registers",
-                              describe(s, &a[i]), t->num_regs);
+                    CHECK_MSG(a[i].mr * nv + nv + 1 <= t->caps.num_regs, "%s: tile over %d registers",
+                              describe(s, &a[i]), t->caps.num_regs);
                 /* no register tile taller than the shape */
                 CHECK_MSG(a[i].mr <= HC_MAX(s->m, 1), "%s", describe(s, &a[i]));
             }
@@ -100,23 +118,26 @@ static void check_target(const hc_target *t) {
 
 /* Level sizes on shapes big enough to have choices: level 2 is a real space. */
 static void test_sizes(void) {
-    const hc_target *t = hc_target_host();
+    const hc_target machines[] = {xeon_2c(), epyc_2c(), xeon_16c(), epyc_16c()};
     const hc_matmul_shape big[] = {{1, 64, 3136, 576}, {1, 256, 196, 2304}, {1, 512, 49, 4608}};
-    for (size_t i = 0; i < HC_ARRAY_LEN(big); i++) {
-        int n1 = hc_matmul_space(t, &big[i], 1, NULL, 0);
-        int n2 = hc_matmul_space(t, &big[i], 2, NULL, 0);
-        CHECK_MSG(n1 >= 4 && n2 > n1 && n2 >= 16, "%s: levels %d %d", describe(&big[i], NULL),
-                  n1, n2);
+    for (size_t mi = 0; mi < HC_ARRAY_LEN(machines); mi++) {
+        const hc_target *t = &machines[mi];
+        for (size_t i = 0; i < HC_ARRAY_LEN(big); i++) {
+            int n1 = hc_matmul_space(t, &big[i], 1, NULL, 0);
+            int n2 = hc_matmul_space(t, &big[i], 2, NULL, 0);
+            CHECK_MSG(n1 >= 4 && n2 > n1 && n2 >= 16, "%s, %s, %d cores: levels %d %d",
+                      describe(&big[i], NULL), hc_isa_name(t->caps.isa), t->caps.num_cores, n1,
+                      n2);
+        }
+        /* a bad shape still gets its default (the template reports the error) */
+        hc_matmul_shape bad = {1, 0, 5, 5};
+        CHECK_EQ_INT(hc_matmul_space(t, &bad, 2, NULL, 0), 1);
     }
-    /* a bad shape still gets its default (the template reports the error) */
-    hc_matmul_shape bad = {1, 0, 5, 5};
-    CHECK_EQ_INT(hc_matmul_space(t, &bad, 2, NULL, 0), 1);
 }
 
 /* More cores: every factorization of the thread count is a candidate grid. */
 static void test_many_cores(void) {
-    hc_target t = *hc_target_host();
-    t.num_cores = 12;
+    hc_target t = hc_target_cpu_describe(HC_ISA_AVX512, 12, 48 * KIB, 2 * MIB, 105 * MIB);
     check_target(&t);
     hc_matmul_shape s = {4, 512, 512, 512};
     hc_matmul_config c[MAXC];
@@ -128,7 +149,7 @@ static void test_many_cores(void) {
     }
     CHECK(batch_split && col_split);
     /* one core: a single grid */
-    t.num_cores = 1;
+    t.caps.num_cores = 1;
     n = hc_matmul_space(&t, &s, 2, c, MAXC);
     for (int i = 0; i < n && i < MAXC; i++) CHECK(c[i].tb == 1 && c[i].tm == 1 && c[i].tn == 1);
 }
@@ -142,7 +163,7 @@ static float *random_buffer(int64_t n, uint64_t seed) {
 
 /* Every level-1 candidate on awkward shapes against the interpreter. */
 static void test_against_interpreter(void) {
-    const hc_target *t = hc_target_host();
+    const hc_target *t = hc_target_default();
     const hc_matmul_shape awkward[] = {{1, 1, 1, 1}, {1, 7, 13, 5}, {1, 65, 31, 129},
                                        {2, 3, 37, 11}};
     char cache[] = "/tmp/hidetc-test-space-XXXXXX";
@@ -189,36 +210,64 @@ static void test_against_interpreter(void) {
     CHECK(system(cmd) == 0);
 }
 
-/* The loop order rule: rows first for short K over long rows whose B block fits in L2. */
+/* The loop order rule (hc_matmul_rows_first_pays): rows first for short K (at most 128)
+ * over long rows (a thread's at least 512 columns) whose B block (K x a thread's columns)
+ * fits in half of L2. Each case states the machine it checks: the outcome depends on the
+ * caches and on how the cores split the columns. */
 static void test_rows_first(void) {
-    const hc_target *t = hc_target_host();
-    struct { hc_matmul_shape s; bool rows; } cases[] = {
-        {{1, 256, 3136, 64}, true},   /* ResNet-50's K = 64 1x1 conv on 56x56 */
-        {{16, 64, 784, 64}, true},    /* its layer1 Winograd matmul */
-        {{1, 64, 3136, 256}, false},  /* K = 256 */
-        {{16, 128, 196, 128}, false}, /* short rows (layer2's Winograd matmul) */
-        {{1, 128, 3072, 768}, false}, /* BERT's FFN */
+    static const hc_matmul_shape shapes_rf[] = {
+        {1, 256, 3136, 64},  /* ResNet-50's K = 64 1x1 conv on 56x56 */
+        {16, 64, 784, 64},   /* its layer1 Winograd matmul (one batch per thread) */
+        {1, 64, 3136, 256},  /* K = 256 */
+        {16, 128, 196, 128}, /* short rows (layer2's Winograd matmul) */
+        {1, 128, 3072, 768}, /* BERT's FFN */
     };
-    /* the row cases' B blocks (800 KiB) need the 2 MiB L2 this was measured with (under
-     * valgrind the CPU reports smaller caches) */
-    bool big_l2 = t->l2_bytes >= ((int64_t)2 << 20);
-    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
-        hc_matmul_config c = hc_matmul_default_config(t, &cases[i].s);
-        CHECK_MSG(c.rows_first == (cases[i].rows && big_l2), "%s: rows_first %d",
-                  describe(&cases[i].s, NULL), c.rows_first);
-        hc_matmul_config all[MAXC];
-        int n = hc_matmul_space(t, &cases[i].s, 2, all, MAXC);
-        for (int j = 0; j < n && j < MAXC; j++)
-            CHECK_MSG(all[j].rows_first == hc_matmul_rows_first_pays(&all[j], &cases[i].s, t),
-                      "%s candidate %d", describe(&cases[i].s, &all[j]), j);
+    const struct {
+        const char *name;
+        hc_target t;
+        bool rows[5]; /* the outcome for each shape above */
+    } cases[] = {
+        /* 2 threads split the conv's 3136 columns: a B block of 64 x 1568 (392 KiB) */
+        {"AVX-512 Xeon, 2 cores, 2 MiB L2", xeon_2c(), {true, true, false, false, false}},
+        {"AVX2 EPYC, 2 cores, 1 MiB L2", epyc_2c(), {true, true, false, false, false}},
+        {"AVX2 EPYC, 2 cores, 512 KiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 * KIB, 512 * KIB, 32 * MIB),
+         {false, true, false, false, false}},
+        /* one thread: the conv's whole rows, a B block of 64 x 3136 (784 KiB) */
+        {"AVX-512 Xeon, 1 core, 2 MiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX512, 1, 48 * KIB, 2 * MIB, 105 * MIB),
+         {true, true, false, false, false}},
+        {"AVX-512 Xeon, 1 core, 1 MiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX512, 1, 48 * KIB, 1 * MIB, 105 * MIB),
+         {false, true, false, false, false}},
+        /* 16 threads split the conv's columns 8 ways: rows of about 400 columns, short */
+        {"AVX-512 Xeon, 16 cores, 2 MiB L2", xeon_16c(), {false, true, false, false, false}},
+        {"AVX2 EPYC, 16 cores, 1 MiB L2", epyc_16c(), {false, true, false, false, false}},
+    };
+    for (size_t mi = 0; mi < HC_ARRAY_LEN(cases); mi++) {
+        const hc_target *t = &cases[mi].t;
+        for (size_t i = 0; i < HC_ARRAY_LEN(shapes_rf); i++) {
+            const hc_matmul_shape *s = &shapes_rf[i];
+            hc_matmul_config c = hc_matmul_default_config(t, s);
+            CHECK_MSG(c.rows_first == cases[mi].rows[i], "%s: %s: rows_first %d, expected %d",
+                      cases[mi].name, describe(s, &c), c.rows_first, cases[mi].rows[i]);
+            hc_matmul_config all[MAXC];
+            int n = hc_matmul_space(t, s, 2, all, MAXC);
+            for (int j = 0; j < n && j < MAXC; j++)
+                CHECK_MSG(all[j].rows_first == hc_matmul_rows_first_pays(&all[j], s, t),
+                          "%s: %s candidate %d", cases[mi].name, describe(s, &all[j]), j);
+        }
     }
 }
 
 int main(void) {
     test_rows_first();
-    check_target(hc_target_host());
+    check_target(hc_target_default());
     check_target(hc_target_cpu(HC_ISA_AVX2));
     check_target(hc_target_cpu(HC_ISA_SCALAR));
+    /* stated machines (their sources are generated, not run) */
+    hc_target named[] = {xeon_2c(), epyc_2c(), xeon_16c(), epyc_16c()};
+    for (size_t i = 0; i < HC_ARRAY_LEN(named); i++) check_target(&named[i]);
     test_sizes();
     test_many_cores();
     test_against_interpreter();

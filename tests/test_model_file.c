@@ -17,6 +17,7 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_internal.h"
+#include "target/cpu/cpu.h"
 #include "test.h"
 
 static char workdir[] = "/tmp/hidetc-test-model-file-XXXXXX";
@@ -467,7 +468,7 @@ static void test_bad_files(const char *good) {
     fix_header(b, n);
     write_bytes(bad, b, n);
     expect_error("cpu features", bad, "compiled for another CPU");
-    if (hc_target_cpu(HC_ISA_AVX512)->isa < HC_ISA_AVX512) {
+    if (hc_target_cpu(HC_ISA_AVX512)->caps.isa < HC_ISA_AVX512) {
         memcpy(b, orig, n);
         b[32] = HC_ISA_AVX512;
         fix_header(b, n);

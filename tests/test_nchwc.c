@@ -29,18 +29,36 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "fuse/fuse.h"
 #include "graph/graph.h"
-#include "jit/jit.h"
+#include "target/cpu/jit.h"
 #include "passes/pass_util.h"
 #include "runtime/runtime.h"
-#include "sched/conv_nchwc.h"
-#include "sched/pool_nchwc.h"
-#include "sched/sched.h"
-#include "sched/winograd.h"
+#include "target/cpu/templates/conv_nchwc.h"
+#include "target/cpu/templates/pool_nchwc.h"
+#include "target/cpu/templates/winograd.h"
 #include "test.h"
 #include "graph_build.h"
+
+/* The CPU target's template for node n's op (target/cpu/templates/registry.c): its
+ * schedule, and its space (NULL: one candidate). A missing template is a failure. */
+static const hc_template *node_template(const hc_node *n, const hc_target *tg) {
+    const hc_template *p = hc_target_template(tg, n->op);
+    CHECK_MSG(p && p->op == n->op && p->schedule, "%s: no template for op %d", n->name,
+              (int)n->op);
+    return p && p->schedule ? p : NULL;
+}
+static hc_func *schedule_node(hc_arena *a, const hc_node *n, const hc_task *t,
+                              const hc_target *tg, const char *fname, const hc_sched_opts *o,
+                              hc_error *e) {
+    const hc_template *p = node_template(n, tg);
+    return p ? p->schedule(a, n, t, tg, fname, o, e) : NULL;
+}
+static int space_node(const hc_node *n, const hc_target *tg, int level) {
+    const hc_template *p = node_template(n, tg);
+    return !p ? 0 : p->space ? p->space(n, tg, level) : 1;
+}
 
 static double seconds(void) {
     struct timespec ts;
@@ -510,7 +528,7 @@ static void run_conv_case(const ccase *k, const hc_target *tg, int max_level) {
     kset ks = {0};
     int counts[3] = {0, 0, 0};
     for (int level = 0; t && level <= max_level; level++) {
-        counts[level] = d->space(n, tg, level);
+        counts[level] = space_node(n, tg, level);
         CHECK_EQ_INT(counts[level], hc_conv_nchwc_space(tg, &s, level, NULL, 0));
         int step = level == 2 && counts[level] > LEVEL2_SAMPLE
                        ? (counts[level] + LEVEL2_SAMPLE - 2) / (LEVEL2_SAMPLE - 1)
@@ -520,7 +538,7 @@ static void run_conv_case(const ccase *k, const hc_target *tg, int max_level) {
                                                                     : counts[level] - 1) {
             hc_sched_opts o = {.level = level, .candidate = c, .write_once = true};
             err = (hc_error){0};
-            hc_func *f = d->schedule(&a, n, t, tg, hc_arena_printf(&a, "cv_l%d_c%d", level, c),
+            hc_func *f = schedule_node(&a, n, t, tg, hc_arena_printf(&a, "cv_l%d_c%d", level, c),
                                      &o, &err);
             CHECK_MSG(f != NULL, "%s level %d candidate %d: %s", k->name, level, c, err.msg);
             if (!f) continue;
@@ -533,12 +551,12 @@ static void run_conv_case(const ccase *k, const hc_target *tg, int max_level) {
               "%s: space sizes %d %d %d", k->name, counts[0], counts[1], counts[2]);
     if (t) {
         /* an out-of-range candidate is an error naming the node */
-        hc_sched_opts bad = {.level = 1, .candidate = d->space(n, tg, 1)};
+        hc_sched_opts bad = {.level = 1, .candidate = space_node(n, tg, 1)};
         err = (hc_error){0};
-        CHECK(d->schedule(&a, n, t, tg, "bad", &bad, &err) == NULL && err.status != HC_OK &&
+        CHECK(schedule_node(&a, n, t, tg, "bad", &bad, &err) == NULL && err.status != HC_OK &&
               strstr(err.msg, k->name));
         /* NULL opts: the default config, the same program as level 0 */
-        hc_func *def = d->schedule(&a, n, t, tg, "cv_default", NULL, &err);
+        hc_func *def = schedule_node(&a, n, t, tg, "cv_default", NULL, &err);
         CHECK_MSG(def != NULL && !kset_add(&ks, def), "%s: NULL opts is not the default",
                   k->name);
         /* hand-made configs: threads 1, 2, 3 with the default tile, row tiles and output
@@ -571,11 +589,11 @@ static void run_conv_case(const ccase *k, const hc_target *tg, int max_level) {
         for (int i = 0; i < n->ninputs; i++)
             in[i] = rand_buf(numel[i] = hc_tensor_numel(n->inputs[i]));
         char label[96];
-        snprintf(label, sizeof label, "%s (%s)", k->name, hc_isa_name(tg->isa));
+        snprintf(label, sizeof label, "%s (%s)", k->name, hc_isa_name(tg->caps.isa));
         run_kset(&a, label, tg, t, n->ninputs, in, numel, hc_tensor_numel(n->outputs[0]), &ks);
         for (int i = 0; i < n->ninputs; i++) free(in[i]);
         printf("%-26s isa %-6s %2d programs (%2d scheduled; levels: %d, %d, %d) %.1f s\n",
-               k->name, hc_isa_name(tg->isa), ks.n, ks.scheduled, counts[0], counts[1],
+               k->name, hc_isa_name(tg->caps.isa), ks.n, ks.scheduled, counts[0], counts[1],
                counts[2], seconds() - start);
         conv_programs_total += ks.scheduled, conv_programs_distinct += ks.n;
     }
@@ -733,8 +751,8 @@ static void test_conv_errors(void) {
     /* a tile over the registers: within the limits, but not the register file */
     CHECK(!hc_conv_nchwc_tile_fits(tg, HC_CONV_NCHWC_MAX_PX, HC_CONV_NCHWC_MAX_OT));
     CHECK(hc_conv_nchwc_tile_fits(tg, 1, 1));
-    CHECK(hc_conv_nchwc_tile_fits(tg, 6, 4) == (tg->num_regs >= 29));
-    CHECK(!hc_conv_nchwc_tile_fits(tg, tg->num_regs, 1));
+    CHECK(hc_conv_nchwc_tile_fits(tg, 6, 4) == (tg->caps.num_regs >= 29));
+    CHECK(!hc_conv_nchwc_tile_fits(tg, tg->caps.num_regs, 1));
     hc_conv_nchwc_config c = dc;
     c.px = HC_CONV_NCHWC_MAX_PX, c.ot = HC_CONV_NCHWC_MAX_OT;
     CHECK(hc_conv_nchwc_validate(&c, &err) == HC_OK);
@@ -781,12 +799,12 @@ static void test_conv_errors(void) {
         CHECK(t != NULL);
         if (t) {
             err = (hc_error){0};
-            CHECK_MSG(d->schedule(&a, n, t, tg, "fb", NULL, &err) == NULL && err.status == HC_OK,
+            CHECK_MSG(schedule_node(&a, n, t, tg, "fb", NULL, &err) == NULL && err.status == HC_OK,
                       "fallback %zu", i);
             hc_sched_opts o = {.level = 1, .candidate = 0};
             err = (hc_error){0};
-            CHECK(d->schedule(&a, n, t, tg, "fb", &o, &err) == NULL && err.status == HC_OK);
-            for (int level = 0; level <= 2; level++) CHECK_EQ_INT(d->space(n, tg, level), 0);
+            CHECK(schedule_node(&a, n, t, tg, "fb", &o, &err) == NULL && err.status == HC_OK);
+            for (int level = 0; level <= 2; level++) CHECK_EQ_INT(space_node(n, tg, level), 0);
         }
         hc_graph_free(g);
     }
@@ -871,7 +889,7 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         /* X / M read by VLOAD (X's padding by masked loads), the output by VSTORE only */
         contract ct = {{ACC_VLOAD | (input ? ACC_VLOAD_MASK : 0), ACC_VSTORE},
                        {input, !input}};
-        hc_func *f = t ? d->schedule(a, n, t, tg, hc_arena_printf(a, "wino%d_%s_hook", ci, io),
+        hc_func *f = t ? schedule_node(a, n, t, tg, hc_arena_printf(a, "wino%d_%s_hook", ci, io),
                                      NULL, &err)
                        : NULL;
         CHECK_MSG(f != NULL, "%s: no template", sg->label);
@@ -933,7 +951,7 @@ static void test_wino_fallbacks(void) {
         CHECK_MSG(n != NULL, "%s", err.msg);
         hc_task *t = n ? hc_op_get(n->op)->task(&a, n, &err) : NULL;
         err = (hc_error){0};
-        CHECK_MSG(t && hc_op_get(n->op)->schedule(&a, n, t, tg, "fb", NULL, &err) == NULL &&
+        CHECK_MSG(t && schedule_node(&a, n, t, tg, "fb", NULL, &err) == NULL &&
                       err.status == HC_OK,
                   "wino fallback %d", v);
         hc_graph_free(g);
@@ -985,7 +1003,8 @@ static void test_wino_fallbacks(void) {
 }
 
 /* The F(4x4) rule (lower.c, hc_pass_winograd_tile) and the blocked conv path: F(4x4)
- * where its transformed weights take at most 4 MB with enough whole tiles; on the blocked
+ * where its transformed weights fit the L2 of the cores per image (checked on a stated
+ * machine, 2 cores with 2 MiB L2 each: 4 MiB) with enough whole tiles; on the blocked
  * path F(4x4) also takes the 3x3 convs the direct template would (32 -> 64), unless F(2x2)
  * is forced or Winograd is off; the layout pass then makes tile-4 Winograd ops. */
 static void test_wino_tile_rule(void) {
@@ -1005,7 +1024,11 @@ static void test_wino_tile_rule(void) {
         {8, 256, 256, 14, 4, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD}, /* 9.4 MB for 8 images */
         {8, 512, 512, 7, 2, HC_CONV_WINOGRAD, HC_CONV_WINOGRAD},  /* 38 MB for 8 images */
     };
-    int64_t b = hc_target_f32_lanes(hc_target_host());
+    /* the machine the table states (the host's ISA: the layout pass blocks by its lanes) */
+    const hc_target *host = hc_target_default();
+    int64_t b = hc_target_f32_lanes(host);
+    const hc_target two_cores =
+        hc_target_cpu_describe(host->caps.isa, 2, 48 << 10, 2 << 20, 105 << 20);
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
         hc_error err = {0};
         hc_graph *g = hc_graph_new("tile_rule", 17);
@@ -1022,7 +1045,8 @@ static void test_wino_tile_rule(void) {
             continue;
         }
         hc_graph_add_output(g, n->outputs[0]);
-        hc_optimize_options o = {.nchwc_block = (int)b, .nchwc_small_pixels = -1};
+        hc_optimize_options o = {.target = &two_cores, .nchwc_block = (int)b,
+                                 .nchwc_small_pixels = -1};
         CHECK_MSG(hc_pass_winograd_tile(n, &o) == cases[i].tile, "tile rule case %zu: tile %d",
                   i, hc_pass_winograd_tile(n, &o));
         CHECK_MSG(hc_pass_conv_path(n, &o) == cases[i].nchw, "tile rule case %zu: NCHW path", i);
@@ -1047,6 +1071,44 @@ static void test_wino_tile_rule(void) {
                   "tile rule case %zu: %d Winograd ops, tile %d", i, wins, tiles);
         hc_graph_free(g);
     }
+    /* the same rule on other stated machines: the L2 of all the cores per image decides */
+    const struct {
+        const char *name;
+        hc_target t;
+        int tile[HC_ARRAY_LEN(cases)]; /* hc_pass_winograd_tile for each case above */
+    } machines[] = {
+        /* 2 MiB: layer2's 2.4 MB no longer fits */
+        {"AVX2 EPYC, 2 cores, 1 MiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20),
+         {4, 2, 2, 2, 4, 2, 4, 4, 2}},
+        /* 32 MiB: layer3's 9.4 MB fits, and 8 images of 38 MB */
+        {"AVX-512 Xeon, 16 cores, 2 MiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX512, 16, 48 << 10, 2 << 20, 105 << 20),
+         {4, 4, 4, 2, 4, 2, 4, 4, 4}},
+        /* no L2 stated: F(2x2) everywhere */
+        {"no L2", hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 0, 0),
+         {2, 2, 2, 2, 2, 2, 2, 2, 2}},
+    };
+    for (size_t mi = 0; mi < HC_ARRAY_LEN(machines); mi++)
+        for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+            hc_error err = {0};
+            hc_graph *g = hc_graph_new("tile_rule", 17);
+            int64_t hw = cases[i].hw;
+            hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4,
+                                              (int64_t[]){cases[i].n, cases[i].c, hw, hw});
+            hc_tensor *w = hc_graph_constant(g, "w", HC_F32, 4,
+                                             (int64_t[]){cases[i].k, cases[i].c, 3, 3}, NULL);
+            hc_attr at[1] = {INTS("pads", 1, 1, 1, 1)};
+            hc_node *n = one_node(g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 1, at, &err);
+            CHECK_MSG(n != NULL, "%s, case %zu: %s", machines[mi].name, i, err.msg);
+            hc_optimize_options o = {.target = &machines[mi].t, .nchwc_block = (int)b,
+                                     .nchwc_small_pixels = -1};
+            if (n)
+                CHECK_MSG(hc_pass_winograd_tile(n, &o) == machines[mi].tile[i],
+                          "%s, tile rule case %zu: tile %d, expected %d", machines[mi].name, i,
+                          hc_pass_winograd_tile(n, &o), machines[mi].tile[i]);
+            hc_graph_free(g);
+        }
 }
 
 /* ---- 5. pools on the blocked layout ----------------------------------------------- */
@@ -1118,7 +1180,7 @@ static int stage_pool_case(hc_arena *a, const pcase *k, int ci, staged *st) {
     *st = (staged){.g = g, .n = n, .t = t};
     snprintf(st->label, sizeof st->label, "%s", k->name);
     contract ct = {{ACC_VLOAD, ACC_VSTORE}, {true, true}};
-    hc_func *f = t ? d->schedule(a, n, t, tg, hc_arena_printf(a, "pool%d_hook", ci), NULL, &err)
+    hc_func *f = t ? schedule_node(a, n, t, tg, hc_arena_printf(a, "pool%d_hook", ci), NULL, &err)
                    : NULL;
     CHECK_MSG(f != NULL, "%s: no template", k->name);
     if (f) check_contract(f, &ct, k->name), kset_add(&st->ks, f);
@@ -1150,7 +1212,7 @@ static void test_pool_fallbacks(void) {
         CHECK_MSG(n != NULL, "pool fallback %d: %s", v, err.msg);
         hc_task *t = n ? hc_op_get(n->op)->task(&a, n, &err) : NULL;
         err = (hc_error){0};
-        CHECK_MSG(t && hc_op_get(n->op)->schedule(&a, n, t, tg, "fb", NULL, &err) == NULL &&
+        CHECK_MSG(t && schedule_node(&a, n, t, tg, "fb", NULL, &err) == NULL &&
                       err.status == HC_OK,
                   "pool fallback %d", v);
         hc_graph_free(g);
@@ -1653,11 +1715,17 @@ int main(void) {
     signal(SIGBUS, on_fault);
     double t0 = seconds(), t1;
     const hc_op_def *d = hc_op_get(HC_OPK_CONV_NCHWC);
-    CHECK(d && d->schedule && d->space && d->task && d->infer);
-    CHECK(hc_op_get(HC_OPK_MAX_POOL_NCHWC)->schedule &&
-          hc_op_get(HC_OPK_AVERAGE_POOL_NCHWC)->schedule &&
-          hc_op_get(HC_OPK_WINO_INPUT_NCHWC)->schedule &&
-          hc_op_get(HC_OPK_WINO_OUTPUT_NCHWC)->schedule);
+    CHECK(d && d->task && d->infer);
+    /* the CPU target's template table holds the blocked ops' templates */
+    const hc_target *dflt = hc_target_default();
+    const hc_template *cv = hc_target_template(dflt, HC_OPK_CONV_NCHWC);
+    CHECK(cv && cv->op == HC_OPK_CONV_NCHWC && cv->schedule && cv->space);
+    static const hc_op_kind blocked[] = {HC_OPK_MAX_POOL_NCHWC, HC_OPK_AVERAGE_POOL_NCHWC,
+                                         HC_OPK_WINO_INPUT_NCHWC, HC_OPK_WINO_OUTPUT_NCHWC};
+    for (size_t i = 0; i < HC_ARRAY_LEN(blocked); i++) {
+        const hc_template *tp = hc_target_template(dflt, blocked[i]);
+        CHECK_MSG(tp && tp->op == blocked[i] && tp->schedule, "op %d", (int)blocked[i]);
+    }
     test_contract_checker();
     test_space();
     test_conv_errors();
@@ -1666,7 +1734,7 @@ int main(void) {
     /* the narrower vectors (blocks of 8 and 4) on a few cases, levels 0 and 1 */
     static const hc_isa lower[] = {HC_ISA_AVX2, HC_ISA_SCALAR};
     for (size_t j = 0; j < HC_ARRAY_LEN(lower); j++) {
-        if (lower[j] >= host->isa) continue;
+        if (lower[j] >= host->caps.isa) continue;
         const hc_target *tg = hc_target_cpu(lower[j]);
         static const char *const names[] = {"1x1_cb3_mb5_7x13", "3x3_s2_p1_cb2_mb2_15x16",
                                             "3x3_asym0120_cb1_mb5_7x6",
@@ -1720,8 +1788,10 @@ int main(void) {
     printf("graphs: %.1f s\n", seconds() - t0);
     /* small images: a 1x1 conv with 64 output pixels stays NCHW by default, one with 72 is
      * blocked; a 3x3 Winograd conv on 8x8 is blocked either way; nchwc_small_pixels -1
-     * blocks the small 1x1 too */
-    if (hc_target_f32_lanes(hc_target_host()) == 16) {
+     * blocks the small 1x1 too (the pass alone, for a stated AVX-512 machine: any host) */
+    {
+        const hc_target avx512 =
+            hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
         for (int v = 0; v < 3; v++) {
             hc_error err = {0};
             hc_rng r = {9};
@@ -1730,7 +1800,8 @@ int main(void) {
             hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 32, 8, w});
             hc_tensor *y = conv(g, &r, x, 32, 1, 1, 0, 1, true);
             hc_graph_add_output(g, conv(g, &r, y, 32, 3, 1, 1, 1, true));
-            hc_optimize_options o = {.nchwc_block = 16, .nchwc_small_pixels = v == 2 ? -1 : 0};
+            hc_optimize_options o = {.target = &avx512, .nchwc_block = 16,
+                                     .nchwc_small_pixels = v == 2 ? -1 : 0};
             CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
             CHECK_MSG(hc_pass_layout_nchwc(g, &o, &err) == HC_OK, "%s", err.msg);
             int blocked = count_op(g, HC_OPK_CONV_NCHWC), plain = count_op(g, HC_OPK_CONV);

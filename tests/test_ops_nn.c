@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "graph/graph.h"
-#include "jit/jit.h"
-#include "sched/sched.h"
+#include "target/cpu/jit.h"
 #include "test.h"
 
 static hc_error err;
@@ -648,7 +647,8 @@ static void test_compiled(void) {
         const hc_op_def *d = hc_op_get(cs[i].n->op);
         hc_task *t = d->task(&a, cs[i].n, &err);
         HC_ASSERT_MSG(t, err.msg);
-        cs[i].f = d->schedule ? d->schedule(&a, cs[i].n, t, tg, cs[i].n->name, NULL, &err) : NULL;
+        const hc_template *tp = hc_target_template(tg, cs[i].n->op);
+        cs[i].f = tp ? tp->schedule(&a, cs[i].n, t, tg, cs[i].n->name, NULL, &err) : NULL;
         cs[i].templ = cs[i].f != NULL;
         if (!cs[i].f) cs[i].f = hc_auto_schedule(&a, t, tg, &err);
         CHECK_MSG(cs[i].f != NULL, "%s: %s", cs[i].n->name, err.msg);
@@ -663,7 +663,7 @@ static void test_compiled(void) {
         const char *prog = hc_sb_str(&sb);
         /* sums over a stride-1 window: vector chunks with masked loads (emit_chunked_reduce)
          * on targets with 8 or more lanes; else the guard as loop bounds */
-        bool chunked = cs[i].n->op == HC_OPK_AVERAGE_POOL && tg->vector_bits >= 256 &&
+        bool chunked = cs[i].n->op == HC_OPK_AVERAGE_POOL && tg->caps.vector_bits >= 256 &&
                        strcmp(cs[i].n->name, "j_avgpool_s3") != 0;
         if (chunked)
             CHECK_MSG(strstr(prog, "vload_range") != NULL, "%s: no chunked window sum",

@@ -6,10 +6,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "target/cpu/cpu.h"
 #include "graph/graph.h"
-#include "jit/jit.h"
-#include "sched/sched.h"
+#include "target/cpu/jit.h"
 #include "test.h"
 
 static hc_arena A;

@@ -7,7 +7,7 @@
 
 #include "fuse/fuse.h"
 #include "passes/passes.h"
-#include "runtime/affinity.h"
+#include "target/cpu/affinity.h"
 #include "runtime/runtime.h"
 #include "test.h"
 #include "graph_build.h"

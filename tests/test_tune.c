@@ -1,6 +1,6 @@
 /* test_tune.c — the tuner: records, keys, benchmarking, one shared object for many
  * candidates (hc_jit_build_parallel), hc_tune_select, the progress bar. */
-#include "sched/matmul.h"
+#include "target/cpu/templates/matmul.h"
 #include "test.h"
 #include "tune/tune.h"
 
@@ -25,13 +25,13 @@ static void test_records(void) {
     CHECK_STR(k1, k2);
     CHECK(strcmp(k1, k3) != 0 && strcmp(k1, k4) != 0);
     hc_target other = *t;
-    other.num_cores = t->num_cores + 1;
+    other.caps.num_cores = t->caps.num_cores + 1;
     hc_tune_key("matmul 1x64x64x64", 2, &other, k2);
     CHECK(strcmp(k1, k2) != 0);
 
-    const char *m = hc_tune_machine();
+    const char *m = hc_tune_machine(t);
     CHECK_MSG(m && strstr(m, "cpus") && strlen(m) > 6, "machine: %s", m ? m : "(null)");
-    CHECK(hc_tune_machine() == m); /* read once */
+    CHECK(hc_tune_machine(t) == m); /* read once */
 
     hc_tune_record r = {-1, -1, -1};
     CHECK(!hc_tune_record_get(&opt, k1, &r)); /* nothing yet */

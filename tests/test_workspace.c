@@ -3,9 +3,9 @@
  * together never share a buffer, a buffer grows when a call needs more, kernels running
  * on several threads at once each get their own, and everything is freed when a thread
  * exits or the library is unloaded. The generated functions allocate nothing. */
-#include "codegen/codegen.h"
-#include "jit/jit.h"
-#include "sched/matmul.h"
+#include "target/cpu/cpu.h"
+#include "target/cpu/jit.h"
+#include "target/cpu/templates/matmul.h"
 #include "task/task.h"
 #include "test.h"
 
