@@ -194,8 +194,4 @@ static inline const hc_template *hc_target_template(const hc_target *t, hc_op_ki
     return t->find_template ? t->find_template(t, op) : NULL;
 }
 
-/* The C identifier a program for a task or node called task_name is named after (arena
- * string). */
-const char *hc_sched_func_name(hc_arena *a, const char *task_name);
-
 #endif
