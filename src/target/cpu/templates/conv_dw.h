@@ -79,14 +79,4 @@ void hc_conv_dw_config_print(hc_sb *sb, const hc_conv_dw_config *c);
 hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s,
                         const hc_conv_dw_config *c, const hc_target *t, hc_error *err);
 
-/* Conv's schedule hooks (hc_op_def.schedule / .space, src/graph/ops/nn_conv.c): the
- * template for 2-D f32 Conv with group > 1; NULL / 0 (auto-scheduler) otherwise. */
-struct hc_node;
-struct hc_task;
-struct hc_sched_opts;
-hc_func *nn_schedule_conv(hc_arena *a, const struct hc_node *n, const struct hc_task *t,
-                          const hc_target *target, const char *fname,
-                          const struct hc_sched_opts *opts, hc_error *err);
-int nn_space_conv(const struct hc_node *n, const hc_target *target, int level);
-
 #endif
