@@ -78,6 +78,22 @@ struct hc_model {
     void (*release)(hc_model *m);
 };
 
+/* ---- shared by the compile pipeline (src/compile) and the runtime (runtime.c) ------- */
+static inline bool hc_rt_is_empty(const hc_tensor *t) { return hc_tensor_numel(t) == 0; }
+static inline bool hc_rt_is_const(const hc_tensor *t) { return t->data != NULL; }
+/* A node runs as a kernel unless all its outputs are constant (folded) or empty. */
+hc_status hc_rt_node_needs_kernel(const hc_node *n, bool *out, hc_error *err);
+/* Concats whose inputs are slices of their output laid end to end run no kernel: decide
+ * which (before partitioning), and whether n is one of them. */
+void hc_rt_plan_inplace_concats(hc_model *m);
+bool hc_rt_concat_in_place(const hc_model *m, const hc_node *n);
+/* Locations of every tensor and the memory plan (arena offsets by liveness). */
+hc_status hc_rt_plan_memory(hc_model *m, hc_error *err);
+/* The arena, and every kernel's argument array (caller buffers bound at run time). */
+void hc_rt_prepare_args(hc_model *m);
+/* "hidetc: memory plan: ..." on stderr. */
+void hc_rt_report_plan(const hc_model *m);
+
 /* The checksum a model file's header holds over the bytes after the header (model_file.c;
  * exposed so that tests can damage a file's body and still reach the parser). */
 uint64_t hc_model_file_checksum(const void *data, size_t n);
