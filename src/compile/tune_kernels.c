@@ -33,7 +33,8 @@ static unsigned prepack_mask(const hc_model *m, const kernel *k, const hc_target
     for (int i = 0; i < an->ninputs && i < MAXIN; i++) {
         const hc_tensor *t = an->inputs[i];
         size[i] = 0;
-        if (!t || !hc_rt_is_const(t) || hc_rt_is_empty(t) || group_reads(&k->group, t) != 1) continue;
+        if (!t || !hc_rt_is_const(t) || hc_rt_is_empty(t) || group_reads(&k->group, t) != 1)
+            continue;
         size[i] = def->prepack(an, target, o, i, NULL, NULL);
         if (size[i] > 0) mask |= 1u << i;
     }

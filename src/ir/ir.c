@@ -842,3 +842,36 @@ bool hc_expr_equal(const hc_expr *x, const hc_expr *y) {
     }
     return false;
 }
+
+bool hc_exprs_mention(hc_expr *const *es, int n, const hc_var *v) {
+    for (int i = 0; i < n; i++)
+        if (hc_expr_mentions(es[i], v)) return true;
+    return false;
+}
+
+bool hc_expr_mentions(const hc_expr *e, const hc_var *v) {
+    switch (e->kind) {
+    case HC_E_CONST: return false;
+    case HC_E_VAR: return e->u.var == v;
+    case HC_E_BINARY: return hc_expr_mentions(e->u.bin.a, v) || hc_expr_mentions(e->u.bin.b, v);
+    case HC_E_UNARY: return hc_expr_mentions(e->u.un.a, v);
+    case HC_E_SELECT:
+        return hc_expr_mentions(e->u.sel.cond, v) || hc_expr_mentions(e->u.sel.t, v) ||
+               hc_expr_mentions(e->u.sel.f, v);
+    case HC_E_CAST: return hc_expr_mentions(e->u.cast.a, v);
+    case HC_E_CALL: return hc_exprs_mention(e->u.call.args, e->u.call.nargs, v);
+    case HC_E_LOAD:
+    case HC_E_ADDRESS:
+        return e->u.load.buf == v || hc_exprs_mention(e->u.load.idx, e->u.load.n, v);
+    case HC_E_TENSOR_ACCESS: return hc_exprs_mention(e->u.access.idx, e->u.access.n, v);
+    case HC_E_REDUCE: return hc_expr_mentions(e->u.reduce.value, v);
+    }
+    return true;
+}
+
+hc_expr *hc_call3(hc_arena *a, hc_prim p, const hc_type *result, int n, hc_expr *x, hc_expr *y,
+                  hc_expr *z) {
+    HC_ASSERT(n >= 0 && n <= 3);
+    hc_expr *args[3] = {x, y, z};
+    return hc_call(a, p, result, n, args);
+}

@@ -377,6 +377,9 @@ hc_expr *hc_unary(hc_arena *a, hc_unop op, hc_expr *x);
 hc_expr *hc_select(hc_arena *a, hc_expr *cond, hc_expr *t, hc_expr *f);
 hc_expr *hc_cast(hc_arena *a, const hc_type *to, hc_expr *x);
 hc_expr *hc_call(hc_arena *a, hc_prim p, const hc_type *result, int nargs, hc_expr **args);
+/* The same on the first n (at most 3) of x, y, z. */
+hc_expr *hc_call3(hc_arena *a, hc_prim p, const hc_type *result, int n, hc_expr *x, hc_expr *y,
+                  hc_expr *z);
 /* Math call whose result type is its first argument's (bool for ISNAN/ISINF). */
 hc_expr *hc_math(hc_arena *a, hc_prim p, hc_expr *x, hc_expr *y /* NULL if unary */);
 hc_expr *hc_load(hc_arena *a, hc_var *buf, int n, hc_expr *const *idx);
@@ -600,6 +603,14 @@ typedef struct hc_mutator {
     hc_stmt *(*stmt_pre)(struct hc_mutator *m, hc_stmt *s);
 } hc_mutator;
 hc_expr *hc_mutate_expr(hc_mutator *m, hc_expr *e);
+/* Whether e (any of the n es) mentions v: as a variable or as the buffer of a load. */
+bool hc_expr_mentions(const hc_expr *e, const hc_var *v);
+bool hc_exprs_mention(hc_expr *const *es, int n, const hc_var *v);
+/* linear.c: the coefficient of v in e when e is affine in v (sums, differences, constant
+ * multiples, div/mod pairs that fold back), else INT64_MIN; 0 when e does not mention v.
+ * hc_offset_coef: the same for the row-major flat offset of idx into buf's shape. */
+int64_t hc_expr_coef(const hc_expr *e, const hc_var *v);
+int64_t hc_offset_coef(const hc_var *buf, int n, hc_expr *const *idx, const hc_var *v);
 hc_stmt *hc_mutate_stmt(hc_mutator *m, hc_stmt *s);
 
 /* Substitute variables: every VAR whose var is from[i] becomes to[i]. */

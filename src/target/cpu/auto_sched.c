@@ -124,17 +124,9 @@ static bool reduce_under_condition(const hc_expr *e, bool lazy) {
 /* Does a load's innermost index mention v (contiguous along v)? */
 static bool contiguous_in(const hc_expr *e, const hc_var *v);
 
-static bool mentions(const hc_expr *e, const hc_var *v) {
-    if (e->kind == HC_E_VAR) return e->u.var == v;
-    hc_expr *c[MAX_CHILDREN];
-    int n = children(e, c);
-    for (int i = 0; i < n; i++)
-        if (mentions(c[i], v)) return true;
-    return false;
-}
-
 static bool contiguous_in(const hc_expr *e, const hc_var *v) {
-    if (e->kind == HC_E_LOAD && e->u.load.n > 0 && mentions(e->u.load.idx[e->u.load.n - 1], v))
+    if (e->kind == HC_E_LOAD && e->u.load.n > 0 &&
+        hc_expr_mentions(e->u.load.idx[e->u.load.n - 1], v))
         return true;
     hc_expr *c[MAX_CHILDREN];
     int n = children(e, c);
@@ -520,28 +512,9 @@ static void emit_scalar_body(hc_builder *b, const body *bd) {
     hc_b_end(b);
 }
 
-/* The coefficient of jj in e when e is linear in jj (sums, differences and constant
- * multiples of jj and terms free of jj), else INT64_MIN. */
-static int64_t coef_of(const hc_expr *e, const hc_var *jj) {
-    if (!mentions(e, jj)) return 0;
-    if (e->kind == HC_E_VAR) return 1;
-    if (e->kind != HC_E_BINARY) return INT64_MIN;
-    int64_t x = coef_of(e->u.bin.a, jj), y = coef_of(e->u.bin.b, jj), k;
-    if (x == INT64_MIN || y == INT64_MIN) return INT64_MIN;
-    switch (e->u.bin.op) {
-    case HC_OP_ADD: return x + y;
-    case HC_OP_SUB: return x - y;
-    case HC_OP_MUL:
-        if (hc_expr_is_const_int(e->u.bin.a, &k)) return k * y;
-        if (hc_expr_is_const_int(e->u.bin.b, &k)) return k * x;
-        return INT64_MIN;
-    default: return INT64_MIN;
-    }
-}
-
 /* e = k * jj + c with a constant k > 0 and c free of jj: c (and *k), else NULL. */
 static hc_expr *offset_of(hc_arena *a, hc_expr *e, hc_var *jj, int64_t *k) {
-    *k = coef_of(e, jj);
+    *k = hc_expr_coef(e, jj);
     if (*k <= 0 || *k == INT64_MIN) return NULL;
     return hc_subst_expr(a, e, 1, &jj, (hc_expr *[]){hc_int(a, 0)});
 }
@@ -564,7 +537,7 @@ static hc_expr *ceil_div(hc_arena *a, hc_expr *x, int64_t k) {
  * neither. */
 static bool split_guard(hc_arena *a, hc_expr *g, hc_var *jj, hc_expr **inv, hc_expr **lo,
                         hc_expr **hi) {
-    if (!mentions(g, jj)) {
+    if (!hc_expr_mentions(g, jj)) {
         *inv = *inv ? hc_and(a, *inv, g) : g;
         return true;
     }
@@ -576,7 +549,7 @@ static bool split_guard(hc_arena *a, hc_expr *g, hc_var *jj, hc_expr **inv, hc_e
     if (op != HC_OP_LT && op != HC_OP_LE) return false;
     bool lt = op == HC_OP_LT;
     int64_t k;
-    if (!mentions(x, jj)) { /* x < k jj + c: jj >= floor((x-c)/k) + 1;  <=: ceil((x-c)/k) */
+    if (!hc_expr_mentions(x, jj)) { /* x < k jj + c: jj >= floor((x-c)/k) + 1;  <=: ceil((x-c)/k) */
         hc_expr *c = offset_of(a, y, jj, &k);
         if (!c) return false;
         hc_expr *d = hc_sub(a, x, c);
@@ -584,7 +557,7 @@ static bool split_guard(hc_arena *a, hc_expr *g, hc_var *jj, hc_expr **inv, hc_e
         *lo = hc_max(a, *lo, l);
         return true;
     }
-    if (!mentions(y, jj)) { /* k jj + c < y: jj < ceil((y-c)/k);  <=: floor((y-c)/k) + 1 */
+    if (!hc_expr_mentions(y, jj)) { /* k jj + c < y: jj < ceil((y-c)/k);  <=: floor((y-c)/k) + 1 */
         hc_expr *c = offset_of(a, x, jj, &k);
         if (!c) return false;
         hc_expr *d = hc_sub(a, y, c);
@@ -643,8 +616,8 @@ static hc_expr *chunkable(hc_arena *a, const body *bd, const hc_expr *r, hc_expr
         return NULL;
     int n = x->u.load.n;
     for (int i = 0; i + 1 < n; i++)
-        if (mentions(x->u.load.idx[i], bd->jph)) return NULL;
-    return n > 0 && coef_of(x->u.load.idx[n - 1], bd->jph) == 1 ? x : NULL;
+        if (hc_expr_mentions(x->u.load.idx[i], bd->jph)) return NULL;
+    return n > 0 && hc_expr_coef(x->u.load.idx[n - 1], bd->jph) == 1 ? x : NULL;
 }
 
 /* The accumulation of a chunkable reduction in vector registers, `lanes` positions of the
@@ -749,10 +722,10 @@ static int load_transposed_dim(const hc_expr *e, const hc_tnode *n) {
     int found = -1, m = e->kind == HC_E_LOAD ? e->u.load.n : 0;
     const hc_var *j = n->axes[n->ndim - 1];
     bool strided = false;
-    for (int i = 0; i + 1 < m; i++) strided |= mentions(e->u.load.idx[i], j);
-    if (strided && !mentions(e->u.load.idx[m - 1], j))
+    for (int i = 0; i + 1 < m; i++) strided |= hc_expr_mentions(e->u.load.idx[i], j);
+    if (strided && !hc_expr_mentions(e->u.load.idx[m - 1], j))
         for (int d = 0; d + 1 < n->ndim; d++)
-            if (mentions(e->u.load.idx[m - 1], n->axes[d])) found = d;
+            if (hc_expr_mentions(e->u.load.idx[m - 1], n->axes[d])) found = d;
     hc_expr *c[MAX_CHILDREN];
     int k = children(e, c);
     for (int i = 0; i < k; i++) found = HC_MAX(found, load_transposed_dim(c[i], n));

@@ -18,17 +18,12 @@ static inline hc_expr *hc_dsl_let(hc_arena *a, hc_builder *b, const char *name, 
                                   hc_expr *value) {
     return hc_ref(a, hc_b_declare(b, name, t, value));
 }
-static inline hc_expr *hc_dsl_vcall(hc_arena *a, hc_prim p, const hc_type *t, int n, hc_expr *x,
-                                    hc_expr *y, hc_expr *z) {
-    hc_expr *args[3] = {x, y, z};
-    return hc_call(a, p, t, n, args);
-}
 static inline void hc_dsl_vstore(hc_arena *a, hc_builder *b, hc_expr *ptr, hc_expr *v) {
-    hc_b_eval(b, hc_dsl_vcall(a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
+    hc_b_eval(b, hc_call3(a, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2, ptr, v, 0));
 }
 static inline void hc_dsl_vstore_n(hc_arena *a, hc_builder *b, hc_expr *ptr, hc_expr *v,
                                    hc_expr *n) {
-    hc_b_eval(b, hc_dsl_vcall(a, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3, ptr, v, n));
+    hc_b_eval(b, hc_call3(a, HC_PRIM_VSTORE_MASK, hc_type_scalar(HC_VOID), 3, ptr, v, n));
 }
 
 #define I(g, v) hc_int((g)->a, (v))
@@ -42,7 +37,7 @@ static inline void hc_dsl_vstore_n(hc_arena *a, hc_builder *b, hc_expr *ptr, hc_
 #define LT(x, y) hc_lt(g->a, (x), (y))
 #define let(g, name, value)                                                                        \
     hc_dsl_let((g)->a, (g)->b, (name), hc_type_scalar(HC_INDEX_TYPE), (value))
-#define vcall(g, p, t, n, x, y, z) hc_dsl_vcall((g)->a, (p), (t), (n), (x), (y), (z))
+#define vcall(g, p, t, n, x, y, z) hc_call3((g)->a, (p), (t), (n), (x), (y), (z))
 #define vstore(g, ptr, v) hc_dsl_vstore((g)->a, (g)->b, (ptr), (v))
 #define vstore_n(g, ptr, v, n) hc_dsl_vstore_n((g)->a, (g)->b, (ptr), (v), (n))
 
