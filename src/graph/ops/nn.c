@@ -7,41 +7,41 @@
 #include "graph/ops/nn_internal.h"
 
 const hc_op_def hc_ops_nn[] = {
-    {HC_OPK_CONV, nn_infer_conv, nn_task_conv},
-    {HC_OPK_CONV_TRANSPOSE, nn_infer_conv_transpose, nn_task_conv_transpose},
-    {HC_OPK_BATCH_NORMALIZATION, nn_infer_batch_norm, nn_task_batch_norm},
-    {HC_OPK_INSTANCE_NORMALIZATION, nn_infer_instance_norm, nn_task_instance_norm},
-    {HC_OPK_LAYER_NORMALIZATION, nn_infer_layer_norm, nn_task_layer_norm},
-    {HC_OPK_LP_NORMALIZATION, nn_infer_lp_norm, nn_task_lp_norm},
-    {HC_OPK_MEAN_VARIANCE_NORMALIZATION, nn_infer_mvn, nn_task_mvn},
-    {HC_OPK_LRN, nn_infer_lrn, nn_task_lrn},
-    {HC_OPK_GEMM, nn_infer_gemm, nn_task_gemm},
-    {HC_OPK_MATMUL, nn_infer_matmul, nn_task_matmul},
-    {HC_OPK_EINSUM, nn_infer_einsum, nn_task_einsum},
-    {HC_OPK_SOFTMAX, nn_infer_softmax, nn_task_softmax},
-    {HC_OPK_LOG_SOFTMAX, nn_infer_softmax, nn_task_softmax},
-    {HC_OPK_HARDMAX, nn_infer_softmax, nn_task_softmax},
-    {HC_OPK_MAX_POOL, nn_infer_max_pool, nn_task_max_pool},
-    {HC_OPK_AVERAGE_POOL, nn_infer_average_pool, nn_task_average_pool},
+    {HC_OPK_CONV, hc_nn_infer_conv, hc_nn_task_conv},
+    {HC_OPK_CONV_TRANSPOSE, hc_nn_infer_conv_transpose, hc_nn_task_conv_transpose},
+    {HC_OPK_BATCH_NORMALIZATION, hc_nn_infer_batch_norm, hc_nn_task_batch_norm},
+    {HC_OPK_INSTANCE_NORMALIZATION, hc_nn_infer_instance_norm, hc_nn_task_instance_norm},
+    {HC_OPK_LAYER_NORMALIZATION, hc_nn_infer_layer_norm, hc_nn_task_layer_norm},
+    {HC_OPK_LP_NORMALIZATION, hc_nn_infer_lp_norm, hc_nn_task_lp_norm},
+    {HC_OPK_MEAN_VARIANCE_NORMALIZATION, hc_nn_infer_mvn, hc_nn_task_mvn},
+    {HC_OPK_LRN, hc_nn_infer_lrn, hc_nn_task_lrn},
+    {HC_OPK_GEMM, hc_nn_infer_gemm, hc_nn_task_gemm},
+    {HC_OPK_MATMUL, hc_nn_infer_matmul, hc_nn_task_matmul},
+    {HC_OPK_EINSUM, hc_nn_infer_einsum, hc_nn_task_einsum},
+    {HC_OPK_SOFTMAX, hc_nn_infer_softmax, hc_nn_task_softmax},
+    {HC_OPK_LOG_SOFTMAX, hc_nn_infer_softmax, hc_nn_task_softmax},
+    {HC_OPK_HARDMAX, hc_nn_infer_softmax, hc_nn_task_softmax},
+    {HC_OPK_MAX_POOL, hc_nn_infer_max_pool, hc_nn_task_max_pool},
+    {HC_OPK_AVERAGE_POOL, hc_nn_infer_average_pool, hc_nn_task_average_pool},
     /* the same on NCHW{b}c data, made by the layout pass (docs/nchwc.md) */
-    {HC_OPK_MAX_POOL_NCHWC, nn_infer_max_pool, nn_task_max_pool},
-    {HC_OPK_AVERAGE_POOL_NCHWC, nn_infer_average_pool, nn_task_average_pool},
-    {HC_OPK_GLOBAL_AVERAGE_POOL, nn_infer_global_pool, nn_task_global_pool},
-    {HC_OPK_GLOBAL_MAX_POOL, nn_infer_global_pool, nn_task_global_pool},
+    {HC_OPK_MAX_POOL_NCHWC, hc_nn_infer_max_pool, hc_nn_task_max_pool},
+    {HC_OPK_AVERAGE_POOL_NCHWC, hc_nn_infer_average_pool, hc_nn_task_average_pool},
+    {HC_OPK_GLOBAL_AVERAGE_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
+    {HC_OPK_GLOBAL_MAX_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
     {0},
 };
 
 
-const hc_tensor *nn_in(const hc_node *n, int i) {
+const hc_tensor *hc_nn_in(const hc_node *n, int i) {
     return i < n->ninputs ? n->inputs[i] : NULL;
 }
 
-bool nn_out_present(const hc_node *n, int i) {
+bool hc_nn_out_present(const hc_node *n, int i) {
     return i < n->noutputs && n->outputs[i] != NULL;
 }
 
-hc_status nn_need_float(const hc_node *n, int i, hc_error *err) {
-    const hc_tensor *t = nn_in(n, i);
+hc_status hc_nn_need_float(const hc_node *n, int i, hc_error *err) {
+    const hc_tensor *t = hc_nn_in(n, i);
     HC_ASSERT(t);
     if (!hc_dtype_is_float(t->dtype))
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "input %d ('%s') has dtype %s, expected a "
@@ -49,8 +49,8 @@ hc_status nn_need_float(const hc_node *n, int i, hc_error *err) {
     return HC_OK;
 }
 
-hc_status nn_need_rank(const hc_node *n, int i, int min, hc_error *err) {
-    const hc_tensor *t = nn_in(n, i);
+hc_status hc_nn_need_rank(const hc_node *n, int i, int min, hc_error *err) {
+    const hc_tensor *t = hc_nn_in(n, i);
     HC_ASSERT(t);
     if (t->ndim < min)
         return hc_node_fail(n, HC_ERR_INVALID, err,
@@ -75,7 +75,8 @@ static hc_status window_ints(const hc_node *n, const char *name, int want, int64
     return HC_OK;
 }
 
-hc_status nn_window_attrs(const hc_node *n, nn_window *w, bool kernel_from_attr, hc_error *err) {
+hc_status hc_nn_window_attrs(const hc_node *n, hc_nn_window *w, bool kernel_from_attr,
+                             hc_error *err) {
     int k = w->nsp;
     int64_t pads[2 * HC_MAX_DIMS], kernel[HC_MAX_DIMS];
     if (window_ints(n, "strides", k, 1, w->stride, err) ||
@@ -110,7 +111,7 @@ static int64_t ceil_div(int64_t x, int64_t y) {
 }
 
 /* Output size of one dim with explicit pads. */
-static int64_t explicit_out(const nn_window *w, int i, bool ceil_mode) {
+static int64_t explicit_out(const hc_nn_window *w, int i, bool ceil_mode) {
     int64_t ek = (w->kernel[i] - 1) * w->dilation[i] + 1;
     int64_t span = w->in[i] + w->pad_begin[i] + w->pad_end[i] - ek;
     if (span < 0) return 0;
@@ -120,7 +121,7 @@ static int64_t explicit_out(const nn_window *w, int i, bool ceil_mode) {
     return out;
 }
 
-hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_error *err) {
+hc_status hc_nn_window_forward(const hc_node *n, hc_nn_window *w, bool ceil_mode, hc_error *err) {
     const char *ap = hc_node_attr_string(n, "auto_pad", "NOTSET");
     bool same_upper = strcmp(ap, "SAME_UPPER") == 0, same_lower = strcmp(ap, "SAME_LOWER") == 0;
     bool valid = strcmp(ap, "VALID") == 0;
@@ -150,10 +151,10 @@ hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_e
     return HC_OK;
 }
 
-hc_expr *nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other) {
+hc_expr *hc_nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other) {
     return cond ? hc_select(a, cond, v, other) : v;
 }
 
-hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x) {
+hc_expr *hc_nn_and(hc_arena *a, hc_expr *c, hc_expr *x) {
     return c ? hc_and(a, c, x) : x;
 }

@@ -1,7 +1,7 @@
 /* nn_conv.c — Conv and ConvTranspose as direct reduce definitions. The graph passes
  * lower group-1 convolutions to Im2Col + MatMul; these tasks are the oracle. Grouped and
  * depthwise 2-D f32 convolutions are scheduled by the conv_dw template through Conv's
- * schedule hook (nn_schedule_conv, at the end). */
+ * schedule hook (hc_nn_schedule_conv, at the end). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,17 +9,17 @@
 
 typedef struct conv_ctx {
     const hc_tnode *x, *w, *b;
-    nn_window win;
+    hc_nn_window win;
     int64_t cg, mg; /* input and output channels per group */
     bool transpose;
     hc_var *const *o; /* output axes: n, m, spatial... */
 } conv_ctx;
 
 /* Shapes shared by infer and task: fills the window and channel counts. */
-hc_status nn_conv_geometry(const hc_node *n, bool transpose, nn_window *w, int64_t *cg,
+hc_status hc_nn_conv_geometry(const hc_node *n, bool transpose, hc_nn_window *w, int64_t *cg,
                            int64_t *mg, int64_t *m_out, hc_error *err) {
-    if (nn_need_rank(n, 0, 3, err) || nn_need_float(n, 0, err)) return err->status;
-    const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2);
+    if (hc_nn_need_rank(n, 0, 3, err) || hc_nn_need_float(n, 0, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0), *wt = hc_nn_in(n, 1), *b = hc_nn_in(n, 2);
     memset(w, 0, sizeof *w);
     w->nsp = x->ndim - 2;
     if (wt->ndim != x->ndim)
@@ -51,15 +51,16 @@ hc_status nn_conv_geometry(const hc_node *n, bool transpose, nn_window *w, int64
         return hc_node_fail(n, HC_ERR_INVALID, err, "bias '%s' must have shape [%lld]", b->name,
                        (long long)*m_out);
     for (int i = 0; i < w->nsp; i++) w->in[i] = x->shape[2 + i], w->kernel[i] = wt->shape[2 + i];
-    return nn_window_attrs(n, w, false, err);
+    return hc_nn_window_attrs(n, w, false, err);
 }
 
-hc_status nn_infer_conv(hc_node *n, hc_error *err) {
-    nn_window w;
+hc_status hc_nn_infer_conv(hc_node *n, hc_error *err) {
+    hc_nn_window w;
     int64_t cg, mg, m;
-    if (nn_conv_geometry(n, false, &w, &cg, &mg, &m, err) || nn_window_forward(n, &w, false, err))
+    if (hc_nn_conv_geometry(n, false, &w, &cg, &mg, &m, err) ||
+        hc_nn_window_forward(n, &w, false, err))
         return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     int64_t shape[HC_MAX_DIMS] = {x->shape[0], m};
     for (int i = 0; i < w.nsp; i++) shape[2 + i] = w.out[i];
     hc_node_set_output(n, 0, x->dtype, x->ndim, shape);
@@ -67,7 +68,7 @@ hc_status nn_infer_conv(hc_node *n, hc_error *err) {
 }
 
 /* ConvTranspose output sizes and pads (ONNX spec: output_shape wins over pads). */
-static hc_status transpose_window(const hc_node *n, nn_window *w, hc_error *err) {
+static hc_status transpose_window(const hc_node *n, hc_nn_window *w, hc_error *err) {
     int k = w->nsp, cnt = 0, ocnt = 0;
     int64_t opad[HC_MAX_DIMS] = {0};
     const int64_t *op = hc_node_attr_ints(n, "output_padding", &cnt);
@@ -109,12 +110,12 @@ static hc_status transpose_window(const hc_node *n, nn_window *w, hc_error *err)
     return HC_OK;
 }
 
-hc_status nn_infer_conv_transpose(hc_node *n, hc_error *err) {
-    nn_window w;
+hc_status hc_nn_infer_conv_transpose(hc_node *n, hc_error *err) {
+    hc_nn_window w;
     int64_t cg, mg, m;
-    if (nn_conv_geometry(n, true, &w, &cg, &mg, &m, err) || transpose_window(n, &w, err))
+    if (hc_nn_conv_geometry(n, true, &w, &cg, &mg, &m, err) || transpose_window(n, &w, err))
         return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     int64_t shape[HC_MAX_DIMS] = {x->shape[0], m};
     for (int i = 0; i < w.nsp; i++) shape[2 + i] = w.out[i];
     hc_node_set_output(n, 0, x->dtype, x->ndim, shape);
@@ -124,7 +125,7 @@ hc_status nn_infer_conv_transpose(hc_node *n, hc_error *err) {
 /* One term of the forward convolution: r = (c, k1..kn). */
 static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
     const conv_ctx *c = vctx;
-    const nn_window *w = &c->win;
+    const hc_nn_window *w = &c->win;
     hc_expr *m = hc_ref(a, c->o[1]), *ok = NULL;
     hc_expr *xi[HC_MAX_DIMS], *wi[HC_MAX_DIMS];
     xi[0] = hc_ref(a, c->o[0]);
@@ -138,20 +139,20 @@ static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
         pos = hc_sub(a, pos, hc_int(a, w->pad_begin[i]));
         int64_t last = (w->out[i] - 1) * w->stride[i] - w->pad_begin[i] +
                        (w->kernel[i] - 1) * w->dilation[i];
-        if (w->pad_begin[i] > 0) ok = nn_and(a, ok, hc_le(a, hc_int(a, 0), pos));
-        if (last >= w->in[i]) ok = nn_and(a, ok, hc_lt(a, pos, hc_int(a, w->in[i])));
+        if (w->pad_begin[i] > 0) ok = hc_nn_and(a, ok, hc_le(a, hc_int(a, 0), pos));
+        if (last >= w->in[i]) ok = hc_nn_and(a, ok, hc_lt(a, pos, hc_int(a, w->in[i])));
         xi[2 + i] = pos;
         wi[2 + i] = hc_ref(a, r[1 + i]);
     }
     hc_expr *prod = hc_mul(a, hc_at(a, c->x, xi), hc_at(a, c->w, wi));
-    return nn_guard(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
+    return hc_nn_guard(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
 }
 
 /* One term of the transposed convolution: output o reads input i where
  * o + pad - k * dilation == i * stride. */
 static hc_expr *conv_transpose_term(hc_arena *a, hc_var *const *r, void *vctx) {
     const conv_ctx *c = vctx;
-    const nn_window *w = &c->win;
+    const hc_nn_window *w = &c->win;
     hc_expr *m = hc_ref(a, c->o[1]), *ok = NULL;
     hc_expr *ci = hc_ref(a, r[0]), *mi = m;
     if (c->cg != c->x->shape[1]) {
@@ -163,16 +164,16 @@ static hc_expr *conv_transpose_term(hc_arena *a, hc_var *const *r, void *vctx) {
     for (int i = 0; i < w->nsp; i++) {
         hc_expr *t = hc_add(a, hc_ref(a, c->o[2 + i]), hc_int(a, w->pad_begin[i]));
         t = hc_sub(a, t, hc_mul(a, hc_ref(a, r[1 + i]), hc_int(a, w->dilation[i])));
-        ok = nn_and(a, ok, hc_le(a, hc_int(a, 0), t));
+        ok = hc_nn_and(a, ok, hc_le(a, hc_int(a, 0), t));
         hc_expr *s = hc_int(a, w->stride[i]);
-        if (w->stride[i] > 1) ok = nn_and(a, ok, hc_eq(a, hc_mod(a, t, s), hc_int(a, 0)));
+        if (w->stride[i] > 1) ok = hc_nn_and(a, ok, hc_eq(a, hc_mod(a, t, s), hc_int(a, 0)));
         hc_expr *in = w->stride[i] > 1 ? hc_div(a, t, s) : t;
-        ok = nn_and(a, ok, hc_lt(a, in, hc_int(a, w->in[i])));
+        ok = hc_nn_and(a, ok, hc_lt(a, in, hc_int(a, w->in[i])));
         xi[2 + i] = in;
         wi[2 + i] = hc_ref(a, r[1 + i]);
     }
     hc_expr *prod = hc_mul(a, hc_at(a, c->x, xi), hc_at(a, c->w, wi));
-    return nn_guard(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
+    return hc_nn_guard(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
 }
 
 static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
@@ -190,8 +191,8 @@ static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
 static hc_task *conv_task(hc_arena *a, const hc_node *n, bool transpose, hc_error *err) {
     conv_ctx c = {.transpose = transpose};
     int64_t m;
-    if (nn_conv_geometry(n, transpose, &c.win, &c.cg, &c.mg, &m, err)) return NULL;
-    if (transpose ? transpose_window(n, &c.win, err) : nn_window_forward(n, &c.win, false, err))
+    if (hc_nn_conv_geometry(n, transpose, &c.win, &c.cg, &c.mg, &m, err)) return NULL;
+    if (transpose ? transpose_window(n, &c.win, err) : hc_nn_window_forward(n, &c.win, false, err))
         return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -201,10 +202,10 @@ static hc_task *conv_task(hc_arena *a, const hc_node *n, bool transpose, hc_erro
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
-hc_task *nn_task_conv(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_conv(hc_arena *a, const hc_node *n, hc_error *err) {
     return conv_task(a, n, false, err);
 }
 
-hc_task *nn_task_conv_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_conv_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
     return conv_task(a, n, true, err);
 }

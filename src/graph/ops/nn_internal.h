@@ -6,16 +6,16 @@
 
 /* Set err to "node 'NAME' (OpType): <message>" with status st; returns st. */
 /* Input i of n, NULL when absent or beyond the node's inputs. */
-const hc_tensor *nn_in(const hc_node *n, int i);
+const hc_tensor *hc_nn_in(const hc_node *n, int i);
 /* Output i is present (the node wants it). */
-bool nn_out_present(const hc_node *n, int i);
+bool hc_nn_out_present(const hc_node *n, int i);
 /* Float dtypes the nn ops compute in (f16, bf16, f32, f64); error names the node. */
-hc_status nn_need_float(const hc_node *n, int i, hc_error *err);
+hc_status hc_nn_need_float(const hc_node *n, int i, hc_error *err);
 /* Rank of input i must be at least `min`; error names the node. */
-hc_status nn_need_rank(const hc_node *n, int i, int min, hc_error *err);
+hc_status hc_nn_need_rank(const hc_node *n, int i, int min, hc_error *err);
 
 /* Spatial window geometry shared by Conv, ConvTranspose and the pools. */
-typedef struct nn_window {
+typedef struct hc_nn_window {
     int nsp;                        /* spatial dims */
     int64_t in[HC_MAX_DIMS];        /* input spatial sizes */
     int64_t out[HC_MAX_DIMS];       /* output spatial sizes */
@@ -24,40 +24,41 @@ typedef struct nn_window {
     int64_t dilation[HC_MAX_DIMS];
     int64_t pad_begin[HC_MAX_DIMS];
     int64_t pad_end[HC_MAX_DIMS];
-} nn_window;
+} hc_nn_window;
 
 /* Read strides, dilations, pads (nsp values each, defaults 1/1/0) into w; errors name
  * the attribute. kernel_shape is read when `kernel_from_attr` (pools) and checked against
  * w->kernel when already set (Conv's weight). */
-hc_status nn_window_attrs(const hc_node *n, nn_window *w, bool kernel_from_attr, hc_error *err);
+hc_status hc_nn_window_attrs(const hc_node *n, hc_nn_window *w, bool kernel_from_attr,
+                             hc_error *err);
 /* Forward output sizes and pads for auto_pad/NOTSET (Conv, pools); ceil_mode for pools. */
-hc_status nn_window_forward(const hc_node *n, nn_window *w, bool ceil_mode, hc_error *err);
+hc_status hc_nn_window_forward(const hc_node *n, hc_nn_window *w, bool ceil_mode, hc_error *err);
 
 /* Reduce-expression helper: `select(cond, v, other)` where cond may be NULL. */
-hc_expr *nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other);
+hc_expr *hc_nn_guard(hc_arena *a, hc_expr *cond, hc_expr *v, hc_expr *other);
 /* c = c && x (c may be NULL). */
-hc_expr *nn_and(hc_arena *a, hc_expr *c, hc_expr *x);
+hc_expr *hc_nn_and(hc_arena *a, hc_expr *c, hc_expr *x);
 
 /* Geometry of the ops, for their Tasks and for the targets' templates. */
 /* Conv / ConvTranspose: window, input channels per group (cg), output channels per group
  * (mg) and output channels (m_out); errors name the node. */
-hc_status nn_conv_geometry(const hc_node *n, bool transpose, nn_window *w, int64_t *cg,
+hc_status hc_nn_conv_geometry(const hc_node *n, bool transpose, hc_nn_window *w, int64_t *cg,
                            int64_t *mg, int64_t *m_out, hc_error *err);
 /* MaxPool / AveragePool (and their NCHW{b}c forms): the window. */
-hc_status nn_pool_window(const hc_node *n, nn_window *w, hc_error *err);
+hc_status hc_nn_pool_window(const hc_node *n, hc_nn_window *w, hc_error *err);
 /* MatMul with numpy batch broadcasting and 1-D operands. */
-typedef struct nn_mm_dims {
+typedef struct hc_nn_mm_dims {
     int nb;
     int64_t batch[HC_MAX_DIMS];
     int64_t m, n, k;
     bool a_vec, b_vec; /* 1-D operands (their M or N dimension is dropped) */
-} nn_mm_dims;
-hc_status nn_matmul_dims(const hc_node *n, nn_mm_dims *d, hc_error *err);
+} hc_nn_mm_dims;
+hc_status hc_nn_matmul_dims(const hc_node *n, hc_nn_mm_dims *d, hc_error *err);
 
 /* Op definitions, one file per family. */
 #define NN_DECL(x)                                                                       \
-    hc_status nn_infer_##x(hc_node *n, hc_error *err);                                   \
-    hc_task *nn_task_##x(hc_arena *a, const hc_node *n, hc_error *err);
+    hc_status hc_nn_infer_##x(hc_node *n, hc_error *err);                                   \
+    hc_task *hc_nn_task_##x(hc_arena *a, const hc_node *n, hc_error *err);
 NN_DECL(conv)
 NN_DECL(conv_transpose)
 NN_DECL(batch_norm)

@@ -11,7 +11,7 @@ typedef struct gemm_dims {
 } gemm_dims;
 
 static hc_status gemm_dims_of(const hc_node *n, gemm_dims *d, hc_error *err) {
-    const hc_tensor *A = nn_in(n, 0), *B = nn_in(n, 1), *C = nn_in(n, 2);
+    const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1), *C = hc_nn_in(n, 2);
     if (A->ndim != 2 || B->ndim != 2)
         return hc_node_fail(n, HC_ERR_INVALID, err, "A and B must be 2-D (got rank %d and %d)",
                             A->ndim, B->ndim);
@@ -38,10 +38,10 @@ static hc_status gemm_dims_of(const hc_node *n, gemm_dims *d, hc_error *err) {
     return HC_OK;
 }
 
-hc_status nn_infer_gemm(hc_node *n, hc_error *err) {
+hc_status hc_nn_infer_gemm(hc_node *n, hc_error *err) {
     gemm_dims d = {0};
     if (gemm_dims_of(n, &d, err)) return err->status;
-    hc_node_set_output(n, 0, nn_in(n, 0)->dtype, 2, (int64_t[]){d.m, d.n});
+    hc_node_set_output(n, 0, hc_nn_in(n, 0)->dtype, 2, (int64_t[]){d.m, d.n});
     return HC_OK;
 }
 
@@ -74,7 +74,7 @@ static hc_expr *gemm_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     return v;
 }
 
-hc_task *nn_task_gemm(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_gemm(hc_arena *a, const hc_node *n, hc_error *err) {
     gemm_ctx c = {.alpha = hc_node_attr_float(n, "alpha", 1.0),
                   .beta = hc_node_attr_float(n, "beta", 1.0)};
     if (gemm_dims_of(n, &c.d, err)) return NULL;
@@ -90,8 +90,8 @@ hc_task *nn_task_gemm(hc_arena *a, const hc_node *n, hc_error *err) {
 /* Output batch dims (numpy broadcast of A's and B's leading dims), M, N, K. */
 
 
-hc_status nn_matmul_dims(const hc_node *n, nn_mm_dims *d, hc_error *err) {
-    const hc_tensor *A = nn_in(n, 0), *B = nn_in(n, 1);
+hc_status hc_nn_matmul_dims(const hc_node *n, hc_nn_mm_dims *d, hc_error *err) {
+    const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1);
     if (A->ndim < 1 || B->ndim < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "operands must have rank >= 1");
     if (A->dtype != B->dtype)
@@ -117,21 +117,21 @@ hc_status nn_matmul_dims(const hc_node *n, nn_mm_dims *d, hc_error *err) {
     return HC_OK;
 }
 
-hc_status nn_infer_matmul(hc_node *n, hc_error *err) {
-    nn_mm_dims d;
-    if (nn_matmul_dims(n, &d, err)) return err->status;
+hc_status hc_nn_infer_matmul(hc_node *n, hc_error *err) {
+    hc_nn_mm_dims d;
+    if (hc_nn_matmul_dims(n, &d, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];
     int nd = d.nb;
     memcpy(shape, d.batch, sizeof(int64_t) * (size_t)d.nb);
     if (!d.a_vec) shape[nd++] = d.m;
     if (!d.b_vec) shape[nd++] = d.n;
-    hc_node_set_output(n, 0, nn_in(n, 0)->dtype, nd, shape);
+    hc_node_set_output(n, 0, hc_nn_in(n, 0)->dtype, nd, shape);
     return HC_OK;
 }
 
 typedef struct mm_ctx {
     const hc_tnode *A, *B;
-    nn_mm_dims d;
+    hc_nn_mm_dims d;
     hc_var *const *o;
 } mm_ctx;
 
@@ -167,9 +167,9 @@ static hc_expr *mm_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     return hc_reduce_expr(a, 1, &c->d.k, mm_term, c, HC_REDUCE_SUM);
 }
 
-hc_task *nn_task_matmul(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_matmul(hc_arena *a, const hc_node *n, hc_error *err) {
     mm_ctx c;
-    if (nn_matmul_dims(n, &c.d, err)) return NULL;
+    if (hc_nn_matmul_dims(n, &c.d, err)) return NULL;
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.A = in[0], c.B = in[1];
@@ -252,7 +252,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
         if (i + 1 < e->nops && end == eq + lhs)
             return hc_node_fail(n, HC_ERR_INVALID, err, "equation has fewer terms than %d inputs",
                            e->nops);
-        const hc_tensor *t = nn_in(n, i);
+        const hc_tensor *t = hc_nn_in(n, i);
         int letters = 0;
         for (const char *q = p; q < end; q++) letters += ein_letter(*q) >= 0;
         counts[i] = t->ndim - letters;
@@ -266,7 +266,7 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
     for (int i = 0; i < e->nops; i++) {
         const char *end = memchr(p, ',', (size_t)(eq + lhs - p));
         if (!end) end = eq + lhs;
-        const hc_tensor *t = nn_in(n, i);
+        const hc_tensor *t = hc_nn_in(n, i);
         if (ein_term(n, p, (size_t)(end - p), t->ndim, ell, e->label[i], &e->ndims[i], err))
             return err->status;
         for (int d = 0; d < t->ndim; d++) {
@@ -316,21 +316,21 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
     return HC_OK;
 }
 
-hc_status nn_infer_einsum(hc_node *n, hc_error *err) {
+hc_status hc_nn_infer_einsum(hc_node *n, hc_error *err) {
     for (int i = 1; i < n->ninputs; i++)
-        if (nn_in(n, i)->dtype != nn_in(n, 0)->dtype)
+        if (hc_nn_in(n, i)->dtype != hc_nn_in(n, 0)->dtype)
             return hc_node_fail(n, HC_ERR_INVALID, err, "inputs have different dtypes");
-    if (nn_in(n, 0)->dtype == HC_BOOL)
+    if (hc_nn_in(n, 0)->dtype == HC_BOOL)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "bool inputs are not supported");
     ein e;
     if (ein_parse(n, &e, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];
     for (int i = 0; i < e.nout; i++) shape[i] = e.size[e.out[i]];
-    hc_node_set_output(n, 0, nn_in(n, 0)->dtype, e.nout, shape);
+    hc_node_set_output(n, 0, hc_nn_in(n, 0)->dtype, e.nout, shape);
     return HC_OK;
 }
 
-hc_task *nn_task_einsum(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_einsum(hc_arena *a, const hc_node *n, hc_error *err) {
     ein e;
     if (ein_parse(n, &e, err)) return NULL;
     int nin;

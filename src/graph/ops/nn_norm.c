@@ -21,7 +21,7 @@ static hc_tnode *channel_view(hc_arena *a, const hc_tnode *v, int rank, hc_dtype
 
 /* Input i must be 1-D with `len` elements. */
 static hc_status need_vector(const hc_node *n, int i, int64_t len, hc_error *err) {
-    const hc_tensor *t = nn_in(n, i);
+    const hc_tensor *t = hc_nn_in(n, i);
     if (!t || t->ndim != 1 || t->shape[0] != len)
         return hc_node_fail(n, HC_ERR_INVALID, err, "input %d ('%s') must have shape [%lld]", i,
                        t ? t->name : "", (long long)len);
@@ -61,16 +61,16 @@ static hc_tnode *named(hc_arena *a, const hc_node *n, int i, hc_tnode *t) {
 }
 
 /* ---- BatchNormalization ------------------------------------------------------------- */
-hc_status nn_infer_batch_norm(hc_node *n, hc_error *err) {
-    if (nn_need_rank(n, 0, 2, err) || nn_need_float(n, 0, err)) return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+hc_status hc_nn_infer_batch_norm(hc_node *n, hc_error *err) {
+    if (hc_nn_need_rank(n, 0, 2, err) || hc_nn_need_float(n, 0, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
     if (hc_node_attr_int(n, "training_mode", 0) != 0)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode=1 is not supported "
                        "(inference only)");
     if (hc_node_attr_int(n, "spatial", 1) != 1)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "spatial=0 is not supported");
     for (int i = 1; i < n->noutputs; i++)
-        if (nn_out_present(n, i))
+        if (hc_nn_out_present(n, i))
             return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training-mode outputs (running mean "
                            "and variance) are not supported");
     for (int i = 1; i < 5; i++)
@@ -91,7 +91,7 @@ static hc_expr *bn_fn(hc_arena *a, hc_expr *const *v, void *vctx) {
     return hc_add(a, hc_mul(a, y, v[1]), v[2]);
 }
 
-hc_task *nn_task_batch_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_batch_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tnode *xs[5] = {in[0]};
@@ -103,9 +103,9 @@ hc_task *nn_task_batch_norm(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- InstanceNormalization ---------------------------------------------------------- */
-hc_status nn_infer_instance_norm(hc_node *n, hc_error *err) {
-    if (nn_need_rank(n, 0, 3, err) || nn_need_float(n, 0, err)) return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+hc_status hc_nn_infer_instance_norm(hc_node *n, hc_error *err) {
+    if (hc_nn_need_rank(n, 0, 3, err) || hc_nn_need_float(n, 0, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
     if (need_vector(n, 1, x->shape[1], err) || need_vector(n, 2, x->shape[1], err))
         return err->status;
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
@@ -117,7 +117,7 @@ static hc_expr *scale_shift(hc_arena *a, hc_expr *const *v, void *ctx) {
     return hc_add(a, hc_mul(a, hc_mul(a, v[0], v[1]), v[2]), v[3]);
 }
 
-hc_task *nn_task_instance_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_instance_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tnode *x = in[0];
@@ -137,24 +137,25 @@ hc_task *nn_task_instance_norm(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- LayerNormalization ------------------------------------------------------------- */
 /* Normalized dims [axis, rank); Mean and InvStdDev keep them as size 1. */
 static hc_status layer_norm_axis(const hc_node *n, int *axis, hc_error *err) {
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     return hc_node_axis(n, hc_node_attr_int(n, "axis", -1), x->ndim, axis, err);
 }
 
 /* Computation dtype: stash_type 1 computes in f32. */
 static hc_dtype layer_norm_stash(const hc_node *n) {
-    return hc_node_attr_int(n, "stash_type", 1) == 1 ? HC_F32 : nn_in(n, 0)->dtype;
+    return hc_node_attr_int(n, "stash_type", 1) == 1 ? HC_F32 : hc_nn_in(n, 0)->dtype;
 }
 
-hc_status nn_infer_layer_norm(hc_node *n, hc_error *err) {
+hc_status hc_nn_infer_layer_norm(hc_node *n, hc_error *err) {
     int axis;
-    if (nn_need_rank(n, 0, 1, err) || nn_need_float(n, 0, err) || layer_norm_axis(n, &axis, err))
+    if (hc_nn_need_rank(n, 0, 1, err) || hc_nn_need_float(n, 0, err) ||
+        layer_norm_axis(n, &axis, err))
         return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     int nd;
     int64_t bs[HC_MAX_DIMS];
     for (int i = 1; i < 3; i++) {
-        const hc_tensor *p = nn_in(n, i);
+        const hc_tensor *p = hc_nn_in(n, i);
         if (!p) continue;
         if (p->ndim > x->ndim - axis ||
             hc_broadcast_shape(x->ndim, x->shape, p->ndim, p->shape, &nd, bs, NULL) ||
@@ -166,7 +167,7 @@ hc_status nn_infer_layer_norm(hc_node *n, hc_error *err) {
     int64_t st[HC_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) st[i] = i < axis ? x->shape[i] : 1;
     for (int i = 1; i < 3; i++)
-        if (nn_out_present(n, i)) hc_node_set_output(n, i, layer_norm_stash(n), x->ndim, st);
+        if (hc_nn_out_present(n, i)) hc_node_set_output(n, i, layer_norm_stash(n), x->ndim, st);
     return HC_OK;
 }
 
@@ -175,7 +176,7 @@ static hc_tnode *cast_to(hc_arena *a, const hc_tnode *t, hc_dtype d) {
     return hc_compute_cast(a, hc_arena_printf(a, "%s_cast", t->name), t, d);
 }
 
-hc_task *nn_task_layer_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_layer_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     int axis, nin;
     if (layer_norm_axis(n, &axis, err)) return NULL;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -188,23 +189,23 @@ hc_task *nn_task_layer_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     if (!moments_of(a, x, nax, axes, &m, err)) return NULL;
     hc_tnode *inv = hc_compute_map1(a, "inv_std", m.var, rsqrt_eps, &eps);
     hc_tnode *y = hc_compute_binop(a, "normed", HC_OP_MUL, m.centred, inv, err);
-    const hc_tensor *bias = nn_in(n, 2);
+    const hc_tensor *bias = hc_nn_in(n, 2);
     if (y) y = hc_compute_binop(a, "scaled", HC_OP_MUL, y, cast_to(a, in[1], ct), err);
     if (y && bias) y = hc_compute_binop(a, "shifted", HC_OP_ADD, y, cast_to(a, in[2], ct), err);
     if (!y) return NULL;
     hc_tnode *outs[3];
     int nout = 0;
     outs[nout++] = named(a, n, 0, y->dtype == xt ? y : hc_compute_cast(a, "y", y, xt));
-    if (nn_out_present(n, 1)) outs[nout++] = named(a, n, 1, m.mean);
-    if (nn_out_present(n, 2)) outs[nout++] = named(a, n, 2, inv);
+    if (hc_nn_out_present(n, 1)) outs[nout++] = named(a, n, 1, m.mean);
+    if (hc_nn_out_present(n, 2)) outs[nout++] = named(a, n, 2, inv);
     return hc_node_task(a, n, nin, in, nout, outs);
 }
 
 /* ---- LpNormalization ---------------------------------------------------------------- */
-hc_status nn_infer_lp_norm(hc_node *n, hc_error *err) {
+hc_status hc_nn_infer_lp_norm(hc_node *n, hc_error *err) {
     int axis;
-    if (nn_need_rank(n, 0, 1, err) || nn_need_float(n, 0, err)) return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+    if (hc_nn_need_rank(n, 0, 1, err) || hc_nn_need_float(n, 0, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
     if (hc_node_axis(n, hc_node_attr_int(n, "axis", -1), x->ndim, &axis, err)) return err->status;
     int64_t p = hc_node_attr_int(n, "p", 2);
     if (p != 1 && p != 2)
@@ -217,7 +218,7 @@ static hc_expr *lp_term(hc_arena *a, hc_expr *x, void *ctx) {
     return *(const int64_t *)ctx == 1 ? hc_math(a, HC_PRIM_ABS, x, NULL) : hc_mul(a, x, x);
 }
 
-hc_task *nn_task_lp_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_lp_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     int axis, nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     if (hc_node_axis(n, hc_node_attr_int(n, "axis", -1), in[0]->ndim, &axis, err)) return NULL;
@@ -231,7 +232,7 @@ hc_task *nn_task_lp_norm(hc_arena *a, const hc_node *n, hc_error *err) {
 
 /* ---- MeanVarianceNormalization ------------------------------------------------------ */
 static hc_status mvn_axes(const hc_node *n, int *axes, int *count, hc_error *err) {
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     int cnt = 0;
     const int64_t *v = hc_node_attr_ints(n, "axes", &cnt);
     static const int64_t dflt[3] = {0, 2, 3};
@@ -249,11 +250,12 @@ static hc_status mvn_axes(const hc_node *n, int *axes, int *count, hc_error *err
     return HC_OK;
 }
 
-hc_status nn_infer_mvn(hc_node *n, hc_error *err) {
+hc_status hc_nn_infer_mvn(hc_node *n, hc_error *err) {
     int axes[HC_MAX_DIMS], cnt;
-    if (nn_need_rank(n, 0, 1, err) || nn_need_float(n, 0, err) || mvn_axes(n, axes, &cnt, err))
+    if (hc_nn_need_rank(n, 0, 1, err) || hc_nn_need_float(n, 0, err) ||
+        mvn_axes(n, axes, &cnt, err))
         return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
 }
@@ -269,7 +271,7 @@ static hc_expr *mvn_fn(hc_arena *a, hc_expr *const *v, void *ctx) {
     return hc_div(a, hc_sub(a, v[0], v[1]), sd);
 }
 
-hc_task *nn_task_mvn(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_mvn(hc_arena *a, const hc_node *n, hc_error *err) {
     int axes[HC_MAX_DIMS], cnt, nin;
     if (mvn_axes(n, axes, &cnt, err)) return NULL;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -284,11 +286,11 @@ hc_task *nn_task_mvn(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- LRN ---------------------------------------------------------------------------- */
-hc_status nn_infer_lrn(hc_node *n, hc_error *err) {
-    if (nn_need_rank(n, 0, 2, err) || nn_need_float(n, 0, err)) return err->status;
+hc_status hc_nn_infer_lrn(hc_node *n, hc_error *err) {
+    if (hc_nn_need_rank(n, 0, 2, err) || hc_nn_need_float(n, 0, err)) return err->status;
     if (!hc_node_attr(n, "size") || hc_node_attr_int(n, "size", 0) < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "size must be given and positive");
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
 }
@@ -323,7 +325,7 @@ static hc_expr *lrn_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     return hc_div(a, hc_at_axes(a, c->x, axes), den);
 }
 
-hc_task *nn_task_lrn(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_lrn(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);

@@ -5,9 +5,9 @@
 #include "graph/ops/nn_internal.h"
 
 /* Window of a pool node from its input and attributes. */
-hc_status nn_pool_window(const hc_node *n, nn_window *w, hc_error *err) {
-    if (nn_need_rank(n, 0, 3, err)) return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+hc_status hc_nn_pool_window(const hc_node *n, hc_nn_window *w, hc_error *err) {
+    if (hc_nn_need_rank(n, 0, 3, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
     bool is_max = n->op == HC_OPK_MAX_POOL || n->op == HC_OPK_MAX_POOL_NCHWC;
     bool int8 = x->dtype == HC_I8 || x->dtype == HC_U8;
     if (!hc_dtype_is_float(x->dtype) && !(is_max && int8))
@@ -16,43 +16,43 @@ hc_status nn_pool_window(const hc_node *n, nn_window *w, hc_error *err) {
     memset(w, 0, sizeof *w);
     w->nsp = x->ndim - 2;
     for (int i = 0; i < w->nsp; i++) w->in[i] = x->shape[2 + i];
-    if (nn_window_attrs(n, w, true, err)) return err->status;
+    if (hc_nn_window_attrs(n, w, true, err)) return err->status;
     int64_t so = hc_node_attr_int(n, "storage_order", 0);
     if (so != 0 && so != 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "storage_order %lld, expected 0 or 1",
                        (long long)so);
-    return nn_window_forward(n, w, hc_node_attr_int(n, "ceil_mode", 0) != 0, err);
+    return hc_nn_window_forward(n, w, hc_node_attr_int(n, "ceil_mode", 0) != 0, err);
 }
 
-static void pool_shape(const hc_node *n, const nn_window *w, int64_t *shape) {
-    const hc_tensor *x = nn_in(n, 0);
+static void pool_shape(const hc_node *n, const hc_nn_window *w, int64_t *shape) {
+    const hc_tensor *x = hc_nn_in(n, 0);
     shape[0] = x->shape[0], shape[1] = x->shape[1];
     for (int i = 0; i < w->nsp; i++) shape[2 + i] = w->out[i];
 }
 
-hc_status nn_infer_max_pool(hc_node *n, hc_error *err) {
-    nn_window w;
-    if (nn_pool_window(n, &w, err)) return err->status;
+hc_status hc_nn_infer_max_pool(hc_node *n, hc_error *err) {
+    hc_nn_window w;
+    if (hc_nn_pool_window(n, &w, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];
     pool_shape(n, &w, shape);
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     hc_node_set_output(n, 0, x->dtype, x->ndim, shape);
-    if (nn_out_present(n, 1)) hc_node_set_output(n, 1, HC_I64, x->ndim, shape);
+    if (hc_nn_out_present(n, 1)) hc_node_set_output(n, 1, HC_I64, x->ndim, shape);
     return HC_OK;
 }
 
-hc_status nn_infer_average_pool(hc_node *n, hc_error *err) {
-    nn_window w;
-    if (nn_pool_window(n, &w, err)) return err->status;
+hc_status hc_nn_infer_average_pool(hc_node *n, hc_error *err) {
+    hc_nn_window w;
+    if (hc_nn_pool_window(n, &w, err)) return err->status;
     int64_t shape[HC_MAX_DIMS];
     pool_shape(n, &w, shape);
-    hc_node_set_output(n, 0, nn_in(n, 0)->dtype, nn_in(n, 0)->ndim, shape);
+    hc_node_set_output(n, 0, hc_nn_in(n, 0)->dtype, hc_nn_in(n, 0)->ndim, shape);
     return HC_OK;
 }
 
 typedef struct pool_ctx {
     const hc_tnode *x, *y; /* y: the max (Indices) */
-    nn_window w;
+    hc_nn_window w;
     bool include_pad, col_major;
     hc_var *const *o;
     hc_expr *valid; /* set by pool_index: the position is inside x */
@@ -61,7 +61,7 @@ typedef struct pool_ctx {
 
 /* x indices for window element r; c->valid says whether they are inside x. */
 static void pool_index(hc_arena *a, pool_ctx *c, hc_var *const *r, hc_expr **idx) {
-    const nn_window *w = &c->w;
+    const hc_nn_window *w = &c->w;
     idx[0] = hc_ref(a, c->o[0]), idx[1] = hc_ref(a, c->o[1]);
     c->valid = NULL;
     for (int i = 0; i < w->nsp; i++) {
@@ -70,8 +70,8 @@ static void pool_index(hc_arena *a, pool_ctx *c, hc_var *const *r, hc_expr **idx
         p = hc_sub(a, p, hc_int(a, w->pad_begin[i]));
         int64_t last = (w->out[i] - 1) * w->stride[i] - w->pad_begin[i] +
                        (w->kernel[i] - 1) * w->dilation[i];
-        if (w->pad_begin[i] > 0) c->valid = nn_and(a, c->valid, hc_le(a, hc_int(a, 0), p));
-        if (last >= w->in[i]) c->valid = nn_and(a, c->valid, hc_lt(a, p, hc_int(a, w->in[i])));
+        if (w->pad_begin[i] > 0) c->valid = hc_nn_and(a, c->valid, hc_le(a, hc_int(a, 0), p));
+        if (last >= w->in[i]) c->valid = hc_nn_and(a, c->valid, hc_lt(a, p, hc_int(a, w->in[i])));
         idx[2 + i] = c->pos[i] = p;
     }
 }
@@ -85,7 +85,7 @@ static hc_expr *max_term(hc_arena *a, hc_var *const *r, void *vctx) {
     pool_ctx *c = vctx;
     hc_expr *idx[HC_MAX_DIMS];
     pool_index(a, c, r, idx);
-    return nn_guard(a, c->valid, hc_at(a, c->x, idx), lowest(a, c->x->dtype));
+    return hc_nn_guard(a, c->valid, hc_at(a, c->x, idx), lowest(a, c->x->dtype));
 }
 
 static hc_expr *max_out(hc_arena *a, hc_var *const *axes, void *vctx) {
@@ -115,7 +115,7 @@ static hc_expr *argmax_term(hc_arena *a, hc_var *const *r, void *vctx) {
     for (int i = 0; i < x->ndim; i++) oi[i] = hc_ref(a, c->o[i]);
     hc_expr *big = hc_int(a, INT64_MAX);
     hc_expr *hit = hc_select(a, hc_eq(a, hc_at(a, x, idx), hc_at(a, c->y, oi)), f, big);
-    return nn_guard(a, c->valid, hit, big);
+    return hc_nn_guard(a, c->valid, hit, big);
 }
 
 static hc_expr *argmax_out(hc_arena *a, hc_var *const *axes, void *vctx) {
@@ -124,9 +124,9 @@ static hc_expr *argmax_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     return hc_reduce_expr(a, c->w.nsp, c->w.kernel, argmax_term, c, HC_REDUCE_MIN);
 }
 
-hc_task *nn_task_max_pool(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_max_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     pool_ctx c = {.col_major = hc_node_attr_int(n, "storage_order", 0) == 1};
-    if (nn_pool_window(n, &c.w, err)) return NULL;
+    if (hc_nn_pool_window(n, &c.w, err)) return NULL;
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.x = in[0];
@@ -134,7 +134,7 @@ hc_task *nn_task_max_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *outs[2];
     outs[0] = hc_compute(a, y->name, y->ndim, y->shape, max_out, &c);
     int nout = 1;
-    if (nn_out_present(n, 1)) {
+    if (hc_nn_out_present(n, 1)) {
         c.y = outs[0];
         outs[nout++] = hc_compute(a, n->outputs[1]->name, y->ndim, y->shape, argmax_out, &c);
     }
@@ -144,7 +144,7 @@ hc_task *nn_task_max_pool(hc_arena *a, const hc_node *n, hc_error *err) {
 /* ---- AveragePool -------------------------------------------------------------------- */
 /* Window elements counted in dim i at output position o: inside x, or inside the padded
  * x with count_include_pad. */
-static int64_t dim_count(const nn_window *w, int i, int64_t o, bool include_pad) {
+static int64_t dim_count(const hc_nn_window *w, int i, int64_t o, bool include_pad) {
     int64_t lo = include_pad ? -w->pad_begin[i] : 0;
     int64_t hi = include_pad ? w->in[i] + w->pad_end[i] : w->in[i], cnt = 0;
     for (int64_t j = 0; j < w->kernel[i]; j++) {
@@ -155,7 +155,7 @@ static int64_t dim_count(const nn_window *w, int i, int64_t o, bool include_pad)
 }
 
 /* The divisor when it is the same for every output, else 0. */
-static int64_t constant_count(const nn_window *w, bool include_pad) {
+static int64_t constant_count(const hc_nn_window *w, bool include_pad) {
     int64_t total = 1;
     for (int i = 0; i < w->nsp; i++) {
         int64_t c0 = dim_count(w, i, 0, include_pad);
@@ -170,7 +170,7 @@ static hc_expr *sum_term(hc_arena *a, hc_var *const *r, void *vctx) {
     pool_ctx *c = vctx;
     hc_expr *idx[HC_MAX_DIMS];
     pool_index(a, c, r, idx);
-    return nn_guard(a, c->valid, hc_at(a, c->x, idx), hc_const_num(a, c->x->dtype, 0));
+    return hc_nn_guard(a, c->valid, hc_at(a, c->x, idx), hc_const_num(a, c->x->dtype, 0));
 }
 
 /* 1 where the window element counts towards the divisor. */
@@ -182,12 +182,12 @@ static hc_expr *count_term(hc_arena *a, hc_var *const *r, void *vctx) {
     if (c->include_pad) {
         ok = NULL;
         for (int i = 0; i < c->w.nsp; i++) {
-            ok = nn_and(a, ok, hc_le(a, hc_int(a, -c->w.pad_begin[i]), c->pos[i]));
-            ok = nn_and(a, ok, hc_lt(a, c->pos[i], hc_int(a, c->w.in[i] + c->w.pad_end[i])));
+            ok = hc_nn_and(a, ok, hc_le(a, hc_int(a, -c->w.pad_begin[i]), c->pos[i]));
+            ok = hc_nn_and(a, ok, hc_lt(a, c->pos[i], hc_int(a, c->w.in[i] + c->w.pad_end[i])));
         }
     }
     hc_dtype t = c->x->dtype;
-    return nn_guard(a, ok, hc_const_num(a, t, 1), hc_const_num(a, t, 0));
+    return hc_nn_guard(a, ok, hc_const_num(a, t, 1), hc_const_num(a, t, 0));
 }
 
 static hc_expr *avg_out(hc_arena *a, hc_var *const *axes, void *vctx) {
@@ -199,9 +199,9 @@ static hc_expr *avg_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     return hc_div(a, s, hc_reduce_expr(a, c->w.nsp, c->w.kernel, count_term, c, HC_REDUCE_SUM));
 }
 
-hc_task *nn_task_average_pool(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_average_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     pool_ctx c = {.include_pad = hc_node_attr_int(n, "count_include_pad", 0) != 0};
-    if (nn_pool_window(n, &c.w, err)) return NULL;
+    if (hc_nn_pool_window(n, &c.w, err)) return NULL;
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.x = in[0];
@@ -211,16 +211,16 @@ hc_task *nn_task_average_pool(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- global pools ------------------------------------------------------------------- */
-hc_status nn_infer_global_pool(hc_node *n, hc_error *err) {
-    if (nn_need_rank(n, 0, 3, err) || nn_need_float(n, 0, err)) return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+hc_status hc_nn_infer_global_pool(hc_node *n, hc_error *err) {
+    if (hc_nn_need_rank(n, 0, 3, err) || hc_nn_need_float(n, 0, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
     int64_t shape[HC_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) shape[i] = i < 2 ? x->shape[i] : 1;
     hc_node_set_output(n, 0, x->dtype, x->ndim, shape);
     return HC_OK;
 }
 
-hc_task *nn_task_global_pool(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_global_pool(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin, axes[HC_MAX_DIMS];
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     for (int i = 0; i < in[0]->ndim - 2; i++) axes[i] = 2 + i;

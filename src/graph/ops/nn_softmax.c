@@ -5,7 +5,7 @@
 
 /* The reduced dims: [axis, rank) before opset 13, {axis} after. */
 static hc_status softmax_axes(const hc_node *n, int *axes, int *count, hc_error *err) {
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     bool old = n->opset > 0 && n->opset < 13;
     int axis;
     if (hc_node_axis(n, hc_node_attr_int(n, "axis", old ? 1 : -1), x->ndim, &axis, err))
@@ -15,12 +15,12 @@ static hc_status softmax_axes(const hc_node *n, int *axes, int *count, hc_error 
     return HC_OK;
 }
 
-hc_status nn_infer_softmax(hc_node *n, hc_error *err) {
+hc_status hc_nn_infer_softmax(hc_node *n, hc_error *err) {
     int axes[HC_MAX_DIMS], cnt;
-    if (nn_need_rank(n, 0, 1, err) || nn_need_float(n, 0, err) ||
+    if (hc_nn_need_rank(n, 0, 1, err) || hc_nn_need_float(n, 0, err) ||
         softmax_axes(n, axes, &cnt, err))
         return err->status;
-    const hc_tensor *x = nn_in(n, 0);
+    const hc_tensor *x = hc_nn_in(n, 0);
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
     return HC_OK;
 }
@@ -79,7 +79,7 @@ static hc_tnode *hardmax(hc_arena *a, const hc_node *n, const hc_tnode *x, int n
     return hc_compute_with_axes(a, n->outputs[0]->name, x->ndim, x->shape, oax, v);
 }
 
-hc_task *nn_task_softmax(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_nn_task_softmax(hc_arena *a, const hc_node *n, hc_error *err) {
     int axes[HC_MAX_DIMS], cnt, nin;
     if (softmax_axes(n, axes, &cnt, err)) return NULL;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);

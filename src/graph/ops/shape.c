@@ -9,54 +9,54 @@
 #include "graph/ops/shape_internal.h"
 
 const hc_op_def hc_ops_shape[] = {
-    {HC_OPK_RESHAPE, shp_infer_reshape, shp_task_reshape},
-    {HC_OPK_FLATTEN, shp_infer_flatten, shp_task_flatten},
-    {HC_OPK_TRANSPOSE, shp_infer_transpose, shp_task_transpose},
-    {HC_OPK_CONCAT, shp_infer_concat, shp_task_concat},
-    {HC_OPK_SPLIT, shp_infer_split, shp_task_split},
-    {HC_OPK_SLICE, shp_infer_slice, shp_task_slice},
-    {HC_OPK_GATHER, shp_infer_gather, shp_task_gather},
-    {HC_OPK_GATHER_ELEMENTS, shp_infer_gather_elements, shp_task_gather_elements},
-    {HC_OPK_GATHER_ND, shp_infer_gather_nd, shp_task_gather_nd},
-    {HC_OPK_SCATTER_ELEMENTS, shp_infer_scatter_elements, shp_task_scatter_elements},
-    {HC_OPK_SCATTER_ND, shp_infer_scatter_nd, shp_task_scatter_nd},
-    {HC_OPK_SQUEEZE, shp_infer_squeeze, shp_task_squeeze},
-    {HC_OPK_UNSQUEEZE, shp_infer_unsqueeze, shp_task_unsqueeze},
-    {HC_OPK_EXPAND, shp_infer_expand, shp_task_expand},
-    {HC_OPK_TILE, shp_infer_tile, shp_task_tile},
-    {HC_OPK_PAD, shp_infer_pad, shp_task_pad},
-    {HC_OPK_RESIZE, shp_infer_resize, shp_task_resize},
-    {HC_OPK_UPSAMPLE, shp_infer_upsample, shp_task_upsample},
-    {HC_OPK_DEPTH_TO_SPACE, shp_infer_depth_to_space, shp_task_depth_to_space},
-    {HC_OPK_SPACE_TO_DEPTH, shp_infer_space_to_depth, shp_task_space_to_depth},
-    {HC_OPK_TRILU, shp_infer_trilu, shp_task_trilu},
-    {HC_OPK_ONE_HOT, shp_infer_one_hot, shp_task_one_hot},
-    {HC_OPK_EYE_LIKE, shp_infer_eye_like, shp_task_eye_like},
-    {HC_OPK_SHAPE, shp_infer_shape, shp_task_shape},
-    {HC_OPK_SIZE, shp_infer_size, shp_task_size},
-    {HC_OPK_CAST, shp_infer_cast, shp_task_cast},
-    {HC_OPK_CAST_LIKE, shp_infer_cast_like, shp_task_cast_like},
-    {HC_OPK_CONSTANT, shp_infer_constant, shp_task_constant},
-    {HC_OPK_CONSTANT_OF_SHAPE, shp_infer_constant_of_shape, shp_task_constant_of_shape},
-    {HC_OPK_RANGE, shp_infer_range, shp_task_range},
-    {HC_OPK_IDENTITY, shp_infer_identity, shp_task_identity},
-    {HC_OPK_DROPOUT, shp_infer_dropout, shp_task_dropout},
+    {HC_OPK_RESHAPE, hc_shp_infer_reshape, hc_shp_task_reshape},
+    {HC_OPK_FLATTEN, hc_shp_infer_flatten, hc_shp_task_flatten},
+    {HC_OPK_TRANSPOSE, hc_shp_infer_transpose, hc_shp_task_transpose},
+    {HC_OPK_CONCAT, hc_shp_infer_concat, hc_shp_task_concat},
+    {HC_OPK_SPLIT, hc_shp_infer_split, hc_shp_task_split},
+    {HC_OPK_SLICE, hc_shp_infer_slice, hc_shp_task_slice},
+    {HC_OPK_GATHER, hc_shp_infer_gather, hc_shp_task_gather},
+    {HC_OPK_GATHER_ELEMENTS, hc_shp_infer_gather_elements, hc_shp_task_gather_elements},
+    {HC_OPK_GATHER_ND, hc_shp_infer_gather_nd, hc_shp_task_gather_nd},
+    {HC_OPK_SCATTER_ELEMENTS, hc_shp_infer_scatter_elements, hc_shp_task_scatter_elements},
+    {HC_OPK_SCATTER_ND, hc_shp_infer_scatter_nd, hc_shp_task_scatter_nd},
+    {HC_OPK_SQUEEZE, hc_shp_infer_squeeze, hc_shp_task_squeeze},
+    {HC_OPK_UNSQUEEZE, hc_shp_infer_unsqueeze, hc_shp_task_unsqueeze},
+    {HC_OPK_EXPAND, hc_shp_infer_expand, hc_shp_task_expand},
+    {HC_OPK_TILE, hc_shp_infer_tile, hc_shp_task_tile},
+    {HC_OPK_PAD, hc_shp_infer_pad, hc_shp_task_pad},
+    {HC_OPK_RESIZE, hc_shp_infer_resize, hc_shp_task_resize},
+    {HC_OPK_UPSAMPLE, hc_shp_infer_upsample, hc_shp_task_upsample},
+    {HC_OPK_DEPTH_TO_SPACE, hc_shp_infer_depth_to_space, hc_shp_task_depth_to_space},
+    {HC_OPK_SPACE_TO_DEPTH, hc_shp_infer_space_to_depth, hc_shp_task_space_to_depth},
+    {HC_OPK_TRILU, hc_shp_infer_trilu, hc_shp_task_trilu},
+    {HC_OPK_ONE_HOT, hc_shp_infer_one_hot, hc_shp_task_one_hot},
+    {HC_OPK_EYE_LIKE, hc_shp_infer_eye_like, hc_shp_task_eye_like},
+    {HC_OPK_SHAPE, hc_shp_infer_shape, hc_shp_task_shape},
+    {HC_OPK_SIZE, hc_shp_infer_size, hc_shp_task_size},
+    {HC_OPK_CAST, hc_shp_infer_cast, hc_shp_task_cast},
+    {HC_OPK_CAST_LIKE, hc_shp_infer_cast_like, hc_shp_task_cast_like},
+    {HC_OPK_CONSTANT, hc_shp_infer_constant, hc_shp_task_constant},
+    {HC_OPK_CONSTANT_OF_SHAPE, hc_shp_infer_constant_of_shape, hc_shp_task_constant_of_shape},
+    {HC_OPK_RANGE, hc_shp_infer_range, hc_shp_task_range},
+    {HC_OPK_IDENTITY, hc_shp_infer_identity, hc_shp_task_identity},
+    {HC_OPK_DROPOUT, hc_shp_infer_dropout, hc_shp_task_dropout},
     {0},
 };
 
 /* ---- errors and inputs ---------------------------------------------------------- */
 
-hc_tensor *shp_in(const hc_node *n, int i) {
+hc_tensor *hc_shp_in(const hc_node *n, int i) {
     return i >= 0 && i < n->ninputs ? n->inputs[i] : NULL;
 }
 
-bool shp_in_empty(const hc_node *n, int i) {
-    const hc_tensor *t = shp_in(n, i);
+bool hc_shp_in_empty(const hc_node *n, int i) {
+    const hc_tensor *t = hc_shp_in(n, i);
     return t && t->shape_known && hc_tensor_numel(t) == 0;
 }
 
 static hc_status const_input(const hc_node *n, int i, int max, int64_t *count, hc_error *err) {
-    const hc_tensor *t = shp_in(n, i);
+    const hc_tensor *t = hc_shp_in(n, i);
     HC_ASSERT(t);
     if (!t->data && hc_tensor_numel(t) != 0) return hc_node_need_const(n, i, err);
     *count = hc_tensor_numel(t);
@@ -66,7 +66,7 @@ static hc_status const_input(const hc_node *n, int i, int max, int64_t *count, h
     return HC_OK;
 }
 
-hc_status shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *count,
+hc_status hc_shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *count,
                          hc_error *err) {
     int64_t c = 0;
     hc_status st = const_input(n, i, max, &c, err);
@@ -79,7 +79,7 @@ hc_status shp_const_ints(const hc_node *n, int i, int64_t *out, int max, int *co
     return HC_OK;
 }
 
-hc_status shp_const_doubles(const hc_node *n, int i, double *out, int max, int *count,
+hc_status hc_shp_const_doubles(const hc_node *n, int i, double *out, int max, int *count,
                             hc_error *err) {
     int64_t c = 0;
     hc_status st = const_input(n, i, max, &c, err);
@@ -89,7 +89,7 @@ hc_status shp_const_doubles(const hc_node *n, int i, double *out, int max, int *
     return HC_OK;
 }
 
-hc_dtype shp_onnx_dtype(int64_t code) {
+hc_dtype hc_shp_onnx_dtype(int64_t code) {
     switch (code) {
     case 1: return HC_F32;
     case 2: return HC_U8;
@@ -108,7 +108,7 @@ hc_dtype shp_onnx_dtype(int64_t code) {
     }
 }
 
-hc_status shp_axes(const hc_node *n, const char *what, const int64_t *axes, int count,
+hc_status hc_shp_axes(const hc_node *n, const char *what, const int64_t *axes, int count,
                    int rank, int *out, hc_error *err) {
     bool seen[HC_MAX_DIMS] = {false};
     for (int i = 0; i < count; i++) {
@@ -125,29 +125,29 @@ hc_status shp_axes(const hc_node *n, const char *what, const int64_t *axes, int 
     return HC_OK;
 }
 
-int shp_shape_of(const hc_tensor *t, int64_t *out) {
+int hc_shp_shape_of(const hc_tensor *t, int64_t *out) {
     memcpy(out, t->shape, sizeof(int64_t) * (size_t)t->ndim);
     return t->ndim;
 }
 
 /* ---- task helpers ----------------------------------------------------------------- */
-hc_task *shp_task1(hc_arena *a, const hc_node *n, hc_tnode *out) {
+hc_task *hc_shp_task1(hc_arena *a, const hc_node *n, hc_tnode *out) {
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     return hc_node_task(a, n, count, p, 1, &out);
 }
 
-void shp_make_axes(hc_arena *a, int n, hc_var **axes) {
+void hc_shp_make_axes(hc_arena *a, int n, hc_var **axes) {
     for (int i = 0; i < n; i++) axes[i] = hc_axis(a, hc_arena_printf(a, "i%d", i));
 }
 
-hc_expr *shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim) {
+hc_expr *hc_shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim) {
     hc_expr *i = hc_cast(a, hc_type_scalar(HC_I64), v);
     hc_expr *w = hc_select(a, hc_lt(a, i, hc_int(a, 0)), hc_add(a, i, hc_int(a, dim)), i);
     return hc_min(a, hc_max(a, w, hc_int(a, 0)), hc_int(a, dim > 0 ? dim - 1 : 0));
 }
 
-hc_value shp_num_value(hc_dtype t, double d) {
+hc_value hc_shp_num_value(hc_dtype t, double d) {
     hc_value v = {0};
     if (hc_dtype_is_float(t)) v.f = t == HC_F32 ? (double)(float)d : d;
     else if (t == HC_BOOL) v.i = d != 0;
@@ -156,7 +156,7 @@ hc_value shp_num_value(hc_dtype t, double d) {
     return v;
 }
 
-hc_value shp_int_value(hc_dtype t, int64_t i) {
+hc_value hc_shp_int_value(hc_dtype t, int64_t i) {
     hc_value v = {0};
     if (hc_dtype_is_float(t)) v.f = t == HC_F32 ? (double)(float)i : (double)i;
     else if (t == HC_BOOL) v.i = i != 0;
@@ -165,17 +165,17 @@ hc_value shp_int_value(hc_dtype t, int64_t i) {
     return v;
 }
 
-hc_value *shp_tensor_values(hc_arena *a, const hc_tensor *t, hc_dtype to) {
+hc_value *hc_shp_tensor_values(hc_arena *a, const hc_tensor *t, hc_dtype to) {
     int64_t n = hc_tensor_numel(t);
     hc_value *v = HC_NEW_ARRAY(a, hc_value, n > 0 ? n : 1);
     if (n > 0 && !hc_dtype_is_float(t->dtype)) {
         /* integers exactly: int64 values beyond 2^53 do not survive a double */
         int64_t *iv = HC_NEW_ARRAY(a, int64_t, n);
         HC_ASSERT(hc_tensor_const_ints(t, iv, n) == n);
-        for (int64_t i = 0; i < n; i++) v[i] = shp_int_value(to, iv[i]);
+        for (int64_t i = 0; i < n; i++) v[i] = hc_shp_int_value(to, iv[i]);
         return v;
     }
-    for (int64_t i = 0; i < n; i++) v[i] = shp_num_value(to, hc_tensor_const_at(t, i));
+    for (int64_t i = 0; i < n; i++) v[i] = hc_shp_num_value(to, hc_tensor_const_at(t, i));
     return v;
 }
 
@@ -187,13 +187,13 @@ static hc_expr *table_rec(hc_arena *a, hc_dtype t, int64_t lo, int64_t hi, const
                      table_rec(a, t, mid, hi, vals, flat));
 }
 
-hc_expr *shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const hc_value *vals,
+hc_expr *hc_shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const hc_value *vals,
                          hc_expr *flat) {
     if (n <= 0) return hc_const_num(a, t, 0);
     return table_rec(a, t, 0, n, vals, flat);
 }
 
-hc_expr *shp_flat_index(hc_arena *a, int ndim, const int64_t *shape, hc_var *const *axes) {
+hc_expr *hc_shp_flat_index(hc_arena *a, int ndim, const int64_t *shape, hc_var *const *axes) {
     hc_expr *flat = hc_int(a, 0);
     for (int d = 0; d < ndim; d++)
         flat = hc_add(a, hc_mul(a, flat, hc_int(a, shape[d])), hc_ref(a, axes[d]));

@@ -17,11 +17,11 @@ static const char *out_name(const hc_node *n) { return n->outputs[0]->name; }
 static hc_task *table_task(hc_arena *a, const hc_node *n, const hc_value *vals) {
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
-    hc_expr *flat = shp_flat_index(a, o->ndim, o->shape, ax);
-    hc_expr *v = shp_const_table(a, o->dtype, hc_tensor_numel(o), vals, flat);
+    hc_shp_make_axes(a, o->ndim, ax);
+    hc_expr *flat = hc_shp_flat_index(a, o->ndim, o->shape, ax);
+    hc_expr *v = hc_shp_const_table(a, o->dtype, hc_tensor_numel(o), vals, flat);
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, v);
-    return shp_task1(a, n, y);
+    return hc_shp_task1(a, n, y);
 }
 
 /* ---- Shape / Size --------------------------------------------------------------------- */
@@ -35,7 +35,7 @@ static void shape_range(const hc_node *n, int64_t *start, int64_t *end) {
     *end = HC_MIN(HC_MAX(*end, *start), r);
 }
 
-hc_status shp_infer_shape(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_shape(hc_node *n, hc_error *err) {
     (void)err;
     int64_t start, end;
     shape_range(n, &start, &end);
@@ -44,36 +44,36 @@ hc_status shp_infer_shape(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_shape(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_shape(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int64_t start, end;
     hc_value vals[HC_MAX_DIMS];
     shape_range(n, &start, &end);
     for (int64_t d = start; d < end; d++)
-        vals[d - start] = shp_int_value(HC_I64, n->inputs[0]->shape[d]);
+        vals[d - start] = hc_shp_int_value(HC_I64, n->inputs[0]->shape[d]);
     return table_task(a, n, vals);
 }
 
-hc_status shp_infer_size(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_size(hc_node *n, hc_error *err) {
     (void)err;
     hc_node_set_output(n, 0, HC_I64, 0, NULL);
     return HC_OK;
 }
 
-hc_task *shp_task_size(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_size(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), 0, NULL, NULL,
                                        hc_int(a, hc_tensor_numel(n->inputs[0])));
-    return shp_task1(a, n, y);
+    return hc_shp_task1(a, n, y);
 }
 
 /* ---- Cast / CastLike -------------------------------------------------------------------- */
-hc_status shp_infer_cast(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_cast(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     if (!hc_node_attr(n, "to"))
         return hc_node_fail(n, HC_ERR_INVALID, err, "attribute to is missing");
     int64_t code = hc_node_attr_int(n, "to", 1);
-    hc_dtype t = shp_onnx_dtype(code);
+    hc_dtype t = hc_shp_onnx_dtype(code);
     if (t == HC_DTYPE_COUNT)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "cast to ONNX type %lld (%s) is not "
                         "supported", (long long)code, code == 8 ? "string" : "not numeric");
@@ -102,7 +102,7 @@ static hc_task *cast_task(hc_arena *a, const hc_node *n) {
     hc_tnode *y;
     if (to == HC_BF16 && (p[0]->dtype == HC_F32 || p[0]->dtype == HC_F64)) {
         hc_var *ax[HC_MAX_DIMS];
-        shp_make_axes(a, p[0]->ndim, ax);
+        hc_shp_make_axes(a, p[0]->ndim, ax);
         y = hc_compute_with_axes(a, out_name(n), p[0]->ndim, p[0]->shape, ax,
                                  truncate_to_bf16(a, hc_at_axes(a, p[0], ax)));
     } else {
@@ -111,19 +111,19 @@ static hc_task *cast_task(hc_arena *a, const hc_node *n) {
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
-hc_task *shp_task_cast(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_cast(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     return cast_task(a, n);
 }
 
-hc_status shp_infer_cast_like(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_cast_like(hc_node *n, hc_error *err) {
     (void)err;
     const hc_tensor *x = n->inputs[0];
     hc_node_set_output(n, 0, n->inputs[1]->dtype, x->ndim, x->shape);
     return HC_OK;
 }
 
-hc_task *shp_task_cast_like(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_cast_like(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     return cast_task(a, n);
 }
@@ -132,7 +132,7 @@ hc_task *shp_task_cast_like(hc_arena *a, const hc_node *n, hc_error *err) {
 static const char *const unsupported_values[] = {"sparse_value", "value_string",
                                                  "value_strings"};
 
-hc_status shp_infer_constant(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_constant(hc_node *n, hc_error *err) {
     const hc_attr *at;
     for (size_t i = 0; i < HC_ARRAY_LEN(unsupported_values); i++)
         if (hc_node_attr(n, unsupported_values[i]))
@@ -160,7 +160,7 @@ hc_status shp_infer_constant(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_constant(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_constant(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_attr *at;
     int64_t len = hc_tensor_numel(n->outputs[0]);
     hc_dtype t = n->outputs[0]->dtype;
@@ -170,15 +170,15 @@ hc_task *shp_task_constant(hc_arena *a, const hc_node *n, hc_error *err) {
             hc_node_fail(n, HC_ERR_INVALID, err, "value has no data");
             return NULL;
         }
-        vals = shp_tensor_values(a, at->t, t);
+        vals = hc_shp_tensor_values(a, at->t, t);
     } else if ((at = hc_node_attr(n, "value_float"))) {
-        vals[0] = shp_num_value(t, at->f);
+        vals[0] = hc_shp_num_value(t, at->f);
     } else if ((at = hc_node_attr(n, "value_int"))) {
-        vals[0] = shp_int_value(t, at->i);
+        vals[0] = hc_shp_int_value(t, at->i);
     } else if ((at = hc_node_attr(n, "value_floats"))) {
-        for (int64_t i = 0; i < len; i++) vals[i] = shp_num_value(t, at->floats[i]);
+        for (int64_t i = 0; i < len; i++) vals[i] = hc_shp_num_value(t, at->floats[i]);
     } else if ((at = hc_node_attr(n, "value_ints"))) {
-        for (int64_t i = 0; i < len; i++) vals[i] = shp_int_value(t, at->ints[i]);
+        for (int64_t i = 0; i < len; i++) vals[i] = hc_shp_int_value(t, at->ints[i]);
     }
     return table_task(a, n, vals);
 }
@@ -194,12 +194,12 @@ static hc_status cos_value(const hc_node *n, hc_dtype *t, double *v, hc_error *e
     return HC_OK;
 }
 
-hc_status shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
     int64_t s[SHP_MAX_VALUES];
     int cnt;
     hc_dtype t;
     double v;
-    hc_status st = shp_const_ints(n, 0, s, HC_MAX_DIMS, &cnt, err);
+    hc_status st = hc_shp_const_ints(n, 0, s, HC_MAX_DIMS, &cnt, err);
     if (st || (st = cos_value(n, &t, &v, err))) return st;
     for (int d = 0; d < cnt; d++)
         if (s[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "shape[%d] is negative", d);
@@ -207,24 +207,24 @@ hc_status shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_constant_of_shape(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_constant_of_shape(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_dtype t;
     double v;
     if (cos_value(n, &t, &v, err)) return NULL;
     const hc_tensor *o = n->outputs[0];
     const hc_attr *at = hc_node_attr(n, "value");
-    hc_value c = at ? shp_tensor_values(a, at->t, t)[0] : shp_num_value(t, 0);
+    hc_value c = at ? hc_shp_tensor_values(a, at->t, t)[0] : hc_shp_num_value(t, 0);
     hc_var *ax[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, hc_const(a, t, c));
-    return shp_task1(a, n, y);
+    return hc_shp_task1(a, n, y);
 }
 
 /* ---- Range ---------------------------------------------------------------------------- */
 static hc_status range_args(const hc_node *n, double *v, int64_t *len, hc_error *err) {
     for (int i = 0; i < 3; i++) {
         int cnt;
-        hc_status st = shp_const_doubles(n, i, &v[i], 1, &cnt, err);
+        hc_status st = hc_shp_const_doubles(n, i, &v[i], 1, &cnt, err);
         if (st) return st;
         if (cnt != 1) return hc_node_fail(n, HC_ERR_INVALID, err, "input %d must be a scalar", i);
         if (n->inputs[i]->dtype != n->inputs[0]->dtype)
@@ -240,7 +240,7 @@ static hc_status range_args(const hc_node *n, double *v, int64_t *len, hc_error 
     return HC_OK;
 }
 
-hc_status shp_infer_range(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_range(hc_node *n, hc_error *err) {
     double v[3];
     int64_t len;
     hc_status st = range_args(n, v, &len, err);
@@ -249,16 +249,16 @@ hc_status shp_infer_range(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_range(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_range(hc_arena *a, const hc_node *n, hc_error *err) {
     double v[3];
     int64_t len;
     if (range_args(n, v, &len, err)) return NULL;
     hc_dtype t = n->outputs[0]->dtype;
     hc_var *ax[1];
-    shp_make_axes(a, 1, ax);
+    hc_shp_make_axes(a, 1, ax);
     /* start + i * delta, evaluated in the output type like the ONNX reference */
     hc_expr *i = hc_cast(a, hc_type_scalar(t), hc_ref(a, ax[0]));
     hc_expr *val = hc_add(a, hc_const_num(a, t, v[0]), hc_mul(a, i, hc_const_num(a, t, v[2])));
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), 1, &len, ax, val);
-    return shp_task1(a, n, y);
+    return hc_shp_task1(a, n, y);
 }

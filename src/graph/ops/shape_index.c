@@ -24,11 +24,11 @@ static hc_status check_indices(const hc_node *n, int i, hc_error *err) {
 
 static hc_status get_axis(const hc_node *n, int rank, int *axis, hc_error *err) {
     int64_t ax = hc_node_attr_int(n, "axis", 0);
-    return shp_axes(n, "axis", &ax, 1, rank, axis, err);
+    return hc_shp_axes(n, "axis", &ax, 1, rank, axis, err);
 }
 
 /* ---- Gather --------------------------------------------------------------------------- */
-hc_status shp_infer_gather(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_gather(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1];
     int axis;
     hc_status st = check_indices(n, 1, err);
@@ -46,7 +46,7 @@ hc_status shp_infer_gather(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_gather(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_gather(hc_arena *a, const hc_node *n, hc_error *err) {
     int count, axis;
     if (get_axis(n, n->inputs[0]->ndim, &axis, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
@@ -54,19 +54,19 @@ hc_task *shp_task_gather(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[HC_MAX_DIMS];
     hc_expr *xi[HC_MAX_DIMS], *ii[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     for (int d = 0; d < ind->ndim; d++) ii[d] = hc_ref(a, ax[axis + d]);
     for (int d = 0; d < x->ndim; d++) {
         if (d < axis) xi[d] = hc_ref(a, ax[d]);
         else if (d > axis) xi[d] = hc_ref(a, ax[d - 1 + ind->ndim]);
     }
-    xi[axis] = shp_wrap_index(a, hc_at(a, ind, ii), x->shape[axis]);
+    xi[axis] = hc_shp_wrap_index(a, hc_at(a, ind, ii), x->shape[axis]);
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, hc_at(a, x, xi));
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
 /* ---- GatherElements ------------------------------------------------------------------- */
-hc_status shp_infer_gather_elements(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_gather_elements(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1];
     int axis;
     hc_status st = check_indices(n, 1, err);
@@ -78,17 +78,17 @@ hc_status shp_infer_gather_elements(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_gather_elements(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_gather_elements(hc_arena *a, const hc_node *n, hc_error *err) {
     int count, axis;
     if (get_axis(n, n->inputs[0]->ndim, &axis, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tnode *x = p[0], *ind = p[1];
     hc_var *ax[HC_MAX_DIMS];
     hc_expr *xi[HC_MAX_DIMS];
-    shp_make_axes(a, ind->ndim, ax);
+    hc_shp_make_axes(a, ind->ndim, ax);
     for (int d = 0; d < x->ndim; d++)
         xi[d] = hc_min(a, hc_ref(a, ax[d]), hc_int(a, x->shape[d] - 1));
-    xi[axis] = shp_wrap_index(a, hc_at_axes(a, ind, ax), x->shape[axis]);
+    xi[axis] = hc_shp_wrap_index(a, hc_at_axes(a, ind, ax), x->shape[axis]);
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), ind->ndim, ind->shape, ax,
                                        hc_at(a, x, xi));
     return hc_node_task(a, n, count, p, 1, &y);
@@ -116,7 +116,7 @@ static hc_status gather_nd_args(const hc_node *n, int *b, int *k, hc_error *err)
     return HC_OK;
 }
 
-hc_status shp_infer_gather_nd(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_gather_nd(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1];
     int b, k;
     hc_status st = gather_nd_args(n, &b, &k, err);
@@ -131,7 +131,7 @@ hc_status shp_infer_gather_nd(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_gather_nd(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_gather_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     int b, k, count;
     if (gather_nd_args(n, &b, &k, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
@@ -140,12 +140,12 @@ hc_task *shp_task_gather_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     int q = ind->ndim;
     hc_var *ax[HC_MAX_DIMS];
     hc_expr *xi[HC_MAX_DIMS], *ii[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     for (int d = 0; d < q - 1; d++) ii[d] = hc_ref(a, ax[d]);
     for (int d = 0; d < b; d++) xi[d] = hc_ref(a, ax[d]);
     for (int t = 0; t < k; t++) {
         ii[q - 1] = hc_int(a, t);
-        xi[b + t] = shp_wrap_index(a, hc_at(a, ind, ii), x->shape[b + t]);
+        xi[b + t] = hc_shp_wrap_index(a, hc_at(a, ind, ii), x->shape[b + t]);
     }
     for (int d = b + k; d < x->ndim; d++) xi[d] = hc_ref(a, ax[q - 1 + d - b - k]);
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, hc_at(a, x, xi));
@@ -192,7 +192,7 @@ static hc_task *scatter_task(hc_arena *a, const hc_node *n, scatter_red red, int
         hc_tnode *l = hc_compute_with_axes(a, hc_arena_printf(a, "%s_last", o->name), o->ndim,
                                            o->shape, ax, last);
         hc_var *ax2[HC_MAX_DIMS];
-        shp_make_axes(a, o->ndim, ax2);
+        hc_shp_make_axes(a, o->ndim, ax2);
         hc_expr *lv = hc_at_axes(a, l, ax2);
         hc_expr *v = hc_select(a, hc_le(a, hc_int(a, 0), lv), s->at(a, lv, ax2, s->ctx),
                                hc_at_axes(a, x, ax2));
@@ -224,7 +224,7 @@ static hc_status scatter_check(const hc_node *n, hc_error *err) {
     return scatter_reduction(n, &r, err);
 }
 
-hc_status shp_infer_scatter_elements(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_scatter_elements(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1], *u = n->inputs[2];
     int axis;
     hc_status st = scatter_check(n, err);
@@ -255,7 +255,7 @@ static hc_expr *se_at(hc_arena *a, hc_expr *pos, hc_var *const *axes, const void
     return hc_at(a, c->u, idx);
 }
 
-hc_task *shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *err) {
     int count, axis;
     scatter_red red = RED_NONE;
     if (get_axis(n, n->inputs[0]->ndim, &axis, err) || scatter_reduction(n, &red, err))
@@ -265,7 +265,7 @@ hc_task *shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *err)
     hc_var *ax[HC_MAX_DIMS], *r = hc_axis(a, "r0");
     hc_expr *ui[HC_MAX_DIMS], *inside = hc_bool(a, true);
     int64_t ext = u->shape[axis];
-    shp_make_axes(a, x->ndim, ax);
+    hc_shp_make_axes(a, x->ndim, ax);
     /* update i (axis index r) lands on the element with i[axis] = indices[i], when the
      * element's other indices lie inside updates */
     for (int d = 0; d < x->ndim; d++) {
@@ -274,7 +274,7 @@ hc_task *shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *err)
             inside = hc_and(a, inside, hc_lt(a, hc_ref(a, ax[d]), hc_int(a, u->shape[d])));
     }
     ui[axis] = hc_ref(a, r);
-    hc_expr *target = shp_wrap_index(a, hc_at(a, ind, ui), x->shape[axis]);
+    hc_expr *target = hc_shp_wrap_index(a, hc_at(a, ind, ui), x->shape[axis]);
     se_ctx c = {u, axis};
     scatter_spec s = {
         .nr = 1, .rv = &r, .ext = &ext,
@@ -284,7 +284,7 @@ hc_task *shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *err)
     return scatter_task(a, n, red, count, p, ax, &s);
 }
 
-hc_status shp_infer_scatter_nd(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_scatter_nd(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1], *u = n->inputs[2];
     hc_status st = scatter_check(n, err);
     if (st) return st;
@@ -321,7 +321,7 @@ static hc_expr *snd_at(hc_arena *a, hc_expr *pos, hc_var *const *axes, const voi
     return hc_at(a, c->u, idx);
 }
 
-hc_task *shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     int count;
     scatter_red red = RED_NONE;
     if (scatter_reduction(n, &red, err)) return NULL;
@@ -331,7 +331,7 @@ hc_task *shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_var *ax[HC_MAX_DIMS], *rv[HC_MAX_DIMS];
     int64_t ext[HC_MAX_DIMS];
     hc_expr *ii[HC_MAX_DIMS], *ui[HC_MAX_DIMS], *match = NULL;
-    shp_make_axes(a, x->ndim, ax);
+    hc_shp_make_axes(a, x->ndim, ax);
     /* reduce over the update positions (one dummy position when indices is 1-d) */
     int nr = nb > 0 ? nb : 1;
     for (int d = 0; d < nr; d++) {
@@ -341,7 +341,7 @@ hc_task *shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     for (int d = 0; d < nb; d++) ii[d] = ui[d] = hc_ref(a, rv[d]);
     for (int t = 0; t < k; t++) {
         ii[q - 1] = hc_int(a, t);
-        hc_expr *eq = hc_eq(a, shp_wrap_index(a, hc_at(a, ind, ii), x->shape[t]),
+        hc_expr *eq = hc_eq(a, hc_shp_wrap_index(a, hc_at(a, ind, ii), x->shape[t]),
                             hc_ref(a, ax[t]));
         match = match ? hc_and(a, match, eq) : eq;
     }
@@ -349,7 +349,7 @@ hc_task *shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     snd_ctx c = {u, nb, k};
     scatter_spec s = {
         .nr = nr, .rv = rv, .ext = ext, .match = match, .upd = hc_at(a, u, ui),
-        .flat = nb > 0 ? shp_flat_index(a, nb, ind->shape, rv) : hc_int(a, 0),
+        .flat = nb > 0 ? hc_shp_flat_index(a, nb, ind->shape, rv) : hc_int(a, 0),
         .at = snd_at, .ctx = &c,
     };
     return scatter_task(a, n, red, count, p, ax, &s);
@@ -361,14 +361,14 @@ static hc_status trilu_k(const hc_node *n, int64_t *k, hc_error *err) {
     if (n->inputs[0]->ndim < 2)
         return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected >= 2",
                         n->inputs[0]->ndim);
-    if (!shp_in(n, 1) || shp_in_empty(n, 1)) return HC_OK;
+    if (!hc_shp_in(n, 1) || hc_shp_in_empty(n, 1)) return HC_OK;
     int cnt;
-    hc_status st = shp_const_ints(n, 1, k, 1, &cnt, err);
+    hc_status st = hc_shp_const_ints(n, 1, k, 1, &cnt, err);
     if (!st && cnt != 1) return hc_node_fail(n, HC_ERR_INVALID, err, "k must be a scalar");
     return st;
 }
 
-hc_status shp_infer_trilu(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_trilu(hc_node *n, hc_error *err) {
     int64_t k;
     hc_status st = trilu_k(n, &k, err);
     if (st) return st;
@@ -377,7 +377,7 @@ hc_status shp_infer_trilu(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_trilu(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_trilu(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t k;
     int count;
     if (trilu_k(n, &k, err)) return NULL;
@@ -385,7 +385,7 @@ hc_task *shp_task_trilu(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tnode *x = p[0];
     hc_var *ax[HC_MAX_DIMS];
-    shp_make_axes(a, x->ndim, ax);
+    hc_shp_make_axes(a, x->ndim, ax);
     /* keep (i, j) when j - i >= k (upper) or j - i <= k (lower) */
     hc_expr *diff = hc_sub(a, hc_ref(a, ax[x->ndim - 1]), hc_ref(a, ax[x->ndim - 2]));
     hc_expr *keep = upper ? hc_le(a, hc_int(a, k), diff) : hc_le(a, diff, hc_int(a, k));
@@ -399,7 +399,7 @@ static hc_status one_hot_args(const hc_node *n, int64_t *depth, int *axis, hc_er
     const hc_tensor *ind = n->inputs[0], *vals = n->inputs[2];
     double d;
     int cnt;
-    hc_status st = shp_const_doubles(n, 1, &d, 1, &cnt, err);
+    hc_status st = hc_shp_const_doubles(n, 1, &d, 1, &cnt, err);
     if (st) return st;
     if (cnt != 1 || d < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "depth must be one value >= 1");
@@ -409,10 +409,10 @@ static hc_status one_hot_args(const hc_node *n, int64_t *depth, int *axis, hc_er
     if (ind->ndim + 1 > HC_MAX_DIMS)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output rank exceeds %d", HC_MAX_DIMS);
     int64_t ax = hc_node_attr_int(n, "axis", -1);
-    return shp_axes(n, "axis", &ax, 1, ind->ndim + 1, axis, err);
+    return hc_shp_axes(n, "axis", &ax, 1, ind->ndim + 1, axis, err);
 }
 
-hc_status shp_infer_one_hot(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_one_hot(hc_node *n, hc_error *err) {
     int64_t depth, s[HC_MAX_DIMS];
     int axis;
     hc_status st = one_hot_args(n, &depth, &axis, err);
@@ -423,7 +423,7 @@ hc_status shp_infer_one_hot(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_one_hot(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_one_hot(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t depth;
     int axis, count;
     if (one_hot_args(n, &depth, &axis, err)) return NULL;
@@ -432,7 +432,7 @@ hc_task *shp_task_one_hot(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[HC_MAX_DIMS];
     hc_expr *ii[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     for (int d = 0, k = 0; d < o->ndim; d++)
         if (d != axis) ii[k++] = hc_ref(a, ax[d]);
     /* indices may be any numeric type; negative ones count from depth */
@@ -446,14 +446,14 @@ hc_task *shp_task_one_hot(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- EyeLike -------------------------------------------------------------------------- */
-hc_status shp_infer_eye_like(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_eye_like(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     if (x->ndim != 2)
         return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected 2", x->ndim);
     hc_dtype t = x->dtype;
     if (hc_node_attr(n, "dtype")) {
         int64_t code = hc_node_attr_int(n, "dtype", 1);
-        if ((t = shp_onnx_dtype(code)) == HC_DTYPE_COUNT)
+        if ((t = hc_shp_onnx_dtype(code)) == HC_DTYPE_COUNT)
             return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "dtype %lld is not supported",
                             (long long)code);
     }
@@ -461,14 +461,14 @@ hc_status shp_infer_eye_like(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_eye_like(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_eye_like(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
     int64_t k = hc_node_attr_int(n, "k", 0);
     hc_var *ax[2];
-    shp_make_axes(a, 2, ax);
+    hc_shp_make_axes(a, 2, ax);
     hc_expr *on = hc_eq(a, hc_sub(a, hc_ref(a, ax[1]), hc_ref(a, ax[0])), hc_int(a, k));
     hc_expr *v = hc_select(a, on, hc_const_num(a, o->dtype, 1), hc_const_num(a, o->dtype, 0));
     hc_tnode *y = hc_compute_with_axes(a, o->name, 2, o->shape, ax, v);

@@ -31,12 +31,12 @@ static hc_task *reshape_task(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- Reshape ----------------------------------------------------------------------- */
-hc_status shp_infer_reshape(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_reshape(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    if (!shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "the shape input is missing");
+    if (!hc_shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "the shape input is missing");
     int64_t s[SHP_MAX_VALUES];
     int cnt;
-    hc_status st = shp_const_ints(n, 1, s, HC_MAX_DIMS, &cnt, err);
+    hc_status st = hc_shp_const_ints(n, 1, s, HC_MAX_DIMS, &cnt, err);
     if (st) return st;
     bool allowzero = hc_node_attr_int(n, "allowzero", 0) != 0;
     int infer_at = -1;
@@ -72,12 +72,12 @@ hc_status shp_infer_reshape(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_reshape(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_reshape(hc_arena *a, const hc_node *n, hc_error *err) {
     return reshape_task(a, n, err);
 }
 
 /* ---- Flatten ----------------------------------------------------------------------- */
-hc_status shp_infer_flatten(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_flatten(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t axis = hc_node_attr_int(n, "axis", 1);
     if (axis < 0) axis += x->ndim;
@@ -90,7 +90,7 @@ hc_status shp_infer_flatten(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_flatten(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_flatten(hc_arena *a, const hc_node *n, hc_error *err) {
     return reshape_task(a, n, err);
 }
 
@@ -106,11 +106,11 @@ static hc_status axes_arg(const hc_node *n, int64_t *axes, int *count, hc_error 
         if (*count > 0) memcpy(axes, v, sizeof(int64_t) * (size_t)*count);
         return HC_OK;
     }
-    if (!shp_in(n, 1)) return HC_OK;
-    return shp_const_ints(n, 1, axes, SHP_MAX_VALUES, count, err);
+    if (!hc_shp_in(n, 1)) return HC_OK;
+    return hc_shp_const_ints(n, 1, axes, SHP_MAX_VALUES, count, err);
 }
 
-hc_status shp_infer_squeeze(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_squeeze(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t axes[SHP_MAX_VALUES], s[HC_MAX_DIMS];
     int cnt, ax[HC_MAX_DIMS], on = 0;
@@ -118,7 +118,7 @@ hc_status shp_infer_squeeze(hc_node *n, hc_error *err) {
     hc_status st = axes_arg(n, axes, &cnt, err);
     if (st) return st;
     if (cnt > x->ndim) return hc_node_fail(n, HC_ERR_INVALID, err, "more axes than dimensions");
-    if (cnt > 0 && (st = shp_axes(n, "axes", axes, cnt, x->ndim, ax, err))) return st;
+    if (cnt > 0 && (st = hc_shp_axes(n, "axes", axes, cnt, x->ndim, ax, err))) return st;
     for (int i = 0; i < cnt; i++) {
         if (x->shape[ax[i]] != 1)
             return hc_node_fail(n, HC_ERR_INVALID, err, "axis %d has size %lld, not 1", ax[i],
@@ -131,11 +131,11 @@ hc_status shp_infer_squeeze(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_squeeze(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_squeeze(hc_arena *a, const hc_node *n, hc_error *err) {
     return reshape_task(a, n, err);
 }
 
-hc_status shp_infer_unsqueeze(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_unsqueeze(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t axes[SHP_MAX_VALUES], s[HC_MAX_DIMS];
     int cnt, ax[HC_MAX_DIMS];
@@ -147,14 +147,14 @@ hc_status shp_infer_unsqueeze(hc_node *n, hc_error *err) {
     if (on > HC_MAX_DIMS)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output rank %d exceeds %d", on,
                             HC_MAX_DIMS);
-    if ((st = shp_axes(n, "axes", axes, cnt, on, ax, err))) return st;
+    if ((st = hc_shp_axes(n, "axes", axes, cnt, on, ax, err))) return st;
     for (int i = 0; i < cnt; i++) ins[ax[i]] = true;
     for (int d = 0, k = 0; d < on; d++) s[d] = ins[d] ? 1 : x->shape[k++];
     hc_node_set_output(n, 0, x->dtype, on, s);
     return HC_OK;
 }
 
-hc_task *shp_task_unsqueeze(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_unsqueeze(hc_arena *a, const hc_node *n, hc_error *err) {
     return reshape_task(a, n, err);
 }
 
@@ -170,10 +170,10 @@ static hc_status transpose_perm(const hc_node *n, int *perm, hc_error *err) {
     if (cnt != x->ndim)
         return hc_node_fail(n, HC_ERR_INVALID, err, "perm has %d values, expected %d", cnt,
                             x->ndim);
-    return shp_axes(n, "perm", p, cnt, x->ndim, perm, err);
+    return hc_shp_axes(n, "perm", p, cnt, x->ndim, perm, err);
 }
 
-hc_status shp_infer_transpose(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_transpose(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int perm[HC_MAX_DIMS];
     int64_t s[HC_MAX_DIMS];
@@ -184,7 +184,7 @@ hc_status shp_infer_transpose(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_transpose(hc_arena *a, const hc_node *n, hc_error *err) {
     int perm[HC_MAX_DIMS];
     int count;
     if (transpose_perm(n, perm, err)) return NULL;
@@ -199,16 +199,16 @@ static hc_status concat_axis(const hc_node *n, int *axis, hc_error *err) {
     if (!x) return hc_node_fail(n, HC_ERR_INVALID, err, "the first input is missing");
     if (!hc_node_attr(n, "axis")) return hc_node_fail(n, HC_ERR_INVALID, err, "axis is missing");
     int64_t ax = hc_node_attr_int(n, "axis", 0);
-    return shp_axes(n, "axis", &ax, 1, x->ndim, axis, err);
+    return hc_shp_axes(n, "axis", &ax, 1, x->ndim, axis, err);
 }
 
-hc_status shp_infer_concat(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_concat(hc_node *n, hc_error *err) {
     int axis;
     hc_status st = concat_axis(n, &axis, err);
     if (st) return st;
     const hc_tensor *x = n->inputs[0];
     int64_t s[HC_MAX_DIMS];
-    shp_shape_of(x, s);
+    hc_shp_shape_of(x, s);
     s[axis] = 0;
     for (int i = 0; i < n->ninputs; i++) {
         const hc_tensor *t = n->inputs[i];
@@ -246,7 +246,7 @@ static hc_expr *concat_tree(hc_arena *a, const concat_ctx *c, int lo, int hi) {
     return hc_select(a, left, concat_tree(a, c, lo, mid), concat_tree(a, c, mid, hi));
 }
 
-hc_task *shp_task_concat(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_concat(hc_arena *a, const hc_node *n, hc_error *err) {
     int axis, count;
     if (concat_axis(n, &axis, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
@@ -254,7 +254,7 @@ hc_task *shp_task_concat(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t *off = HC_NEW_ARRAY(a, int64_t, count + 1);
     for (int i = 0; i < count; i++) off[i + 1] = off[i] + p[i]->shape[axis];
     hc_var *ax[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     concat_ctx c = {p, off, ax, axis};
     hc_tnode *y = hc_compute_with_axes(a, out_name(n, 0), o->ndim, o->shape, ax,
                                        concat_tree(a, &c, 0, count));
@@ -265,15 +265,15 @@ hc_task *shp_task_concat(hc_arena *a, const hc_node *n, hc_error *err) {
 static hc_status split_sizes(const hc_node *n, int *axis, int64_t *sizes, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t ax = hc_node_attr_int(n, "axis", 0);
-    hc_status st = shp_axes(n, "axis", &ax, 1, x->ndim, axis, err);
+    hc_status st = hc_shp_axes(n, "axis", &ax, 1, x->ndim, axis, err);
     if (st) return st;
     int cnt = 0;
     if (n->opset < 13) {
         const int64_t *v = hc_node_attr_ints(n, "split", &cnt);
         if (cnt > SHP_MAX_VALUES) return hc_node_fail(n, HC_ERR_INVALID, err, "split too long");
         if (cnt) memcpy(sizes, v, sizeof(int64_t) * (size_t)cnt);
-    } else if (shp_in(n, 1) && !shp_in_empty(n, 1)) {
-        if ((st = shp_const_ints(n, 1, sizes, SHP_MAX_VALUES, &cnt, err))) return st;
+    } else if (hc_shp_in(n, 1) && !hc_shp_in_empty(n, 1)) {
+        if ((st = hc_shp_const_ints(n, 1, sizes, SHP_MAX_VALUES, &cnt, err))) return st;
     }
     int64_t dim = x->shape[*axis], total = 0;
     if (cnt == 0) {
@@ -297,7 +297,7 @@ static hc_status split_sizes(const hc_node *n, int *axis, int64_t *sizes, hc_err
     return HC_OK;
 }
 
-hc_status shp_infer_split(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_split(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int axis;
     int64_t sizes[SHP_MAX_VALUES], s[HC_MAX_DIMS];
@@ -305,7 +305,7 @@ hc_status shp_infer_split(hc_node *n, hc_error *err) {
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "more than %d outputs", SHP_MAX_VALUES);
     hc_status st = split_sizes(n, &axis, sizes, err);
     if (st) return st;
-    shp_shape_of(x, s);
+    hc_shp_shape_of(x, s);
     for (int i = 0; i < n->noutputs; i++) {
         s[axis] = sizes[i];
         if (n->outputs[i]) hc_node_set_output(n, i, x->dtype, x->ndim, s);
@@ -313,7 +313,7 @@ hc_status shp_infer_split(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_split(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_split(hc_arena *a, const hc_node *n, hc_error *err) {
     int axis, count, nout = 0;
     int64_t sizes[SHP_MAX_VALUES], starts[HC_MAX_DIMS] = {0}, steps[HC_MAX_DIMS];
     if (split_sizes(n, &axis, sizes, err)) return NULL;
@@ -355,13 +355,13 @@ static hc_status slice_read(const hc_node *n, slice_args *s, hc_error *err) {
         return HC_OK;
     }
     hc_status st;
-    if (!shp_in(n, 1) || !shp_in(n, 2))
+    if (!hc_shp_in(n, 1) || !hc_shp_in(n, 2))
         return hc_node_fail(n, HC_ERR_INVALID, err, "starts or ends input is missing");
-    if ((st = shp_const_ints(n, 1, s->starts, SHP_MAX_VALUES, &s->ns, err))) return st;
-    if ((st = shp_const_ints(n, 2, s->ends, SHP_MAX_VALUES, &s->ne, err))) return st;
-    if (shp_in(n, 3) && (st = shp_const_ints(n, 3, s->axes, SHP_MAX_VALUES, &s->na, err)))
+    if ((st = hc_shp_const_ints(n, 1, s->starts, SHP_MAX_VALUES, &s->ns, err))) return st;
+    if ((st = hc_shp_const_ints(n, 2, s->ends, SHP_MAX_VALUES, &s->ne, err))) return st;
+    if (hc_shp_in(n, 3) && (st = hc_shp_const_ints(n, 3, s->axes, SHP_MAX_VALUES, &s->na, err)))
         return st;
-    if (shp_in(n, 4) && (st = shp_const_ints(n, 4, s->steps, SHP_MAX_VALUES, &s->nst, err)))
+    if (hc_shp_in(n, 4) && (st = hc_shp_const_ints(n, 4, s->steps, SHP_MAX_VALUES, &s->nst, err)))
         return st;
     return HC_OK;
 }
@@ -382,7 +382,7 @@ static hc_status slice_params(const hc_node *n, int64_t *start, int64_t *step, i
     int ax[SHP_MAX_VALUES];
     if (s.ns > x->ndim) return hc_node_fail(n, HC_ERR_INVALID, err, "more starts than dimensions");
     for (int i = 0; i < s.ns; i++) ax[i] = i;
-    if (s.na >= 0 && (st = shp_axes(n, "axes", s.axes, s.na, x->ndim, ax, err))) return st;
+    if (s.na >= 0 && (st = hc_shp_axes(n, "axes", s.axes, s.na, x->ndim, ax, err))) return st;
     for (int i = 0; i < s.ns; i++) {
         int d = ax[i];
         int64_t dim = x->shape[d], k = s.nst >= 0 ? s.steps[i] : 1;
@@ -404,7 +404,7 @@ static hc_status slice_params(const hc_node *n, int64_t *start, int64_t *step, i
     return HC_OK;
 }
 
-hc_status shp_infer_slice(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_slice(hc_node *n, hc_error *err) {
     int64_t start[HC_MAX_DIMS], step[HC_MAX_DIMS], len[HC_MAX_DIMS];
     hc_status st = slice_params(n, start, step, len, err);
     if (st) return st;
@@ -412,7 +412,7 @@ hc_status shp_infer_slice(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_slice(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_slice(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t start[HC_MAX_DIMS], step[HC_MAX_DIMS], len[HC_MAX_DIMS];
     int count;
     if (slice_params(n, start, step, len, err)) return NULL;
@@ -426,7 +426,7 @@ static hc_status expand_shape(const hc_node *n, int *nd, int64_t *out, hc_error 
     int64_t s[SHP_MAX_VALUES];
     int cnt;
     const hc_tensor *x = n->inputs[0];
-    hc_status st = shp_const_ints(n, 1, s, HC_MAX_DIMS, &cnt, err);
+    hc_status st = hc_shp_const_ints(n, 1, s, HC_MAX_DIMS, &cnt, err);
     if (st) return st;
     hc_error e2 = {0};
     if (hc_broadcast_shape(x->ndim, x->shape, cnt, s, nd, out, &e2))
@@ -434,7 +434,7 @@ static hc_status expand_shape(const hc_node *n, int *nd, int64_t *out, hc_error 
     return HC_OK;
 }
 
-hc_status shp_infer_expand(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_expand(hc_node *n, hc_error *err) {
     int nd;
     int64_t s[HC_MAX_DIMS];
     hc_status st = expand_shape(n, &nd, s, err);
@@ -443,7 +443,7 @@ hc_status shp_infer_expand(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_expand(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_expand(hc_arena *a, const hc_node *n, hc_error *err) {
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
@@ -452,11 +452,11 @@ hc_task *shp_task_expand(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- Tile ----------------------------------------------------------------------------- */
-hc_status shp_infer_tile(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_tile(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t r[SHP_MAX_VALUES], s[HC_MAX_DIMS];
     int cnt;
-    hc_status st = shp_const_ints(n, 1, r, HC_MAX_DIMS, &cnt, err);
+    hc_status st = hc_shp_const_ints(n, 1, r, HC_MAX_DIMS, &cnt, err);
     if (st) return st;
     if (cnt != x->ndim)
         return hc_node_fail(n, HC_ERR_INVALID, err, "repeats has %d values, expected %d", cnt,
@@ -469,14 +469,14 @@ hc_status shp_infer_tile(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_tile(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_tile(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[HC_MAX_DIMS];
     hc_expr *idx[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     for (int d = 0; d < o->ndim; d++)
         idx[d] = p[0]->shape[d] == o->shape[d] ? hc_ref(a, ax[d])
                                                : hc_mod(a, hc_ref(a, ax[d]),
@@ -506,13 +506,14 @@ static hc_status pad_args(const hc_node *n, int64_t *pads, double *value, pad_mo
         if (cnt == 2 * x->ndim) memcpy(pads, v, sizeof(int64_t) * (size_t)cnt);
         *value = hc_node_attr_float(n, "value", 0);
     } else {
-        if (!shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "the pads input is missing");
-        if ((st = shp_const_ints(n, 1, pads, SHP_MAX_VALUES, &cnt, err))) return st;
-        if (shp_in(n, 3))
+        if (!hc_shp_in(n, 1))
+            return hc_node_fail(n, HC_ERR_INVALID, err, "the pads input is missing");
+        if ((st = hc_shp_const_ints(n, 1, pads, SHP_MAX_VALUES, &cnt, err))) return st;
+        if (hc_shp_in(n, 3))
             return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "the axes input is not supported");
-        if (shp_in(n, 2) && !shp_in_empty(n, 2)) {
+        if (hc_shp_in(n, 2) && !hc_shp_in_empty(n, 2)) {
             int vc;
-            if ((st = shp_const_doubles(n, 2, value, 1, &vc, err))) return st;
+            if ((st = hc_shp_const_doubles(n, 2, value, 1, &vc, err))) return st;
         }
     }
     if (cnt != 2 * x->ndim)
@@ -521,7 +522,7 @@ static hc_status pad_args(const hc_node *n, int64_t *pads, double *value, pad_mo
     return HC_OK;
 }
 
-hc_status shp_infer_pad(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_pad(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t pads[SHP_MAX_VALUES], s[HC_MAX_DIMS];
     double v;
@@ -549,7 +550,7 @@ static hc_expr *pad_index(hc_arena *a, hc_expr *p, int64_t len, pad_mode mode) {
     return hc_select(a, hc_lt(a, q, hc_int(a, len)), q, hc_sub(a, per, q));
 }
 
-hc_task *shp_task_pad(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_pad(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t pads[SHP_MAX_VALUES];
     double v;
     pad_mode mode;
@@ -565,7 +566,7 @@ hc_task *shp_task_pad(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[HC_MAX_DIMS];
     hc_expr *idx[HC_MAX_DIMS];
-    shp_make_axes(a, o->ndim, ax);
+    hc_shp_make_axes(a, o->ndim, ax);
     for (int d = 0; d < x->ndim; d++) {
         hc_expr *pos = hc_sub(a, hc_ref(a, ax[d]), hc_int(a, pads[d]));
         bool inside = pads[d] <= 0 && pads[d + x->ndim] <= 0;
@@ -595,7 +596,7 @@ static hc_status d2s_mode(const hc_node *n, bool *crd, hc_error *err) {
     return HC_OK;
 }
 
-hc_status shp_infer_depth_to_space(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_depth_to_space(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t b = 1;
     bool crd;
@@ -609,7 +610,7 @@ hc_status shp_infer_depth_to_space(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t b = 1;
     bool crd;
     int count;
@@ -617,7 +618,7 @@ hc_task *shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[4];
-    shp_make_axes(a, 4, ax);
+    hc_shp_make_axes(a, 4, ax);
     hc_expr *B = hc_int(a, b), *i = hc_mod(a, hc_ref(a, ax[2]), B);
     hc_expr *j = hc_mod(a, hc_ref(a, ax[3]), B), *c = hc_ref(a, ax[1]);
     hc_expr *ij = hc_add(a, hc_mul(a, i, B), j);
@@ -630,7 +631,7 @@ hc_task *shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
-hc_status shp_infer_space_to_depth(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_space_to_depth(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t b = 1;
     hc_status st = block_args(n, &b, err);
@@ -643,14 +644,14 @@ hc_status shp_infer_space_to_depth(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_space_to_depth(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_space_to_depth(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t b = 1;
     int count;
     if (block_args(n, &b, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[4];
-    shp_make_axes(a, 4, ax);
+    hc_shp_make_axes(a, 4, ax);
     /* output channel = (i * b + j) * C + c */
     hc_expr *C = hc_int(a, p[0]->shape[1]), *B = hc_int(a, b), *oc = hc_ref(a, ax[1]);
     hc_expr *ij = hc_div(a, oc, C);
@@ -664,7 +665,7 @@ hc_task *shp_task_space_to_depth(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- Identity / Dropout ------------------------------------------------------------- */
-hc_status shp_infer_identity(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_identity(hc_node *n, hc_error *err) {
     (void)err;
     const hc_tensor *x = n->inputs[0];
     hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
@@ -673,11 +674,11 @@ hc_status shp_infer_identity(hc_node *n, hc_error *err) {
 
 static hc_tnode *copy_of(hc_arena *a, const char *name, const hc_tnode *x) {
     hc_var *ax[HC_MAX_DIMS];
-    shp_make_axes(a, x->ndim, ax);
+    hc_shp_make_axes(a, x->ndim, ax);
     return hc_compute_with_axes(a, name, x->ndim, x->shape, ax, hc_at_axes(a, x, ax));
 }
 
-hc_task *shp_task_identity(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_identity(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
@@ -685,18 +686,18 @@ hc_task *shp_task_identity(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
-hc_status shp_infer_dropout(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_dropout(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
-    if (n->opset >= 12 && shp_in(n, 2)) {
+    if (n->opset >= 12 && hc_shp_in(n, 2)) {
         double train = 0;
         int cnt;
-        hc_status st = shp_const_doubles(n, 2, &train, 1, &cnt, err);
+        hc_status st = hc_shp_const_doubles(n, 2, &train, 1, &cnt, err);
         if (st) return st;
         /* training with ratio 0 drops nothing: still the identity */
         double ratio = 0.5;
         int rc = 0;
-        if (cnt == 1 && train != 0 && shp_in(n, 1) &&
-            (st = shp_const_doubles(n, 1, &ratio, 1, &rc, err)))
+        if (cnt == 1 && train != 0 && hc_shp_in(n, 1) &&
+            (st = hc_shp_const_doubles(n, 1, &ratio, 1, &rc, err)))
             return st;
         if (cnt == 1 && train != 0 && !(rc == 1 && ratio == 0))
             return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode is true with a "
@@ -709,7 +710,7 @@ hc_status shp_infer_dropout(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_task *shp_task_dropout(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_dropout(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
     int count, nout = 0;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count), *outs[2];
@@ -717,7 +718,7 @@ hc_task *shp_task_dropout(hc_arena *a, const hc_node *n, hc_error *err) {
     if (n->noutputs > 1 && n->outputs[1]) {
         const hc_tensor *m = n->outputs[1];
         hc_var *ax[HC_MAX_DIMS];
-        shp_make_axes(a, m->ndim, ax);
+        hc_shp_make_axes(a, m->ndim, ax);
         outs[nout++] = hc_compute_with_axes(a, m->name, m->ndim, m->shape, ax,
                                             hc_const_num(a, m->dtype, 1));
     }

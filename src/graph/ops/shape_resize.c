@@ -94,13 +94,13 @@ static hc_status sizes_from(const hc_node *n, resize_cfg *c, int scales_in, int 
     int64_t sz[SHP_MAX_VALUES];
     int cnt;
     hc_status st;
-    bool have_scales = scales_in >= 0 && shp_in(n, scales_in) && !shp_in_empty(n, scales_in);
-    bool have_sizes = sizes_in >= 0 && shp_in(n, sizes_in) && !shp_in_empty(n, sizes_in);
+    bool have_scales = scales_in >= 0 && hc_shp_in(n, scales_in) && !hc_shp_in_empty(n, scales_in);
+    bool have_sizes = sizes_in >= 0 && hc_shp_in(n, sizes_in) && !hc_shp_in_empty(n, sizes_in);
     if (have_scales == have_sizes)
         return hc_node_fail(n, HC_ERR_INVALID, err,
                             "exactly one of scales and sizes must be given");
     if (have_sizes) {
-        if ((st = shp_const_ints(n, sizes_in, sz, SHP_MAX_VALUES, &cnt, err))) return st;
+        if ((st = hc_shp_const_ints(n, sizes_in, sz, SHP_MAX_VALUES, &cnt, err))) return st;
         if (cnt != x->ndim)
             return hc_node_fail(n, HC_ERR_INVALID, err, "sizes has %d values, expected %d", cnt,
                             x->ndim);
@@ -111,7 +111,7 @@ static hc_status sizes_from(const hc_node *n, resize_cfg *c, int scales_in, int 
         }
         return HC_OK;
     }
-    if ((st = shp_const_doubles(n, scales_in, sc, SHP_MAX_VALUES, &cnt, err))) return st;
+    if ((st = hc_shp_const_doubles(n, scales_in, sc, SHP_MAX_VALUES, &cnt, err))) return st;
     if (cnt != x->ndim)
         return hc_node_fail(n, HC_ERR_INVALID, err, "scales has %d values, expected %d", cnt,
                         x->ndim);
@@ -144,8 +144,8 @@ static hc_status resize_cfg_of(const hc_node *n, resize_cfg *c, hc_error *err) {
     if (n->opset < 11) return sizes_from(n, c, 1, -1, err);
     if (c->coord == CM_TF_CROP_AND_RESIZE) {
         int cnt;
-        if (!shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "roi is missing");
-        if ((st = shp_const_doubles(n, 1, c->roi, 2 * HC_MAX_DIMS, &cnt, err))) return st;
+        if (!hc_shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "roi is missing");
+        if ((st = hc_shp_const_doubles(n, 1, c->roi, 2 * HC_MAX_DIMS, &cnt, err))) return st;
         if (cnt != 2 * c->ndim)
             return hc_node_fail(n, HC_ERR_INVALID, err, "roi has %d values, expected %d", cnt,
                             2 * c->ndim);
@@ -153,7 +153,7 @@ static hc_status resize_cfg_of(const hc_node *n, resize_cfg *c, hc_error *err) {
     return sizes_from(n, c, 2, 3, err);
 }
 
-hc_status shp_infer_resize(hc_node *n, hc_error *err) {
+hc_status hc_shp_infer_resize(hc_node *n, hc_error *err) {
     resize_cfg c;
     hc_status st = resize_cfg_of(n, &c, err);
     if (st) return st;
@@ -161,7 +161,7 @@ hc_status shp_infer_resize(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-hc_status shp_infer_upsample(hc_node *n, hc_error *err) { return shp_infer_resize(n, err); }
+hc_status hc_shp_infer_upsample(hc_node *n, hc_error *err) { return hc_shp_infer_resize(n, err); }
 
 /* ---- the Task ------------------------------------------------------------------------- */
 /* Source coordinate (f64) of output index i along dim d. */
@@ -310,7 +310,7 @@ static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
     taps t[HC_MAX_DIMS];
     bool resized[HC_MAX_DIMS];
     int combos = 1;
-    shp_make_axes(a, c.ndim, ax);
+    hc_shp_make_axes(a, c.ndim, ax);
     for (int d = 0; d < c.ndim; d++) {
         resized[d] = c.out[d] != x->shape[d] || c.scale[d] != 1.0 ||
                      c.coord == CM_TF_CROP_AND_RESIZE;
@@ -343,10 +343,10 @@ static hc_task *resize_task(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
-hc_task *shp_task_resize(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_resize(hc_arena *a, const hc_node *n, hc_error *err) {
     return resize_task(a, n, err);
 }
 
-hc_task *shp_task_upsample(hc_arena *a, const hc_node *n, hc_error *err) {
+hc_task *hc_shp_task_upsample(hc_arena *a, const hc_node *n, hc_error *err) {
     return resize_task(a, n, err);
 }

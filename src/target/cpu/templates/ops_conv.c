@@ -8,14 +8,16 @@
 /* The template's shape for a 2-D f32 Conv; false for anything else (the auto-scheduler).
  * Group-1 convs reach it only where src/passes/lower.c keeps them (direct_pays). */
 static bool direct_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
-    const hc_tensor *x = nn_in(n, 0), *wt = nn_in(n, 1), *b = nn_in(n, 2), *y = n->outputs[0];
+    const hc_tensor *x = hc_nn_in(n, 0), *wt = hc_nn_in(n, 1), *b = hc_nn_in(n, 2),
+                    *y = n->outputs[0];
     if (n->op != HC_OPK_CONV || !x || !wt || !y || !y->shape_known || x->ndim != 4 ||
         x->dtype != HC_F32 || wt->dtype != HC_F32 || (b && b->dtype != HC_F32))
         return false;
-    nn_window w;
+    hc_nn_window w;
     int64_t cg, mg, m;
     hc_error e = {0};
-    if (nn_conv_geometry(n, false, &w, &cg, &mg, &m, &e) || nn_window_forward(n, &w, false, &e))
+    if (hc_nn_conv_geometry(n, false, &w, &cg, &mg, &m, &e) ||
+        hc_nn_window_forward(n, &w, false, &e))
         return false;
     *s = (hc_conv_dw_shape){
         .n = x->shape[0], .c = x->shape[1], .h = x->shape[2], .w = x->shape[3],

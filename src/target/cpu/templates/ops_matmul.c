@@ -72,9 +72,9 @@ static hc_stmt *rebind_stmt(hc_mutator *m, hc_stmt *s) {
 
 /* The template shape for this MatMul, or false when the template does not fit. */
 static bool mm_template_shape(const hc_node *n, hc_matmul_shape *s) {
-    nn_mm_dims d;
-    const hc_tensor *A = nn_in(n, 0), *B = nn_in(n, 1);
-    if (nn_matmul_dims(n, &d, NULL) || A->dtype != HC_F32 || d.a_vec || d.b_vec) return false;
+    hc_nn_mm_dims d;
+    const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1);
+    if (hc_nn_matmul_dims(n, &d, NULL) || A->dtype != HC_F32 || d.a_vec || d.b_vec) return false;
     int64_t batch = 1, a_batch = 1, b_batch = 1;
     for (int i = 0; i < d.nb; i++) batch *= d.batch[i];
     for (int i = 0; i < A->ndim - 2; i++) a_batch *= A->shape[i];
@@ -112,7 +112,7 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
     cfg->pre_a = opts && (opts->prepacked & 1u);
     cfg->pre_b = opts && (opts->prepacked & 2u);
     /* the template's batch index selects nothing in an A shared by every batch */
-    cfg->a_shared = s->batch > 1 && hc_tensor_numel(nn_in(n, 0)) == s->m * s->k;
+    cfg->a_shared = s->batch > 1 && hc_tensor_numel(hc_nn_in(n, 0)) == s->m * s->k;
     return true;
 }
 
@@ -121,7 +121,7 @@ static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const h
     hc_matmul_shape s;
     hc_matmul_config cfg;
     if ((input != 0 && input != 1) || !mm_template_shape(n, &s) ||
-        nn_in(n, input)->dtype != HC_F32)
+        hc_nn_in(n, input)->dtype != HC_F32)
         return 0;
     hc_sched_opts o = opts ? *opts : (hc_sched_opts){0};
     o.prepacked = 1u << input;

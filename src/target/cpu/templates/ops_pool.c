@@ -14,13 +14,13 @@ static hc_func *schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
                           hc_error *err) {
     (void)opts;
     (void)err;
-    const hc_tensor *x = nn_in(n, 0), *y = n->outputs[0];
-    if (!x || x->ndim != 5 || x->dtype != HC_F32 || t->noutputs != 1 || nn_out_present(n, 1) ||
+    const hc_tensor *x = hc_nn_in(n, 0), *y = n->outputs[0];
+    if (!x || x->ndim != 5 || x->dtype != HC_F32 || t->noutputs != 1 || hc_nn_out_present(n, 1) ||
         x->shape[4] != hc_target_f32_lanes(target))
         return NULL;
-    nn_window w;
+    hc_nn_window w;
     hc_error e = {0};
-    if (nn_pool_window(n, &w, &e) != HC_OK) return NULL;
+    if (hc_nn_pool_window(n, &w, &e) != HC_OK) return NULL;
     if (w.kernel[2] != 1 || w.stride[2] != 1 || w.dilation[2] != 1 || w.pad_begin[2] != 0 ||
         w.pad_end[2] != 0 || w.out[2] != x->shape[4] || y->shape[2] != w.out[0] ||
         y->shape[3] != w.out[1])
