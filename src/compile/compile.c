@@ -21,13 +21,13 @@ static void dump_func(hc_stage st, const hc_func *f) {
 /* A program leaving a stage: printed when it is the stage asked for, verified under
  * HIDETC_VERIFY (a program that fails is a compiler bug: an assert names it). */
 static void observe_stage(void *ctx, hc_stage st, const hc_func *f) {
-    const hc_model *m = ctx;
+    hc_model *m = ctx;
     if (m->opt.dump_stage == st) dump_func(st, f);
     if (m->opt.verify) {
         hc_error e = {0};
         if (hc_verify_func(f, false, &e) != HC_OK)
-            HC_ASSERT_MSG(0, hc_arena_printf((hc_arena *)&m->arena, "after stage %s: %s",
-                                             hc_stage_name(st), e.msg));
+            HC_ASSERT_MSG(0, hc_arena_printf(&m->arena, "after stage %s: %s", hc_stage_name(st),
+                                             e.msg));
     }
 }
 
