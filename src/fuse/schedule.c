@@ -49,8 +49,8 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
     }
     if (f) {
         f->name = fname;
-        if (single) observe(&o, HC_STAGE_SCHEDULED, f);
-        observe(&o, HC_STAGE_FUSED, f); /* a composed task: scheduled with its fusion */
+        observe(&o, HC_STAGE_SCHEDULED, f); /* a composed task is scheduled fused */
+        observe(&o, HC_STAGE_FUSED, f);
     }
     return f;
 }
