@@ -1,4 +1,4 @@
-/* test_conv_dw.c — the grouped / depthwise conv template (src/sched/templates/conv_dw_cpu.c)
+/* test_conv_dw.c — the grouped / depthwise conv template (src/target/cpu/templates/conv_dw_cpu.c)
  * through Conv's schedule hooks: every candidate of levels 0..2, and explicit thread
  * counts, compiled with the JIT and checked against the reference interpreter on awkward
  * shapes (1x1, primes, tails, strides, dilation, asymmetric pads, multipliers, batches);

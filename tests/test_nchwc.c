@@ -1,5 +1,5 @@
 /* test_nchwc.c — the channel-blocked layout NCHW{b}c (docs/nchwc.md):
- *  1. the CONV_NCHWC template (src/sched/templates/conv_nchwc_cpu.c) through the op's
+ *  1. the CONV_NCHWC template (src/target/cpu/templates/conv_nchwc_cpu.c) through the op's
  *     schedule hook, every candidate of levels 0 and 1 and an even sample of level 2, plus
  *     hand-made configs (threads 1, 2, 3, row tiles, output-channel chunks, wide and narrow
  *     tiles), dense and depthwise, compiled with the JIT and checked against the reference

@@ -9,7 +9,7 @@
  * Two levels share these nodes:
  *  - task level (src/task): compute definitions; expressions may contain
  *    HC_E_TENSOR_ACCESS (an element of a task tensor node) and HC_E_REDUCE;
- *  - program level (src/sched and later): loads/stores of buffers (tensor- or
+ *  - program level (src/target and later): loads/stores of buffers (tensor- or
  *    pointer-typed variables), loops, mappings. The verifier rejects task-level nodes in
  *    programs.
  *

@@ -201,7 +201,7 @@ static hc_tensor *lower_conv_winograd(lower_ctx *c, const int64_t *pads) {
     return out;
 }
 
-/* ---- Conv kept for the direct template (src/sched/templates/conv_dw_cpu.c) ---------- */
+/* ---- Conv kept for the direct template (src/target/cpu/templates/conv_dw_cpu.c) ---------- */
 /* 2-D f32 with constant weights: the direct template reads the input in place (one
  * zero-padded, stride-deinterleaved copy of the rows per item) and computes mb output
  * channels x rb rows x nv vectors per register block. */

@@ -1,5 +1,5 @@
 /* conv_nchwc_cpu.c — the CPU fp32 template for 2-D convolution in NCHW{b}c
- * (src/sched/conv_nchwc.h, docs/nchwc.md).
+ * (src/target/cpu/templates/conv_nchwc.h, docs/nchwc.md).
  *
  *   for t in [0, T) parallel:
  *     for (ti) in spatial(T) on t:                     one scratch per thread (padding only)

@@ -56,10 +56,10 @@ typedef struct hc_matmul_config {
  * t->caps.num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
 /* The default's loop order rule: rows first where K is short and the thread's B block
- * fits in half of L2 (src/sched/templates/matmul_cpu.c has the measurements). */
+ * fits in half of L2 (src/target/cpu/templates/matmul_cpu.c has the measurements). */
 bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t);
-/* The hardware-centric schedule space (src/sched/templates/matmul_space.c): configs
+/* The hardware-centric schedule space (src/target/cpu/templates/matmul_space.c): configs
  * built from the target's vector width, register count, L1/L2/L3 sizes and core count,
  * filtered by validity rules and deduplicated after clipping to the shape. level 0: the
  * default config alone; 1: a small space; 2: the full space. Candidate 0 is always

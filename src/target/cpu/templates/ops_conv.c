@@ -4,7 +4,7 @@
 #include "target/cpu/templates/registry.h"
 #include "target/cpu/templates/select.h"
 
-/* ---- the direct conv template (src/sched/templates/conv_dw_cpu.c) -------------------- */
+/* ---- the direct conv template ------------------------------------------------------ */
 /* The template's shape for a 2-D f32 Conv; false for anything else (the auto-scheduler).
  * Group-1 convs reach it only where src/passes/lower.c keeps them (direct_pays). */
 static bool direct_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
@@ -37,8 +37,8 @@ static int space_conv(const hc_node *n, const hc_target *target, int level) {
 }
 
 static hc_func *schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
-                          const hc_target *target, const char *fname,
-                          const hc_sched_opts *opts, hc_error *err) {
+                              const hc_target *target, const char *fname, const hc_sched_opts *opts,
+                              hc_error *err) {
     hc_conv_dw_shape s;
     if (!direct_template_shape(n, &s) || t->ninputs != (s.bias ? 3 : 2) || t->noutputs != 1)
         return NULL;

@@ -117,7 +117,7 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
 }
 
 static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
-                          int input, const void *src, void *dst) {
+                              int input, const void *src, void *dst) {
     hc_matmul_shape s;
     hc_matmul_config cfg;
     if ((input != 0 && input != 1) || !mm_template_shape(n, &s) ||
@@ -131,8 +131,8 @@ static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const h
 }
 
 static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
-                            const hc_target *target, const char *fname,
-                            const hc_sched_opts *opts, hc_error *err) {
+                                const hc_target *target, const char *fname,
+                                const hc_sched_opts *opts, hc_error *err) {
     hc_matmul_shape s;
     hc_matmul_config cfg;
     if (!mm_template_shape(n, &s) || t->ninputs != 2 || t->noutputs != 1) return NULL;

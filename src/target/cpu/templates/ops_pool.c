@@ -4,14 +4,14 @@
 #include "target/cpu/templates/pool_nchwc.h"
 #include "target/cpu/templates/registry.h"
 
-/* ---- the channel-blocked template (src/sched/templates/pool_nchwc_cpu.c) ---------------- */
+/* ---- the channel-blocked template (src/target/cpu/templates/pool_nchwc_cpu.c) ---------------- */
 /* MAX_POOL_NCHWC / AVERAGE_POOL_NCHWC: MaxPool / AveragePool (same attributes, same
  * Tasks) of a 3-D f32 pool over [n, cb, h, w, b] whose window is 1 along the block (made
  * by the layout pass, docs/nchwc.md), with b the target's lanes; NULL otherwise (the
  * auto-scheduler). */
 static hc_func *schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
-                          const hc_target *target, const char *fname, const hc_sched_opts *opts,
-                          hc_error *err) {
+                              const hc_target *target, const char *fname, const hc_sched_opts *opts,
+                              hc_error *err) {
     (void)opts;
     (void)err;
     const hc_tensor *x = hc_nn_in(n, 0), *y = n->outputs[0];

@@ -1,7 +1,7 @@
 /* pool_nchwc.h — the CPU template for MaxPool / AveragePool on the channel-blocked layout
  * (docs/nchwc.md): the layout pass turns a 2-D pool of NCHW{b}c data into a 3-D pool with
  * a window of 1 along the block, which this template computes with the channels on the
- * vector lanes (src/sched/templates/pool_nchwc_cpu.c).
+ * vector lanes (src/target/cpu/templates/pool_nchwc_cpu.c).
  *
  *   X [n, cb, h, w, b] -> Y [n, cb, oh, ow, b]
  *   max: the largest X in the window (positions outside X skipped; -inf if none)
