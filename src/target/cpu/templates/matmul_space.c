@@ -35,7 +35,7 @@
 #define LEVEL1_MAX 8
 #define LEVEL2_MAX 32
 /* Taller tiles compile slower (the micro-kernel is fully unrolled) and GCC gains
- * nothing past 8 rows on Zen 4 (sched/templates/matmul_cpu.c). */
+ * nothing past 8 rows on Zen 4 (templates/matmul_cpu.c). */
 #define MAX_TILE_ROWS 16
 /* How much of L1 the B micro-panel (kc x nr floats) fills; the default uses 1.5. */
 static const double KC_L1_FRACTIONS[] = {1.5, 0.5};
