@@ -321,7 +321,7 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
 /* ---- weight pre-packing (after tuning) ---------------------------------------- */
 /* A templated kernel whose anchor reads a constant weight directly (not through a
  * prologue, and nowhere else in the group) gets that weight packed once, here, in the
- * layout its template's config reads (hc_op_def.prepack): the kernel is rescheduled with
+ * layout its template's config reads (hc_template.prepack): the kernel is rescheduled with
  * opts.prepacked and reads a new constant instead, so it packs nothing per call. The
  * original stays in the graph (other kernels may read it); a compiled model file keeps
  * only the constants its kernels read. */

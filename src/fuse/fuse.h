@@ -13,7 +13,7 @@
  * Groups run in an order that respects their data dependencies.
  *
  * Scheduling a group (schedule.c):
- *   - an anchor with a template (hc_op_def.schedule) is scheduled alone, with
+ *   - an anchor with a template (hc_target_template) is scheduled alone, with
  *     write_once outputs when it has an epilogue; then its program is rewritten
  *     (rewrite.c): loads of a prologued input become the prologue expression (inside the
  *     template's packing routines too), stores of the anchor's output become stores of

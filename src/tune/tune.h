@@ -1,6 +1,6 @@
 /* tune.h — the tuner (DESIGN.md, "JIT, cache, tuning").
  *
- * A template declares a schedule space per node (hc_op_def.space); every candidate is a
+ * A template declares a schedule space per node (hc_template.space); every candidate is a
  * complete program with the same parameters. The tuner compiles all candidates of one
  * task into one shared object (parallel compiler jobs), benchmarks each on the task's
  * real shapes (warm-up, then the median of timed runs) and keeps the fastest. Records

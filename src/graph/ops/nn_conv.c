@@ -1,7 +1,7 @@
 /* nn_conv.c — Conv and ConvTranspose as direct reduce definitions. The graph passes
  * lower group-1 convolutions to Im2Col + MatMul; these tasks are the oracle. Grouped and
- * depthwise 2-D f32 convolutions are scheduled by the conv_dw template through Conv's
- * schedule hook (hc_nn_schedule_conv, at the end). */
+ * depthwise 2-D f32 convolutions are scheduled by the CPU target's conv_dw template
+ * (src/target/cpu/templates/ops_conv.c). */
 #include <stdlib.h>
 #include <string.h>
 
