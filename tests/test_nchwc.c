@@ -1007,6 +1007,16 @@ static void test_wino_fallbacks(void) {
  * machine, 2 cores with 2 MiB L2 each: 4 MiB) with enough whole tiles; on the blocked
  * path F(4x4) also takes the 3x3 convs the direct template would (32 -> 64), unless F(2x2)
  * is forced or Winograd is off; the layout pass then makes tile-4 Winograd ops. */
+/* A 3x3 pad-1 Conv of x [n, c, hw, hw] with k filters, alone in a new graph *g. */
+static hc_node *tile_rule_conv(hc_graph **g, int64_t n, int64_t c, int64_t hw, int64_t k,
+                               hc_error *err) {
+    *g = hc_graph_new("tile_rule", 17);
+    hc_tensor *x = hc_graph_add_input(*g, "x", HC_F32, 4, (int64_t[]){n, c, hw, hw});
+    hc_tensor *w = hc_graph_constant(*g, "w", HC_F32, 4, (int64_t[]){k, c, 3, 3}, NULL);
+    hc_attr at[1] = {INTS("pads", 1, 1, 1, 1)};
+    return one_node(*g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 1, at, err);
+}
+
 static void test_wino_tile_rule(void) {
     static const struct {
         int64_t n, c, k, hw;
@@ -1031,14 +1041,8 @@ static void test_wino_tile_rule(void) {
         hc_target_cpu_describe(host->caps.isa, 2, 48 << 10, 2 << 20, 105 << 20);
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
         hc_error err = {0};
-        hc_graph *g = hc_graph_new("tile_rule", 17);
-        int64_t hw = cases[i].hw;
-        hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4,
-                                          (int64_t[]){cases[i].n, cases[i].c, hw, hw});
-        hc_tensor *w = hc_graph_constant(g, "w", HC_F32, 4,
-                                         (int64_t[]){cases[i].k, cases[i].c, 3, 3}, NULL);
-        hc_attr at[1] = {INTS("pads", 1, 1, 1, 1)};
-        hc_node *n = one_node(g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 1, at, &err);
+        hc_graph *g;
+        hc_node *n = tile_rule_conv(&g, cases[i].n, cases[i].c, cases[i].hw, cases[i].k, &err);
         CHECK_MSG(n != NULL, "tile rule case %zu: %s", i, err.msg);
         if (!n) {
             hc_graph_free(g);
@@ -1092,14 +1096,9 @@ static void test_wino_tile_rule(void) {
     for (size_t mi = 0; mi < HC_ARRAY_LEN(machines); mi++)
         for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
             hc_error err = {0};
-            hc_graph *g = hc_graph_new("tile_rule", 17);
-            int64_t hw = cases[i].hw;
-            hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4,
-                                              (int64_t[]){cases[i].n, cases[i].c, hw, hw});
-            hc_tensor *w = hc_graph_constant(g, "w", HC_F32, 4,
-                                             (int64_t[]){cases[i].k, cases[i].c, 3, 3}, NULL);
-            hc_attr at[1] = {INTS("pads", 1, 1, 1, 1)};
-            hc_node *n = one_node(g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 1, at, &err);
+            hc_graph *g;
+            hc_node *n =
+                tile_rule_conv(&g, cases[i].n, cases[i].c, cases[i].hw, cases[i].k, &err);
             CHECK_MSG(n != NULL, "%s, case %zu: %s", machines[mi].name, i, err.msg);
             hc_optimize_options o = {.target = &machines[mi].t, .nchwc_block = (int)b,
                                      .nchwc_small_pixels = -1};
