@@ -68,6 +68,7 @@ typedef enum hidetc_status {
     HIDETC_ERR_COMPILE = 3,     /* the system C compiler failed */
     HIDETC_ERR_UNSUPPORTED = 4, /* valid input that hidetc does not handle */
     HIDETC_ERR_NOMEM = 5,
+    HIDETC_ERR_DEVICE = 6,      /* a GPU call failed (launch, copy, device memory) */
 } hidetc_status;
 
 /* "0.1.0" */

@@ -143,10 +143,10 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         }
         /* inspect only schedules; the others build and run kernels */
         if (!runnable && strcmp(cmd, "inspect") != 0) {
-            fprintf(stderr, "hidetc %s: target '%s' cannot run on this CPU (it has %s); "
+            fprintf(stderr, "hidetc %s: target '%s' cannot run here (%s); "
                     "`hidetc inspect --target %s --dump-ir source` and `hidetc kernel ... "
                     "--target %s --print-source` emit its code\n", cmd, val,
-                    hc_isa_name(hc_target_default()->caps.isa), val, val);
+                    hc_target_why_not_runnable(co->target), val, val);
             return -1;
         }
         return 2;

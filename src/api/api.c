@@ -7,6 +7,7 @@
 #include "target/cpu/templates/matmul.h"
 
 _Static_assert((int)HIDETC_ERR_NOMEM == (int)HC_ERR_NOMEM, "status codes match");
+_Static_assert((int)HIDETC_ERR_DEVICE == (int)HC_ERR_DEVICE, "status codes match");
 
 static _Thread_local char last_error[4096];
 

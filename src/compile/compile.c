@@ -272,6 +272,14 @@ static hc_status settle_options(hc_model *m, const hc_compile_options *opt, hc_e
     if (!m->opt.dump_stage && dump && *dump) m->opt.dump_stage = hc_stage_parse(dump);
     if (verify && !strcmp(verify, "1")) m->opt.verify = true;
     if (!m->opt.paths.target) m->opt.paths.target = m->target;
+    if (m->target->kind == HC_TARGET_GPU) {
+        /* the GPU targets have templates for neither the channel-blocked layout, nor
+         * Winograd, nor the direct conv: their convs are im2col + the matmul template
+         * (the im2col a prologue), grouped convs are auto-scheduled (docs/gpu.md) */
+        m->opt.paths.no_nchwc = m->opt.paths.no_winograd = m->opt.paths.no_direct = true;
+        m->opt.paths.force_winograd = m->opt.paths.force_direct = false;
+        m->num_threads = 1;
+    }
     int lanes = hc_target_f32_lanes(m->target); /* docs/nchwc.md */
     if (m->opt.paths.no_nchwc) m->opt.paths.nchwc_block = 0;
     else if (m->opt.paths.nchwc_block == 0) m->opt.paths.nchwc_block = lanes;
@@ -309,9 +317,13 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
         hc_model_free(m);
         return st;
     }
-    if (!m->opt.schedule_only) {
-        hc_rt_prepare_args(m);
-        if (m->verbose) hc_rt_report_plan(m);
+    if (st == HC_OK && !m->opt.schedule_only) {
+        st = hc_rt_prepare_args(m, err);
+        if (st == HC_OK && m->verbose) hc_rt_report_plan(m);
+    }
+    if (st != HC_OK) {
+        hc_model_free(m);
+        return st;
     }
     *out = m;
     return HC_OK;

@@ -65,6 +65,7 @@ typedef enum hc_status {
     HC_ERR_COMPILE = 3,     /* the system compiler failed */
     HC_ERR_UNSUPPORTED = 4, /* valid input that we do not handle (yet) */
     HC_ERR_NOMEM = 5,
+    HC_ERR_DEVICE = 6,      /* a GPU call failed (launch, copy, out of device memory) */
 } hc_status;
 
 /* An error carries a status and a message; functions that can fail on bad input take a

@@ -528,6 +528,10 @@ struct hc_func {
     /* CUDA launch configuration (HC_FN_CUDA_KERNEL); NULL entries mean 1. */
     hc_expr *grid_dim[3], *block_dim[3];
     int shared_bytes; /* dynamic shared memory */
+    /* GPU stage kernels (the GPU target's lowering): the program this kernel is stage
+     * `stage` of; its last `nscratch` params are the program's scratch tensors. */
+    const char *program;
+    int stage, nscratch;
 };
 
 struct hc_module {

@@ -237,10 +237,109 @@ static void *bind_arg(hc_model *m, const hc_tensor *t, void **slot) {
     hc_unreachable();
 }
 
-void hc_rt_prepare_args(hc_model *m) {
+/* ---- device memory ------------------------------------------------------------------ */
+#define DEV_ALIGN 256 /* every device buffer starts on a 256-byte boundary (CUDA's own) */
+
+static size_t dev_round(size_t n) { return (n + DEV_ALIGN - 1) / DEV_ALIGN * DEV_ALIGN; }
+
+static hc_status dev_nomem(const char *what, size_t bytes, hc_error *err) {
+    return hc_error_set(err, HC_ERR_NOMEM, "out of device memory: %s (%zu bytes)", what, bytes);
+}
+
+/* A constant's place in dev_consts: the offset of the first constant with the same data
+ * (views of one constant share it). consts_off[i] for tensor id i, (size_t)-1: none. */
+static hc_status upload_consts(hc_model *m, size_t *consts_off, hc_error *err) {
+    const hc_executor *ex = m->target->exec;
+    size_t total = 0;
+    HC_VEC(const hc_tensor *) cs = {0};
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        const kernel *k = &m->kernels.data[i];
+        for (int j = 0; j < k->group.ninputs; j++) {
+            const hc_tensor *t = k->group.inputs[j];
+            if (m->locs[t->id].kind != LOC_CONST || consts_off[t->id] != (size_t)-1) continue;
+            for (size_t c = 0; c < cs.len && consts_off[t->id] == (size_t)-1; c++)
+                if (cs.data[c]->data == t->data && hc_tensor_nbytes(cs.data[c]) >= hc_tensor_nbytes(t))
+                    consts_off[t->id] = consts_off[cs.data[c]->id];
+            if (consts_off[t->id] != (size_t)-1) continue;
+            consts_off[t->id] = total;
+            total += dev_round(hc_tensor_nbytes(t));
+            hc_vec_push(&cs, t);
+        }
+    }
+    hc_status st = HC_OK;
+    if (total && !(m->dev_consts = ex->alloc(total))) st = dev_nomem("the weights", total, err);
+    for (size_t c = 0; c < cs.len && st == HC_OK; c++)
+        st = ex->upload((char *)m->dev_consts + consts_off[cs.data[c]->id], cs.data[c]->data,
+                        hc_tensor_nbytes(cs.data[c]), err);
+    hc_vec_free(&cs);
+    return st;
+}
+
+/* Device buffers for the graph's n tensors ts (NULL for empty ones). */
+static hc_status alloc_io(hc_model *m, size_t n, hc_tensor *const *ts, void ***out, hc_error *err) {
+    *out = HC_NEW_ARRAY(&m->arena, void *, n + 1);
+    for (size_t i = 0; i < n; i++) {
+        size_t bytes = hc_tensor_nbytes(ts[i]);
+        (*out)[i] = NULL;
+        if (bytes && !((*out)[i] = m->target->exec->alloc(bytes)))
+            return dev_nomem(ts[i]->name, bytes, err);
+    }
+    return HC_OK;
+}
+
+static void *bind_device_arg(hc_model *m, const hc_tensor *t, const size_t *consts_off) {
+    const loc *l = &m->locs[t->id];
+    switch (l->kind) {
+    case LOC_EMPTY: return m->dev_empty;
+    case LOC_CONST: return (char *)m->dev_consts + consts_off[t->id];
+    case LOC_ARENA: return (char *)m->mem + m->plan.data[l->index].offset;
+    case LOC_INPUT: return m->dev_in[l->index];
+    case LOC_OUTPUT: return m->dev_out[l->index];
+    case LOC_NONE: break;
+    }
+    hc_unreachable();
+}
+
+static hc_status prepare_device(hc_model *m, hc_error *err) {
+    const hc_executor *ex = m->target->exec;
+    size_t nt = m->g->tensors.len + 1;
+    size_t *consts_off = hc_xmalloc(sizeof(size_t) * nt);
+    for (size_t i = 0; i < nt; i++) consts_off[i] = (size_t)-1;
+    hc_status st = HC_OK;
+    if (!(m->dev_empty = ex->alloc(DEV_ALIGN))) st = dev_nomem("a placeholder", DEV_ALIGN, err);
+    if (st == HC_OK) st = upload_consts(m, consts_off, err);
+    if (st == HC_OK) st = alloc_io(m, m->g->inputs.len, m->g->inputs.data, &m->dev_in, err);
+    if (st == HC_OK) st = alloc_io(m, m->g->outputs.len, m->g->outputs.data, &m->dev_out, err);
+    for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
+        kernel *k = &m->kernels.data[i];
+        k->nargs = k->func->nparams;
+        k->args = HC_NEW_ARRAY(&m->arena, void *, k->nargs + 1);
+        int a = 0;
+        for (int j = 0; j < k->group.ninputs; j++)
+            k->args[a++] = bind_device_arg(m, k->group.inputs[j], consts_off);
+        for (int j = 0; j < k->group.noutputs; j++)
+            k->args[a++] = bind_device_arg(m, k->group.outputs[j], consts_off);
+        HC_ASSERT(a == k->nargs);
+    }
+    free(consts_off);
+    return st;
+}
+
+static void release_device(hc_model *m) {
+    const hc_executor *ex = m->target->exec;
+    for (size_t i = 0; m->dev_in && i < m->g->inputs.len; i++) ex->release(m->dev_in[i]);
+    for (size_t i = 0; m->dev_out && i < m->g->outputs.len; i++) ex->release(m->dev_out[i]);
+    if (m->dev_consts) ex->release(m->dev_consts);
+    if (m->dev_empty) ex->release(m->dev_empty);
+}
+
+hc_status hc_rt_prepare_args(hc_model *m, hc_error *err) {
     size_t bytes = (m->arena_bytes + 63) / 64 * 64;
-    m->mem = m->target->exec->alloc(bytes);
-    HC_ASSERT(m->mem);
+    m->mem = m->target->exec->alloc(bytes ? bytes : 64);
+    if (!m->mem)
+        return hc_error_set(err, HC_ERR_NOMEM, "out of memory: the memory plan's arena "
+                            "(%zu bytes)", bytes);
+    if (hc_exec_is_device(m->target->exec)) return prepare_device(m, err);
     for (size_t i = 0; i < m->kernels.len; i++) {
         kernel *k = &m->kernels.data[i];
         k->nargs = k->func->nparams;
@@ -252,6 +351,7 @@ void hc_rt_prepare_args(hc_model *m) {
             k->args[a] = bind_arg(m, k->group.outputs[j], &k->args[a]), a++;
         HC_ASSERT(a == k->nargs);
     }
+    return HC_OK;
 }
 
 /* ---- public ---------------------------------------------------------------------- */
@@ -270,6 +370,7 @@ void hc_model_free(hc_model *m) {
     for (int i = 0; i < m->nlibs; i++)
         if (m->libs[i]) m->target->lib_close(m->libs[i]);
     free(m->libs);
+    if (hc_exec_is_device(m->target->exec)) release_device(m);
     if (m->mem) m->target->exec->release(m->mem);
     hc_vec_free(&m->kernels);
     hc_vec_free(&m->uniques);
@@ -324,19 +425,34 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
         return hc_error_set(err, HC_ERR_INVALID, "hc_model_run: inputs or outputs is NULL");
     hc_status st = check_buffers(m, inputs, outputs, err);
     if (st != HC_OK) return st;
+    const hc_executor *ex = m->target->exec;
+    bool dev = hc_exec_is_device(ex);
     for (size_t i = 0; i < m->binds.len; i++) {
         const binding *b = &m->binds.data[i];
         *b->slot = b->output ? outputs[b->index] : inputs[b->index];
     }
-    const hc_executor *ex = m->target->exec;
+    for (size_t i = 0; dev && i < m->g->inputs.len && st == HC_OK; i++)
+        if (m->dev_in[i])
+            st = ex->upload(m->dev_in[i], inputs[i], hc_tensor_nbytes(m->g->inputs.data[i]), err);
+    if (st != HC_OK) return st;
     hc_run_state rs;
     ex->begin(m->num_threads, &rs);
     for (size_t i = 0; i < m->kernels.len; i++) {
         double t0 = ms ? hc_now_ms() : 0;
         ex->launch(m->kernels.data[i].fn, m->kernels.data[i].args);
+        if (ms && ex->check) ex->check(NULL); /* a device kernel's time: wait for it */
         if (ms) ms[i] = hc_now_ms() - t0;
     }
     ex->end(&rs);
+    if (ex->check && (st = ex->check(err)) != HC_OK) return st;
+    for (size_t i = 0; dev && i < m->g->outputs.len && st == HC_OK; i++) {
+        bool copied = false; /* an output that is an input, a constant or another output */
+        for (size_t c = 0; c < m->copies.len; c++) copied |= m->copies.data[c].output == (int)i;
+        if (m->dev_out[i] && !copied)
+            st = ex->download(outputs[i], m->dev_out[i], hc_tensor_nbytes(m->g->outputs.data[i]),
+                              err);
+    }
+    if (st != HC_OK) return st;
     for (size_t i = 0; i < m->copies.len; i++) {
         const out_copy *c = &m->copies.data[i];
         const void *src = c->src == COPY_CONST   ? c->data

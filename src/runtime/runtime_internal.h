@@ -72,6 +72,11 @@ struct hc_model {
     void *mem;
     HC_VEC(binding) binds;
     HC_VEC(out_copy) copies;
+    /* Device targets (hc_exec_is_device): the graph inputs' and outputs' device buffers
+     * (NULL for empty ones), every constant a kernel reads, uploaded once into dev_consts,
+     * and a dummy for empty tensors. The arena (mem) is device memory too. */
+    void **dev_in, **dev_out;
+    void *dev_consts, *dev_empty;
     /* A model read by hc_model_load (model_file.c): its private state (the file's bytes,
      * library handles), and what hc_model_free calls to release it. NULL when compiled. */
     struct mf_loaded *loaded;
@@ -89,8 +94,10 @@ void hc_rt_plan_inplace_concats(hc_model *m);
 bool hc_rt_concat_in_place(const hc_model *m, const hc_node *n);
 /* Locations of every tensor and the memory plan (arena offsets by liveness). */
 hc_status hc_rt_plan_memory(hc_model *m, hc_error *err);
-/* The arena, and every kernel's argument array (caller buffers bound at run time). */
-void hc_rt_prepare_args(hc_model *m);
+/* The arena, and every kernel's argument array (caller buffers bound at run time; on a
+ * device, the device buffers of the graph's inputs and outputs, and the constants
+ * uploaded). NOMEM when the arena cannot be allocated. */
+hc_status hc_rt_prepare_args(hc_model *m, hc_error *err);
 /* "hidetc: memory plan: ..." on stderr. */
 void hc_rt_report_plan(const hc_model *m);
 

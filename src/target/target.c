@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "target/cpu/cpu.h"
+#include "target/gpu/gpu.h"
 
 const char *hc_isa_name(hc_isa isa) {
     switch (isa) {
@@ -17,7 +18,9 @@ const char *hc_isa_name(hc_isa isa) {
 
 const hc_target *hc_target_default(void) { return hc_target_host(); }
 
-const char *hc_target_names(void) { return "cpu, cpu:avx512, cpu:avx2, cpu:scalar"; }
+const char *hc_target_names(void) {
+    return "cpu, cpu:avx512, cpu:avx2, cpu:scalar, opencl, cuda, cuda:sm_80, cuda:sm_90";
+}
 
 hc_status hc_target_find(const char *name, const hc_target **out, bool *runnable,
                          hc_error *err) {
@@ -36,12 +39,26 @@ hc_status hc_target_find(const char *name, const hc_target **out, bool *runnable
         if (runnable) *runnable = cpus[i].isa <= hc_cpu_isa();
         return HC_OK;
     }
-    if (!strncmp(name, "cuda", 4) || !strncmp(name, "opencl", 6))
-        return hc_error_set(err, HC_ERR_UNSUPPORTED,
-                            "target '%s': the GPU targets are not built yet (known targets: "
-                            "%s)", name, hc_target_names());
+    if (!strcmp(name, "opencl") || !strcmp(name, "cuda") || !strcmp(name, "cuda:sm_80") ||
+        !strcmp(name, "cuda:sm_90"))
+        return hc_target_gpu(name, out, runnable, NULL);
     return hc_error_set(err, HC_ERR_INVALID, "unknown target '%s' (known targets: %s)", name,
                         hc_target_names());
+}
+
+const char *hc_target_why_not_runnable(const hc_target *t) {
+    static _Thread_local hc_error why;
+    bool runnable = false;
+    const hc_target *found = NULL;
+    if (t->kind == HC_TARGET_GPU) {
+        why = (hc_error){0};
+        if (hc_target_gpu(t->name, &found, &runnable, &why) != HC_OK || runnable) return NULL;
+        return why.msg[0] ? why.msg : "no device";
+    }
+    if (t->caps.isa <= hc_cpu_isa()) return NULL;
+    snprintf(why.msg, sizeof why.msg, "target %s: this CPU has only %s", t->name,
+             hc_isa_name(hc_cpu_isa()));
+    return why.msg;
 }
 
 static const char *const stage_names[] = {

@@ -136,11 +136,21 @@ typedef struct hc_executor {
     void (*end)(hc_run_state *s);
     /* Evicts n buffers from every cache level (the tuner's cold-weight runs). */
     void (*evict)(int n, const void *const *ptr, const size_t *bytes);
+    /* Device targets (GPUs): memory from alloc is the device's, which host code never
+     * touches; it is reached through these copies. NULL on the CPU. */
+    hc_status (*upload)(void *dev, const void *host, size_t bytes, hc_error *err);
+    hc_status (*download)(void *host, const void *dev, size_t bytes, hc_error *err);
+    /* The first error of the launches since the previous call (device launches fail
+     * apart from the call that made them); NULL: launches cannot fail. */
+    hc_status (*check)(hc_error *err);
 } hc_executor;
+
+/* Whether a target's memory is a device's (copies at graph inputs and outputs). */
+static inline bool hc_exec_is_device(const hc_executor *ex) { return ex->upload != NULL; }
 
 
 typedef struct hc_target {
-    const char *name; /* "cpu", "cpu:avx2", ... */
+    const char *name; /* "cpu", "cpu:avx2", "opencl", "cuda:sm_90", ... */
     hc_target_kind kind;
     hc_target_caps caps;
     const char *cflags; /* the CPU build's compiler flags, e.g. "-O3 -march=native" */
@@ -172,12 +182,17 @@ typedef struct hc_target {
     const char *(*machine)(void);
 } hc_target;
 
-/* The target called `name`: "cpu" (the host CPU), "cpu:avx512", "cpu:avx2", "cpu:scalar".
+/* The target called `name`: "cpu" (the host CPU), "cpu:avx512", "cpu:avx2", "cpu:scalar",
+ * "opencl" (the first OpenCL device), "cuda" (the first CUDA device), "cuda:sm_80",
+ * "cuda:sm_90" (CUDA C for that architecture; runnable on such a device).
  * An ISA above the host's is accepted for emitting source (golden tests) but its kernels
  * cannot run here: `runnable` says whether they can. Errors name the target and list the
  * known ones. */
 hc_status hc_target_find(const char *name, const hc_target **out, bool *runnable,
                          hc_error *err);
+/* Why kernels of t cannot run here (no device, an ISA above the CPU's), or NULL when
+ * they can. */
+const char *hc_target_why_not_runnable(const hc_target *t);
 /* The default target: the host CPU (HIDETC_ISA may lower its ISA). */
 const hc_target *hc_target_default(void);
 /* The known target names, comma separated, for usage messages. */

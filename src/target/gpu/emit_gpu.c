@@ -1,0 +1,573 @@
+/* emit_gpu.c — lowered GPU kernels as CUDA C or OpenCL C: one printer, a dialect table.
+ *
+ *   what              CUDA C                              OpenCL C
+ *   kernel            extern "C" __global__               __kernel + reqd_work_group_size
+ *   buffer param      T *__restrict__ p                   __global T *p_b, ulong p_o (gpu.h)
+ *   thread / block    threadIdx.x / blockIdx.x            get_local_id(0) / get_group_id(0)
+ *   shared tensor     __shared__ T s[n]                   __local T s[n] (hoisted to the
+ *                                                         kernel's scope, as 1.2 requires)
+ *   barrier           __syncthreads()                     barrier(CLK_LOCAL_MEM_FENCE)
+ *   i64 / bool        long long / bool                    long / uchar
+ *   f32 math          expf, rsqrtf, ...                   exp, rsqrt, ... (overloaded)
+ *
+ * Semantics follow the CPU emitter's (emit_c.c) for every scalar operation: operands are
+ * promoted to the IR's common type, sub-int results narrowed back, min/max are
+ * `a < b ? a : b` (NaNs as the reference interpreter has them), float % is fmod, casts to
+ * bool are `!= 0`. Vector types are not used by GPU programs yet (a program with one is
+ * a compiler bug here: assert). The launch table (gpu.h) comes first in the source. */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "target/gpu/gpu.h"
+
+typedef struct gcg {
+    hc_arena *a;
+    hc_gpu_dialect d;
+    hc_sb *out;
+    int indent;
+    HC_VEC(const hc_var *) names; /* per kernel: index = the name's number */
+} gcg;
+
+static void emit_expr(gcg *c, hc_sb *sb, const hc_expr *e);
+static void emit_stmt(gcg *c, const hc_stmt *s);
+
+static bool cuda(const gcg *c) { return c->d == HC_GPU_CUDA; }
+
+static const char *var_name(gcg *c, const hc_var *v) {
+    size_t i = 0;
+    for (; i < c->names.len && c->names.data[i] != v; i++) {}
+    if (i == c->names.len) hc_vec_push(&c->names, v);
+    hc_sb sb;
+    hc_sb_init(&sb);
+    const char *n = v->name ? v->name : "v";
+    if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z'))) hc_sb_putc(&sb, 'v');
+    for (int k = 0; n[k] && k < 40; k++) {
+        char ch = n[k];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        hc_sb_putc(&sb, ok ? ch : '_');
+    }
+    hc_sb_printf(&sb, "_%zu", i);
+    const char *r = hc_arena_strdup(c->a, hc_sb_str(&sb));
+    hc_sb_free(&sb);
+    return r;
+}
+
+static void line(gcg *c, const char *fmt, ...) HC_PRINTF(2, 3);
+static void line(gcg *c, const char *fmt, ...) {
+    for (int i = 0; i < c->indent; i++) hc_sb_puts(c->out, "    ");
+    va_list ap;
+    va_start(ap, fmt);
+    hc_sb_vprintf(c->out, fmt, ap);
+    va_end(ap);
+    hc_sb_putc(c->out, '\n');
+}
+
+/* ---- types ------------------------------------------------------------------------- */
+static const char *ctype(const gcg *c, hc_dtype t) {
+    bool cu = cuda(c);
+    switch (t) {
+    case HC_BOOL: return cu ? "bool" : "uchar";
+    case HC_I8: return cu ? "signed char" : "char";
+    case HC_I16: return "short";
+    case HC_I32: return "int";
+    case HC_I64: return cu ? "long long" : "long";
+    case HC_U8: return cu ? "unsigned char" : "uchar";
+    case HC_U16: return cu ? "unsigned short" : "ushort";
+    case HC_U32: return cu ? "unsigned int" : "uint";
+    case HC_U64: return cu ? "unsigned long long" : "ulong";
+    case HC_F32: return "float";
+    case HC_F64: return "double";
+    default: HC_ASSERT_MSG(0, "GPU target: f16/bf16 values are not supported yet");
+    }
+    hc_unreachable();
+}
+
+static const char *type_str(const gcg *c, const hc_type *t) {
+    HC_ASSERT_MSG(t->kind == HC_TY_SCALAR || (t->kind == HC_TY_TENSOR && t->lanes <= 1),
+                  "GPU target: vector or pointer value in a GPU program");
+    return ctype(c, t->dtype);
+}
+
+static const char *expr_str(gcg *c, const hc_expr *e) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    emit_expr(c, &sb, e);
+    const char *s = hc_arena_strdup(c->a, hc_sb_str(&sb));
+    hc_sb_free(&sb);
+    return s;
+}
+
+static bool needs_narrowing(hc_dtype d) {
+    return d == HC_I8 || d == HC_I16 || d == HC_U8 || d == HC_U16 || d == HC_BOOL;
+}
+
+/* ---- constants ----------------------------------------------------------------------- */
+static void emit_float(const gcg *c, hc_sb *sb, double v, bool f32) {
+    if (isnan(v) || isinf(v)) {
+        const char *neg = v < 0 ? "-" : "";
+        if (cuda(c) && f32) hc_sb_printf(sb, "%s__int_as_float(0x%s)", neg, isnan(v) ? "7fc00000" : "7f800000");
+        else if (cuda(c)) hc_sb_printf(sb, "%s__longlong_as_double(0x%sLL)", neg,
+                                       isnan(v) ? "7ff8000000000000" : "7ff0000000000000");
+        else hc_sb_printf(sb, "%s(%s)%s", neg, f32 ? "float" : "double", isnan(v) ? "NAN" : "INFINITY");
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    hc_sb_printf(sb, "%s%s", buf, f32 ? "f" : "");
+}
+
+static void emit_const(const gcg *c, hc_sb *sb, const hc_expr *e) {
+    hc_value v = e->u.c;
+    hc_dtype d = e->type->dtype;
+    const char *l64 = cuda(c) ? "LL" : "L";
+    switch (d) {
+    case HC_BOOL: hc_sb_printf(sb, "((%s)%d)", ctype(c, d), v.i ? 1 : 0); return;
+    case HC_I32:
+        if (v.i == INT32_MIN) hc_sb_puts(sb, "(-2147483647 - 1)");
+        else hc_sb_printf(sb, "%lld", (long long)v.i);
+        return;
+    case HC_I64:
+        if (v.i == INT64_MIN) hc_sb_printf(sb, "(-9223372036854775807%s - 1)", l64);
+        else if (v.i < INT32_MIN || v.i > INT32_MAX) hc_sb_printf(sb, "%lld%s", (long long)v.i, l64);
+        else hc_sb_printf(sb, "((%s)%lld)", ctype(c, d), (long long)v.i);
+        return;
+    case HC_U32: hc_sb_printf(sb, "%lluu", (unsigned long long)(uint32_t)v.u); return;
+    case HC_U64: hc_sb_printf(sb, "%llu%s", (unsigned long long)v.u, cuda(c) ? "ULL" : "UL"); return;
+    case HC_I8:
+    case HC_I16: hc_sb_printf(sb, "((%s)%lld)", ctype(c, d), (long long)v.i); return;
+    case HC_U8:
+    case HC_U16: hc_sb_printf(sb, "((%s)%llu)", ctype(c, d), (unsigned long long)v.u); return;
+    case HC_F32: emit_float(c, sb, v.f, true); return;
+    case HC_F64: emit_float(c, sb, v.f, false); return;
+    default: HC_ASSERT_MSG(0, "GPU target: constant of unsupported dtype");
+    }
+}
+
+/* ---- conversions --------------------------------------------------------------------- */
+static void emit_as(gcg *c, hc_sb *sb, const hc_expr *x, hc_dtype to) {
+    HC_ASSERT_MSG(x->type->kind == HC_TY_SCALAR, "GPU target: vector value in a GPU program");
+    hc_dtype from = x->type->dtype;
+    if (from == to) {
+        emit_expr(c, sb, x);
+    } else if (to == HC_BOOL) {
+        hc_sb_printf(sb, "((%s)((", ctype(c, HC_BOOL));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, ") != 0))");
+    } else {
+        hc_sb_printf(sb, "((%s)(", ctype(c, to));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+    }
+}
+
+/* ---- math ----------------------------------------------------------------------------- */
+static const char *math_name(hc_prim p) {
+    switch (p) {
+    case HC_PRIM_EXP: return "exp";
+    case HC_PRIM_LOG: return "log";
+    case HC_PRIM_SQRT: return "sqrt";
+    case HC_PRIM_RSQRT: return "rsqrt";
+    case HC_PRIM_ABS: return "fabs";
+    case HC_PRIM_FLOOR: return "floor";
+    case HC_PRIM_CEIL: return "ceil";
+    case HC_PRIM_ROUND: return "rint"; /* half to even */
+    case HC_PRIM_TANH: return "tanh";
+    case HC_PRIM_ERF: return "erf";
+    case HC_PRIM_SIGMOID: return "hc_sigmoid";
+    case HC_PRIM_SIN: return "sin";
+    case HC_PRIM_COS: return "cos";
+    case HC_PRIM_TAN: return "tan";
+    case HC_PRIM_ASIN: return "asin";
+    case HC_PRIM_ACOS: return "acos";
+    case HC_PRIM_ATAN: return "atan";
+    case HC_PRIM_SINH: return "sinh";
+    case HC_PRIM_COSH: return "cosh";
+    case HC_PRIM_ASINH: return "asinh";
+    case HC_PRIM_ACOSH: return "acosh";
+    case HC_PRIM_ATANH: return "atanh";
+    case HC_PRIM_POW: return "pow";
+    case HC_PRIM_FMOD: return "fmod";
+    default: return NULL;
+    }
+}
+
+static void emit_math(gcg *c, hc_sb *sb, const hc_expr *e) {
+    hc_prim p = e->u.call.prim;
+    hc_expr *x = e->u.call.args[0], *y = e->u.call.nargs > 1 ? e->u.call.args[1] : NULL;
+    hc_dtype d = x->type->dtype;
+    if (p == HC_PRIM_ISNAN || p == HC_PRIM_ISINF) {
+        if (!hc_dtype_is_float(d)) {
+            hc_sb_printf(sb, "((%s)0)", ctype(c, HC_BOOL));
+            return;
+        }
+        hc_sb_printf(sb, "((%s)(%s(", ctype(c, HC_BOOL), p == HC_PRIM_ISNAN ? "isnan" : "isinf");
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, ") != 0))");
+        return;
+    }
+    if (p == HC_PRIM_ABS && !hc_dtype_is_float(d)) {
+        hc_sb_printf(sb, "hc_abs_%s(", hc_dtype_name(d));
+        emit_expr(c, sb, x);
+        hc_sb_putc(sb, ')');
+        return;
+    }
+    const char *fn = math_name(p);
+    HC_ASSERT_MSG(fn, "GPU target: unknown math primitive");
+    /* integers compute in double and convert back, as on the CPU */
+    hc_dtype cd = hc_dtype_is_float(d) ? d : HC_F64;
+    bool f32 = cd == HC_F32;
+    if (cd != d) hc_sb_printf(sb, "((%s)", ctype(c, d));
+    if (!strcmp(fn, "hc_sigmoid")) hc_sb_printf(sb, "hc_sigmoid_%s(", hc_dtype_name(cd));
+    else hc_sb_printf(sb, "%s%s(", fn, cuda(c) && f32 ? "f" : "");
+    emit_as(c, sb, x, cd);
+    if (y) {
+        hc_sb_puts(sb, ", ");
+        emit_as(c, sb, y, cd);
+    }
+    hc_sb_putc(sb, ')');
+    if (cd != d) hc_sb_putc(sb, ')');
+}
+
+/* ---- expressions ---------------------------------------------------------------------- */
+static void emit_builtin(const gcg *c, hc_sb *sb, const hc_var *v) {
+    static const char *const cu[] = {
+        [HC_BUILTIN_THREAD_IDX_X] = "threadIdx.x", [HC_BUILTIN_THREAD_IDX_Y] = "threadIdx.y",
+        [HC_BUILTIN_THREAD_IDX_Z] = "threadIdx.z", [HC_BUILTIN_BLOCK_IDX_X] = "blockIdx.x",
+        [HC_BUILTIN_BLOCK_IDX_Y] = "blockIdx.y",   [HC_BUILTIN_BLOCK_IDX_Z] = "blockIdx.z",
+        [HC_BUILTIN_BLOCK_DIM_X] = "blockDim.x",   [HC_BUILTIN_BLOCK_DIM_Y] = "blockDim.y",
+        [HC_BUILTIN_BLOCK_DIM_Z] = "blockDim.z",   [HC_BUILTIN_GRID_DIM_X] = "gridDim.x",
+        [HC_BUILTIN_GRID_DIM_Y] = "gridDim.y",     [HC_BUILTIN_GRID_DIM_Z] = "gridDim.z",
+        [HC_BUILTIN_WARP_ID] = "(threadIdx.x >> 5)", [HC_BUILTIN_LANE_ID] = "(threadIdx.x & 31)",
+    };
+    static const char *const cl[] = {
+        [HC_BUILTIN_THREAD_IDX_X] = "get_local_id(0)", [HC_BUILTIN_THREAD_IDX_Y] = "get_local_id(1)",
+        [HC_BUILTIN_THREAD_IDX_Z] = "get_local_id(2)", [HC_BUILTIN_BLOCK_IDX_X] = "get_group_id(0)",
+        [HC_BUILTIN_BLOCK_IDX_Y] = "get_group_id(1)",  [HC_BUILTIN_BLOCK_IDX_Z] = "get_group_id(2)",
+        [HC_BUILTIN_BLOCK_DIM_X] = "get_local_size(0)", [HC_BUILTIN_BLOCK_DIM_Y] = "get_local_size(1)",
+        [HC_BUILTIN_BLOCK_DIM_Z] = "get_local_size(2)", [HC_BUILTIN_GRID_DIM_X] = "get_num_groups(0)",
+        [HC_BUILTIN_GRID_DIM_Y] = "get_num_groups(1)",  [HC_BUILTIN_GRID_DIM_Z] = "get_num_groups(2)",
+        [HC_BUILTIN_WARP_ID] = "(get_local_id(0) >> 5)", [HC_BUILTIN_LANE_ID] = "(get_local_id(0) & 31)",
+    };
+    hc_builtin b = v->builtin;
+    HC_ASSERT_MSG(b >= HC_BUILTIN_THREAD_IDX_X && b <= HC_BUILTIN_LANE_ID,
+                  "GPU target: a CPU builtin in a GPU program");
+    hc_sb_printf(sb, "((%s)%s)", ctype(c, HC_I64), cuda(c) ? cu[b] : cl[b]);
+}
+
+static void emit_index(gcg *c, hc_sb *sb, const hc_var *buf, int n, hc_expr *const *idx) {
+    HC_ASSERT_MSG(buf->type->kind == HC_TY_TENSOR, "GPU target: load through a pointer");
+    HC_ASSERT_MSG(n == buf->type->ndim, "GPU target: index count != tensor rank");
+    hc_expr *off = hc_simplify_expr(c->a, hc_layout_offset(c->a, buf->type->layout, idx));
+    hc_sb_printf(sb, "%s[", var_name(c, buf));
+    emit_expr(c, sb, off);
+    hc_sb_putc(sb, ']');
+}
+
+static void emit_binary(gcg *c, hc_sb *sb, const hc_expr *e) {
+    hc_binop op = e->u.bin.op;
+    HC_ASSERT_MSG(e->type->kind == HC_TY_SCALAR && e->u.bin.a->type->kind == HC_TY_SCALAR &&
+                      e->u.bin.b->type->kind == HC_TY_SCALAR,
+                  "GPU target: vector or pointer arithmetic in a GPU program");
+    const hc_type *ot = hc_type_promote(c->a, e->u.bin.a->type, e->u.bin.b->type);
+    hc_dtype d = ot->dtype;
+    if (op == HC_OP_SHL || op == HC_OP_SHR) d = e->type->dtype;
+    if (op == HC_OP_AND || op == HC_OP_OR) d = HC_BOOL;
+    if (op == HC_OP_MIN || op == HC_OP_MAX || (op == HC_OP_MOD && hc_dtype_is_float(d))) {
+        if (op == HC_OP_MOD) hc_sb_printf(sb, "%s(", cuda(c) && d == HC_F32 ? "fmodf" : "fmod");
+        else hc_sb_printf(sb, "hc_%s_%s(", op == HC_OP_MIN ? "min" : "max", hc_dtype_name(d));
+        emit_as(c, sb, e->u.bin.a, d);
+        hc_sb_puts(sb, ", ");
+        emit_as(c, sb, e->u.bin.b, d);
+        hc_sb_putc(sb, ')');
+        return;
+    }
+    bool cmp = hc_binop_is_comparison(op), logic = op == HC_OP_AND || op == HC_OP_OR;
+    bool narrow = !cmp && !logic && needs_narrowing(e->type->dtype);
+    if (cmp || logic) hc_sb_printf(sb, "((%s)", ctype(c, HC_BOOL));
+    else if (narrow) hc_sb_printf(sb, "((%s)", ctype(c, e->type->dtype));
+    hc_sb_putc(sb, '(');
+    bool shift = op == HC_OP_SHL || op == HC_OP_SHR;
+    if (shift) emit_expr(c, sb, e->u.bin.a);
+    else emit_as(c, sb, e->u.bin.a, d);
+    hc_sb_printf(sb, " %s ", hc_binop_symbol(op));
+    if (shift) emit_expr(c, sb, e->u.bin.b);
+    else emit_as(c, sb, e->u.bin.b, d);
+    hc_sb_putc(sb, ')');
+    if (cmp || logic || narrow) hc_sb_putc(sb, ')');
+}
+
+static void emit_unary(gcg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_expr *x = e->u.un.a;
+    if (e->u.un.op == HC_OP_NOT) {
+        hc_sb_printf(sb, "((%s)(!(", ctype(c, HC_BOOL));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, ")))");
+        return;
+    }
+    bool narrow = needs_narrowing(e->type->dtype);
+    if (narrow) hc_sb_printf(sb, "((%s)", ctype(c, e->type->dtype));
+    hc_sb_printf(sb, "(%s(", hc_unop_symbol(e->u.un.op));
+    emit_expr(c, sb, x);
+    hc_sb_puts(sb, "))");
+    if (narrow) hc_sb_putc(sb, ')');
+}
+
+static void emit_expr(gcg *c, hc_sb *sb, const hc_expr *e) {
+    switch (e->kind) {
+    case HC_E_CONST: emit_const(c, sb, e); return;
+    case HC_E_VAR:
+        if (e->u.var->builtin != HC_BUILTIN_NONE) emit_builtin(c, sb, e->u.var);
+        else hc_sb_puts(sb, var_name(c, e->u.var));
+        return;
+    case HC_E_BINARY: emit_binary(c, sb, e); return;
+    case HC_E_UNARY: emit_unary(c, sb, e); return;
+    case HC_E_SELECT:
+        hc_sb_puts(sb, "((");
+        emit_expr(c, sb, e->u.sel.cond);
+        hc_sb_puts(sb, ") ? ");
+        emit_as(c, sb, e->u.sel.t, e->type->dtype);
+        hc_sb_puts(sb, " : ");
+        emit_as(c, sb, e->u.sel.f, e->type->dtype);
+        hc_sb_putc(sb, ')');
+        return;
+    case HC_E_CAST:
+        HC_ASSERT_MSG(e->type->kind == HC_TY_SCALAR, "GPU target: vector cast");
+        emit_as(c, sb, e->u.cast.a, e->type->dtype);
+        return;
+    case HC_E_CALL:
+        HC_ASSERT_MSG(!hc_prim_is_vector(e->u.call.prim),
+                      "GPU target: vector primitive in a GPU program");
+        emit_math(c, sb, e);
+        return;
+    case HC_E_LOAD: emit_index(c, sb, e->u.load.buf, e->u.load.n, e->u.load.idx); return;
+    case HC_E_ADDRESS: HC_ASSERT_MSG(0, "GPU target: address of an element in a GPU program");
+    case HC_E_TENSOR_ACCESS:
+    case HC_E_REDUCE: HC_ASSERT_MSG(0, "GPU target: task-level expression in a program");
+    }
+}
+
+/* ---- statements ----------------------------------------------------------------------- */
+static void block(gcg *c, const hc_stmt *s) {
+    c->indent++;
+    if (s) emit_stmt(c, s);
+    c->indent--;
+}
+
+static int64_t tensor_elems(gcg *c, const hc_type *t) {
+    int64_t n = 0;
+    hc_expr *size = hc_simplify_expr(c->a, hc_layout_storage_size(c->a, t->layout));
+    HC_ASSERT_MSG(hc_expr_is_const_int(size, &n), "GPU target: local tensor of non-constant size");
+    return n > 0 ? n : 1;
+}
+
+static void emit_declare(gcg *c, const hc_stmt *s) {
+    const hc_var *v = s->u.decl.var;
+    const hc_type *t = v->type;
+    if (t->kind == HC_TY_TENSOR) {
+        HC_ASSERT_MSG(t->scope == HC_SCOPE_REGISTER || t->scope == HC_SCOPE_SHARED,
+                      "GPU target: a global tensor declared inside a stage");
+        if (t->scope == HC_SCOPE_SHARED) return; /* hoisted: emit_shared */
+        line(c, "%s %s[%lld];", type_str(c, t), var_name(c, v), (long long)tensor_elems(c, t));
+        return;
+    }
+    if (!s->u.decl.init) line(c, "%s %s;", type_str(c, t), var_name(c, v));
+    else line(c, "%s %s = %s;", type_str(c, t), var_name(c, v),
+              expr_str(c, hc_cast(c->a, t, s->u.decl.init)));
+}
+
+static void emit_shared(gcg *c, const hc_stmt *s) {
+    if (!s) return;
+    switch (s->kind) {
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) emit_shared(c, s->u.seq.stmts[i]);
+        return;
+    case HC_S_DECLARE: {
+        const hc_type *t = s->u.decl.var->type;
+        if (t->kind == HC_TY_TENSOR && t->scope == HC_SCOPE_SHARED)
+            line(c, "%s %s %s[%lld];", cuda(c) ? "__shared__" : "__local", type_str(c, t),
+                 var_name(c, s->u.decl.var), (long long)tensor_elems(c, t));
+        return;
+    }
+    case HC_S_LET: emit_shared(c, s->u.let.body); return;
+    case HC_S_IF:
+        emit_shared(c, s->u.if_.then_s);
+        emit_shared(c, s->u.if_.else_s);
+        return;
+    case HC_S_FOR: emit_shared(c, s->u.for_.body); return;
+    default: return;
+    }
+}
+
+static void emit_comment(gcg *c, const char *text) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n') hc_sb_putc(&sb, ' ');
+        else if (p[0] == '*' && p[1] == '/') hc_sb_puts(&sb, "* /"), p++;
+        else hc_sb_putc(&sb, *p);
+    }
+    if (sb.len) line(c, "/* %s */", hc_sb_str(&sb));
+    hc_sb_free(&sb);
+}
+
+static void emit_stmt(gcg *c, const hc_stmt *s) {
+    switch (s->kind) {
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++) emit_stmt(c, s->u.seq.stmts[i]);
+        return;
+    case HC_S_DECLARE: emit_declare(c, s); return;
+    case HC_S_LET: {
+        const hc_type *t = s->u.let.var->type;
+        line(c, "{");
+        line(c, "    const %s %s = %s;", type_str(c, t), var_name(c, s->u.let.var),
+             expr_str(c, hc_cast(c->a, t, s->u.let.value)));
+        block(c, s->u.let.body);
+        line(c, "}");
+        return;
+    }
+    case HC_S_ASSIGN:
+        line(c, "%s = %s;", var_name(c, s->u.assign.var),
+             expr_str(c, hc_cast(c->a, s->u.assign.var->type, s->u.assign.value)));
+        return;
+    case HC_S_STORE: {
+        const hc_var *buf = s->u.store.buf;
+        hc_sb lhs;
+        hc_sb_init(&lhs);
+        emit_index(c, &lhs, buf, s->u.store.n, s->u.store.idx);
+        line(c, "%s = %s;", hc_sb_str(&lhs),
+             expr_str(c, hc_cast(c->a, hc_type_scalar(buf->type->dtype), s->u.store.value)));
+        hc_sb_free(&lhs);
+        return;
+    }
+    case HC_S_EVAL: line(c, "(void)(%s);", expr_str(c, s->u.eval.e)); return;
+    case HC_S_IF:
+        line(c, "if (%s) {", expr_str(c, s->u.if_.cond));
+        block(c, s->u.if_.then_s);
+        if (s->u.if_.else_s) {
+            line(c, "} else {");
+            block(c, s->u.if_.else_s);
+        }
+        line(c, "}");
+        return;
+    case HC_S_FOR: {
+        const char *iv = var_name(c, s->u.for_.var);
+        if (s->u.for_.attr.kind == HC_LOOP_UNROLL)
+            line(c, s->u.for_.attr.factor > 0 ? "#pragma unroll %d" : "#pragma unroll",
+                 s->u.for_.attr.factor);
+        line(c, "for (%s %s = 0; %s < %s; %s++) {", ctype(c, HC_I64), iv, iv,
+             expr_str(c, s->u.for_.extent), iv);
+        block(c, s->u.for_.body);
+        line(c, "}");
+        return;
+    }
+    case HC_S_FOR_MAPPING: HC_ASSERT_MSG(0, "GPU target: for-mapping left after lowering");
+    case HC_S_BARRIER:
+        HC_ASSERT_MSG(s->u.barrier.scope != HC_SCOPE_GLOBAL,
+                      "GPU target: a global barrier inside a stage");
+        line(c, cuda(c) ? "__syncthreads();" : "barrier(CLK_LOCAL_MEM_FENCE);");
+        return;
+    case HC_S_COMMENT: emit_comment(c, s->u.comment.text); return;
+    }
+}
+
+/* ---- kernels and the launch table --------------------------------------------------- */
+static int64_t const_dim(const hc_expr *e) {
+    int64_t v = 1;
+    if (e) HC_ASSERT_MSG(hc_expr_is_const_int(e, &v), "GPU target: non-constant launch size");
+    return v;
+}
+
+static void emit_kernel(gcg *c, const hc_func *f) {
+    c->names.len = 0;
+    hc_sb head;
+    hc_sb_init(&head);
+    int64_t bx = const_dim(f->block_dim[0]), by = const_dim(f->block_dim[1]),
+            bz = const_dim(f->block_dim[2]);
+    if (cuda(c))
+        hc_sb_printf(&head, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(",
+                     (long long)(bx * by * bz), f->name);
+    else
+        hc_sb_printf(&head, "__kernel __attribute__((reqd_work_group_size(%lld, %lld, %lld))) "
+                            "void %s(", (long long)bx, (long long)by, (long long)bz, f->name);
+    for (int i = 0; i < f->nparams; i++) {
+        const hc_var *p = f->params[i];
+        HC_ASSERT_MSG(p->type->kind == HC_TY_TENSOR, "GPU target: a kernel takes buffers only");
+        const char *ts = type_str(c, p->type), *n = var_name(c, p);
+        if (i) hc_sb_puts(&head, ", ");
+        if (cuda(c)) hc_sb_printf(&head, "%s *__restrict__ %s", ts, n);
+        else hc_sb_printf(&head, "__global %s *%s_b, ulong %s_o", ts, n, n);
+    }
+    hc_sb_puts(&head, ") {");
+    line(c, "%s", hc_sb_str(&head));
+    hc_sb_free(&head);
+    c->indent++;
+    if (!cuda(c))
+        for (int i = 0; i < f->nparams; i++) {
+            const char *ts = type_str(c, f->params[i]->type), *n = var_name(c, f->params[i]);
+            line(c, "__global %s *restrict %s = (__global %s *)((__global char *)%s_b + %s_o);",
+                 ts, n, ts, n, n);
+        }
+    emit_shared(c, f->body);
+    emit_stmt(c, f->body);
+    c->indent--;
+    line(c, "}");
+    line(c, "%s", "");
+}
+
+/* Helpers for every scalar type: min/max with the IR's NaN behaviour, integer abs. */
+static void emit_prelude(gcg *c) {
+    if (cuda(c)) {
+        line(c, "#define HC_FN static __device__ __forceinline__");
+    } else {
+        line(c, "#ifdef cl_khr_fp64");
+        line(c, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable");
+        line(c, "#endif");
+        line(c, "#define HC_FN static inline");
+    }
+    static const hc_dtype ts[] = {HC_BOOL, HC_I8, HC_I16, HC_I32, HC_I64, HC_U8,
+                                  HC_U16,  HC_U32, HC_U64, HC_F32, HC_F64};
+    for (size_t i = 0; i < HC_ARRAY_LEN(ts); i++) {
+        const char *t = ctype(c, ts[i]), *n = hc_dtype_name(ts[i]);
+        line(c, "HC_FN %s hc_min_%s(%s a, %s b) { return a < b ? a : b; }", t, n, t, t);
+        line(c, "HC_FN %s hc_max_%s(%s a, %s b) { return a > b ? a : b; }", t, n, t, t);
+        if (hc_dtype_is_int(ts[i]) && hc_dtype_is_signed(ts[i]))
+            line(c, "HC_FN %s hc_abs_%s(%s a) { return a < 0 ? (%s)-a : a; }", t, n, t, t);
+        else if (!hc_dtype_is_float(ts[i]))
+            line(c, "HC_FN %s hc_abs_%s(%s a) { return a; }", t, n, t);
+    }
+    line(c, "HC_FN float hc_sigmoid_f32(float x) { return 1.0f / (1.0f + %s(-x)); }",
+         cuda(c) ? "expf" : "exp");
+    line(c, "HC_FN double hc_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }");
+    line(c, "%s", "");
+}
+
+char *hc_gpu_emit(hc_arena *a, const hc_module *lm, hc_gpu_dialect d) {
+    hc_sb out;
+    hc_sb_init(&out);
+    gcg c = {.a = a, .d = d, .out = &out};
+    line(&c, "/* %s: generated by hidetc (%s C) */", lm->name, d == HC_GPU_CUDA ? "CUDA" : "OpenCL");
+    for (int i = 0; i < lm->nfuncs; i++) { /* the launch table */
+        const hc_func *f = lm->funcs[i];
+        HC_ASSERT_MSG(f->program, "GPU target: a kernel that is no program's stage");
+        if (f->stage == 0) {
+            hc_sb_printf(&out, "//@hidetc program %s %d %d", f->program, f->nparams - f->nscratch,
+                         f->nscratch);
+            for (int s = 0; s < f->nscratch; s++) {
+                const hc_type *t = f->params[f->nparams - f->nscratch + s]->type;
+                hc_sb_printf(&out, " %lld",
+                             (long long)(tensor_elems(&c, t) * hc_dtype_size(t->dtype)));
+            }
+            hc_sb_putc(&out, '\n');
+        }
+        hc_sb_printf(&out, "//@hidetc stage %s %s", f->program, f->name);
+        for (int k = 0; k < 3; k++) hc_sb_printf(&out, " %lld", (long long)const_dim(f->grid_dim[k]));
+        for (int k = 0; k < 3; k++) hc_sb_printf(&out, " %lld", (long long)const_dim(f->block_dim[k]));
+        hc_sb_putc(&out, '\n');
+    }
+    emit_prelude(&c);
+    for (int i = 0; i < lm->nfuncs; i++) emit_kernel(&c, lm->funcs[i]);
+    hc_vec_free(&c.names);
+    return hc_sb_take(&out);
+}
