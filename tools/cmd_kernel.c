@@ -26,6 +26,7 @@ typedef struct kernel_args {
     const char *dump;
     const hc_target *target; /* --target; default: this CPU */
     bool runnable;           /* its kernels can run here */
+    int64_t level, candidate; /* GPU targets: the candidate of the space at that level */
     /* config overrides; -1 = default */
     int64_t mr, nr, kc, mc, nc, tb, tm, tn, pack_a, pack_b;
 } kernel_args;
@@ -34,7 +35,9 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: hidetc kernel matmul --m M --n N --k K [--batch B] [--threads T]\n"
             "                            [--print-ir] [--print-source] [--dump DIR] [--bench]\n"
-            "                            [--target cpu|cpu:avx512|cpu:avx2|cpu:scalar]\n"
+            "                            [--target cpu|cpu:avx512|cpu:avx2|cpu:scalar|opencl|cuda|\n"
+            "                                      cuda:sm_80|cuda:sm_90]\n"
+            "  GPU targets: [--tune L] [--candidate C] (candidate C of the space at level L)\n"
             "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
             "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n");
 }
@@ -69,6 +72,8 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
         else if (!strcmp(o, "--n")) dst = &k->shape.n;
         else if (!strcmp(o, "--k")) dst = &k->shape.k;
         else if (!strcmp(o, "--batch")) dst = &k->shape.batch;
+        else if (!strcmp(o, "--tune")) dst = &k->level, lo = 0, hi = 2;
+        else if (!strcmp(o, "--candidate")) dst = &k->candidate, lo = 0;
         else if (!strcmp(o, "--threads")) dst = &threads, hi = HC_MATMUL_MAX_THREADS;
         else if (!strcmp(o, "--print-ir")) k->print_ir = true;
         else if (!strcmp(o, "--print-source")) k->print_source = true;
@@ -107,9 +112,13 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
     k->threads = (int)threads;
     if (!k->target) k->target = hc_target_default(), k->runnable = true;
     if (!k->runnable && (!k->print_source || k->bench || k->dump)) {
-        fprintf(stderr, "hidetc kernel: target '%s' cannot run on this CPU (it has %s): only "
-                "--print-source / --print-ir apply\n", hc_isa_name(k->target->caps.isa),
-                hc_isa_name(hc_target_default()->caps.isa));
+        fprintf(stderr, "hidetc kernel: target '%s' cannot run here (%s): only --print-source "
+                "/ --print-ir apply\n", k->target->name, hc_target_why_not_runnable(k->target));
+        return 2;
+    }
+    if (k->target->kind != HC_TARGET_GPU && (k->level || k->candidate)) {
+        fprintf(stderr, "hidetc kernel: --tune and --candidate are for GPU targets (the CPU "
+                "matmul takes its config overrides)\n");
         return 2;
     }
     return 0;
@@ -295,6 +304,10 @@ int cmd_kernel(int argc, char **argv) {
     kernel_args k;
     int rc = parse_args(argc, argv, &k);
     if (rc) return rc;
+    if (k.target->kind == HC_TARGET_GPU)
+        return kernel_matmul_gpu(k.target, k.runnable, k.shape.batch, k.shape.m, k.shape.n,
+                                 k.shape.k, (int)k.level, (int)k.candidate, k.print_ir,
+                                 k.print_source, k.bench);
     if (k.threads > 0) omp_set_num_threads(k.threads);
     return run_matmul(&k);
 }

@@ -650,6 +650,9 @@ hc_func *hc_simplify_func(hc_arena *a, const hc_func *f);
  * unrolling of UNROLL loops with constant extent, promotion of register tensors with
  * constant indices to scalars, simplification. */
 hc_func *hc_lower_func(hc_arena *a, const hc_func *f);
+/* The same; fold_lets also substitutes lets of integer constants (unrolled positions)
+ * before register promotion, so their register tiles become scalars (the GPU targets). */
+hc_func *hc_lower_func_with(hc_arena *a, const hc_func *f, bool fold_lets);
 hc_module *hc_lower_module(hc_arena *a, const hc_module *m);
 
 #endif

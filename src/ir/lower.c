@@ -282,12 +282,33 @@ static hc_stmt *promote_registers(hc_arena *a, hc_stmt *s) {
     return r;
 }
 
+/* ---- constant lets ------------------------------------------------------------------ */
+/* `let v = c in body` with an integer constant c (an unrolled repeat's position) becomes
+ * body with v replaced, top-down so that chains of lets fold in one pass. */
+static hc_stmt *fold_let_pre(hc_mutator *m, hc_stmt *s) {
+    int64_t c;
+    if (s->kind != HC_S_LET || s->u.let.var->type->kind != HC_TY_SCALAR) return NULL;
+    hc_expr *v = hc_simplify_expr(m->a, s->u.let.value);
+    if (!hc_expr_is_const_int(v, &c) || !hc_dtype_is_int(s->u.let.var->type->dtype)) return NULL;
+    hc_stmt *body = hc_subst_stmt(m->a, s->u.let.body, 1, &s->u.let.var,
+                                  (hc_expr *[]){hc_cast(m->a, s->u.let.var->type, v)});
+    return hc_mutate_stmt(m, body);
+}
+
+static hc_stmt *fold_const_lets(hc_arena *a, hc_stmt *s) {
+    hc_mutator m = {.a = a, .stmt_pre = fold_let_pre};
+    return hc_mutate_stmt(&m, s);
+}
+
 /* ---- pipeline -------------------------------------------------------------------- */
-hc_func *hc_lower_func(hc_arena *a, const hc_func *f) {
+hc_func *hc_lower_func(hc_arena *a, const hc_func *f) { return hc_lower_func_with(a, f, false); }
+
+hc_func *hc_lower_func_with(hc_arena *a, const hc_func *f, bool fold_lets) {
     hc_stmt *s = f->body;
     s = hc_lower_mappings(a, s);
     s = unroll_full(a, s);
     s = hc_simplify_stmt(a, s);
+    if (fold_lets) s = hc_simplify_stmt(a, fold_const_lets(a, s));
     s = promote_registers(a, s);
     s = hc_simplify_stmt(a, s);
     hc_func *g = HC_NEW(a, hc_func);

@@ -29,6 +29,7 @@ typedef struct hc_target_caps {
     int num_sms;
     int64_t smem_per_block; /* bytes of shared memory a block may use */
     int regs_per_thread;
+    int regs_per_block;     /* the register file a block shares (65536 on NVIDIA GPUs) */
     int warp_size;
     int max_threads_per_block;
 } hc_target_caps;

@@ -519,7 +519,7 @@ static void emit_kernel(gcg *c, const hc_func *f) {
 /* Helpers for every scalar type: min/max with the IR's NaN behaviour, integer abs. */
 static void emit_prelude(gcg *c) {
     if (cuda(c)) {
-        line(c, "#define HC_FN static __device__ __forceinline__");
+        line(c, "#define HC_FN __device__ __forceinline__");
     } else {
         line(c, "#ifdef cl_khr_fp64");
         line(c, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable");

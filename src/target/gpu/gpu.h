@@ -38,7 +38,8 @@ typedef struct hc_gpu_device_info {
     char name[256];              /* "NVIDIA H200", "pthread-skylake-avx512-..." */
     int num_sms;                 /* compute units */
     int64_t smem_per_block;      /* bytes */
-    int regs_per_thread;         /* 0: unknown */
+    int regs_per_thread;         /* the most one thread may use; 0: unknown */
+    int regs_per_block;          /* the register file a block's threads share; 0: unknown */
     int warp_size;               /* 32 on NVIDIA; OpenCL: 32 (a warp is a program concept) */
     int max_threads_per_block;
     int cc_major, cc_minor;      /* CUDA compute capability; 0 on OpenCL */
@@ -49,6 +50,9 @@ typedef struct hc_gpu_api {
     /* Opens the API's library (dlopen), picks the first device, makes the context and the
      * one queue/stream. Idempotent; the error names what is missing (library, device). */
     hc_status (*init)(hc_error *err);
+    /* Errors: HC_ERR_UNSUPPORTED when the library or a device is missing, HC_ERR_COMPILE
+     * for a failed build (the message carries the compiler's log), HC_ERR_DEVICE for a failed call at run
+     * time (HC_ERR_INVALID: a call before a successful init), HC_ERR_IO for the cache. */
     hc_status (*device)(hc_gpu_device_info *out, hc_error *err);
     /* Builds a source (or loads the binary cached under `key` in cache_dir) into a module. */
     hc_status (*build)(const char *src, const char *cache_dir, const char *key, void **module,

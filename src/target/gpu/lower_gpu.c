@@ -148,7 +148,7 @@ static hc_func *make_stage(hc_arena *a, const hc_func *f, int stage, int nscratc
     k->program = f->name;
     k->stage = stage;
     k->nscratch = nscratch;
-    return hc_lower_func(a, k);
+    return hc_lower_func_with(a, k, true);
 }
 
 hc_module *hc_gpu_lower(hc_arena *a, const hc_module *m, const hc_target *t) {

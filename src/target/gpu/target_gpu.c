@@ -279,7 +279,8 @@ hc_target hc_target_gpu_describe(hc_gpu_dialect d, int num_sms, int64_t smem_per
                                  int regs_per_thread, int max_threads_per_block) {
     hc_target t = {.name = d == HC_GPU_CUDA ? "cuda" : "opencl", .cflags = ""};
     t.caps = (hc_target_caps){.num_sms = num_sms, .smem_per_block = smem_per_block,
-                              .regs_per_thread = regs_per_thread, .warp_size = 32,
+                              .regs_per_thread = regs_per_thread, .regs_per_block = 65536,
+                              .warp_size = 32,
                               .max_threads_per_block = max_threads_per_block, .num_cores = 1,
                               .vector_bits = 128};
     gpu_ops(&t, d);
@@ -333,6 +334,7 @@ static void init_slot(gpu_slot *s, int i) {
     s->t.caps.smem_per_block = HC_MIN(info.smem_per_block > 0 ? info.smem_per_block : SMEM_STATIC_MAX,
                                       SMEM_STATIC_MAX);
     if (info.regs_per_thread > 0) s->t.caps.regs_per_thread = info.regs_per_thread;
+    if (info.regs_per_block > 0) s->t.caps.regs_per_block = info.regs_per_block;
     if (info.max_threads_per_block > 0) s->t.caps.max_threads_per_block = info.max_threads_per_block;
 }
 

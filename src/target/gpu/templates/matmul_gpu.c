@@ -52,7 +52,9 @@ static bool cfg_fits(const mm_cfg *c, const hc_target *t) {
     int regs = t->caps.regs_per_thread > 0 ? t->caps.regs_per_thread : 255;
     int64_t smem = t->caps.smem_per_block > 0 ? t->caps.smem_per_block : 48 * 1024;
     /* the copies: every thread moves whole elements of both tiles */
-    return threads <= maxt && cfg_regs(c) <= regs && cfg_smem(c) <= smem &&
+    int64_t file = t->caps.regs_per_block > 0 ? t->caps.regs_per_block : 65536;
+    return threads <= maxt && cfg_regs(c) <= regs && (int64_t)threads * cfg_regs(c) <= file &&
+           cfg_smem(c) <= smem &&
            (cfg_bm(c) * c->bk) % threads == 0 && (cfg_bn(c) * c->bk) % threads == 0;
 }
 
