@@ -30,8 +30,8 @@ out=$("$HIDETC" run "$M" --target cpu:sse9 2>&1)
 [ $? -eq 2 ] || fail "--target cpu:sse9: expected usage error (2)"
 echo "$out" | grep -q "known targets: cpu, cpu:avx512, cpu:avx2, cpu:scalar" ||
     fail "--target cpu:sse9: message does not list the targets: $out"
-"$HIDETC" run "$M" --target cuda >/dev/null 2>&1
-[ $? -eq 2 ] || fail "--target cuda: expected usage error (2)"
+"$HIDETC" run "$M" --target tpu >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--target tpu: expected usage error (2)"
 "$HIDETC" run "$M" --dump-ir nowhere >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--dump-ir nowhere: expected usage error (2)"
 

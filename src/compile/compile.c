@@ -213,11 +213,13 @@ static char *chunk_source(hc_model *m, int c, const hc_target *t) {
     return src;
 }
 
-/* Lower and emit every program (for --dump-ir) without building anything. */
+/* Lower and emit every program (for --dump-ir, emit_source) without building anything. */
 static void emit_only(hc_model *m) {
     if (m->uniques.len == 0) return;
     assign_chunks(m, 1);
-    free(chunk_source(m, 0, m->target));
+    char *src = chunk_source(m, 0, m->target);
+    if (m->opt.emit_source) m->source = src;
+    else free(src);
 }
 
 static hc_status resolve_symbols(hc_model *m, hc_error *err) {
@@ -311,7 +313,8 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     if (st == HC_OK) st = hc_rt_plan_memory(m, err);
     if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err); /* lower, verify,
                                                                               emit, build */
-    if (st == HC_OK && m->opt.schedule_only && m->opt.dump_stage >= HC_STAGE_LOWERED)
+    if (st == HC_OK && m->opt.schedule_only &&
+        (m->opt.dump_stage >= HC_STAGE_LOWERED || m->opt.emit_source))
         emit_only(m); /* inspect --dump-ir lowered|source: also for a target that cannot run */
     if (st != HC_OK) {
         hc_model_free(m);

@@ -179,6 +179,29 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         args[i] = aligned_alloc(64, bytes ? bytes : 64);
         fill_random(args[i], t, &rng);
     }
+    /* a device target times its kernels on device copies of the same data */
+    const hc_executor *ex = target->exec;
+    void **host = NULL;
+    if (hc_exec_is_device(ex)) {
+        host = args;
+        args = hc_xcalloc((size_t)np + 1, sizeof(void *));
+        hc_status dst = HC_OK;
+        for (int i = 0; i < np && dst == HC_OK; i++) {
+            size_t bytes = hc_tensor_nbytes(group_param(ag, i));
+            if (!(args[i] = ex->alloc(bytes ? bytes : 64)))
+                dst = hc_error_set(err, HC_ERR_NOMEM, "tune: out of device memory for '%s'",
+                                   group_param(ag, i)->name);
+            else dst = ex->upload(args[i], host[i], bytes, err);
+        }
+        if (dst != HC_OK) {
+            for (int i = 0; i < np; i++) {
+                if (args[i]) ex->release(args[i]);
+                if (!(i < ag->ninputs && hc_rt_is_const(group_param(ag, i)))) free(host[i]);
+            }
+            free(args), free(host);
+            return dst;
+        }
+    }
     packed_set ps = {0};
     void ***each = candidate_args(m, k, job, target, args, np, &ps);
     /* candidates that are the same program (with pre-packed weights, pack_a / pack_b of
@@ -224,6 +247,11 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     for (int c = 0; c < job->ncand; c++) free(each[c]);
     free(each);
     packed_set_free(&ps);
+    if (host) { /* device copies, then the host data */
+        for (int i = 0; i < np; i++) ex->release(args[i]);
+        free(args);
+        args = host;
+    }
     for (int i = 0; i < np; i++)
         if (!(i < ag->ninputs && hc_rt_is_const(group_param(ag, i)))) free(args[i]);
     free(args);

@@ -371,6 +371,11 @@ hc_status hc_model_save(const hc_model *m, const char *path, hc_error *err) {
         return hc_error_set(err, HC_ERR_INVALID, "%s: the model was compiled with schedule_only "
                                                  "(for inspection): it has no kernels to save",
                             path);
+    if (m->target->kind != HC_TARGET_CPU)
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: compiled-model files hold CPU shared "
+                            "objects; a model compiled for target %s cannot be saved yet (its "
+                            "kernels stay in the kernel cache: compiling again is fast)", path,
+                            m->target->name);
     hc_arena a;
     hc_arena_init(&a);
     parts own = {0};

@@ -370,8 +370,9 @@ void hc_model_free(hc_model *m) {
     for (int i = 0; i < m->nlibs; i++)
         if (m->libs[i]) m->target->lib_close(m->libs[i]);
     free(m->libs);
-    if (hc_exec_is_device(m->target->exec)) release_device(m);
+    if (m->target && hc_exec_is_device(m->target->exec)) release_device(m);
     if (m->mem) m->target->exec->release(m->mem);
+    free(m->source);
     hc_vec_free(&m->kernels);
     hc_vec_free(&m->uniques);
     hc_vec_free(&m->plan);
@@ -383,6 +384,7 @@ void hc_model_free(hc_model *m) {
 }
 
 const hc_target *hc_model_target(const hc_model *m) { return m->target; }
+const char *hc_model_source(const hc_model *m) { return m->source; }
 int hc_model_num_inputs(const hc_model *m) { return (int)m->g->inputs.len; }
 int hc_model_num_outputs(const hc_model *m) { return (int)m->g->outputs.len; }
 const hc_tensor *hc_model_input(const hc_model *m, int i) {

@@ -32,6 +32,8 @@ typedef struct hc_compile_options {
     hc_tune_weights tune_weights; /* the cache state of the weights while tuning */
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */
+    bool emit_source;          /* with schedule_only: also lower and emit every program
+                                  into one source (hc_model_source), built nowhere */
     hc_stage dump_stage;       /* print every program at this stage to stderr (0: none;
                                   HIDETC_DUMP=STAGE sets it too) */
     bool verify;               /* verify every program between stages (HIDETC_VERIFY=1 too) */
@@ -44,6 +46,8 @@ typedef struct hc_model hc_model;
 hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model **out,
                            hc_error *err);
 void hc_model_free(hc_model *m);
+/* The source emit_source made (NULL without it). */
+const char *hc_model_source(const hc_model *m);
 
 /* The target its kernels were built for and run on. */
 const hc_target *hc_model_target(const hc_model *m);

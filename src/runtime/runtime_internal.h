@@ -77,6 +77,7 @@ struct hc_model {
      * and a dummy for empty tensors. The arena (mem) is device memory too. */
     void **dev_in, **dev_out;
     void *dev_consts, *dev_empty;
+    char *source; /* compile option emit_source */
     /* A model read by hc_model_load (model_file.c): its private state (the file's bytes,
      * library handles), and what hc_model_free calls to release it. NULL when compiled. */
     struct mf_loaded *loaded;

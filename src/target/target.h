@@ -144,6 +144,9 @@ typedef struct hc_executor {
     /* The first error of the launches since the previous call (device launches fail
      * apart from the call that made them); NULL: launches cannot fail. */
     hc_status (*check)(hc_error *err);
+    /* Milliseconds one launch of fn takes on the device, timed with its events (the
+     * tuner); NULL: the host's clock around launch. */
+    double (*time)(hc_packed_fn fn, void **args);
 } hc_executor;
 
 /* Whether a target's memory is a device's (copies at graph inputs and outputs). */

@@ -3,6 +3,7 @@
 # each output with PyTorch's (compare.py).
 #
 #   run.sh --small|--full HIDETC OUT_DIR [--opset N...] [--models NAME...] [--threads T]
+#          [--target NAME]
 #
 # Exports are cached in OUT_DIR (export_cached.sh): they run again only when export.py or
 # the arguments change. One line per model and opset:
@@ -16,7 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
     echo "usage: run.sh --small|--full HIDETC OUT_DIR [--opset N...] [--models NAME...]" \
-         "[--threads T]" >&2
+         "[--threads T] [--target NAME]" >&2
     exit 2
 }
 
@@ -27,6 +28,7 @@ case $size in --small | --full) ;; *) usage ;; esac
 opsets=(13 17)
 models=()
 threads=2
+target=()
 while [ $# -gt 0 ]; do
     case $1 in
     --opset) opsets=(); shift
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
     --models) shift
         while [ $# -gt 0 ] && [[ $1 != --* ]]; do models+=("$1"); shift; done ;;
     --threads) threads=$2; shift 2 ;;
+    --target) target=(--target "$2"); shift 2 ;;
     *) usage ;;
     esac
 done
@@ -71,7 +74,7 @@ for dir in "$out"/*/; do
         rm -rf "$got" && mkdir -p "$got"
         t0=$(date +%s%N)
         "$hidetc" run "$dir/model_op$op.onnx" "${ins[@]}" --output-dir "$got" \
-            --threads "$threads" >"$dir/run_op$op.log" 2>&1
+            --threads "$threads" "${target[@]}" >"$dir/run_op$op.log" 2>&1
         rc=$?
         secs=$(awk -v ns=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')
         if [ $rc -ne 0 ]; then

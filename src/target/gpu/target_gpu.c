@@ -6,6 +6,7 @@
  * first NVIDIA GPU), "cuda:sm_80" / "cuda:sm_90" (CUDA C for that architecture: emitted
  * and NVRTC-compiled anywhere, run only on such a device). A target is found even when no
  * device is there (for --print-source and inspect); it is runnable only with one. */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,25 @@ static void run_program(const hc_gpu_program *p, void **args) {
 }
 
 static void gpu_launch(hc_packed_fn fn, void **args) { run_program((const hc_gpu_program *)(void *)fn, args); }
+
+typedef struct timed {
+    hc_packed_fn fn;
+    void **args;
+} timed;
+
+static void timed_launch(void *ctx) {
+    timed *t = ctx;
+    gpu_launch(t->fn, t->args);
+}
+
+/* A failed launch times as infinite: the tuner never picks it (check reports it). */
+static double time_with(const hc_gpu_api *api, hc_packed_fn fn, void **args) {
+    timed t = {fn, args};
+    double ms = api->time(timed_launch, &t);
+    return launch_err.status == HC_OK && ms >= 0 ? ms : INFINITY;
+}
+static double ocl_time(hc_packed_fn fn, void **args) { return time_with(&hc_gpu_opencl, fn, args); }
+static double cu_time(hc_packed_fn fn, void **args) { return time_with(&hc_gpu_cuda, fn, args); }
 static void gpu_begin(int threads, hc_run_state *s) { (void)threads, (void)s; }
 static void gpu_evict(int n, const void *const *ptr, const size_t *bytes) { (void)n, (void)ptr, (void)bytes; }
 
@@ -236,11 +256,11 @@ static hc_status cu_check(hc_error *err) { return check_with(&hc_gpu_cuda, err);
 static const hc_executor ocl_exec = {
     .alloc = ocl_alloc_w, .release = ocl_release_w, .begin = gpu_begin, .launch = gpu_launch,
     .end = gpu_end, .evict = gpu_evict, .upload = ocl_up, .download = ocl_down,
-    .check = ocl_check};
+    .check = ocl_check, .time = ocl_time};
 static const hc_executor cu_exec = {
     .alloc = cu_alloc_w, .release = cu_release_w, .begin = gpu_begin, .launch = gpu_launch,
     .end = gpu_end, .evict = gpu_evict, .upload = cu_up, .download = cu_down,
-    .check = cu_check};
+    .check = cu_check, .time = cu_time};
 
 /* ---- targets ----------------------------------------------------------------------- */
 static hc_module *gpu_lower(hc_arena *a, const hc_module *m, const hc_target *t) {
@@ -314,7 +334,7 @@ static void init_slot(gpu_slot *s, int i) {
     s->t.name = s->name;
     s->t.cflags = i == 2 ? "sm_80" : i == 3 ? "sm_90" : "";
     hc_gpu_device_info info = {0};
-    s->present = api->device(&info, &s->why) == HC_OK;
+    s->present = api->init(&s->why) == HC_OK && api->device(&info, &s->why) == HC_OK;
     char *mbuf = d == HC_GPU_CUDA ? cu_machine_buf : ocl_machine_buf;
     if (!s->present) {
         if (!mbuf[0]) snprintf(mbuf, 300, "%s: no device", api->name);
