@@ -58,6 +58,7 @@ typedef struct hc_gpu_api {
     hc_status (*build)(const char *src, const char *cache_dir, const char *key, void **module,
                        bool *cached, hc_error *err);
     void *(*kernel)(void *module, const char *name, hc_error *err);
+    void (*kernel_free)(void *kernel); /* NULL: kernels go with their module */
     void (*module_free)(void *module);
     /* Device memory: the returned address is a device address (CUDA: a CUdeviceptr;
      * OpenCL: a virtual address the layer maps to a buffer object and an offset). Host

@@ -138,7 +138,7 @@ static hc_func *make_stage(hc_arena *a, const hc_func *f, int stage, int nscratc
     int np = f->nparams + nscratch;
     hc_var **params = HC_NEW_ARRAY(a, hc_var *, np + 1);
     memcpy(params, f->params, sizeof(hc_var *) * (size_t)f->nparams);
-    memcpy(params + f->nparams, scratch, sizeof(hc_var *) * (size_t)nscratch);
+    if (nscratch) memcpy(params + f->nparams, scratch, sizeof(hc_var *) * (size_t)nscratch);
     hc_func *k = hc_func_new(a, hc_arena_printf(a, "%s_s%d", f->name, stage), HC_FN_CUDA_KERNEL,
                              np, params, body);
     for (int d = 0; d < 3; d++) {

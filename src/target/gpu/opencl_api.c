@@ -327,6 +327,10 @@ static void *ocl_kernel(void *module, const char *name, hc_error *err) {
     return k;
 }
 
+static void ocl_kernel_free(void *kernel) {
+    if (kernel) cl.clReleaseKernel((cl_kernel)kernel);
+}
+
 static void ocl_module_free(void *module) {
     if (module) cl.clReleaseProgram((cl_program)module);
 }
@@ -429,6 +433,7 @@ const hc_gpu_api hc_gpu_opencl = {
     .device = ocl_device,
     .build = ocl_build,
     .kernel = ocl_kernel,
+    .kernel_free = ocl_kernel_free,
     .module_free = ocl_module_free,
     .alloc = ocl_alloc,
     .release = ocl_release,

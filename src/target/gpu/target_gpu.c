@@ -96,8 +96,11 @@ static const hc_gpu_api *api_of(const hc_target *t) {
 static void lib_close(hc_jit_lib *l) {
     gpu_lib *g = (gpu_lib *)l;
     if (!g) return;
-    for (int i = 0; i < g->nprograms; i++)
-        for (int s = 0; s < g->programs[i].nscratch; s++) g->api->release(g->programs[i].scratch[s]);
+    for (int i = 0; i < g->nprograms; i++) {
+        hc_gpu_program *p = &g->programs[i];
+        for (int s = 0; s < p->nscratch; s++) g->api->release(p->scratch[s]);
+        for (int s = 0; s < p->nstages && g->api->kernel_free; s++) g->api->kernel_free(p->stages[s].fn);
+    }
     for (int i = 0; i < g->nmodules; i++) g->api->module_free(g->modules[i]);
     free(g->modules);
     free(g->programs);
