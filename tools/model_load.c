@@ -108,6 +108,7 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         bool *flag;
     } flags[] = {
         {"--no-fusion", &co->no_fusion},           {"--no-prepack", &co->no_prepack},
+        {"--no-cuda-graph", &co->no_graph},
         {"--no-winograd", &co->paths.no_winograd}, {"--winograd-all", &co->paths.force_winograd},
         {"--no-direct", &co->paths.no_direct},     {"--direct-all", &co->paths.force_direct},
         {"--no-nchwc", &co->paths.no_nchwc},

@@ -366,6 +366,7 @@ void hc_rt_report_plan(const hc_model *m) {
 
 void hc_model_free(hc_model *m) {
     if (!m) return;
+    if (m->replay) m->target->exec->replay_free(m->replay); /* before its kernels go */
     if (m->release) m->release(m);
     for (int i = 0; i < m->nlibs; i++)
         if (m->libs[i]) m->target->lib_close(m->libs[i]);
@@ -439,11 +440,24 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
     if (st != HC_OK) return st;
     hc_run_state rs;
     ex->begin(m->num_threads, &rs);
-    for (size_t i = 0; i < m->kernels.len; i++) {
-        double t0 = ms ? hc_now_ms() : 0;
-        ex->launch(m->kernels.data[i].fn, m->kernels.data[i].args);
-        if (ms && ex->check) ex->check(NULL); /* a device kernel's time: wait for it */
-        if (ms) ms[i] = hc_now_ms() - t0;
+    /* replay the first run's launches (CUDA graphs): the arguments never change */
+    bool record = !ms && ex->record_begin && !m->opt.no_graph && !m->replay && !m->replay_failed;
+    if (!ms && m->replay) {
+        ex->replay(m->replay);
+    } else {
+        if (record && !ex->record_begin()) record = false, m->replay_failed = true;
+        for (size_t i = 0; i < m->kernels.len; i++) {
+            double t0 = ms ? hc_now_ms() : 0;
+            ex->launch(m->kernels.data[i].fn, m->kernels.data[i].args);
+            if (ms && ex->check) ex->check(NULL); /* a device kernel's time: wait for it */
+            if (ms) ms[i] = hc_now_ms() - t0;
+        }
+        if (record && (m->replay = ex->record_end())) ex->replay(m->replay);
+        else if (record) { /* recorded nothing and ran nothing: run them now */
+            m->replay_failed = true;
+            for (size_t i = 0; i < m->kernels.len; i++)
+                ex->launch(m->kernels.data[i].fn, m->kernels.data[i].args);
+        }
     }
     ex->end(&rs);
     if (ex->check && (st = ex->check(err)) != HC_OK) return st;

@@ -24,6 +24,8 @@ typedef struct hc_compile_options {
     const hc_jit_options *jit; /* NULL: defaults */
     bool verbose;              /* progress and per-kernel notes on stderr */
     bool no_fusion;            /* one kernel per node */
+    bool no_graph;             /* device targets with replay (CUDA graphs): launch every
+                                  kernel on every run instead of replaying the first run's */
     bool no_prepack;           /* templates pack constant weights on every call instead of
                                   once at compile time */
     hc_optimize_options paths; /* which convs go by Winograd or the direct template

@@ -78,6 +78,10 @@ struct hc_model {
     void **dev_in, **dev_out;
     void *dev_consts, *dev_empty;
     char *source; /* compile option emit_source */
+    /* The first run's launches recorded for replay (CUDA graphs; exec->record_begin), and
+     * whether recording failed (then every run launches). */
+    void *replay;
+    bool replay_failed;
     /* A model read by hc_model_load (model_file.c): its private state (the file's bytes,
      * library handles), and what hc_model_free calls to release it. NULL when compiled. */
     struct mf_loaded *loaded;

@@ -147,6 +147,13 @@ typedef struct hc_executor {
     /* Milliseconds one launch of fn takes on the device, timed with its events (the
      * tuner); NULL: the host's clock around launch. */
     double (*time)(hc_packed_fn fn, void **args);
+    /* Replay (CUDA graphs): after record_begin, launches are recorded, not run; record_end
+     * returns what replay runs again, all in one call (NULL when recording failed: nothing
+     * ran, launch again); replay_free releases it. NULL: no replay on this target. */
+    bool (*record_begin)(void);
+    void *(*record_end)(void);
+    void (*replay)(void *rec);
+    void (*replay_free)(void *rec);
 } hc_executor;
 
 /* Whether a target's memory is a device's (copies at graph inputs and outputs). */

@@ -33,7 +33,11 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 enum { CUDA_SUCCESS = 0 };
+/* CUstreamCaptureMode: only this thread's calls are checked against the capture */
+enum { CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1 };
 /* CUdevice_attribute values used by device(). */
 enum {
     CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
@@ -74,6 +78,13 @@ static struct {
     CUresult (*EventDestroy)(CUevent);
     CUresult (*GetErrorName)(CUresult, const char **);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* CUDA graphs (optional: NULL on a driver without them) */
+    CUresult (*StreamBeginCapture)(CUstream, int mode);
+    CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long flags);
+    CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*GraphExecDestroy)(CUgraphExec);
+    CUresult (*GraphDestroy)(CUgraph);
 
     hc_status status; /* of init, kept for every later call */
     char why[1024];
@@ -156,6 +167,21 @@ static void cu_load(void) {
         {(void **)&cu.GetErrorName, "cuGetErrorName", NULL},
         {(void **)&cu.GetErrorString, "cuGetErrorString", NULL},
     };
+    struct {
+        void **fn;
+        const char *name;
+    } graph_syms[] = {
+        {(void **)&cu.StreamBeginCapture, "cuStreamBeginCapture_v2"},
+        {(void **)&cu.StreamEndCapture, "cuStreamEndCapture"},
+        {(void **)&cu.GraphInstantiate, "cuGraphInstantiateWithFlags"},
+        {(void **)&cu.GraphLaunch, "cuGraphLaunch"},
+        {(void **)&cu.GraphExecDestroy, "cuGraphExecDestroy"},
+        {(void **)&cu.GraphDestroy, "cuGraphDestroy"},
+    };
+    bool graphs = true;
+    for (size_t i = 0; i < HC_ARRAY_LEN(graph_syms); i++)
+        graphs = (*graph_syms[i].fn = dlsym(lib, graph_syms[i].name)) && graphs;
+    if (!graphs) cu.StreamBeginCapture = NULL; /* all or none */
     for (size_t i = 0; i < HC_ARRAY_LEN(syms); i++) {
         *syms[i].fn = dlsym(lib, syms[i].name);
         if (!*syms[i].fn && syms[i].fallback) *syms[i].fn = dlsym(lib, syms[i].fallback);
@@ -365,15 +391,16 @@ static hc_status cu_launch(void *kernel, const int64_t grid[3], const int64_t bl
                                 (long long)block[0], (long long)block[1], (long long)block[2]);
     /* The driver reads each parameter's value through a pointer: the device addresses are
      * the parameters, so parameter i points at args[i]. */
-    void *params[HC_CUDA_MAX_ARGS];
+    void *params[HC_CUDA_MAX_ARGS + 1];
     for (int i = 0; i < nargs; i++) params[i] = (void *)&args[i];
+    params[nargs] = NULL; /* the driver reads the kernel's count; a NULL ends the list for tools */
     CUresult r = cu.LaunchKernel((CUfunction)kernel, (unsigned)grid[0], (unsigned)grid[1],
                                  (unsigned)grid[2], (unsigned)block[0], (unsigned)block[1],
                                  (unsigned)block[2], 0, cu.stream, params, NULL);
     if (r == CUDA_SUCCESS) return HC_OK;
     char s[256];
     return hc_error_set(
-        err, HC_ERR_INVALID, "CUDA: cuLaunchKernel (grid %lldx%lldx%lld, block %lldx%lldx%lld): %s",
+        err, HC_ERR_DEVICE, "CUDA: cuLaunchKernel (grid %lldx%lldx%lld, block %lldx%lldx%lld): %s",
         (long long)grid[0], (long long)grid[1], (long long)grid[2], (long long)block[0],
         (long long)block[1], (long long)block[2], cu_str(r, s, sizeof s));
 }
@@ -404,6 +431,41 @@ static double cu_time(void (*fn)(void *ctx), void *ctx) {
     return ms;
 }
 
+/* ---- CUDA graphs: a run's launches captured once, replayed after ----------------------- */
+static hc_status cu_capture_begin(hc_error *err) {
+    hc_status st = ready(err);
+    if (st != HC_OK) return st;
+    if (!cu.StreamBeginCapture)
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "CUDA: the driver has no graphs");
+    CUresult r = cu.StreamBeginCapture(cu.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    return r == CUDA_SUCCESS ? HC_OK : cu_fail(err, "cuStreamBeginCapture", r);
+}
+
+/* Ends the capture whatever happened in it (the stream must leave capture mode). */
+static hc_status cu_capture_end(void **graph, hc_error *err) {
+    *graph = NULL;
+    CUgraph g = NULL;
+    CUgraphExec e = NULL;
+    CUresult r = cu.StreamEndCapture(cu.stream, &g);
+    if (r != CUDA_SUCCESS) return cu_fail(err, "cuStreamEndCapture", r);
+    r = cu.GraphInstantiate(&e, g, 0);
+    cu.GraphDestroy(g);
+    if (r != CUDA_SUCCESS) return cu_fail(err, "cuGraphInstantiate", r);
+    *graph = e;
+    return HC_OK;
+}
+
+static hc_status cu_graph_launch(void *graph, hc_error *err) {
+    hc_status st = ready(err);
+    if (st != HC_OK) return st;
+    CUresult r = cu.GraphLaunch((CUgraphExec)graph, cu.stream);
+    return r == CUDA_SUCCESS ? HC_OK : cu_fail(err, "cuGraphLaunch", r);
+}
+
+static void cu_graph_free(void *graph) {
+    if (graph && cu.GraphExecDestroy) cu.GraphExecDestroy((CUgraphExec)graph);
+}
+
 const hc_gpu_api hc_gpu_cuda = {
     .name = "cuda",
     .init = cu_init,
@@ -418,4 +480,8 @@ const hc_gpu_api hc_gpu_cuda = {
     .launch = cu_launch,
     .sync = cu_sync,
     .time = cu_time,
+    .capture_begin = cu_capture_begin,
+    .capture_end = cu_capture_end,
+    .graph_launch = cu_graph_launch,
+    .graph_free = cu_graph_free,
 };

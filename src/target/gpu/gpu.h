@@ -73,6 +73,13 @@ typedef struct hc_gpu_api {
     hc_status (*sync)(hc_error *err);
     /* Milliseconds of device time of fn(ctx) (events around it); negative: unsupported. */
     double (*time)(void (*fn)(void *ctx), void *ctx);
+    /* Graphs (CUDA): after capture_begin the launches are recorded, not run; capture_end
+     * makes them one executable graph (ending the capture even on failure); graph_launch
+     * runs it. NULL: the API has no graphs (OpenCL). */
+    hc_status (*capture_begin)(hc_error *err);
+    hc_status (*capture_end)(void **graph, hc_error *err);
+    hc_status (*graph_launch)(void *graph, hc_error *err);
+    void (*graph_free)(void *graph);
 } hc_gpu_api;
 
 extern const hc_gpu_api hc_gpu_opencl;

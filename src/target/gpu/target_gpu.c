@@ -256,6 +256,27 @@ static void gpu_end(hc_run_state *s) { (void)s; }
 static hc_status ocl_check(hc_error *err) { return check_with(&hc_gpu_opencl, err); }
 static hc_status cu_check(hc_error *err) { return check_with(&hc_gpu_cuda, err); }
 
+/* CUDA graphs. A launch error while recording belongs to the recording: it is dropped
+ * with it, and the caller's direct launches meet (and report) it again. */
+static bool cu_record_begin(void) { return hc_gpu_cuda.capture_begin(NULL) == HC_OK; }
+
+static void *cu_record_end(void) {
+    void *g = NULL;
+    hc_status st = hc_gpu_cuda.capture_end(&g, NULL);
+    if (st != HC_OK || launch_err.status != HC_OK) {
+        if (g) hc_gpu_cuda.graph_free(g);
+        launch_err = (hc_error){0};
+        return NULL;
+    }
+    return g;
+}
+
+static void cu_replay(void *g) {
+    if (launch_err.status == HC_OK) hc_gpu_cuda.graph_launch(g, &launch_err);
+}
+
+static void cu_replay_free(void *g) { hc_gpu_cuda.graph_free(g); }
+
 static const hc_executor ocl_exec = {
     .alloc = ocl_alloc_w, .release = ocl_release_w, .begin = gpu_begin, .launch = gpu_launch,
     .end = gpu_end, .evict = gpu_evict, .upload = ocl_up, .download = ocl_down,
@@ -263,7 +284,8 @@ static const hc_executor ocl_exec = {
 static const hc_executor cu_exec = {
     .alloc = cu_alloc_w, .release = cu_release_w, .begin = gpu_begin, .launch = gpu_launch,
     .end = gpu_end, .evict = gpu_evict, .upload = cu_up, .download = cu_down,
-    .check = cu_check, .time = cu_time};
+    .check = cu_check, .time = cu_time, .record_begin = cu_record_begin,
+    .record_end = cu_record_end, .replay = cu_replay, .replay_free = cu_replay_free};
 
 /* ---- targets ----------------------------------------------------------------------- */
 static hc_module *gpu_lower(hc_arena *a, const hc_module *m, const hc_target *t) {
