@@ -462,15 +462,25 @@ static void test_bad_files(const char *good) {
     write_bytes(bad, b, n);
     expect_error("version", bad, "version 99");
 
-    /* compiled for a CPU with an extension this one lacks (bit 62: none has it) */
+    /* compiled for a CPU with an extension this one lacks (bit 62: none has it); the body
+     * starts with the target: u32 kind, str name (u32 length + bytes), u32 isa, vector bits,
+     * threads, u64 features */
+    size_t target_at = 32 + 4 + 4 + ((size_t)orig[36] | (size_t)orig[37] << 8);
     memcpy(b, orig, n);
-    b[32 + 12 + 7] |= 0x40;
+    b[target_at + 12 + 7] |= 0x40;
     fix_header(b, n);
     write_bytes(bad, b, n);
     expect_error("cpu features", bad, "compiled for another CPU");
+
+    /* a target kind no hidetc has */
+    memcpy(b, orig, n);
+    b[32] = 7;
+    fix_header(b, n);
+    write_bytes(bad, b, n);
+    expect_error("target kind", bad, "target kind 7");
     if (hc_target_cpu(HC_ISA_AVX512)->caps.isa < HC_ISA_AVX512) {
         memcpy(b, orig, n);
-        b[32] = HC_ISA_AVX512;
+        b[target_at] = HC_ISA_AVX512;
         fix_header(b, n);
         write_bytes(bad, b, n);
         expect_error("isa", bad, "needs avx512");

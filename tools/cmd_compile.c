@@ -93,9 +93,15 @@ int cmd_compile(int argc, char **argv) {
     }
     struct stat sb;
     long long bytes = stat(r.output, &sb) == 0 ? (long long)sb.st_size : -1;
-    printf("compiled %s -> %s: %d kernels, %d programs, %lld bytes, %d threads, %s\n", r.model,
-           r.output, hc_model_num_kernels(m), hc_model_num_programs(m), bytes,
-           hc_model_num_threads(m), hc_isa_name(hc_model_target(m)->caps.isa));
+    const hc_target *t = hc_model_target(m);
+    if (t->kind == HC_TARGET_GPU)
+        printf("compiled %s -> %s: %d kernels, %d programs, %lld bytes, target %s (%s)\n",
+               r.model, r.output, hc_model_num_kernels(m), hc_model_num_programs(m), bytes,
+               t->name, t->machine());
+    else
+        printf("compiled %s -> %s: %d kernels, %d programs, %lld bytes, %d threads, %s\n",
+               r.model, r.output, hc_model_num_kernels(m), hc_model_num_programs(m), bytes,
+               hc_model_num_threads(m), hc_isa_name(t->caps.isa));
     if (r.verbose)
         fprintf(stderr, "hidetc: compile %.0f ms, save %.0f ms\n", t1 - t0, hc_now_ms() - t1);
     hc_model_free(m);

@@ -249,8 +249,11 @@ static hc_status compile_all(hc_model *m, const hc_compile_options *opt, hc_erro
     double t0 = hc_now_ms();
     hc_status st = t->build(t, nchunks, (const char *const *)srcs, opt ? opt->jit : NULL, cores,
                             m->libs, err);
-    for (int c = 0; c < nchunks; c++) free(srcs[c]);
-    free(srcs);
+    if (t->kind == HC_TARGET_GPU) m->sources = srcs; /* a model file holds device code */
+    else {
+        for (int c = 0; c < nchunks; c++) free(srcs[c]);
+        free(srcs);
+    }
     if (st != HC_OK) return st;
     if (m->verbose) {
         int cached = 0;

@@ -25,7 +25,7 @@
 #include "runtime/runtime_internal.h"
 
 static const unsigned char MAGIC[8] = {0x89, 'H', 'C', 'M', 'O', 'D', 'E', 'L'};
-enum { VERSION = 2, HEADER_BYTES = 32, ALIGN = 64 };
+enum { VERSION = 3, HEADER_BYTES = 32, ALIGN = 64 };
 static const uint32_t END_MARK = 0x444e4548u; /* "HEND" */
 
 /* Location and copy kinds are stored by value (docs/model_file.md): pin them. */
@@ -58,6 +58,8 @@ typedef struct program {
 } program;
 
 typedef struct target_info {
+    uint32_t kind;    /* HC_TARGET_CPU or HC_TARGET_GPU */
+    const char *name; /* the target's name: "cpu:avx512", "opencl", "cuda", ... */
     uint32_t isa, vector_bits, threads;
     uint64_t features;
     const char *cpu;
@@ -253,6 +255,8 @@ static void w_node(writer *w, const hc_node *n) {
 
 static void w_body(writer *w, const hc_model *m, const parts *p) {
     const hc_graph *g = m->g;
+    w_u32(w, p->target.kind);
+    w_str(w, p->target.name);
     w_u32(w, p->target.isa);
     w_u32(w, p->target.vector_bits);
     w_u32(w, p->target.threads);
@@ -331,9 +335,11 @@ static int const_index(parts *p, const void *data, uint64_t size) {
  * caller frees them). */
 static hc_status describe(const hc_model *m, hc_arena *a, parts *p, hc_error *err) {
     const hc_target *t = m->target;
-    p->target = (target_info){(uint32_t)t->caps.isa, (uint32_t)t->caps.vector_bits,
-                              (uint32_t)m->num_threads, hc_cpu_features_for(t->caps.isa),
-                              hc_cpu_model_name()};
+    bool gpu = t->kind == HC_TARGET_GPU;
+    p->target = (target_info){(uint32_t)t->kind, t->name, (uint32_t)t->caps.isa,
+                              (uint32_t)t->caps.vector_bits, (uint32_t)m->num_threads,
+                              gpu ? 0 : hc_cpu_features_for(t->caps.isa),
+                              gpu ? t->machine() : hc_cpu_model_name()};
     for (size_t i = 0; i < m->kernels.len; i++) {
         const kernel *k = &m->kernels.data[i];
         for (int j = 0; j < k->group.ninputs + k->group.noutputs; j++) {
@@ -358,6 +364,12 @@ static hc_status describe(const hc_model *m, hc_arena *a, parts *p, hc_error *er
     for (int i = 0; i < m->nlibs; i++) {
         char *data;
         size_t size;
+        if (gpu) { /* device code: the emitted source, built again (or found cached) on load */
+            HC_ASSERT(m->sources && m->sources[i]);
+            blob b = {hc_xstrdup(m->sources[i]), strlen(m->sources[i])};
+            hc_vec_push(&p->libs, b);
+            continue;
+        }
         hc_status st = hc_read_file(m->target->lib_path(m->libs[i]), &data, &size, err);
         if (st != HC_OK) return st;
         blob b = {data, size};
@@ -371,11 +383,6 @@ hc_status hc_model_save(const hc_model *m, const char *path, hc_error *err) {
         return hc_error_set(err, HC_ERR_INVALID, "%s: the model was compiled with schedule_only "
                                                  "(for inspection): it has no kernels to save",
                             path);
-    if (m->target->kind != HC_TARGET_CPU)
-        return hc_error_set(err, HC_ERR_UNSUPPORTED, "%s: compiled-model files hold CPU shared "
-                            "objects; a model compiled for target %s cannot be saved yet (its "
-                            "kernels stay in the kernel cache: compiling again is fast)", path,
-                            m->target->name);
     hc_arena a;
     hc_arena_init(&a);
     parts own = {0};
@@ -561,6 +568,7 @@ typedef struct loader {
     reader r;
     hc_model *m;
     struct mf_loaded *ld;
+    const hc_target *gpu; /* the GPU target the file was compiled for; NULL: a CPU */
 } loader;
 
 static hc_status read_whole(const char *path, void **buf, size_t *size, hc_error *err) {
@@ -640,6 +648,8 @@ static hc_status check_header(reader *r) {
 static hc_status check_target(loader *L) {
     reader *r = &L->r;
     target_info *t = &L->ld->parts.target;
+    t->kind = r_u32(r, "target kind");
+    t->name = r_str(r, &L->m->arena, "target name");
     t->isa = r_u32(r, "target isa");
     t->vector_bits = r_u32(r, "target vector bits");
     t->threads = r_u32(r, "target threads");
@@ -649,6 +659,19 @@ static hc_status check_target(loader *L) {
     if (t->isa > HC_ISA_AVX512) return r_fail(r, "unknown ISA %u", t->isa), r->st;
     if (t->threads < 1 || t->threads > 65536)
         return r_fail(r, "thread count %u", t->threads), r->st;
+    if (t->kind != HC_TARGET_CPU && t->kind != HC_TARGET_GPU)
+        return r_fail(r, "unknown target kind %u", t->kind), r->st;
+    if (t->kind == HC_TARGET_GPU) { /* the device named: here, and able to run */
+        bool runnable = false;
+        hc_error e = {0};
+        if (hc_target_find(t->name, &L->gpu, &runnable, &e) != HC_OK || L->gpu->kind != HC_TARGET_GPU)
+            return r_fail(r, "unknown GPU target '%s'", t->name), r->st;
+        if (!runnable)
+            return hc_error_set(r->err, HC_ERR_UNSUPPORTED, "%s: compiled for target %s (%s), "
+                                "which cannot run here: %s", r->path, t->name, t->cpu,
+                                hc_target_why_not_runnable(L->gpu));
+        return HC_OK;
+    }
     hc_isa cpu = hc_cpu_isa(); /* the CPU's, whatever HIDETC_ISA says */
     uint64_t missing = t->features & ~hc_cpu_features();
     if (t->isa > (uint32_t)cpu || missing) {
@@ -964,6 +987,73 @@ static hc_status load_libraries(loader *L) {
     return HC_OK;
 }
 
+/* ---- GPU targets: device buffers and device code --------------------------------------- */
+/* The constants uploaded into one device buffer, the graph's inputs and outputs in their
+ * own (hc_rt_alloc_device_io), and every kernel argument made a device address. */
+static hc_status bind_device(loader *L) {
+    hc_model *m = L->m;
+    parts *p = &L->ld->parts;
+    const hc_executor *ex = m->target->exec;
+    size_t n = p->consts.len, total = 0;
+    size_t *off = hc_xmalloc(sizeof(size_t) * (n + 1));
+    for (size_t i = 0; i < n; i++) off[i] = total, total += (p->consts.data[i].size + 255) / 256 * 256;
+    hc_status st = hc_rt_alloc_device_io(m, L->r.err);
+    if (st == HC_OK && total && !(m->dev_consts = ex->alloc(total)))
+        st = hc_error_set(L->r.err, HC_ERR_NOMEM, "%s: out of device memory for the weights "
+                          "(%zu bytes)", L->r.path, total);
+    for (size_t i = 0; i < n && st == HC_OK; i++)
+        st = ex->upload((char *)m->dev_consts + off[i], p->consts.data[i].data,
+                        (size_t)p->consts.data[i].size, L->r.err);
+    size_t a = 0;
+    for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
+        kernel *k = &m->kernels.data[i];
+        for (int j = 0; j < k->nargs; j++, a++) {
+            loc l = p->args.data[a];
+            switch (l.kind) {
+            case LOC_EMPTY: k->args[j] = m->dev_empty; break;
+            case LOC_CONST: k->args[j] = (char *)m->dev_consts + off[l.index]; break;
+            case LOC_ARENA: k->args[j] = (char *)m->mem + m->plan.data[l.index].offset; break;
+            case LOC_INPUT: k->args[j] = m->dev_in[l.index]; break;
+            case LOC_OUTPUT: k->args[j] = m->dev_out[l.index]; break;
+            case LOC_NONE: hc_unreachable();
+            }
+        }
+    }
+    m->binds.len = 0; /* nothing of the caller's is bound: a run copies in and out */
+    free(off);
+    return st;
+}
+
+/* The device code is the emitted source: built for the device, or found in the cache. */
+static hc_status build_device_code(loader *L) {
+    hc_model *m = L->m;
+    struct mf_loaded *ld = L->ld;
+    const hc_target *t = m->target;
+    int n = (int)ld->parts.libs.len;
+    char **srcs = hc_xcalloc((size_t)n + 1, sizeof(char *));
+    for (int i = 0; i < n; i++) {
+        const blob *b = &ld->parts.libs.data[i];
+        srcs[i] = hc_xmalloc((size_t)b->size + 1);
+        memcpy(srcs[i], b->data, (size_t)b->size);
+        srcs[i][b->size] = 0;
+    }
+    m->nlibs = n;
+    m->libs = hc_xcalloc((size_t)n + 1, sizeof(hc_jit_lib *));
+    hc_status st = t->build(t, n, (const char *const *)srcs, NULL, 1, m->libs, L->r.err);
+    for (int i = 0; i < n; i++) free(srcs[i]);
+    free(srcs);
+    for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
+        kernel *k = &m->kernels.data[i];
+        const program *pr = &ld->parts.programs.data[k->unique];
+        k->fn = (hc_packed_fn)t->symbol(m->libs[pr->lib], pr->symbol);
+        if (!k->fn)
+            st = hc_error_set(L->r.err, HC_ERR_INVALID, "%s: kernel %zu (node '%s'): program "
+                              "'%s' not found in its device code", L->r.path, i, k->node->name,
+                              pr->symbol);
+    }
+    return st;
+}
+
 static void release_loaded(hc_model *m) {
     struct mf_loaded *ld = m->loaded;
     for (int i = 0; i < ld->nhandles; i++) dlclose(ld->handles[i]);
@@ -984,7 +1074,8 @@ static hc_status read_body(loader *L) {
     hc_status st = check_target(L);
     if (st != HC_OK) return st;
     m->num_threads = m->opt.num_threads = (int)p->target.threads;
-    m->target = hc_target_cpu((hc_isa)p->target.isa); /* check_target: the CPU has it */
+    m->target = L->gpu ? L->gpu /* check_target: the device is here */
+                       : hc_target_cpu((hc_isa)p->target.isa); /* check_target: the CPU has it */
     const char *name = r_str(r, &m->arena, "graph name");
     int opset = r_i32(r, "graph opset");
     m->g = hc_graph_new(name, opset);
@@ -1010,7 +1101,7 @@ static hc_status read_body(loader *L) {
         hc_vec_push(&m->uniques, u);
     }
     size_t bytes = (m->arena_bytes + 63) / 64 * 64;
-    if (r->st == HC_OK && !(m->mem = hc_alloc_big(bytes)))
+    if (r->st == HC_OK && !(m->mem = m->target->exec->alloc(bytes ? bytes : 64)))
         return hc_error_set(r->err, HC_ERR_NOMEM, "%s: cannot allocate the %zu-byte arena",
                             r->path, m->arena_bytes);
     uint32_t nk = r_count(r, 32, "kernels");
@@ -1019,6 +1110,10 @@ static hc_status read_body(loader *L) {
     if (r_u32(r, "end marker") != END_MARK) r_fail(r, "no end marker");
     if (r->st == HC_OK && r->pos != r->size) r_fail(r, "%zu bytes after the end", r->size - r->pos);
     if (r->st != HC_OK) return r->st;
+    if (L->gpu) {
+        st = bind_device(L);
+        return st == HC_OK ? build_device_code(L) : st;
+    }
     return load_libraries(L);
 }
 

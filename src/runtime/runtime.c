@@ -287,6 +287,15 @@ static hc_status alloc_io(hc_model *m, size_t n, hc_tensor *const *ts, void ***o
     return HC_OK;
 }
 
+hc_status hc_rt_alloc_device_io(hc_model *m, hc_error *err) {
+    hc_status st = HC_OK;
+    if (!(m->dev_empty = m->target->exec->alloc(DEV_ALIGN)))
+        st = dev_nomem("a placeholder", DEV_ALIGN, err);
+    if (st == HC_OK) st = alloc_io(m, m->g->inputs.len, m->g->inputs.data, &m->dev_in, err);
+    if (st == HC_OK) st = alloc_io(m, m->g->outputs.len, m->g->outputs.data, &m->dev_out, err);
+    return st;
+}
+
 static void *bind_device_arg(hc_model *m, const hc_tensor *t, const size_t *consts_off) {
     const loc *l = &m->locs[t->id];
     switch (l->kind) {
@@ -301,15 +310,11 @@ static void *bind_device_arg(hc_model *m, const hc_tensor *t, const size_t *cons
 }
 
 static hc_status prepare_device(hc_model *m, hc_error *err) {
-    const hc_executor *ex = m->target->exec;
     size_t nt = m->g->tensors.len + 1;
     size_t *consts_off = hc_xmalloc(sizeof(size_t) * nt);
     for (size_t i = 0; i < nt; i++) consts_off[i] = (size_t)-1;
-    hc_status st = HC_OK;
-    if (!(m->dev_empty = ex->alloc(DEV_ALIGN))) st = dev_nomem("a placeholder", DEV_ALIGN, err);
+    hc_status st = hc_rt_alloc_device_io(m, err);
     if (st == HC_OK) st = upload_consts(m, consts_off, err);
-    if (st == HC_OK) st = alloc_io(m, m->g->inputs.len, m->g->inputs.data, &m->dev_in, err);
-    if (st == HC_OK) st = alloc_io(m, m->g->outputs.len, m->g->outputs.data, &m->dev_out, err);
     for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
         kernel *k = &m->kernels.data[i];
         k->nargs = k->func->nparams;
@@ -374,6 +379,8 @@ void hc_model_free(hc_model *m) {
     if (m->target && hc_exec_is_device(m->target->exec)) release_device(m);
     if (m->mem) m->target->exec->release(m->mem);
     free(m->source);
+    for (int i = 0; m->sources && i < m->nlibs; i++) free(m->sources[i]);
+    free(m->sources);
     hc_vec_free(&m->kernels);
     hc_vec_free(&m->uniques);
     hc_vec_free(&m->plan);

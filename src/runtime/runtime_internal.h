@@ -78,6 +78,7 @@ struct hc_model {
     void **dev_in, **dev_out;
     void *dev_consts, *dev_empty;
     char *source; /* compile option emit_source */
+    char **sources; /* GPU targets: the source of each library (nlibs), for model files */
     /* The first run's launches recorded for replay (CUDA graphs; exec->record_begin), and
      * whether recording failed (then every run launches). */
     void *replay;
@@ -103,6 +104,9 @@ hc_status hc_rt_plan_memory(hc_model *m, hc_error *err);
  * device, the device buffers of the graph's inputs and outputs, and the constants
  * uploaded). NOMEM when the arena cannot be allocated. */
 hc_status hc_rt_prepare_args(hc_model *m, hc_error *err);
+/* Device targets: the buffers of the graph's inputs and outputs, and the placeholder
+ * for empty tensors (m->dev_in, dev_out, dev_empty). */
+hc_status hc_rt_alloc_device_io(hc_model *m, hc_error *err);
 /* "hidetc: memory plan: ..." on stderr. */
 void hc_rt_report_plan(const hc_model *m);
 
