@@ -88,9 +88,18 @@ hc_status hc_math_infer_reduce(hc_node *n, hc_error *err) {
     reduce_params p;
     hc_status st = hc_math_input(n, 0, &x, err);
     if (st || (st = reduce_params_of(n, x, &p, err))) return st;
-    if (x->dtype == HC_BOOL)
+    /* ReduceMax/ReduceMin-20 take bool (any / all). */
+    bool bool_ok = (n->op == HC_OPK_REDUCE_MAX || n->op == HC_OPK_REDUCE_MIN) && n->opset >= 20;
+    if (x->dtype == HC_BOOL && !bool_ok)
         return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is bool, expected a "
-                            "numeric type", x->name);
+                            "numeric type%s", x->name,
+                            n->op == HC_OPK_REDUCE_MAX || n->op == HC_OPK_REDUCE_MIN
+                                ? " (bool from opset 20)" : "");
+    /* ReduceLogSum/ReduceLogSumExp-28 are defined on floats only. */
+    if ((n->op == HC_OPK_REDUCE_LOG_SUM || n->op == HC_OPK_REDUCE_LOG_SUM_EXP) &&
+        n->opset >= 28 && !hc_dtype_is_float(x->dtype))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input 0 ('%s') is %s, expected a float "
+                            "type (version 28)", x->name, hc_dtype_name(x->dtype));
     int64_t shape[HC_MAX_DIMS];
     int nd = reduce_out_shape(x, &p, shape);
     hc_node_set_output(n, 0, x->dtype, nd, shape);
@@ -184,6 +193,12 @@ hc_task *hc_math_task_reduce(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *x = ins[0], *y;
     if (p.noop) {
         y = hc_compute_map1(a, name, x, copy_fn, NULL);
+    } else if (x->dtype == HC_BOOL) {
+        /* max = any, min = all: reduced as u8 (false < true; an empty max is false, an
+         * empty min true, the identities of any and all) */
+        x = hc_compute_cast(a, hc_arena_printf(a, "%s_u8in", name), x, HC_U8);
+        y = reduce_node(a, n, hc_arena_printf(a, "%s_u8", name), x, &p, err);
+        y = y ? hc_compute_cast(a, name, y, HC_BOOL) : NULL;
     } else if (needs_f32_accumulator(n->op, x->dtype)) {
         /* in f16, x * x overflows from |x| = 256 and exp from 11: compute in f32 */
         x = hc_compute_cast(a, hc_arena_printf(a, "%s_f32in", name), x, HC_F32);

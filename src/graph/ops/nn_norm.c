@@ -218,6 +218,14 @@ static hc_expr *lp_term(hc_arena *a, hc_expr *x, void *ctx) {
     return *(const int64_t *)ctx == 1 ? hc_math(a, HC_PRIM_ABS, x, NULL) : hc_mul(a, x, x);
 }
 
+/* x / norm, and 0 where the norm is 0 (a zero vector), as the ONNX reference does (from
+ * ONNX 1.17: LpNormalization-22's test data), instead of 0/0 = NaN. */
+static hc_expr *lp_div(hc_arena *a, hc_expr *const *v, void *ctx) {
+    (void)ctx;
+    hc_expr *zero = hc_const_num(a, v[0]->type->dtype, 0);
+    return hc_select(a, hc_binary(a, HC_OP_EQ, v[1], zero), zero, hc_div(a, v[0], v[1]));
+}
+
 hc_task *hc_nn_task_lp_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     int axis, nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -226,7 +234,8 @@ hc_task *hc_nn_task_lp_norm(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *t = hc_compute_map1(a, "term", in[0], lp_term, &p);
     hc_tnode *norm = hc_compute_reduce(a, "norm", t, 1, &axis, true, HC_REDUCE_SUM, err);
     if (norm && p == 2) norm = hc_compute_prim(a, "norm2", HC_PRIM_SQRT, norm);
-    hc_tnode *y = norm ? hc_compute_binop(a, "y", HC_OP_DIV, in[0], norm, err) : NULL;
+    const hc_tnode *xs[2] = {in[0], norm};
+    hc_tnode *y = norm ? hc_compute_mapn(a, "y", 2, xs, lp_div, NULL, err) : NULL;
     return y ? hc_node_task(a, n, nin, in, 1, (hc_tnode *[]){named(a, n, 0, y)}) : NULL;
 }
 

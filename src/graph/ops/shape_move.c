@@ -276,6 +276,22 @@ static hc_status split_sizes(const hc_node *n, int *axis, int64_t *sizes, hc_err
         if ((st = hc_shp_const_ints(n, 1, sizes, SHP_MAX_VALUES, &cnt, err))) return st;
     }
     int64_t dim = x->shape[*axis], total = 0;
+    const hc_attr *num = n->opset >= 18 ? hc_node_attr(n, "num_outputs") : NULL;
+    if (num && cnt)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "both the split input and num_outputs are "
+                            "given");
+    if (num && num->i != n->noutputs)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "num_outputs is %lld but the node has %d "
+                            "outputs", (long long)num->i, n->noutputs);
+    if (cnt == 0 && n->opset >= 18 && dim % n->noutputs != 0) {
+        /* Split-18: chunks of ceil(dim / outputs), the last one smaller */
+        int64_t chunk = dim / n->noutputs + 1, last = dim - chunk * (n->noutputs - 1);
+        if (last < 0)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "dimension %lld does not split into %d "
+                                "chunks of %lld", (long long)dim, n->noutputs, (long long)chunk);
+        for (int i = 0; i < n->noutputs; i++) sizes[i] = i + 1 < n->noutputs ? chunk : last;
+        return HC_OK;
+    }
     if (cnt == 0) {
         if (dim % n->noutputs != 0)
             return hc_node_fail(n, HC_ERR_INVALID, err, "dimension %lld does not split into %d "
@@ -631,11 +647,19 @@ hc_task *hc_shp_task_depth_to_space(hc_arena *a, const hc_node *n, hc_error *err
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
+/* SpaceToDepth has a mode from version 28 (DCR before). */
+static hc_status s2d_mode(const hc_node *n, bool *crd, hc_error *err) {
+    *crd = false;
+    if (n->opset < 28) return HC_OK;
+    return d2s_mode(n, crd, err);
+}
+
 hc_status hc_shp_infer_space_to_depth(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     int64_t b = 1;
+    bool crd;
     hc_status st = block_args(n, &b, err);
-    if (st) return st;
+    if (st || (st = s2d_mode(n, &crd, err))) return st;
     if (x->shape[2] % b || x->shape[3] % b)
         return hc_node_fail(n, HC_ERR_INVALID, err, "height and width must be multiples of "
                         "blocksize %lld", (long long)b);
@@ -647,16 +671,19 @@ hc_status hc_shp_infer_space_to_depth(hc_node *n, hc_error *err) {
 hc_task *hc_shp_task_space_to_depth(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t b = 1;
     int count;
-    if (block_args(n, &b, err)) return NULL;
+    bool crd;
+    if (block_args(n, &b, err) || s2d_mode(n, &crd, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
     hc_var *ax[4];
     hc_shp_make_axes(a, 4, ax);
-    /* output channel = (i * b + j) * C + c */
+    /* output channel: DCR (i * b + j) * C + c;  CRD c * b * b + i * b + j */
     hc_expr *C = hc_int(a, p[0]->shape[1]), *B = hc_int(a, b), *oc = hc_ref(a, ax[1]);
-    hc_expr *ij = hc_div(a, oc, C);
+    hc_expr *BB = hc_int(a, b * b);
+    hc_expr *ij = crd ? hc_mod(a, oc, BB) : hc_div(a, oc, C);
+    hc_expr *c = crd ? hc_div(a, oc, BB) : hc_mod(a, oc, C);
     hc_expr *idx[4] = {
-        hc_ref(a, ax[0]), hc_mod(a, oc, C),
+        hc_ref(a, ax[0]), c,
         hc_add(a, hc_mul(a, hc_ref(a, ax[2]), B), hc_div(a, ij, B)),
         hc_add(a, hc_mul(a, hc_ref(a, ax[3]), B), hc_mod(a, ij, B)),
     };

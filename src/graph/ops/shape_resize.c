@@ -1,7 +1,8 @@
-/* shape_resize.c — Resize (opsets 10..17) and Upsample: nearest (every nearest_mode),
- * linear and cubic interpolation over any number of dimensions, with every
- * coordinate_transformation_mode of opset 17 (tf_crop_and_resize with its roi and
- * extrapolation_value). antialias and keep_aspect_ratio_policy are opset 18 and absent.
+/* shape_resize.c — Resize (versions 10, 11, 13, 18, 19) and Upsample: nearest (every
+ * nearest_mode), linear and cubic interpolation over any number of dimensions, with every
+ * coordinate_transformation_mode (tf_crop_and_resize with its roi and extrapolation_value;
+ * half_pixel_symmetric from version 19), and version 18's `axes` (roi, scales and sizes
+ * for those dims only) and keep_aspect_ratio_policy. antialias (18) is refused.
  *
  * The Task computes, per output element, the source coordinate of each resized dimension
  * (in f64, from the output index), the taps around it (indices clamped into the input,
@@ -19,6 +20,7 @@ typedef enum coord_mode {
     CM_ASYMMETRIC,
     CM_TF_HALF_PIXEL_FOR_NN,
     CM_TF_CROP_AND_RESIZE,
+    CM_HALF_PIXEL_SYMMETRIC,
 } coord_mode;
 
 typedef enum interp_mode { IM_NEAREST, IM_LINEAR, IM_CUBIC } interp_mode;
@@ -43,7 +45,7 @@ typedef struct resize_cfg {
 
 static const char *const coord_names[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
                                           "asymmetric", "tf_half_pixel_for_nn",
-                                          "tf_crop_and_resize"};
+                                          "tf_crop_and_resize", "half_pixel_symmetric"};
 static const char *const nearest_names[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
                                             "ceil"};
 
@@ -73,7 +75,7 @@ static hc_status parse_attrs(const hc_node *n, resize_cfg *c, hc_error *err) {
     if (n->op != HC_OPK_RESIZE || n->opset < 11) return HC_OK;
     const char *cm = hc_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
     const char *nm = hc_node_attr_string(n, "nearest_mode", "round_prefer_floor");
-    int ci = lookup(cm, coord_names, (int)HC_ARRAY_LEN(coord_names));
+    int ci = lookup(cm, coord_names, (int)HC_ARRAY_LEN(coord_names) - (n->opset < 19));
     int ni = lookup(nm, nearest_names, (int)HC_ARRAY_LEN(nearest_names));
     if (ci < 0)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "coordinate_transformation_mode '%s' is "
@@ -86,14 +88,34 @@ static hc_status parse_attrs(const hc_node *n, resize_cfg *c, hc_error *err) {
     return HC_OK;
 }
 
-/* Output sizes from scales (floor(in * scale)) or from sizes (scale = out / in). */
+/* Resize-18's axes: the dims that roi, scales and sizes list (default: all). */
+static hc_status resize_axes(const hc_node *n, int *axes, int *naxes, hc_error *err) {
+    int rank = n->inputs[0]->ndim, cnt = 0;
+    const int64_t *v = n->op == HC_OPK_RESIZE && n->opset >= 18
+                           ? hc_node_attr_ints(n, "axes", &cnt) : NULL;
+    if (!v) {
+        for (int d = 0; d < rank; d++) axes[d] = d;
+        *naxes = rank;
+        return HC_OK;
+    }
+    if (cnt > rank)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "axes has %d values for rank %d", cnt, rank);
+    *naxes = cnt;
+    return hc_shp_axes(n, "axes", v, cnt, rank, axes, err);
+}
+
+/* Output sizes from scales (floor(in * scale)) or from sizes (scale = out / in), over the
+ * dims `axes` (the others keep their size, scale 1); keep_aspect_ratio_policy not_larger /
+ * not_smaller (Resize-18) gives every listed dim the smallest / largest of their scales
+ * and the size round(in * scale), half up, as the reference does. */
 static hc_status sizes_from(const hc_node *n, resize_cfg *c, int scales_in, int sizes_in,
-                            hc_error *err) {
+                            const int *axes, int naxes, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
     double sc[SHP_MAX_VALUES];
     int64_t sz[SHP_MAX_VALUES];
     int cnt;
     hc_status st;
+    for (int d = 0; d < x->ndim; d++) c->out[d] = x->shape[d], c->scale[d] = 1.0;
     bool have_scales = scales_in >= 0 && hc_shp_in(n, scales_in) && !hc_shp_in_empty(n, scales_in);
     bool have_sizes = sizes_in >= 0 && hc_shp_in(n, sizes_in) && !hc_shp_in_empty(n, sizes_in);
     if (have_scales == have_sizes)
@@ -101,25 +123,43 @@ static hc_status sizes_from(const hc_node *n, resize_cfg *c, int scales_in, int 
                             "exactly one of scales and sizes must be given");
     if (have_sizes) {
         if ((st = hc_shp_const_ints(n, sizes_in, sz, SHP_MAX_VALUES, &cnt, err))) return st;
-        if (cnt != x->ndim)
+        if (cnt != naxes)
             return hc_node_fail(n, HC_ERR_INVALID, err, "sizes has %d values, expected %d", cnt,
-                            x->ndim);
-        for (int d = 0; d < x->ndim; d++) {
-            if (sz[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "sizes[%d] is negative", d);
-            c->out[d] = sz[d];
-            c->scale[d] = x->shape[d] ? (double)sz[d] / (double)x->shape[d] : 1.0;
+                            naxes);
+        const char *policy = n->op == HC_OPK_RESIZE && n->opset >= 18
+                                 ? hc_node_attr_string(n, "keep_aspect_ratio_policy", "stretch")
+                                 : "stretch";
+        bool larger = !strcmp(policy, "not_smaller");
+        if (!larger && strcmp(policy, "stretch") && strcmp(policy, "not_larger"))
+            return hc_node_fail(n, HC_ERR_INVALID, err, "keep_aspect_ratio_policy '%s' (expected "
+                                "stretch, not_larger or not_smaller)", policy);
+        double common = 0;
+        for (int i = 0; i < naxes; i++) {
+            int d = axes[i];
+            if (sz[i] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "sizes[%d] is negative", i);
+            c->out[d] = sz[i];
+            c->scale[d] = x->shape[d] ? (double)sz[i] / (double)x->shape[d] : 1.0;
+            if (i == 0 || (larger ? c->scale[d] > common : c->scale[d] < common))
+                common = c->scale[d];
         }
+        if (strcmp(policy, "stretch"))
+            for (int i = 0; i < naxes; i++) {
+                int d = axes[i];
+                c->scale[d] = common;
+                c->out[d] = (int64_t)(common * (double)x->shape[d] + 0.5);
+            }
         return HC_OK;
     }
     if ((st = hc_shp_const_doubles(n, scales_in, sc, SHP_MAX_VALUES, &cnt, err))) return st;
-    if (cnt != x->ndim)
+    if (cnt != naxes)
         return hc_node_fail(n, HC_ERR_INVALID, err, "scales has %d values, expected %d", cnt,
-                        x->ndim);
-    for (int d = 0; d < x->ndim; d++) {
-        if (!(sc[d] > 0))
-            return hc_node_fail(n, HC_ERR_INVALID, err, "scales[%d] is not positive", d);
-        c->scale[d] = sc[d];
-        c->out[d] = (int64_t)floor((double)x->shape[d] * sc[d]);
+                        naxes);
+    for (int i = 0; i < naxes; i++) {
+        int d = axes[i];
+        if (!(sc[i] > 0))
+            return hc_node_fail(n, HC_ERR_INVALID, err, "scales[%d] is not positive", i);
+        c->scale[d] = sc[i];
+        c->out[d] = (int64_t)floor((double)x->shape[d] * sc[i]);
     }
     return HC_OK;
 }
@@ -129,8 +169,10 @@ static hc_status resize_cfg_of(const hc_node *n, resize_cfg *c, hc_error *err) {
     c->ndim = n->inputs[0]->ndim;
     hc_status st = parse_attrs(n, c, err);
     if (st) return st;
+    int axes[HC_MAX_DIMS], naxes = 0;
+    if ((st = resize_axes(n, axes, &naxes, err))) return st;
     if (n->op == HC_OPK_UPSAMPLE) {
-        if (n->opset >= 9) return sizes_from(n, c, 1, -1, err);
+        if (n->opset >= 9) return sizes_from(n, c, 1, -1, axes, naxes, err);
         int cnt;
         const double *f = hc_node_attr_floats(n, "scales", &cnt);
         if (!f || cnt != c->ndim)
@@ -141,16 +183,20 @@ static hc_status resize_cfg_of(const hc_node *n, resize_cfg *c, hc_error *err) {
         }
         return HC_OK;
     }
-    if (n->opset < 11) return sizes_from(n, c, 1, -1, err);
+    if (n->opset < 11) return sizes_from(n, c, 1, -1, axes, naxes, err);
     if (c->coord == CM_TF_CROP_AND_RESIZE) {
         int cnt;
+        double roi[2 * HC_MAX_DIMS];
         if (!hc_shp_in(n, 1)) return hc_node_fail(n, HC_ERR_INVALID, err, "roi is missing");
-        if ((st = hc_shp_const_doubles(n, 1, c->roi, 2 * HC_MAX_DIMS, &cnt, err))) return st;
-        if (cnt != 2 * c->ndim)
+        if ((st = hc_shp_const_doubles(n, 1, roi, 2 * HC_MAX_DIMS, &cnt, err))) return st;
+        if (cnt != 2 * naxes)
             return hc_node_fail(n, HC_ERR_INVALID, err, "roi has %d values, expected %d", cnt,
-                            2 * c->ndim);
+                            2 * naxes);
+        for (int d = 0; d < c->ndim; d++) c->roi[d] = 0, c->roi[d + c->ndim] = 1;
+        for (int i = 0; i < naxes; i++)
+            c->roi[axes[i]] = roi[i], c->roi[axes[i] + c->ndim] = roi[naxes + i];
     }
-    return sizes_from(n, c, 2, 3, err);
+    return sizes_from(n, c, 2, 3, axes, naxes, err);
 }
 
 hc_status hc_shp_infer_resize(hc_node *n, hc_error *err) {
@@ -171,6 +217,12 @@ static hc_expr *source_coord(hc_arena *a, const resize_cfg *c, int d, int64_t in
     switch (c->coord) {
     case CM_HALF_PIXEL:
         return hc_sub(a, hc_div(a, hc_add(a, x, hc_f64(a, 0.5)), hc_f64(a, s)), hc_f64(a, 0.5));
+    case CM_HALF_PIXEL_SYMMETRIC: {
+        /* half_pixel shifted so that the output's centre maps to the input's centre */
+        double offset = (double)in / 2 * (1 - (double)c->out[d] / out_f);
+        return hc_add(a, hc_f64(a, offset - 0.5),
+                      hc_div(a, hc_add(a, x, hc_f64(a, 0.5)), hc_f64(a, s)));
+    }
     case CM_PYTORCH_HALF_PIXEL:
         if (c->out[d] <= 1) return hc_f64(a, 0);
         return hc_sub(a, hc_div(a, hc_add(a, x, hc_f64(a, 0.5)), hc_f64(a, s)), hc_f64(a, 0.5));
