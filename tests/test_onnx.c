@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
+#include "graph/ops/versions.h"
 #include "onnx.pb-c.h"
 #include "test.h"
 
@@ -532,12 +533,51 @@ static void test_graph_errors(void) {
     int64_t d3[1] = {3}, sym[2] = {-1, 3};
     hc_error err;
     hc_graph *hg;
-    for (int64_t opset = 5; opset <= 19; opset++) {
+    for (int64_t opset = 5; opset <= 30; opset++) {
         hg = load_simple(identity_graph(d3, 1), opset, &err);
-        bool ok = opset >= 7 && opset <= 17;
+        bool ok = opset >= 7 && opset <= 28;
         CHECK_MSG((hg != NULL) == ok, "opset %lld", (long long)opset);
         if (!ok) CHECK(err.status == HC_ERR_UNSUPPORTED && has(err.msg, "opset"));
         hc_graph_free(hg);
+    }
+    /* An op used at an opset before it was added: the node, the op and both opsets. */
+    if (op_supported("LayerNormalization")) {
+        for (int64_t opset = 16; opset <= 17; opset++) {
+            Onnx__GraphProto *lg = identity_graph(d3, 1);
+            Onnx__TensorProto *st = tensor("s", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+            raw(st, (float[]){1, 2, 3}, 3 * sizeof(float));
+            lg->initializer[lg->n_initializer++] = st;
+            node(lg, "LayerNormalization", "ln", "x,s", "y");
+            add_output(lg, "y");
+            hg = load_simple(lg, opset, &err);
+            if (opset == 16) {
+                CHECK(!hg && err.status == HC_ERR_INVALID);
+                CHECK_MSG(has(err.msg, "node 'ln' (LayerNormalization): LayerNormalization is "
+                              "not defined in opset 16 (it was added in opset 17)"), "%s",
+                          err.msg);
+            } else {
+                CHECK_MSG(hg != NULL, "%s", err.msg);
+            }
+            hc_graph_free(hg);
+        }
+    }
+    /* The version an opset selects, and the implemented versions. */
+    CHECK_EQ_INT(hc_op_onnx_version(HC_OPK_REDUCE_MAX, 17), 13);
+    CHECK_EQ_INT(hc_op_onnx_version(HC_OPK_REDUCE_MAX, 19), 18);
+    CHECK_EQ_INT(hc_op_onnx_version(HC_OPK_REDUCE_MAX, 28), 20);
+    CHECK_EQ_INT(hc_op_onnx_version(HC_OPK_LAYER_NORMALIZATION, 16), 0);
+    CHECK_EQ_INT(hc_op_onnx_version(HC_OPK_IM2COL, 17), -1);
+    CHECK(hc_op_onnx_version_supported(HC_OPK_SPLIT, 18));
+    CHECK(!hc_op_onnx_version_supported(HC_OPK_SPLIT, 17));
+    /* every table op has its first version at or below the newest opset, and the versions
+     * an opset selects never decrease */
+    for (int k = 0; k < HC_OPK_COUNT; k++) {
+        if (!*hc_op_onnx_name((hc_op_kind)k)) continue;
+        int first = hc_op_onnx_first_version((hc_op_kind)k);
+        CHECK_MSG(first >= 1 && first <= HC_ONNX_MAX_OPSET, "%s: first version %d",
+                  hc_op_onnx_name((hc_op_kind)k), first);
+        for (int o = HC_ONNX_MIN_OPSET + 1; o <= HC_ONNX_MAX_OPSET; o++)
+            CHECK(hc_op_onnx_version((hc_op_kind)k, o) >= hc_op_onnx_version((hc_op_kind)k, o - 1));
     }
     hg = load_simple(identity_graph(sym, 2), 13, &err);
     CHECK(!hg && err.status == HC_ERR_UNSUPPORTED);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "frontend/onnx.h"
+#include "graph/ops/versions.h"
 #include "hidetc.h"
 #include "passes/pass_util.h"
 #include "runtime/runtime.h"
@@ -50,10 +51,11 @@ hidetc_status hidetc_graph_init(hidetc_graph **out, const char *name) {
 
 hidetc_status hidetc_graph_set_opset(hidetc_graph *g, int opset) {
     if (!g) return fail(HC_ERR_INVALID, "hidetc_graph_set_opset: %s is NULL", "graph");
-    if (opset < 7 || opset > 17) {
-        char s[32];
-        snprintf(s, sizeof s, "%d", opset);
-        return fail(HC_ERR_UNSUPPORTED, "hidetc_graph_set_opset: opset %s (supported: 7..17)", s);
+    if (opset < HC_ONNX_MIN_OPSET || opset > HC_ONNX_MAX_OPSET) {
+        char s[64];
+        snprintf(s, sizeof s, "%d (supported: %d..%d)", opset, HC_ONNX_MIN_OPSET,
+                 HC_ONNX_MAX_OPSET);
+        return fail(HC_ERR_UNSUPPORTED, "hidetc_graph_set_opset: opset %s", s);
     }
     g->g->opset = opset;
     return HIDETC_OK;

@@ -12,9 +12,7 @@
 #include <string.h>
 
 #include "frontend/onnx_internal.h"
-
-#define HC_ONNX_MIN_OPSET 7
-#define HC_ONNX_MAX_OPSET 17
+#include "graph/ops/versions.h" /* HC_ONNX_MIN_OPSET, HC_ONNX_MAX_OPSET, op versions */
 
 typedef struct importer {
     hc_onnx_src src;
@@ -47,6 +45,34 @@ static hc_status find_opset(importer *im, const Onnx__ModelProto *m) {
                             "domain is not supported (opsets %d to %d are)", im->src.path,
                             (long long)v, HC_ONNX_MIN_OPSET, HC_ONNX_MAX_OPSET);
     im->opset = (int)v;
+    return HC_OK;
+}
+
+/* Each node's operator must be defined at the model's opset, and the version that opset
+ * selects (its latest since-version at or below it) must be one hidetc implements. */
+static hc_status check_versions(importer *im) {
+    const Onnx__GraphProto *gp = im->gp;
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        if (!is_default_domain(np->domain)) continue;
+        hc_op_kind k = hc_op_from_onnx(np->op_type);
+        int v = hc_op_onnx_version(k, im->opset);
+        if (v < 0 || hc_op_onnx_version_supported(k, v)) continue;
+        if (v == 0)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): %s is not "
+                                "defined in opset %d (it was added in opset %d)", im->src.path,
+                                im->node_names[i], np->op_type, np->op_type, im->opset,
+                                hc_op_onnx_first_version(k));
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_op_onnx_versions_print(&sb, k);
+        hc_status s = hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (%s): version "
+                                   "%d of %s (selected by opset %d) is not supported "
+                                   "(versions %s are)", im->src.path, im->node_names[i],
+                                   np->op_type, v, np->op_type, im->opset, hc_sb_str(&sb));
+        hc_sb_free(&sb);
+        return s;
+    }
     return HC_OK;
 }
 
@@ -537,6 +563,7 @@ static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
     hc_status s = check_operators(im);
     if (!s) s = find_opset(im, m);
     if (!s) im->g->opset = im->opset;
+    if (!s) s = check_versions(im);
     if (!s) s = check_counts(im);
     if (!s) s = import_initializers(im);
     for (size_t i = 0; !s && i < gp->n_input; i++) s = import_input(im, i, gp->input[i]);

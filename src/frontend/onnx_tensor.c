@@ -47,6 +47,12 @@ const char *hc_onnx_dtype_name(int32_t t, char buf[32]) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__COMPLEX128: return "complex128";
     default: break;
     }
+    /* Types newer than the system's onnx.proto (ONNX 1.14 to 1.23), by their number. */
+    static const char *const newer[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+                                        "float8e5m2fnuz", "uint4", "int4", "float4e2m1",
+                                        "float8e8m0", "uint2", "int2", "float6e2m3",
+                                        "float6e3m2"};
+    if (t >= 17 && t < 17 + (int32_t)(sizeof newer / sizeof *newer)) return newer[t - 17];
     hc_dtype d = hc_onnx_dtype(t);
     if (d != HC_DTYPE_COUNT) return hc_dtype_name(d);
     snprintf(buf, 32, "type %d", (int)t);

@@ -22,6 +22,9 @@
     X(LP_NORMALIZATION,          "LpNormalization",            1, 1, 1, 1, REDUCE)            \
     X(MEAN_VARIANCE_NORMALIZATION, "MeanVarianceNormalization", 1, 1, 1, 1, REDUCE)          \
     X(LRN,                       "LRN",                        1, 1, 1, 1, REDUCE)            \
+    X(GROUP_NORMALIZATION,       "GroupNormalization",         3, 3, 1, 1, REDUCE)            \
+    X(RMS_NORMALIZATION,         "RMSNormalization",           2, 2, 1, 1, REDUCE)            \
+    X(ROTARY_EMBEDDING,          "RotaryEmbedding",            3, 4, 1, 1, INJECTIVE)         \
     /* matrix products */                                                                     \
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \
@@ -136,6 +139,8 @@
     X(TRILU,                     "Trilu",                      1, 2, 1, 1, INJECTIVE)         \
     X(ONE_HOT,                   "OneHot",                     3, 3, 1, 1, INJECTIVE)         \
     X(EYE_LIKE,                  "EyeLike",                    1, 1, 1, 1, INJECTIVE)         \
+    X(CENTER_CROP_PAD,           "CenterCropPad",              2, 2, 1, 1, INJECTIVE)         \
+    X(COL2IM,                    "Col2Im",                     3, 3, 1, 1, REDUCE)            \
     /* shape and constants */                                                                 \
     X(SHAPE,                     "Shape",                      1, 1, 1, 1, SOURCE)            \
     X(SIZE,                      "Size",                       1, 1, 1, 1, SOURCE)            \

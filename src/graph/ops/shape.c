@@ -108,6 +108,17 @@ hc_dtype hc_shp_onnx_dtype(int64_t code) {
     }
 }
 
+const char *hc_shp_onnx_type_name(int64_t code) {
+    static const char *const names[] = {
+        "undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
+        "string", "bool", "float16", "double", "uint32", "uint64", "complex64",
+        "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+        "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2",
+        "float6e2m3", "float6e3m2"};
+    if (code < 0 || code >= (int64_t)(sizeof names / sizeof *names)) return "an unknown type";
+    return names[code];
+}
+
 hc_status hc_shp_axes(const hc_node *n, const char *what, const int64_t *axes, int count,
                    int rank, int *out, hc_error *err) {
     bool seen[HC_MAX_DIMS] = {false};

@@ -76,13 +76,15 @@ hc_status hc_shp_infer_cast(hc_node *n, hc_error *err) {
     hc_dtype t = hc_shp_onnx_dtype(code);
     if (t == HC_DTYPE_COUNT)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "cast to ONNX type %lld (%s) is not "
-                        "supported", (long long)code, code == 8 ? "string" : "not numeric");
+                            "supported", (long long)code, hc_shp_onnx_type_name(code));
     hc_node_set_output(n, 0, t, x->ndim, x->shape);
     return HC_OK;
 }
 
 /* ONNX up to opset 18 (the ONNX 1.12 reference and its backend test data) converts
- * float to bfloat16 by truncating the mantissa, not by rounding. y = round(x) is off by
+ * float to bfloat16 by truncating the mantissa, not by rounding; from Cast-19 (ONNX 1.14
+ * on: the reference and the test data of opsets 19 and later) it rounds to nearest even,
+ * as hc_compute_cast does. y = round(x) is off by
  * at most one unit when it rounded away from zero; then the bfloat16 just below |y|
  * is round(y * (1 - 2^-8)): that product lies within half a unit of it (y holds 8
  * significant bits, so the product is exact in f32). */
@@ -100,7 +102,7 @@ static hc_task *cast_task(hc_arena *a, const hc_node *n) {
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     hc_dtype to = n->outputs[0]->dtype;
     hc_tnode *y;
-    if (to == HC_BF16 && (p[0]->dtype == HC_F32 || p[0]->dtype == HC_F64)) {
+    if (to == HC_BF16 && (p[0]->dtype == HC_F32 || p[0]->dtype == HC_F64) && n->opset < 19) {
         hc_var *ax[HC_MAX_DIMS];
         hc_shp_make_axes(a, p[0]->ndim, ax);
         y = hc_compute_with_axes(a, out_name(n), p[0]->ndim, p[0]->shape, ax,

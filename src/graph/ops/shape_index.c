@@ -454,8 +454,8 @@ hc_status hc_shp_infer_eye_like(hc_node *n, hc_error *err) {
     if (hc_node_attr(n, "dtype")) {
         int64_t code = hc_node_attr_int(n, "dtype", 1);
         if ((t = hc_shp_onnx_dtype(code)) == HC_DTYPE_COUNT)
-            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "dtype %lld is not supported",
-                            (long long)code);
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "dtype %lld (%s) is not supported",
+                                (long long)code, hc_shp_onnx_type_name(code));
     }
     hc_node_set_output(n, 0, t, 2, x->shape);
     return HC_OK;

@@ -23,6 +23,9 @@ hc_status hc_shp_const_doubles(const hc_node *n, int i, double *out, int max, in
 /* ONNX TensorProto.DataType code -> dtype; HC_DTYPE_COUNT for strings, complex and
  * unknown codes. */
 hc_dtype hc_shp_onnx_dtype(int64_t code);
+/* The ONNX name of a TensorProto data type code ("float8e4m3fn"); also for types hidetc
+ * has no dtype for. */
+const char *hc_shp_onnx_type_name(int64_t code);
 /* Normalize axes (negative count from the end) against rank; duplicates are errors. */
 hc_status hc_shp_axes(const hc_node *n, const char *what, const int64_t *axes, int count,
                    int rank, int *out, hc_error *err);
