@@ -503,7 +503,7 @@ hc_task *hc_shp_task_tile(hc_arena *a, const hc_node *n, hc_error *err) {
 }
 
 /* ---- Pad ------------------------------------------------------------------------------ */
-typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE } pad_mode;
+typedef enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP } pad_mode;
 
 static hc_status pad_args(const hc_node *n, int64_t *pads, double *value, pad_mode *mode,
                           hc_error *err) {
@@ -512,6 +512,7 @@ static hc_status pad_args(const hc_node *n, int64_t *pads, double *value, pad_mo
     if (!strcmp(m, "constant")) *mode = PAD_CONSTANT;
     else if (!strcmp(m, "reflect")) *mode = PAD_REFLECT;
     else if (!strcmp(m, "edge")) *mode = PAD_EDGE;
+    else if (!strcmp(m, "wrap") && n->opset >= 19) *mode = PAD_WRAP; /* Pad-19 */
     else return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "mode '%s' is not supported", m);
     int cnt = 0;
     hc_status st;
@@ -525,11 +526,26 @@ static hc_status pad_args(const hc_node *n, int64_t *pads, double *value, pad_mo
         if (!hc_shp_in(n, 1))
             return hc_node_fail(n, HC_ERR_INVALID, err, "the pads input is missing");
         if ((st = hc_shp_const_ints(n, 1, pads, SHP_MAX_VALUES, &cnt, err))) return st;
-        if (hc_shp_in(n, 3))
-            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "the axes input is not supported");
         if (hc_shp_in(n, 2) && !hc_shp_in_empty(n, 2)) {
             int vc;
             if ((st = hc_shp_const_doubles(n, 2, value, 1, &vc, err))) return st;
+        }
+        if (hc_shp_in(n, 3)) { /* Pad-18: pads lists the begins, then the ends, of axes */
+            int64_t ax[SHP_MAX_VALUES], given[SHP_MAX_VALUES];
+            int nax, axi[HC_MAX_DIMS];
+            if ((st = hc_shp_const_ints(n, 3, ax, SHP_MAX_VALUES, &nax, err))) return st;
+            if (nax > x->ndim)
+                return hc_node_fail(n, HC_ERR_INVALID, err, "axes has %d values for rank %d",
+                                    nax, x->ndim);
+            if ((st = hc_shp_axes(n, "axes", ax, nax, x->ndim, axi, err))) return st;
+            if (cnt != 2 * nax)
+                return hc_node_fail(n, HC_ERR_INVALID, err, "pads has %d values, expected %d "
+                                    "(2 per axis)", cnt, 2 * nax);
+            memcpy(given, pads, sizeof(int64_t) * (size_t)cnt);
+            for (int d = 0; d < 2 * x->ndim; d++) pads[d] = 0;
+            for (int i = 0; i < nax; i++)
+                pads[axi[i]] = given[i], pads[axi[i] + x->ndim] = given[nax + i];
+            cnt = 2 * x->ndim;
         }
     }
     if (cnt != 2 * x->ndim)
@@ -550,7 +566,7 @@ hc_status hc_shp_infer_pad(hc_node *n, hc_error *err) {
         if (s[d] < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "pads crop dim %d below 0", d);
         if (mode != PAD_CONSTANT && x->shape[d] == 0 && s[d] > 0)
             return hc_node_fail(n, HC_ERR_INVALID, err, "cannot pad empty dim %d in mode %s", d,
-                            mode == PAD_EDGE ? "edge" : "reflect");
+                            mode == PAD_EDGE ? "edge" : mode == PAD_WRAP ? "wrap" : "reflect");
     }
     hc_node_set_output(n, 0, x->dtype, x->ndim, s);
     return HC_OK;
@@ -558,6 +574,10 @@ hc_status hc_shp_infer_pad(hc_node *n, hc_error *err) {
 
 /* Index into a dim of size len for a position p that may lie outside it. */
 static hc_expr *pad_index(hc_arena *a, hc_expr *p, int64_t len, pad_mode mode) {
+    if (mode == PAD_WRAP) {
+        hc_expr *l = hc_int(a, len);
+        return hc_mod(a, hc_add(a, hc_mod(a, p, l), l), l);
+    }
     if (mode == PAD_EDGE || len == 1)
         return hc_min(a, hc_max(a, p, hc_int(a, 0)), hc_int(a, len - 1));
     /* reflect: period 2 (len - 1), mirrored in its second half */
