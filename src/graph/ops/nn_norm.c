@@ -344,3 +344,117 @@ hc_task *hc_nn_task_lrn(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, lrn_out, &c);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
+
+/* ---- RMSNormalization (opset 23) ------------------------------------------------------ */
+/* x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale: the ONNX function body, in f32
+ * when stash_type is 1 (the default), cast back to x's type at the end. The inputs and the
+ * output are those of LayerNormalization without B, Mean and InvStdDev, so its infer serves
+ * (axis, float input, scale broadcasting to the normalized dims). */
+hc_task *hc_nn_task_rms_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+    int axis, nin;
+    if (layer_norm_axis(n, &axis, err)) return NULL;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    hc_dtype xt = in[0]->dtype, ct = layer_norm_stash(n);
+    const hc_tnode *x = cast_to(a, in[0], ct);
+    int axes[HC_MAX_DIMS], nax = x->ndim - axis;
+    for (int i = 0; i < nax; i++) axes[i] = axis + i;
+    double eps = hc_node_attr_float(n, "epsilon", 1e-5);
+    hc_tnode *sq = hc_compute_binop(a, "sq", HC_OP_MUL, x, x, err);
+    hc_tnode *ms = sq ? hc_compute_reduce(a, "mean_sq", sq, nax, axes, true, HC_REDUCE_AVG, err)
+                      : NULL;
+    if (!ms) return NULL;
+    hc_tnode *inv = hc_compute_map1(a, "inv_rms", ms, rsqrt_eps, &eps);
+    hc_tnode *y = hc_compute_binop(a, "normed", HC_OP_MUL, x, inv, err);
+    if (y) y = hc_compute_binop(a, "scaled", HC_OP_MUL, y, cast_to(a, in[1], ct), err);
+    if (!y) return NULL;
+    y = named(a, n, 0, y->dtype == xt ? y : hc_compute_cast(a, "y", y, xt));
+    return hc_node_task(a, n, nin, in, 1, &y);
+}
+
+/* ---- GroupNormalization (versions 18 and 21) ------------------------------------------ */
+/* Mean and variance per (instance, group of C / num_groups channels) over those channels
+ * and the spatial dims; stage one in f32 when stash_type is 1 (the default; version 18 has
+ * no stash_type and is computed in f32 too), cast back to x's type; then scale and bias in
+ * x's type. Version 21: scale and bias per channel ([C]); version 18: per group
+ * ([num_groups]), each applied to all channels of its group. */
+static hc_status group_norm_groups(const hc_node *n, int64_t *groups, hc_error *err) {
+    const hc_tensor *x = hc_nn_in(n, 0);
+    if (!hc_node_attr(n, "num_groups"))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "num_groups is missing");
+    *groups = hc_node_attr_int(n, "num_groups", 1);
+    if (*groups <= 0 || x->shape[1] % *groups)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "num_groups = %lld does not divide the %lld "
+                            "channels", (long long)*groups, (long long)x->shape[1]);
+    return HC_OK;
+}
+
+hc_status hc_nn_infer_group_norm(hc_node *n, hc_error *err) {
+    int64_t groups;
+    if (hc_nn_need_rank(n, 0, 2, err) || hc_nn_need_float(n, 0, err) ||
+        group_norm_groups(n, &groups, err))
+        return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
+    int64_t len = n->opset >= 21 ? x->shape[1] : groups;
+    if (need_vector(n, 1, len, err) || need_vector(n, 2, len, err)) return err->status;
+    hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
+    return HC_OK;
+}
+
+typedef struct group_param_ctx {
+    const hc_tnode *v;
+    int64_t per_group;
+} group_param_ctx;
+
+/* v[c / per_group] at [c, 0, ..., 0] */
+static hc_expr *group_param_at(hc_arena *a, hc_var *const *axes, void *vctx) {
+    const group_param_ctx *c = vctx;
+    hc_expr *g = hc_div(a, hc_ref(a, axes[0]), hc_int(a, c->per_group));
+    return hc_at(a, c->v, &g);
+}
+
+/* scale or bias viewed as [C, 1, ..., 1] in dtype */
+static hc_tnode *group_param(hc_arena *a, const hc_node *n, const hc_tnode *v, int rank,
+                             int64_t channels, int64_t groups, hc_dtype dtype, hc_error *err) {
+    if (n->opset >= 21) return channel_view(a, v, rank, dtype, err);
+    int64_t shape[HC_MAX_DIMS];
+    shape[0] = channels;
+    for (int i = 1; i < rank - 1; i++) shape[i] = 1;
+    group_param_ctx c = {v, channels / groups};
+    hc_tnode *r = hc_compute(a, hc_arena_printf(a, "%s_c", v->name), rank - 1, shape,
+                             group_param_at, &c);
+    return r->dtype == dtype ? r : hc_compute_cast(a, hc_arena_printf(a, "%s_f", v->name), r,
+                                                   dtype);
+}
+
+static hc_expr *mul_add(hc_arena *a, hc_expr *const *v, void *ctx) {
+    (void)ctx; /* v: x, scale, bias */
+    return hc_add(a, hc_mul(a, v[0], v[1]), v[2]);
+}
+
+hc_task *hc_nn_task_group_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t groups;
+    int nin;
+    if (group_norm_groups(n, &groups, err)) return NULL;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    hc_dtype xt = in[0]->dtype, ct = layer_norm_stash(n);
+    const hc_tnode *x = cast_to(a, in[0], ct);
+    int64_t rest = hc_tensor_numel(n->inputs[0]) / (x->shape[0] ? x->shape[0] : 1) / groups;
+    if (x->shape[0] == 0) rest = 0;
+    int64_t gshape[3] = {x->shape[0], groups, rest};
+    hc_tnode *xg = hc_compute_reshape(a, "grouped", x, 3, gshape, err);
+    moments m;
+    double eps = hc_node_attr_float(n, "epsilon", 1e-5);
+    int ax = 2;
+    if (!xg || !moments_of(a, xg, 1, &ax, &m, err)) return NULL;
+    hc_tnode *inv = hc_compute_map1(a, "inv_std", m.var, rsqrt_eps, &eps);
+    hc_tnode *normed = hc_compute_binop(a, "normed", HC_OP_MUL, m.centred, inv, err);
+    if (normed) normed = hc_compute_reshape(a, "normed_x", normed, x->ndim, x->shape, err);
+    if (!normed) return NULL;
+    if (normed->dtype != xt) normed = hc_compute_cast(a, "normed_t", normed, xt);
+    const hc_tnode *xs[3] = {normed,
+                             group_param(a, n, in[1], x->ndim, x->shape[1], groups, xt, err),
+                             group_param(a, n, in[2], x->ndim, x->shape[1], groups, xt, err)};
+    if (!xs[1] || !xs[2]) return NULL;
+    hc_tnode *y = named(a, n, 0, hc_compute_mapn(a, "y", 3, xs, mul_add, NULL, err));
+    return y ? hc_node_task(a, n, nin, in, 1, &y) : NULL;
+}
