@@ -659,6 +659,76 @@ static void test_reduce(void) {
     }
 }
 
+/* Reduce-18: every reduce takes axes as an input; ReduceMax/Min-20 take bool. */
+static void test_reduce_opset18(void) {
+    float x[24];
+    for (int i = 0; i < 24; i++) x[i] = (float)(0.25 + 0.1 * ((i * 7) % 11));
+    const hc_op_kind ops[] = {HC_OPK_REDUCE_MEAN, HC_OPK_REDUCE_MAX, HC_OPK_REDUCE_MIN,
+                              HC_OPK_REDUCE_PROD, HC_OPK_REDUCE_L1, HC_OPK_REDUCE_L2,
+                              HC_OPK_REDUCE_LOG_SUM, HC_OPK_REDUCE_LOG_SUM_EXP,
+                              HC_OPK_REDUCE_SUM_SQUARE};
+    int64_t ax[2] = {2, 0};
+    for (size_t k = 0; k < HC_ARRAY_LEN(ops); k++) {
+        hc_graph *g = new_graph(18);
+        hc_tensor *xt = in(g, HC_F32, S(2, 3, 4));
+        hc_tensor *at = hc_graph_constant(g, "axes", HC_I64, 1, (int64_t[]){2}, ax);
+        hc_attr keep0 = iattr("keepdims", 0);
+        built b = node(g, ops[k], 2, (hc_tensor *[]){xt, at}, 0, 1, &keep0);
+        CHECK_MSG(b.st == HC_OK, "%s", b.err.msg);
+        if (b.st) continue;
+        CHECK(b.n->outputs[0]->ndim == 1 && b.n->outputs[0]->shape[0] == 3);
+        hc_task *t = task_of(&b);
+        void *out;
+        if (!t || !interp(t, (const void *[]){x, ax}, &out)) continue;
+        double ref[3];
+        ref_reduce(ops[k], x, 5, ref);
+        char what[64];
+        snprintf(what, sizeof what, "%s axes input (opset 18)", hc_op_onnx_name(ops[k]));
+        check_f32(what, out, ref, 3, 2e-6);
+        free(out);
+    }
+    /* bool ReduceMax (any) and ReduceMin (all) over the last axis, and over nothing (an
+     * empty dim: false and true); refused before opset 20 */
+    bool bv[6] = {false, true, false, false, false, false};
+    for (int opset = 18; opset <= 20; opset += 2)
+        for (int mx = 0; mx < 2; mx++) {
+            hc_graph *g = new_graph(opset);
+            hc_tensor *bt = in(g, HC_BOOL, S(2, 3));
+            hc_attr keep0 = iattr("keepdims", 0);
+            built b = node(g, mx ? HC_OPK_REDUCE_MAX : HC_OPK_REDUCE_MIN, 1, &bt, 0, 1, &keep0);
+            if (opset < 20) {
+                CHECK(b.st == HC_ERR_INVALID && strstr(b.err.msg, "bool from opset 20"));
+                continue;
+            }
+            hc_tensor *ab = hc_graph_constant(g, "ab", HC_I64, 1, (int64_t[]){1}, (int64_t[]){-1});
+            b = node(g, mx ? HC_OPK_REDUCE_MAX : HC_OPK_REDUCE_MIN, 2, (hc_tensor *[]){bt, ab},
+                     0, 1, &keep0);
+            CHECK_MSG(b.st == HC_OK && b.n->outputs[0]->dtype == HC_BOOL, "%s", b.err.msg);
+            hc_task *t = task_of(&b);
+            void *out;
+            if (t && interp(t, (const void *[]){bv, NULL}, &out)) {
+                const bool *o = out;
+                CHECK_MSG(mx ? o[0] && !o[1] : !o[0] && !o[1], "bool Reduce%s", mx ? "Max" : "Min");
+                free(out);
+            }
+            hc_tensor *et = in(g, HC_BOOL, S(2, 0));
+            b = node(g, mx ? HC_OPK_REDUCE_MAX : HC_OPK_REDUCE_MIN, 2, (hc_tensor *[]){et, ab},
+                     0, 1, &keep0);
+            t = task_of(&b);
+            if (t && interp(t, (const void *[]){NULL, NULL}, &out)) {
+                const bool *o = out;
+                CHECK_MSG(mx ? !o[0] && !o[1] : o[0] && o[1], "empty bool Reduce%s",
+                          mx ? "Max" : "Min");
+                free(out);
+            }
+        }
+    /* ReduceLogSumExp-28 is defined on floats only */
+    hc_graph *g = new_graph(28);
+    hc_tensor *it = in(g, HC_I32, S(4));
+    built b = node(g, HC_OPK_REDUCE_LOG_SUM_EXP, 1, &it, 0, 0, NULL);
+    CHECK(b.st == HC_ERR_INVALID && strstr(b.err.msg, "expected a float type (version 28)"));
+}
+
 static void test_reduce_sum_input_axes(void) {
     float x[24];
     for (int i = 0; i < 24; i++) x[i] = (float)i;
@@ -1204,6 +1274,7 @@ int main(void) {
     test_clip();
     test_reduce();
     test_reduce_sum_input_axes();
+    test_reduce_opset18();
     test_log_sum_exp_stable();
     test_reduce_f16();
     test_argreduce();

@@ -570,6 +570,136 @@ static void test_pools(void) {
     hc_graph_free(g);
 }
 
+/* ---- opset 18-23 norms and RotaryEmbedding --------------------------------------------- */
+static void test_rms_group_norm(void) {
+    hc_graph *g = hc_graph_new("norms23", 23);
+    /* RMSNormalization over the last two dims, scale broadcast from [5] */
+    hc_tensor *in[2] = {input(g, "x", SHAPE(2, 3, 5)), input(g, "s", SHAPE(5))};
+    hc_attr at[] = {INT("axis", -2), FLT("epsilon", 1e-3)};
+    hc_node *n = node(g, HC_OPK_RMS_NORMALIZATION, "rms", 2, in, 1, 2, at);
+    CHECK(n != NULL);
+    void *bi[3], *bo[1];
+    rand_inputs(n, bi), alloc_outputs(n, bo);
+    const float *x = bi[0], *sc = bi[1];
+    float ref[36];
+    for (int r = 0; r < 2; r++) {
+        double ms = 0;
+        for (int k = 0; k < 15; k++) ms += (double)x[r * 15 + k] * x[r * 15 + k];
+        double inv = 1 / sqrt(ms / 15 + 1e-3);
+        for (int k = 0; k < 15; k++) ref[r * 15 + k] = (float)(x[r * 15 + k] * inv * sc[k % 5]);
+    }
+    CHECK(interp(n, bi, bo));
+    CHECK_CLOSE(bo[0], ref, 30, 1e-5);
+    free_bufs(2, bi), free_bufs(1, bo);
+    /* a scale that does not broadcast to the normalized dims */
+    hc_tensor *bad[2] = {in[0], input(g, "s3", SHAPE(3))};
+    CHECK(node(g, HC_OPK_RMS_NORMALIZATION, "rms_bad", 2, bad, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "node 'rms_bad' (RMSNormalization): input 1 ('s3') does not "
+                          "broadcast") != NULL);
+
+    /* GroupNormalization: version 21 (scale/bias per channel), then 18 (per group) */
+    for (int v = 0; v < 2; v++) {
+        g->opset = v == 0 ? 21 : 18;
+        int64_t plen = v == 0 ? 4 : 2;
+        hc_tensor *gi[3] = {input(g, v ? "gx18" : "gx21", SHAPE(2, 4, 3)),
+                            input(g, v ? "gs18" : "gs21", 1, &plen),
+                            input(g, v ? "gb18" : "gb21", 1, &plen)};
+        hc_attr ga[] = {INT("num_groups", 2), FLT("epsilon", 1e-2)};
+        hc_node *m = node(g, HC_OPK_GROUP_NORMALIZATION, v ? "gn18" : "gn21", 3, gi, 1, 2, ga);
+        CHECK(m != NULL);
+        rand_inputs(m, bi), alloc_outputs(m, bo);
+        x = bi[0];
+        const float *gs = bi[1], *gb = bi[2];
+        for (int b = 0; b < 2; b++)
+            for (int grp = 0; grp < 2; grp++) {
+                double mean, inv; /* a group: 2 channels x 3 values, contiguous */
+                const float *xs = x + (b * 4 + grp * 2) * 3;
+                moments(xs, 6, 1e-2, &mean, &inv);
+                for (int k = 0; k < 6; k++) {
+                    int c = grp * 2 + k / 3, pi = v == 0 ? c : grp;
+                    ref[(b * 4 + grp * 2) * 3 + k] = (float)((xs[k] - mean) * inv * gs[pi] + gb[pi]);
+                }
+            }
+        CHECK(interp(m, bi, bo));
+        CHECK_CLOSE(bo[0], ref, 24, 1e-5);
+        free_bufs(3, bi), free_bufs(1, bo);
+        /* the other version's parameter length is refused */
+        int64_t wrong = v == 0 ? 2 : 4;
+        hc_tensor *gw[3] = {gi[0], input(g, v ? "gw18" : "gw21", 1, &wrong), gi[2]};
+        CHECK(node(g, HC_OPK_GROUP_NORMALIZATION, "gn_bad", 3, gw, 1, 2, ga) == NULL);
+        CHECK_MSG(strstr(err.msg, "(GroupNormalization): input 1") != NULL, "%s", err.msg);
+    }
+    hc_attr g3[] = {INT("num_groups", 3)};
+    hc_tensor *gx[3] = {input(g, "g3x", SHAPE(1, 4, 2)), input(g, "g3s", SHAPE(3)),
+                        input(g, "g3b", SHAPE(3))};
+    CHECK(node(g, HC_OPK_GROUP_NORMALIZATION, "gn3", 3, gx, 1, 1, g3) == NULL);
+    CHECK(strstr(err.msg, "num_groups = 3 does not divide the 4 channels") != NULL);
+    hc_graph_free(g);
+}
+
+/* RoPE reference on [B, H, S, D] data: out = rotate(x) with cos/sin rows per (b, s). */
+static void rope_ref(const float *x, const float *cs, const float *sn, const int64_t *pos,
+                     int64_t B, int64_t H, int64_t S, int64_t D, int64_t rd, bool inter,
+                     bool bshd, float *y) {
+    int64_t half = rd / 2;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++) {
+                int64_t base = bshd ? ((b * S + s) * H + h) * D : ((b * H + h) * S + s) * D;
+                int64_t row = pos ? pos[b * S + s] : b * S + s;
+                for (int64_t d = 0; d < D; d++) y[base + d] = x[base + d];
+                for (int64_t j = 0; j < half; j++) {
+                    int64_t d1 = inter ? 2 * j : j, d2 = inter ? 2 * j + 1 : j + half;
+                    double c = cs[row * half + j], si = sn[row * half + j];
+                    double x1 = x[base + d1], x2 = x[base + d2];
+                    y[base + d1] = (float)(c * x1 - si * x2);
+                    y[base + d2] = (float)(si * x1 + c * x2);
+                }
+            }
+}
+
+static void test_rotary(void) {
+    hc_graph *g = hc_graph_new("rope", 23);
+    /* 4-D, position ids, full rotation; both pairings */
+    for (int inter = 0; inter < 2; inter++) {
+        hc_tensor *ri[4] = {input(g, inter ? "rx1" : "rx0", SHAPE(2, 3, 4, 6)),
+                            input(g, inter ? "rc1" : "rc0", SHAPE(7, 3)),
+                            input(g, inter ? "rs1" : "rs0", SHAPE(7, 3)),
+                            hc_graph_add_input(g, inter ? "rp1" : "rp0", HC_I64, SHAPE(2, 4))};
+        hc_attr ra[] = {INT("interleaved", inter)};
+        hc_node *n = node(g, HC_OPK_ROTARY_EMBEDDING, inter ? "rope_i" : "rope", 4, ri, 1, 1, ra);
+        CHECK(n != NULL);
+        float *x = rand_buf(144), *c = rand_buf(21), *s = rand_buf(21), y[144], ref[144];
+        int64_t pos[8] = {0, 1, 2, 6, 5, 3, 3, 0};
+        CHECK(interp(n, (void *[]){x, c, s, pos}, (void *[]){y}));
+        rope_ref(x, c, s, pos, 2, 3, 4, 6, 6, inter, false, ref);
+        CHECK_CLOSE(y, ref, 144, 1e-6);
+        free(x), free(c), free(s);
+    }
+    /* 3-D with num_heads, partial rotation (rotary_embedding_dim 2 of head size 4), caches
+     * per (batch, seq) without position ids */
+    hc_tensor *ti[3] = {input(g, "tx", SHAPE(2, 3, 8)), input(g, "tc", SHAPE(2, 3, 1)),
+                        input(g, "ts", SHAPE(2, 3, 1))};
+    hc_attr ta[] = {INT("num_heads", 2), INT("rotary_embedding_dim", 2)};
+    hc_node *t = node(g, HC_OPK_ROTARY_EMBEDDING, "rope3", 3, ti, 1, 2, ta);
+    CHECK(t != NULL);
+    float *x = rand_buf(48), *c = rand_buf(6), *s = rand_buf(6), y[48], ref[48];
+    CHECK(interp(t, (void *[]){x, c, s}, (void *[]){y}));
+    rope_ref(x, c, s, NULL, 2, 2, 3, 4, 2, false, true, ref);
+    CHECK_CLOSE(y, ref, 48, 1e-6);
+    free(x), free(c), free(s);
+    /* errors: no num_heads for a 3-D input; an odd rotary dim; a cache of the wrong width */
+    CHECK(node(g, HC_OPK_ROTARY_EMBEDDING, "rope_nh", 3, ti, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "node 'rope_nh' (RotaryEmbedding): num_heads") != NULL);
+    hc_attr odd[] = {INT("num_heads", 2), INT("rotary_embedding_dim", 3)};
+    CHECK(node(g, HC_OPK_ROTARY_EMBEDDING, "rope_odd", 3, ti, 1, 2, odd) == NULL);
+    CHECK(strstr(err.msg, "rotary_embedding_dim 3 must be even") != NULL);
+    hc_attr full[] = {INT("num_heads", 2)};
+    CHECK(node(g, HC_OPK_ROTARY_EMBEDDING, "rope_w", 3, ti, 1, 1, full) == NULL);
+    CHECK(strstr(err.msg, "input 1 ('tc') must have shape [batch, seq, rotary_dim / 2]") != NULL);
+    hc_graph_free(g);
+}
+
 /* ---- scheduled programs vs the interpreter ------------------------------------------- */
 typedef struct jcase {
     hc_node *n;
@@ -579,7 +709,7 @@ typedef struct jcase {
 
 static void test_compiled(void) {
     hc_graph *g = hc_graph_new("jit", 13);
-    jcase cs[24];
+    jcase cs[28];
     int nc = 0;
     hc_tensor *cx[3] = {input(g, "cx", SHAPE(1, 6, 11, 7)), input(g, "cw", SHAPE(6, 2, 3, 3)),
                         input(g, "cb", SHAPE(6))};
@@ -637,11 +767,23 @@ static void test_compiled(void) {
     hc_tensor *bn[5] = {cx[0], cx[2], input(g, "bb", SHAPE(6)), input(g, "bm", SHAPE(6)),
                         input(g, "bv", SHAPE(6))};
     cs[nc++].n = node(g, HC_OPK_BATCH_NORMALIZATION, "j_bn", 5, bn, 1, 0, NULL);
+    /* opset 18-23 ops (auto-scheduled) */
+    hc_graph *g23 = hc_graph_new("jit23", 23);
+    hc_tensor *rn[2] = {input(g23, "rx", SHAPE(3, 7, 37)), input(g23, "rs", SHAPE(37))};
+    cs[nc++].n = node(g23, HC_OPK_RMS_NORMALIZATION, "j_rmsnorm", 2, rn, 1, 0, NULL);
+    hc_tensor *gn[3] = {input(g23, "gx", SHAPE(2, 6, 5, 7)), input(g23, "gs", SHAPE(6)),
+                        input(g23, "gb", SHAPE(6))};
+    hc_attr gna[] = {INT("num_groups", 3)};
+    cs[nc++].n = node(g23, HC_OPK_GROUP_NORMALIZATION, "j_groupnorm", 3, gn, 1, 1, gna);
+    hc_tensor *ro[3] = {input(g23, "qx", SHAPE(2, 3, 5, 8)), input(g23, "qc", SHAPE(2, 5, 3)),
+                        input(g23, "qs", SHAPE(2, 5, 3))};
+    hc_attr roa[] = {INT("rotary_embedding_dim", 6), INT("interleaved", 1)};
+    cs[nc++].n = node(g23, HC_OPK_ROTARY_EMBEDDING, "j_rope", 3, ro, 1, 2, roa);
 
     hc_arena a;
     hc_arena_init(&a);
     const hc_target *tg = hc_target_host();
-    hc_func *fs[24];
+    hc_func *fs[28];
     for (int i = 0; i < nc; i++) {
         HC_ASSERT(cs[i].n);
         const hc_op_def *d = hc_op_get(cs[i].n->op);
@@ -701,6 +843,7 @@ static void test_compiled(void) {
     if (lib) hc_jit_close(lib);
     hc_arena_free(&a);
     hc_graph_free(g);
+    hc_graph_free(g23);
 }
 
 int main(void) {
@@ -708,6 +851,8 @@ int main(void) {
     test_conv_transpose();
     test_batch_norm();
     test_layer_and_instance_norm();
+    test_rms_group_norm();
+    test_rotary();
     test_lp_mvn_lrn();
     test_gemm_matmul();
     test_einsum();

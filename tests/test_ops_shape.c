@@ -19,7 +19,7 @@ typedef struct tcase {
     void *in[48], *out[8];
 } tcase;
 
-#define MAX_CASES 96
+#define MAX_CASES 112
 static tcase cases[MAX_CASES];
 static int ncases;
 static hc_graph *graphs[MAX_CASES * 2];
@@ -224,6 +224,77 @@ static void test_transpose_concat_split(void) {
     n = node(HC_OPK_SPLIT, 1, &v, 4, 0, NULL);
     hc_error e = {0};
     CHECK(infer(n, &e) == HC_ERR_INVALID && strstr(e.msg, "equal"));
+}
+
+/* ---- opset 18-28 versions: Split num_outputs, Pad axes and wrap, SpaceToDepth CRD ----- */
+static void test_newer_versions(void) {
+    hc_error e = {0};
+    float *v7 = iota_f(7, 0);
+    /* Split-18 without sizes: chunks of ceil(7 / 4) = 2, the last one smaller */
+    new_graph(18);
+    hc_tensor *v = input("v", HC_F32, 1, (int64_t[]){7});
+    hc_node *n = node(HC_OPK_SPLIT, 1, &v, 4, 0, NULL);
+    tcase *c = run(n, (void *[]){v7});
+    CHECK(shape_is(n->outputs[0], 1, (int64_t[]){2}) && shape_is(n->outputs[3], 1, (int64_t[]){1}));
+    if (c) CHECK(((float *)c->out[1])[1] == 3 && ((float *)c->out[3])[0] == 6);
+    hc_attr no = attr_i("num_outputs", 3);
+    n = node(HC_OPK_SPLIT, 1, &v, 3, 1, &no); /* 3, 3, 1 */
+    c = run(n, (void *[]){v7});
+    CHECK(shape_is(n->outputs[1], 1, (int64_t[]){3}) && shape_is(n->outputs[2], 1, (int64_t[]){1}));
+    if (c) CHECK(((float *)c->out[2])[0] == 6 && ((float *)c->out[1])[0] == 3);
+    n = node(HC_OPK_SPLIT, 1, &v, 2, 1, &no);
+    CHECK(infer(n, &e) == HC_ERR_INVALID && strstr(e.msg, "num_outputs is 3 but the node has 2"));
+    hc_tensor *six = input("six", HC_F32, 1, (int64_t[]){5});
+    n = node(HC_OPK_SPLIT, 1, &six, 4, 0, NULL); /* chunks of 2: 2, 2, 2, -1 */
+    CHECK(infer(n, &e) == HC_ERR_INVALID && strstr(e.msg, "does not split into 4 chunks of 2"));
+    new_graph(13); /* before 18: equal parts only */
+    v = input("v", HC_F32, 1, (int64_t[]){7});
+    n = node(HC_OPK_SPLIT, 1, &v, 4, 0, NULL);
+    CHECK(infer(n, &e) == HC_ERR_INVALID && strstr(e.msg, "equal"));
+
+    /* Pad-18 with axes: pads only the last dim of a [2, 3] */
+    new_graph(18);
+    hc_tensor *p = input("p", HC_F32, 2, (int64_t[]){2, 3});
+    float cv = 9;
+    hc_tensor *ins[4] = {p, ints("pads", 2, (int64_t[]){1, 2}), scalar("cv", HC_F32, &cv),
+                         ints("axes", 1, (int64_t[]){-1})};
+    n = node(HC_OPK_PAD, 4, ins, 1, 0, NULL);
+    c = run(n, (void *[]){iota_f(6, 1)});
+    CHECK(shape_is(n->outputs[0], 2, (int64_t[]){2, 6}));
+    float wa[12] = {9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9, 9};
+    if (c) CHECK(memcmp(c->out[0], wa, sizeof wa) == 0);
+    ins[1] = ints("pads3", 3, (int64_t[]){1, 2, 3});
+    n = node(HC_OPK_PAD, 4, ins, 1, 0, NULL);
+    CHECK(infer(n, &e) == HC_ERR_INVALID && strstr(e.msg, "pads has 3 values, expected 2"));
+    /* wrap: only from Pad-19 */
+    hc_attr wrap = attr_s("mode", "wrap");
+    hc_tensor *q = input("q", HC_F32, 2, (int64_t[]){1, 4});
+    hc_tensor *wins[2] = {q, ints("wp", 4, (int64_t[]){0, 3, 0, 5})};
+    n = node(HC_OPK_PAD, 2, wins, 1, 1, &wrap);
+    CHECK(infer(n, &e) == HC_ERR_UNSUPPORTED && strstr(e.msg, "mode 'wrap'"));
+    new_graph(19);
+    q = input("q", HC_F32, 2, (int64_t[]){1, 4});
+    wins[0] = q, wins[1] = ints("wp", 4, (int64_t[]){0, 3, 0, 5});
+    n = node(HC_OPK_PAD, 2, wins, 1, 1, &wrap);
+    c = run(n, (void *[]){iota_f(4, 1)});
+    float ww[12] = {2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4, 1};
+    CHECK(shape_is(n->outputs[0], 2, (int64_t[]){1, 12}));
+    if (c) CHECK(memcmp(c->out[0], ww, sizeof ww) == 0);
+
+    /* SpaceToDepth-28 mode CRD undoes DepthToSpace CRD; before 28 mode is not read */
+    enum { C = 8, H = 2, W = 3, B = 2 };
+    float *xv = iota_f(C * H * W, 0);
+    for (int opset = 13; opset <= 28; opset += 15) {
+        new_graph(opset);
+        hc_tensor *x = input("x", HC_F32, 4, (int64_t[]){1, C, H, W});
+        hc_attr at[2] = {attr_i("blocksize", B), attr_s("mode", "CRD")};
+        tcase *d = run(node(HC_OPK_DEPTH_TO_SPACE, 1, &x, 1, 2, at), (void *[]){xv});
+        hc_tensor *s = input("s", HC_F32, 4, (int64_t[]){1, C / 4, H * B, W * B});
+        n = node(HC_OPK_SPACE_TO_DEPTH, 1, &s, 1, 2, at);
+        c = d ? run(n, (void *[]){d->out[0]}) : NULL;
+        bool back = c && memcmp(c->out[0], xv, sizeof(float) * C * H * W) == 0;
+        CHECK_MSG(back == (opset == 28), "SpaceToDepth CRD at opset %d", opset);
+    }
 }
 
 /* ---- Slice ------------------------------------------------------------------------------ */
@@ -834,6 +905,7 @@ int main(void) {
     test_reshape();
     test_squeeze();
     test_transpose_concat_split();
+    test_newer_versions();
     test_slice();
     test_gather();
     test_scatter();
