@@ -187,11 +187,21 @@ static hc_expr *unary_expr(hc_arena *a, hc_expr *x, void *ctx) {
     return hc_math(a, p, x, NULL);
 }
 
+/* f16 and bf16 activations are computed in f32 and rounded once, as the ONNX reference
+ * (numpy) does: rounding after every step of a composite one (Celu, Selu, Softplus, ...)
+ * is off by an ulp of the half type. Bool results (IsNaN, IsInf) need no rounding. */
+static hc_expr *unary_half_expr(hc_arena *a, hc_expr *x, void *ctx) {
+    hc_dtype t = x->type->dtype;
+    if (t != HC_F16 && t != HC_BF16) return unary_expr(a, x, ctx);
+    hc_expr *e = unary_expr(a, hc_cast(a, hc_type_scalar(HC_F32), x), ctx);
+    return e->type->dtype == HC_F32 ? hc_cast(a, hc_type_scalar(t), e) : e;
+}
+
 hc_task *hc_math_task_unary(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin;
     hc_tnode **ins = hc_node_input_tnodes(a, n, &nin);
     HC_ASSERT(nin == 1);
-    hc_tnode *y = hc_compute_map1(a, hc_math_out_name(n, 0), ins[0], unary_expr, (void *)n);
+    hc_tnode *y = hc_compute_map1(a, hc_math_out_name(n, 0), ins[0], unary_half_expr, (void *)n);
     return hc_node_task(a, n, 1, ins, 1, &y);
 }
 
