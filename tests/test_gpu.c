@@ -251,8 +251,22 @@ static void test_lowering(void) {
         CHECK_EQ_INT(ps[0].stages[0].block[0], 64); /* the larger of 25 and 64 */
         CHECK_EQ_INT(ps[0].stages[1].block[0], 96); /* 3 warps */
     }
-    CHECK_MSG(strstr(src, "< ((long)25)") != NULL, "no guard for 25 of 64 threads:\n%s", src);
+    CHECK_MSG(strstr(src, "< 25)") != NULL, "no guard for 25 of 64 threads:\n%s", src);
+    /* small tensors: indices in int; a tensor of 2^29 elements keeps them 64-bit */
+    CHECK_MSG(strstr(src, "((int)get_group_id(0))") != NULL, "indices not in int:\n%s", src);
     free(ps);
+    free(src);
+    int64_t big = (int64_t)1 << 29;
+    hc_var *xb = hc_var_new(&a, "xb", hc_type_tensor_c(&a, HC_F32, 1, &big, HC_SCOPE_GLOBAL));
+    hc_builder b2;
+    hc_builder_init(&b2, &a);
+    hc_b_for_map_begin(&b2, hc_map_spatial(&a, 1, (int64_t[]){64}), hc_ref(&a, hc_var_builtin(&a, HC_BUILTIN_THREAD_IDX_X)), 1, v, nm);
+    hc_b_store(&b2, xb, 1, (hc_expr *[]){hc_mul(&a, hc_ref(&a, v[0]), hc_int(&a, 1 << 20))}, hc_f32(&a, 1));
+    hc_b_end(&b2);
+    hc_func *fb = hc_func_new(&a, "big", HC_FN_CUDA_KERNEL, 1, &xb, hc_builder_finish(&b2));
+    src = hc_gpu_emit(&a, hc_gpu_lower(&a, hc_module_new(&a, "m", 1, &fb), ocl), HC_GPU_OPENCL);
+    CHECK_MSG(strstr(src, "((long)get_local_id(0))") && !strstr(src, "((int)get_"),
+              "a 2^29-element tensor's indices are not 64-bit:\n%s", src);
     free(src);
     hc_arena_free(&a);
 }

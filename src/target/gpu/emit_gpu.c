@@ -21,12 +21,23 @@
 
 #include "target/gpu/gpu.h"
 
+typedef struct memo_ent {
+    const hc_expr *e;
+    bool v;
+} memo_ent;
+
 typedef struct gcg {
     hc_arena *a;
     hc_gpu_dialect d;
     hc_sb *out;
     int indent;
     HC_VEC(const hc_var *) names; /* per kernel: index = the name's number */
+    /* 32-bit index arithmetic (see "indices" below) */
+    bool narrow;                  /* this kernel's indices fit in int */
+    HC_VEC(const hc_var *) ivars; /* its variables that hold indices */
+    memo_ent *memo;               /* idx() by expression, open addressing */
+    size_t memo_cap, memo_used;
+    bool want_int;                /* the expression being emitted computes in int */
 } gcg;
 
 static void emit_expr(gcg *c, hc_sb *sb, const hc_expr *e);
@@ -63,6 +74,161 @@ static void line(gcg *c, const char *fmt, ...) {
     hc_sb_putc(c->out, '\n');
 }
 
+/* ---- indices ----------------------------------------------------------------------- */
+/* The IR computes indices in i64. GPUs have no 64-bit integer unit: a 64-bit multiply or
+ * divide by a constant is several instructions, and each 64-bit value takes two registers.
+ * So where every tensor of a kernel has fewer than 2^28 elements and every loop fewer
+ * than 2^28 iterations, index arithmetic is emitted as int. An i64 expression is an index
+ * (idx) when it is built from loop and mapping variables, worker builtins, small
+ * constants and variables defined only from indices, by + - * / % min max and select;
+ * a value loaded from a tensor never is (an i64 tensor's data stays 64-bit, and an index
+ * flowing into a 64-bit context is widened). The bound leaves a factor of 8 below 2^31
+ * for the intermediate values of offset arithmetic (padding, tails past the end). */
+#define NARROW_MAX ((int64_t)1 << 28)
+
+static bool ivar(const gcg *c, const hc_var *v) {
+    for (size_t i = 0; i < c->ivars.len; i++)
+        if (c->ivars.data[i] == v) return true;
+    return false;
+}
+
+static bool idx(gcg *c, const hc_expr *e);
+
+static bool small_int(const hc_expr *x) {
+    hc_dtype d = x->type->dtype;
+    return x->type->kind == HC_TY_SCALAR &&
+           (d == HC_I32 || d == HC_I16 || d == HC_I8 || d == HC_U16 || d == HC_U8 || d == HC_BOOL);
+}
+
+/* an operand of an index expression: an index, or a narrower integer */
+static bool idx_operand(gcg *c, const hc_expr *x) { return small_int(x) || idx(c, x); }
+
+static bool idx_raw(gcg *c, const hc_expr *e) {
+    if (!c->narrow || e->type->kind != HC_TY_SCALAR || e->type->dtype != HC_I64) return false;
+    switch (e->kind) {
+    case HC_E_CONST: return e->u.c.i > INT32_MIN && e->u.c.i <= INT32_MAX;
+    case HC_E_VAR: return e->u.var->builtin != HC_BUILTIN_NONE || ivar(c, e->u.var);
+    case HC_E_BINARY:
+        switch (e->u.bin.op) {
+        case HC_OP_ADD: case HC_OP_SUB: case HC_OP_MUL: case HC_OP_DIV: case HC_OP_MOD:
+        case HC_OP_MIN: case HC_OP_MAX:
+            return idx_operand(c, e->u.bin.a) && idx_operand(c, e->u.bin.b);
+        default: return false;
+        }
+    case HC_E_SELECT: return idx_operand(c, e->u.sel.t) && idx_operand(c, e->u.sel.f);
+    case HC_E_CAST: return small_int(e->u.cast.a) || idx(c, e->u.cast.a);
+    case HC_E_UNARY: return e->u.un.op == HC_OP_NEG && idx(c, e->u.un.a);
+    default: return false;
+    }
+}
+
+static size_t memo_slot(const gcg *c, const hc_expr *e) {
+    size_t h = ((uintptr_t)e >> 4) * 0x9E3779B97F4A7C15ull, i = h & (c->memo_cap - 1);
+    while (c->memo[i].e && c->memo[i].e != e) i = (i + 1) & (c->memo_cap - 1);
+    return i;
+}
+
+static bool idx(gcg *c, const hc_expr *e) {
+    if (!c->narrow || e->type->kind != HC_TY_SCALAR || e->type->dtype != HC_I64) return false;
+    if (!c->memo) return idx_raw(c, e); /* while the variables are being classified */
+    if (2 * (c->memo_used + 1) > c->memo_cap) {
+        memo_ent *old = c->memo;
+        size_t oc = c->memo_cap;
+        c->memo_cap *= 2;
+        c->memo = hc_xcalloc(c->memo_cap, sizeof *c->memo);
+        for (size_t i = 0; i < oc; i++)
+            if (old[i].e) c->memo[memo_slot(c, old[i].e)] = old[i];
+        free(old);
+    }
+    size_t i = memo_slot(c, e);
+    if (c->memo[i].e) return c->memo[i].v;
+    bool v = idx_raw(c, e);
+    i = memo_slot(c, e); /* idx_raw may have grown the table */
+    c->memo[i] = (memo_ent){e, v};
+    c->memo_used++;
+    return v;
+}
+
+typedef struct def {
+    const hc_var *v;
+    const hc_expr *value; /* NULL: a loop variable (always an index) */
+} def;
+typedef HC_VEC(def) def_vec;
+
+static bool tensor_fits(gcg *c, const hc_type *t) {
+    int64_t n = 0;
+    hc_expr *size = hc_simplify_expr(c->a, hc_layout_storage_size(c->a, t->layout));
+    return hc_expr_is_const_int(size, &n) && n < NARROW_MAX;
+}
+
+/* The definitions of the kernel's i64 variables; false when some size rules int out. */
+static bool scan_defs(gcg *c, const hc_stmt *s, def_vec *ds) {
+    if (!s) return true;
+    int64_t n;
+    switch (s->kind) {
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (!scan_defs(c, s->u.seq.stmts[i], ds)) return false;
+        return true;
+    case HC_S_DECLARE: {
+        const hc_var *v = s->u.decl.var;
+        if (v->type->kind == HC_TY_TENSOR) return tensor_fits(c, v->type);
+        if (hc_type_is_scalar(v->type, HC_I64)) hc_vec_push(ds, ((def){v, s->u.decl.init}));
+        return true;
+    }
+    case HC_S_LET:
+        if (hc_type_is_scalar(s->u.let.var->type, HC_I64))
+            hc_vec_push(ds, ((def){s->u.let.var, s->u.let.value}));
+        return scan_defs(c, s->u.let.body, ds);
+    case HC_S_ASSIGN:
+        if (hc_type_is_scalar(s->u.assign.var->type, HC_I64))
+            hc_vec_push(ds, ((def){s->u.assign.var, s->u.assign.value}));
+        return true;
+    case HC_S_IF: return scan_defs(c, s->u.if_.then_s, ds) && scan_defs(c, s->u.if_.else_s, ds);
+    case HC_S_FOR:
+        if (!hc_expr_is_const_int(s->u.for_.extent, &n) || n >= NARROW_MAX) return false;
+        if (hc_type_is_scalar(s->u.for_.var->type, HC_I64))
+            hc_vec_push(ds, ((def){s->u.for_.var, NULL}));
+        return scan_defs(c, s->u.for_.body, ds);
+    default: return true;
+    }
+}
+
+/* Decides c->narrow and c->ivars for kernel f: every candidate starts as an index, and
+ * those defined (anywhere) from a non-index value leave, until none does. */
+static void classify_indices(gcg *c, const hc_func *f, int64_t threads) {
+    c->ivars.len = 0;
+    free(c->memo);
+    c->memo = NULL, c->memo_used = 0;
+    def_vec ds = {0};
+    c->narrow = threads < NARROW_MAX;
+    for (int i = 0; i < f->nparams && c->narrow; i++) c->narrow = tensor_fits(c, f->params[i]->type);
+    if (c->narrow) c->narrow = scan_defs(c, f->body, &ds);
+    for (size_t i = 0; c->narrow && i < ds.len; i++)
+        if (!ivar(c, ds.data[i].v)) hc_vec_push(&c->ivars, ds.data[i].v);
+    for (bool changed = c->narrow; changed;) {
+        changed = false;
+        for (size_t i = 0; i < ds.len; i++) {
+            const def *d = &ds.data[i];
+            if (!d->value || !ivar(c, d->v) || idx_raw(c, d->value)) continue;
+            for (size_t k = 0; k < c->ivars.len; k++)
+                if (c->ivars.data[k] == d->v) c->ivars.data[k] = c->ivars.data[--c->ivars.len];
+            changed = true;
+        }
+    }
+    hc_vec_free(&ds);
+    c->memo_cap = 1024;
+    c->memo = hc_xcalloc(c->memo_cap, sizeof *c->memo);
+}
+
+/* Whether e's operands compute in int: e is an index, or compares two of them. */
+static bool int_context(gcg *c, const hc_expr *e) {
+    if (idx(c, e)) return true;
+    if (!c->narrow || e->kind != HC_E_BINARY || !hc_binop_is_comparison(e->u.bin.op)) return false;
+    const hc_expr *x = e->u.bin.a, *y = e->u.bin.b;
+    return (idx(c, x) || idx(c, y)) && idx_operand(c, x) && idx_operand(c, y);
+}
+
 /* ---- types ------------------------------------------------------------------------- */
 static const char *ctype(const gcg *c, hc_dtype t) {
     bool cu = cuda(c);
@@ -87,6 +253,11 @@ static const char *type_str(const gcg *c, const hc_type *t) {
     HC_ASSERT_MSG(t->kind == HC_TY_SCALAR || (t->kind == HC_TY_TENSOR && t->lanes <= 1),
                   "GPU target: vector or pointer value in a GPU program");
     return ctype(c, t->dtype);
+}
+
+/* The C type of a scalar variable: int for the kernel's index variables. */
+static const char *var_type(const gcg *c, const hc_var *v) {
+    return ivar(c, v) ? "int" : type_str(c, v->type);
 }
 
 static const char *expr_str(gcg *c, const hc_expr *e) {
@@ -131,6 +302,7 @@ static void emit_const(const gcg *c, hc_sb *sb, const hc_expr *e) {
     case HC_I64:
         if (v.i == INT64_MIN) hc_sb_printf(sb, "(-9223372036854775807%s - 1)", l64);
         else if (v.i < INT32_MIN || v.i > INT32_MAX) hc_sb_printf(sb, "%lld%s", (long long)v.i, l64);
+        else if (c->want_int) hc_sb_printf(sb, "%lld", (long long)v.i);
         else hc_sb_printf(sb, "((%s)%lld)", ctype(c, d), (long long)v.i);
         return;
     case HC_U32: hc_sb_printf(sb, "%lluu", (unsigned long long)(uint32_t)v.u); return;
@@ -149,7 +321,18 @@ static void emit_const(const gcg *c, hc_sb *sb, const hc_expr *e) {
 static void emit_as(gcg *c, hc_sb *sb, const hc_expr *x, hc_dtype to) {
     HC_ASSERT_MSG(x->type->kind == HC_TY_SCALAR, "GPU target: vector value in a GPU program");
     hc_dtype from = x->type->dtype;
-    if (from == to) {
+    if (to == HC_I64 && c->want_int && (from == HC_I64 ? idx(c, x) : small_int(x))) {
+        if (from == HC_I64 || from == HC_I32) emit_expr(c, sb, x); /* int already */
+        else {
+            hc_sb_puts(sb, "((int)(");
+            emit_expr(c, sb, x);
+            hc_sb_puts(sb, "))");
+        }
+    } else if (from == to && to == HC_I64 && idx(c, x)) { /* an index into a 64-bit value */
+        hc_sb_printf(sb, "((%s)(", ctype(c, HC_I64));
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
+    } else if (from == to) {
         emit_expr(c, sb, x);
     } else if (to == HC_BOOL) {
         hc_sb_printf(sb, "((%s)((", ctype(c, HC_BOOL));
@@ -231,7 +414,7 @@ static void emit_math(gcg *c, hc_sb *sb, const hc_expr *e) {
 }
 
 /* ---- expressions ---------------------------------------------------------------------- */
-static void emit_builtin(const gcg *c, hc_sb *sb, const hc_var *v) {
+static void emit_builtin(gcg *c, hc_sb *sb, const hc_var *v) {
     static const char *const cu[] = {
         [HC_BUILTIN_THREAD_IDX_X] = "threadIdx.x", [HC_BUILTIN_THREAD_IDX_Y] = "threadIdx.y",
         [HC_BUILTIN_THREAD_IDX_Z] = "threadIdx.z", [HC_BUILTIN_BLOCK_IDX_X] = "blockIdx.x",
@@ -253,7 +436,7 @@ static void emit_builtin(const gcg *c, hc_sb *sb, const hc_var *v) {
     hc_builtin b = v->builtin;
     HC_ASSERT_MSG(b >= HC_BUILTIN_THREAD_IDX_X && b <= HC_BUILTIN_LANE_ID,
                   "GPU target: a CPU builtin in a GPU program");
-    hc_sb_printf(sb, "((%s)%s)", ctype(c, HC_I64), cuda(c) ? cu[b] : cl[b]);
+    hc_sb_printf(sb, "((%s)%s)", c->narrow ? "int" : ctype(c, HC_I64), cuda(c) ? cu[b] : cl[b]);
 }
 
 static void emit_index(gcg *c, hc_sb *sb, const hc_var *buf, int n, hc_expr *const *idx) {
@@ -276,7 +459,8 @@ static void emit_binary(gcg *c, hc_sb *sb, const hc_expr *e) {
     if (op == HC_OP_AND || op == HC_OP_OR) d = HC_BOOL;
     if (op == HC_OP_MIN || op == HC_OP_MAX || (op == HC_OP_MOD && hc_dtype_is_float(d))) {
         if (op == HC_OP_MOD) hc_sb_printf(sb, "%s(", cuda(c) && d == HC_F32 ? "fmodf" : "fmod");
-        else hc_sb_printf(sb, "hc_%s_%s(", op == HC_OP_MIN ? "min" : "max", hc_dtype_name(d));
+        else hc_sb_printf(sb, "hc_%s_%s(", op == HC_OP_MIN ? "min" : "max",
+                          hc_dtype_name(d == HC_I64 && c->want_int ? HC_I32 : d));
         emit_as(c, sb, e->u.bin.a, d);
         hc_sb_puts(sb, ", ");
         emit_as(c, sb, e->u.bin.b, d);
@@ -314,7 +498,16 @@ static void emit_unary(gcg *c, hc_sb *sb, const hc_expr *e) {
     if (narrow) hc_sb_putc(sb, ')');
 }
 
+static void emit_expr_in(gcg *c, hc_sb *sb, const hc_expr *e);
+
 static void emit_expr(gcg *c, hc_sb *sb, const hc_expr *e) {
+    bool saved = c->want_int;
+    c->want_int = int_context(c, e);
+    emit_expr_in(c, sb, e);
+    c->want_int = saved;
+}
+
+static void emit_expr_in(gcg *c, hc_sb *sb, const hc_expr *e) {
     switch (e->kind) {
     case HC_E_CONST: emit_const(c, sb, e); return;
     case HC_E_VAR:
@@ -372,8 +565,8 @@ static void emit_declare(gcg *c, const hc_stmt *s) {
         line(c, "%s %s[%lld];", type_str(c, t), var_name(c, v), (long long)tensor_elems(c, t));
         return;
     }
-    if (!s->u.decl.init) line(c, "%s %s;", type_str(c, t), var_name(c, v));
-    else line(c, "%s %s = %s;", type_str(c, t), var_name(c, v),
+    if (!s->u.decl.init) line(c, "%s %s;", var_type(c, v), var_name(c, v));
+    else line(c, "%s %s = %s;", var_type(c, v), var_name(c, v),
               expr_str(c, hc_cast(c->a, t, s->u.decl.init)));
 }
 
@@ -421,7 +614,7 @@ static void emit_stmt(gcg *c, const hc_stmt *s) {
     case HC_S_LET: {
         const hc_type *t = s->u.let.var->type;
         line(c, "{");
-        line(c, "    const %s %s = %s;", type_str(c, t), var_name(c, s->u.let.var),
+        line(c, "    const %s %s = %s;", var_type(c, s->u.let.var), var_name(c, s->u.let.var),
              expr_str(c, hc_cast(c->a, t, s->u.let.value)));
         block(c, s->u.let.body);
         line(c, "}");
@@ -456,7 +649,7 @@ static void emit_stmt(gcg *c, const hc_stmt *s) {
         if (s->u.for_.attr.kind == HC_LOOP_UNROLL)
             line(c, s->u.for_.attr.factor > 0 ? "#pragma unroll %d" : "#pragma unroll",
                  s->u.for_.attr.factor);
-        line(c, "for (%s %s = 0; %s < %s; %s++) {", ctype(c, HC_I64), iv, iv,
+        line(c, "for (%s %s = 0; %s < %s; %s++) {", var_type(c, s->u.for_.var), iv, iv,
              expr_str(c, s->u.for_.extent), iv);
         block(c, s->u.for_.body);
         line(c, "}");
@@ -485,6 +678,9 @@ static void emit_kernel(gcg *c, const hc_func *f) {
     hc_sb_init(&head);
     int64_t bx = const_dim(f->block_dim[0]), by = const_dim(f->block_dim[1]),
             bz = const_dim(f->block_dim[2]);
+    int64_t threads = bx * by * bz;
+    for (int d = 0; d < 3; d++) threads *= const_dim(f->grid_dim[d]);
+    classify_indices(c, f, threads);
     if (cuda(c))
         hc_sb_printf(&head, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(",
                      (long long)(bx * by * bz), f->name);
@@ -569,5 +765,7 @@ char *hc_gpu_emit(hc_arena *a, const hc_module *lm, hc_gpu_dialect d) {
     emit_prelude(&c);
     for (int i = 0; i < lm->nfuncs; i++) emit_kernel(&c, lm->funcs[i]);
     hc_vec_free(&c.names);
+    hc_vec_free(&c.ivars);
+    free(c.memo);
     return hc_sb_take(&out);
 }
