@@ -67,9 +67,16 @@ int cuModuleLoadData(void **m, const void *img) {
     return OK;
 }
 int cuModuleUnload(void *m) { free(m); return OK; }
+/* a function is its name, interned in a table that lives as long as the process */
+static char names[4096][128];
+static int nnames;
 int cuModuleGetFunction(void **f, void *m, const char *name) {
     (void)m;
-    *f = strdup(name); /* leaked on purpose: functions live as long as their module */
+    for (int i = 0; i < nnames; i++)
+        if (!strcmp(names[i], name)) return *f = names[i], OK;
+    if (nnames == 4096 || strlen(name) >= 128) return ERR_NOT_FOUND;
+    snprintf(names[nnames], 128, "%s", name);
+    *f = names[nnames++];
     return OK;
 }
 int cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
@@ -119,7 +126,6 @@ int cuGetErrorString(int r, const char **s) { (void)r; *s = "mock driver error";
 int cuGetExportTable(const void **t, const void *id) { (void)id; *t = NULL; return ERR_NOT_SUPPORTED; }
 
 /* ---- graphs ------------------------------------------------------------------------- */
-#define GRAPH_FN(decl) decl
 int cuStreamBeginCapture_v2(void *s, int mode) {
     (void)s, (void)mode;
     if (getenv("MOCK_NO_GRAPHS") || capturing) return ERR_NOT_SUPPORTED;
