@@ -5,6 +5,9 @@
 #
 #     bash bench/gpu_check.sh
 #
+# Before lending: `bash bench/gpu_prepare.sh BUILD_DIR` here, then the device call with
+# carry [".gpu-carry"] (the GPU image has neither protoc-c nor protobuf-c).
+#
 # Steps: (a) build (cmake Release in build-gpu, -j16) and bench/cublas_sgemm.c;
 # (b) device facts (nvidia-smi; `hidetc kernel matmul --target cuda` 4x4x4);
 # (c) `ctest -R gpu`; (d) hidetc's matmul against cuBLAS SGEMM (fp32, no TF32) on square
@@ -250,8 +253,18 @@ say "budget ${BUDGET}s, target $TARGET, build dir $BUILD, cache $HIDETC_CACHE_DI
 if [ "$DRY" = 1 ]; then
     note "GPU_CHECK_DRY=1: nothing was built and no GPU command ran; every number below is fake"
 fi
+# The GPU machine's image has no protoc-c nor protobuf-c: bench/gpu_prepare.sh (run where
+# apt works) leaves the generated importer and the protobuf-c runtime in .gpu-carry/.
+CMAKE_EXTRA=""
+if [ -d "$SRC/.gpu-carry/pb" ]; then
+    C=$SRC/.gpu-carry
+    PBLIB=$(find "$C/prefix" -name 'libprotobuf-c.so' | head -1)
+    CMAKE_EXTRA="-DHC_ONNX_PB_DIR=$C/pb -DHC_PROTOBUF_C_LIB=$PBLIB -DHC_PROTOBUF_C_INCLUDE=$C/prefix/usr/include"
+    export LD_LIBRARY_PATH="$(dirname "$PBLIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "using .gpu-carry (protobuf-c and the generated ONNX importer from bench/gpu_prepare.sh)"
+fi
 TAIL_LINES=40 step build 300 "$WORK/logs/build.log" bash -c \
-    "cmake -S . -B '$BUILD' -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build '$BUILD' -j$JOBS"
+    "cmake -S . -B '$BUILD' -DCMAKE_BUILD_TYPE=Release $CMAKE_EXTRA >/dev/null && cmake --build '$BUILD' -j$JOBS"
 if [ $? = 0 ]; then BUILD_OK=1
 else
     if grep -qiE 'protoc-c|protobuf-c|PROTOBUF_C|onnx\.proto|OpenMP' "$WORK/logs/build.log"; then
