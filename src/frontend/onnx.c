@@ -321,6 +321,13 @@ static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoP
     int64_t shape[HC_MAX_DIMS];
     hc_status s = input_dims(im, name, tt->shape, shape);
     if (s) return s;
+    int nd = (int)tt->shape->n_dim;
+    for (int i = 1; i <= nd && hc_shape_too_large(dt, nd, shape); i++) /* which dimension */
+        if (hc_shape_too_large(dt, i, shape))
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: input '%s' is too large: dimension %d "
+                                "(%lld) takes it past 2^40 bytes (or its element count past "
+                                "int64)", path, name, i - 1,
+                                (long long)shape[i - 1]);
     define(im, hc_graph_add_input(im->g, name, dt, (int)tt->shape->n_dim, shape));
     return HC_OK;
 }

@@ -27,6 +27,7 @@ typedef struct pctx {
     bool *escapes;     /* per tensor id: graph output */
     int *owner;        /* per tensor id: group of its producer, -1 */
     HC_VEC(hc_group) groups;
+    int *edges;        /* order_groups: consumer groups, by producer group */
 } pctx;
 
 hc_task *hc_fuse_node_task(hc_arena *a, const hc_node *n, hc_error *err) {
@@ -78,6 +79,13 @@ static int task_slot(const hc_node *n, int i) {
 
 typedef HC_VEC(int) int_vec;
 
+/* At most this many nodes join one anchor as prologue and epilogue: a kernel is one C
+ * function, and the C compiler's time grows faster than linearly with its length (a
+ * chain of 1000 ReLUs fused into one kernel took gcc 4.7 s, 5000 took 127 s). Longer
+ * chains become several kernels, which share one program when they are alike. No model
+ * here fuses more than a few dozen. */
+#define HC_FUSE_MAX_MEMBERS 64
+
 static bool in_group(const pctx *c, const hc_node *n, int gid) {
     int k = kidx(c, n);
     return k >= 0 && c->nodes[k].group == gid;
@@ -103,7 +111,7 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
     bool from_template = templated(c, c->nodes[last].n);
     for (;;) {
         const hc_node *n = c->nodes[last].n;
-        if (present_outputs(n) != 1) return;
+        if (present_outputs(n) != 1 || epi->len >= HC_FUSE_MAX_MEMBERS) return;
         hc_tensor *t = only_output(n);
         if (c->escapes[t->id] || c->uses[t->id] != 1) return;
         int k = c->reader[t->id];
@@ -160,6 +168,9 @@ static bool identity_inverse(const hc_inverse_map *inv, const hc_tensor *t) {
 /* Whether tensor t is read outside group gid or is a graph output. */
 static bool read_outside(const pctx *c, const hc_tensor *t, int gid) {
     if (c->escapes[t->id]) return true;
+    if (c->uses[t->id] == 0) return false;
+    if (c->uses[t->id] == 1 && c->reader[t->id] >= 0) /* no scan of the graph for it */
+        return c->nodes[c->reader[t->id]].group != gid;
     for (int j = 0; j < c->n; j++) {
         if (c->nodes[j].group == gid) continue;
         const hc_node *r = c->nodes[j].n;
@@ -225,7 +236,7 @@ static void grow_epilogue_dag(pctx *c, int gid, int_vec *epi, int anchor) {
     hc_tensor *r = only_output(c->nodes[last].n);
     if (c->escapes[r->id] || c->uses[r->id] < 2) return;
     size_t base = epi->len;
-    for (int k = anchor + 1; k < c->n; k++) {
+    for (int k = anchor + 1; k < c->n && epi->len < HC_FUSE_MAX_MEMBERS; k++) {
         pnode *e = &c->nodes[k];
         if (e->group >= 0 || !e->injective || !same_shape(only_output(e->n), r)) continue;
         bool reads = false, ok = true;
@@ -275,12 +286,16 @@ static void grow_prologue(pctx *c, int gid, int_vec *members, int_vec *pro) {
     const hc_node *anchor = c->groups.data[gid].anchor;
     bool from_template = templated(c, anchor);
     bool no_reorder = from_template && loads_vectors(anchor);
+    size_t limit = 1 + HC_FUSE_MAX_MEMBERS; /* the anchor and at most that many others */
+    /* Passes over the members until none joins; a pass also visits the members it adds
+     * (one pass for a chain: linear, where restarting after each addition was quadratic).
+     * Joining only ever makes others eligible (read_outside), so the set is the same. */
     bool changed = true;
     while (changed) {
         changed = false;
-        for (size_t m = 0; m < members->len && !changed; m++) {
+        for (size_t m = 0; m < members->len && members->len < limit; m++) {
             const hc_node *n = c->nodes[members->data[m]].n;
-            for (int i = 0; i < n->ninputs && !changed; i++) {
+            for (int i = 0; i < n->ninputs && members->len < limit; i++) {
                 const hc_tensor *t = n->inputs[i];
                 if (!t || !t->producer || t->data || c->escapes[t->id]) continue;
                 int k = kidx(c, t->producer);
@@ -386,34 +401,68 @@ static void build_group(pctx *c, int anchor, bool epilogue_first) {
     hc_vec_free(&epi);
 }
 
-/* Kahn's algorithm over groups, earliest anchor first; false on a cycle. */
+/* Kahn's algorithm over groups, earliest anchor first; false on a cycle. The ready
+ * groups wait in a binary heap on their anchor's position, so 100k groups (a long chain
+ * with --no-fusion) cost n log n, not a scan of every group per step. */
+static void heap_push(int *heap, int *len, const int *key, int g) {
+    int i = (*len)++;
+    for (; i > 0 && key[heap[(i - 1) / 2]] > key[g]; i = (i - 1) / 2) heap[i] = heap[(i - 1) / 2];
+    heap[i] = g;
+}
+
+static int heap_pop(int *heap, int *len, const int *key) {
+    int top = heap[0], last = heap[--*len], i = 0;
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        int km = key[last];
+        if (l < *len && key[heap[l]] < km) m = l, km = key[heap[l]];
+        if (r < *len && key[heap[r]] < km) m = r;
+        if (m == i) break;
+        heap[i] = heap[m];
+        i = m;
+    }
+    if (*len) heap[i] = last;
+    return top;
+}
+
 static bool order_groups(pctx *c, hc_partition *out) {
     int ng = (int)c->groups.len;
     for (int gi = 0; gi < ng; gi++) group_io(c, &c->groups.data[gi], gi);
     int *first = HC_NEW_ARRAY(c->a, int, ng + 1);
     for (int gi = 0; gi < ng; gi++) first[gi] = kidx(c, c->groups.data[gi].anchor);
-    bool *done = HC_NEW_ARRAY(c->a, bool, ng + 1);
+    /* edges producer group -> consumer group, one per input read (CSR by producer) */
+    int *indeg = HC_NEW_ARRAY(c->a, int, ng + 1), *start = HC_NEW_ARRAY(c->a, int, ng + 2);
+    for (int pass = 0; pass < 2; pass++) {
+        int *fill = pass ? HC_NEW_ARRAY(c->a, int, ng + 1) : NULL;
+        int *edges = pass ? HC_NEW_ARRAY(c->a, int, start[ng] + 1) : NULL;
+        for (int gi = 0; gi < ng; gi++) {
+            const hc_group *grp = &c->groups.data[gi];
+            for (int i = 0; i < grp->ninputs; i++) {
+                const hc_tensor *t = grp->inputs[i];
+                int k = t->producer ? kidx(c, t->producer) : -1;
+                if (k < 0 || c->nodes[k].group == gi) continue;
+                int pg = c->nodes[k].group;
+                if (pass == 0) start[pg + 1]++, indeg[gi]++;
+                else edges[start[pg] + fill[pg]++] = gi;
+            }
+        }
+        if (pass == 0)
+            for (int gi = 0; gi < ng; gi++) start[gi + 1] += start[gi];
+        else
+            c->edges = edges;
+    }
+    int *heap = HC_NEW_ARRAY(c->a, int, ng + 1), hlen = 0;
+    for (int gi = 0; gi < ng; gi++)
+        if (!indeg[gi]) heap_push(heap, &hlen, first, gi);
     out->groups = HC_NEW_ARRAY(c->a, hc_group, ng + 1);
     out->ngroups = 0;
-    for (int step = 0; step < ng; step++) {
-        int pick = -1;
-        for (int gi = 0; gi < ng; gi++) {
-            if (done[gi]) continue;
-            const hc_group *grp = &c->groups.data[gi];
-            bool ready = true;
-            for (int i = 0; i < grp->ninputs && ready; i++) {
-                const hc_tensor *t = grp->inputs[i];
-                if (!t->producer) continue;
-                int k = kidx(c, t->producer);
-                if (k >= 0 && c->nodes[k].group != gi && !done[c->nodes[k].group]) ready = false;
-            }
-            if (ready && (pick < 0 || first[gi] < first[pick])) pick = gi;
-        }
-        if (pick < 0) return false;
-        done[pick] = true;
+    while (hlen) {
+        int pick = heap_pop(heap, &hlen, first);
         out->groups[out->ngroups++] = c->groups.data[pick];
+        for (int e = start[pick]; e < start[pick + 1]; e++)
+            if (--indeg[c->edges[e]] == 0) heap_push(heap, &hlen, first, c->edges[e]);
     }
-    return true;
+    return out->ngroups == ng;
 }
 
 hc_status hc_fuse_partition(hc_arena *a, const hc_graph *g, const hc_target *t, int nnodes,

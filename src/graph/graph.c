@@ -108,6 +108,18 @@ int64_t hc_tensor_const_ints(const hc_tensor *t, int64_t *out, int64_t max) {
     return n;
 }
 
+bool hc_shape_too_large(hc_dtype dtype, int ndim, const int64_t *shape) {
+    int64_t bytes = hc_dtype_size(dtype) > 0 ? hc_dtype_size(dtype) : 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) return true;
+        if (shape[i] == 0) return false; /* empty, whatever the other dimensions */
+    }
+    for (int i = 0; i < ndim; i++)
+        if (__builtin_mul_overflow(bytes, shape[i], &bytes) || bytes > HC_MAX_TENSOR_BYTES)
+            return true;
+    return false;
+}
+
 void hc_print_shape(hc_sb *sb, int ndim, const int64_t *shape) {
     hc_sb_putc(sb, '[');
     for (int i = 0; i < ndim; i++) hc_sb_printf(sb, "%s%lld", i ? ", " : "", (long long)shape[i]);
@@ -123,8 +135,50 @@ hc_graph *hc_graph_new(const char *name, int opset) {
     return g;
 }
 
+/* ---- node names: an open-addressing set of the strings (in the graph's arena) ------ */
+struct hc_name_set {
+    const char **keys;
+    size_t cap, len;
+};
+
+static size_t name_hash(const char *s) {
+    size_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static bool name_set_has(const struct hc_name_set *set, const char *name) {
+    if (!set || !set->cap) return false;
+    for (size_t i = name_hash(name) & (set->cap - 1);; i = (i + 1) & (set->cap - 1)) {
+        if (!set->keys[i]) return false;
+        if (!strcmp(set->keys[i], name)) return true;
+    }
+}
+
+static void name_set_add(hc_graph *g, const char *name) {
+    struct hc_name_set *set = g->node_names;
+    if (!set) set = g->node_names = hc_xcalloc(1, sizeof *set);
+    if (2 * (set->len + 1) > set->cap) {
+        struct hc_name_set bigger = {NULL, set->cap ? 2 * set->cap : 64, set->len};
+        bigger.keys = hc_xcalloc(bigger.cap, sizeof *bigger.keys);
+        for (size_t i = 0; i < set->cap; i++) {
+            if (!set->keys[i]) continue;
+            size_t j = name_hash(set->keys[i]) & (bigger.cap - 1);
+            while (bigger.keys[j]) j = (j + 1) & (bigger.cap - 1);
+            bigger.keys[j] = set->keys[i];
+        }
+        free(set->keys);
+        *set = bigger;
+    }
+    size_t i = name_hash(name) & (set->cap - 1);
+    for (; set->keys[i]; i = (i + 1) & (set->cap - 1))
+        if (!strcmp(set->keys[i], name)) return;
+    set->keys[i] = name, set->len++;
+}
+
 void hc_graph_free(hc_graph *g) {
     if (!g) return;
+    if (g->node_names) free(g->node_names->keys), free(g->node_names);
     hc_vec_free(&g->tensors);
     hc_vec_free(&g->nodes);
     hc_vec_free(&g->inputs);
@@ -140,6 +194,9 @@ hc_tensor *hc_graph_find_tensor(const hc_graph *g, const char *name) {
 }
 
 static bool node_name_taken(const hc_graph *g, const char *name) {
+    /* nodes come in through hc_graph_add_node (a loaded model file's summary graph is
+     * never added to), so a name missing from the set is free */
+    if (!name_set_has(g->node_names, name)) return false;
     for (size_t i = 0; i < g->nodes.len; i++)
         if (strcmp(g->nodes.data[i]->name, name) == 0) return true;
     return false;
@@ -284,6 +341,7 @@ hc_node *hc_graph_add_node(hc_graph *g, hc_op_kind op, const char *name, int nin
     hc_node *n = HC_NEW(&g->arena, hc_node);
     n->op = op;
     n->name = unique_name(g, base, node_name_taken);
+    name_set_add(g, n->name);
     n->opset = g->opset;
     n->ninputs = ninputs;
     n->inputs = HC_NEW_ARRAY(&g->arena, hc_tensor *, ninputs > 0 ? ninputs : 1);

@@ -32,6 +32,12 @@ typedef struct hc_tensor {
 } hc_tensor;
 
 int64_t hc_tensor_numel(const hc_tensor *t);
+/* The largest tensor a graph may hold: 2^40 bytes (1 TiB), far above any model; more is
+ * a corrupt or hostile model, refused before any element count can overflow. */
+#define HC_MAX_TENSOR_BYTES ((int64_t)1 << 40)
+/* Whether a tensor of this dtype and shape has more than HC_MAX_TENSOR_BYTES bytes
+ * (element counts that overflow int64 included; negative dimensions count as too large). */
+bool hc_shape_too_large(hc_dtype dtype, int ndim, const int64_t *shape);
 size_t hc_tensor_nbytes(const hc_tensor *t);
 /* Read a constant integer tensor (any integer dtype or bool) as int64 values; at most
  * max values. Returns the element count, or -1 when t is not a constant integer tensor. */
@@ -96,6 +102,9 @@ struct hc_graph {
     HC_VEC(hc_node *) nodes; /* topological order */
     HC_VEC(hc_tensor *) inputs;  /* non-constant graph inputs */
     HC_VEC(hc_tensor *) outputs;
+    /* Every name hc_graph_add_node gave a node (removed nodes' too): a miss there is a
+     * name no node has, so unique names cost no scan of the nodes (100k-node models). */
+    struct hc_name_set *node_names;
 };
 
 hc_graph *hc_graph_new(const char *name, int opset);

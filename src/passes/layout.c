@@ -382,6 +382,9 @@ static hc_status propagate(lctx *c) {
         for (size_t k = 0; k < len; k++) {
             hc_node *n = g->nodes.data[k];
             if (n->noutputs < 1 || !n->outputs[0]) continue;
+            bool reads_reorder = false; /* push moves only reorders (FROM_NCHWC) it reads */
+            for (int i = 0; i < n->ninputs; i++) reads_reorder |= is_from(n->inputs[i]);
+            if (!reads_reorder) continue; /* before counting uses: a scan of the graph */
             if (hc_graph_num_uses(g, n->outputs[0]) == 0 &&
                 !hc_pass_is_graph_output(g, n->outputs[0]))
                 continue; /* dead: bypassed earlier in this round */

@@ -12,8 +12,23 @@ hc_status hc_pass_infer_node(hc_node *n, hc_error *err) {
     }
     hc_status st = def->infer(n, err);
     if (st != HC_OK) return st;
-    for (int i = 0; i < n->noutputs; i++)
-        HC_ASSERT_MSG(!n->outputs[i] || n->outputs[i]->shape_known, "infer left a shape unset");
+    for (int i = 0; i < n->noutputs; i++) {
+        const hc_tensor *t = n->outputs[i];
+        HC_ASSERT_MSG(!t || t->shape_known, "infer left a shape unset");
+        if (t && hc_shape_too_large(t->dtype, t->ndim, t->shape)) {
+            hc_sb sb;
+            hc_sb_init(&sb);
+            hc_print_shape(&sb, t->ndim, t->shape);
+            st = hc_error_set(err, HC_ERR_INVALID, "node '%s' (%s): output '%s' of shape %s "
+                              "is too large (more than 2^40 bytes, or an element count that "
+                              "overflows int64)", n->name,
+                              *hc_op_onnx_name(n->op) ? hc_op_onnx_name(n->op) : hc_op_name(n->op),
+                              t->name,
+                              hc_sb_str(&sb));
+            hc_sb_free(&sb);
+            return st;
+        }
+    }
     return HC_OK;
 }
 

@@ -56,7 +56,9 @@ hc_status hc_shp_infer_reshape(hc_node *n, hc_error *err) {
             return hc_node_fail(n, HC_ERR_INVALID, err, "shape[%d] = %lld is negative", i,
                             (long long)s[i]);
         }
-        known *= s[i];
+        if (__builtin_mul_overflow(known, s[i], &known))
+            return hc_node_fail(n, HC_ERR_INVALID, err, "shape's element count overflows int64 "
+                                "(at shape[%d] = %lld)", i, (long long)s[i]);
     }
     int64_t numel = hc_tensor_numel(x);
     if (infer_at >= 0) {
