@@ -161,6 +161,23 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         }
         return 2;
     }
+    if (!strcmp(o, "--max-memory")) { /* BYTES, or with a K, M, G or T suffix (1024s) */
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = val && *val && *val != '-' ? strtoull(val, &end, 10) : 0;
+        int shift = 0;
+        if (end && *end && !end[1]) {
+            const char *units = "KMGT", *u = strchr(units, *end);
+            if (u) shift = 10 * (int)(u - units + 1), end++;
+        }
+        if (!v || !end || *end || errno || v > (SIZE_MAX >> shift)) {
+            fprintf(stderr, "hidetc %s: --max-memory expects a positive number of bytes "
+                    "(a K, M, G or T suffix for 1024s), got '%s'\n", cmd, val ? val : "(nothing)");
+            return -1;
+        }
+        co->max_memory = (size_t)(v << shift);
+        return 2;
+    }
     if (!strcmp(o, "--tune-weights")) {
         static const char *const names[] = {"auto", "cached", "cold"};
         for (int i = 0; i < 3; i++)

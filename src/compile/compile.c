@@ -314,6 +314,7 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     if (st == HC_OK) st = hc_compile_prepack_all(m, &target, err);
     if (st == HC_OK) dedup_kernels(m);
     if (st == HC_OK) st = hc_rt_plan_memory(m, err);
+    if (st == HC_OK) st = hc_rt_check_budget(m, err); /* --max-memory */
     if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err); /* lower, verify,
                                                                               emit, build */
     if (st == HC_OK && m->opt.schedule_only &&

@@ -39,6 +39,9 @@ typedef struct hc_compile_options {
     hc_stage dump_stage;       /* print every program at this stage to stderr (0: none;
                                   HIDETC_DUMP=STAGE sets it too) */
     bool verify;               /* verify every program between stages (HIDETC_VERIFY=1 too) */
+    size_t max_memory;         /* bytes one run may hold (arena, constants, inputs, outputs);
+                                  a plan over it is an error naming the largest tensor
+                                  (0: no limit; src/runtime/budget.c) */
 } hc_compile_options;
 
 typedef struct hc_model hc_model;

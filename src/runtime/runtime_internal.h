@@ -100,6 +100,9 @@ void hc_rt_plan_inplace_concats(hc_model *m);
 bool hc_rt_concat_in_place(const hc_model *m, const hc_node *n);
 /* Locations of every tensor and the memory plan (arena offsets by liveness). */
 hc_status hc_rt_plan_memory(hc_model *m, hc_error *err);
+/* budget.c: the plan's arena, constants, inputs and outputs against opt.max_memory (0: no
+ * budget); over it, HC_ERR_NOMEM naming the largest tensor. */
+hc_status hc_rt_check_budget(const hc_model *m, hc_error *err);
 /* The arena, and every kernel's argument array (caller buffers bound at run time; on a
  * device, the device buffers of the graph's inputs and outputs, and the constants
  * uploaded). NOMEM when the arena cannot be allocated. */
