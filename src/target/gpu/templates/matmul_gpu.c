@@ -58,12 +58,34 @@ static bool cfg_fits(const mm_cfg *c, const hc_target *t) {
            (cfg_bm(c) * c->bk) % threads == 0 && (cfg_bn(c) * c->bk) % threads == 0;
 }
 
-/* The space at a level: candidate 0 is the default (64 x 64 tiles, 4 warps, 4 x 4
- * registers per sub-tile, BK 8: the paper's middle of the road). Level 1 varies the tile
- * and the warps; level 2 also the thread tile and BK. Configs that the caps do not admit
- * are pruned. Returns the count; fills out[0..cap). */
-static int mm_space(const hc_target *t, int level, mm_cfg *out, int cap) {
-    static const mm_cfg def = {2, 2, 2, 1, 4, 4, 8};
+typedef struct mm_geo {
+    hc_nn_mm_dims d;
+    int64_t batch;
+} mm_geo;
+
+/* The default config (candidate 0 of every level): 64 x 64 tiles of 4 warps with 4 x 4
+ * registers per sub-tile and BK 8 (the paper's middle of the road), or a smaller tile
+ * when 64 x 64 ones would leave SMs idle (fewer blocks than SMs: BERT's 128 x 768 GEMMs
+ * make 24 blocks of 64 x 64 for 132 SMs, 96 of 32 x 32). */
+static mm_cfg mm_default(const hc_target *t, const mm_geo *g) {
+    static const mm_cfg tiles[] = {
+        {2, 2, 2, 1, 4, 4, 8}, /* 64 x 64, 4 warps */
+        {2, 2, 1, 1, 4, 4, 8}, /* 32 x 64, 4 warps */
+        {1, 1, 2, 1, 4, 4, 8}, /* 32 x 32, 1 warp */
+    };
+    int sms = t->caps.num_sms > 0 ? t->caps.num_sms : 1;
+    for (size_t i = 0; i + 1 < HC_ARRAY_LEN(tiles); i++) {
+        int bm = tiles[i].wm * tiles[i].om * 4 * tiles[i].im, bn = tiles[i].wn * tiles[i].on * 8 * tiles[i].in;
+        if (g->batch * hc_cdiv(g->d.m, bm) * hc_cdiv(g->d.n, bn) >= sms) return tiles[i];
+    }
+    return tiles[HC_ARRAY_LEN(tiles) - 1];
+}
+
+/* The space at a level: candidate 0 is the default. Level 1 varies the tile and the
+ * warps; level 2 also the thread tile and BK. Configs that the caps do not admit are
+ * pruned. Returns the count; fills out[0..cap). */
+static int mm_space(const hc_target *t, const mm_geo *g, int level, mm_cfg *out, int cap) {
+    const mm_cfg def = mm_default(t, g);
     int n = 0;
     if (cfg_fits(&def, t)) {
         if (n < cap) out[n] = def;
@@ -95,10 +117,6 @@ static int mm_space(const hc_target *t, int level, mm_cfg *out, int cap) {
 }
 
 /* ---- the node's geometry ------------------------------------------------------------- */
-typedef struct mm_geo {
-    hc_nn_mm_dims d;
-    int64_t batch;
-} mm_geo;
 
 static bool mm_geometry(const hc_node *n, mm_geo *g) {
     if (hc_nn_matmul_dims(n, &g->d, NULL) != HC_OK || g->d.a_vec || g->d.b_vec) return false;
@@ -317,7 +335,7 @@ static hc_func *mm_program(hc_arena *a, const hc_task *t, const mm_geo *g, const
 /* ---- the template ------------------------------------------------------------------- */
 static int space_matmul(const hc_node *n, const hc_target *t, int level) {
     mm_geo g;
-    return mm_geometry(n, &g) ? mm_space(t, level, NULL, 0) : 0;
+    return mm_geometry(n, &g) ? mm_space(t, &g, level, NULL, 0) : 0;
 }
 
 static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
@@ -327,14 +345,14 @@ static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
     if (!mm_geometry(n, &g) || t->ninputs != 2 || t->noutputs != 1) return NULL;
     if (g.d.m == 0 || g.d.n == 0 || g.batch == 0) return NULL; /* nothing to compute */
     int level = opts ? opts->level : 0, cand = opts ? opts->candidate : 0;
-    int count = mm_space(target, level, NULL, 0);
+    int count = mm_space(target, &g, level, NULL, 0);
     if (cand < 0 || cand >= count) {
         hc_error_set(err, HC_ERR_INVALID, "node '%s': matmul candidate %d of %d at level %d",
                      n->name, cand, count, level);
         return NULL;
     }
     mm_cfg *all = hc_xmalloc(sizeof *all * (size_t)count);
-    mm_space(target, level, all, count);
+    mm_space(target, &g, level, all, count);
     mm_cfg c = all[cand];
     free(all);
     return mm_program(a, t, &g, &c, fname);
