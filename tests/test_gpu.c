@@ -192,6 +192,42 @@ static void check_matmul(int nda, const int64_t *sa, int ndb, const int64_t *sb,
     hc_graph_free(g);
 }
 
+/* The depthwise template: every candidate of level 1 on one conv. */
+static void check_dw(int64_t n, int64_t c, int64_t mult, int64_t h, int64_t w, int64_t k,
+                     int64_t stride, int64_t pad, int64_t dil, bool bias) {
+    hc_graph *g = hc_graph_new("dw", 17);
+    hc_rng r = {11};
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){n, c, h, w});
+    hc_tensor *wt = rand_const(g, &r, 4, (int64_t[]){c * mult, 1, k, k});
+    hc_attr at[4] = {int_attr("group", c), ints_attr("strides", 2, (int64_t[]){stride, stride}),
+                     ints_attr("pads", 4, (int64_t[]){pad, pad, pad, pad}),
+                     ints_attr("dilations", 2, (int64_t[]){dil, dil})};
+    hc_tensor *y = bias ? OPA(g, CONV, at, 4, x, wt, rand_const(g, &r, 1, (int64_t[]){c * mult}))
+                        : OPA(g, CONV, at, 4, x, wt);
+    hc_graph_add_output(g, y);
+    hc_error err = {0};
+    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+    const hc_template *tp = hc_target_template(ocl, HC_OPK_CONV);
+    int count = tp ? tp->space(y->producer, ocl, 1) : 0;
+    CHECK_MSG(count > 1, "depthwise space at level 1: %d", count);
+    for (int cand = 0; cand < count; cand++) {
+        hc_arena a;
+        hc_arena_init(&a);
+        hc_task *task = hc_fuse_node_task(&a, y->producer, &err);
+        hc_sched_opts o = {.level = 1, .candidate = cand, .write_once = true};
+        hc_func *f = tp->schedule(&a, y->producer, task, ocl, "dw", &o, &err);
+        char label[160];
+        snprintf(label, sizeof label, "depthwise %lldx%lldx%lldx%lld x%lld k%lld s%lld p%lld d%lld%s cand %d",
+                 (long long)n, (long long)c, (long long)h, (long long)w, (long long)mult,
+                 (long long)k, (long long)stride, (long long)pad, (long long)dil,
+                 bias ? " bias" : "", cand);
+        CHECK_MSG(f != NULL, "%s: %s", label, err.msg);
+        if (f) check_node(g, y->producer, ocl, f, 2e-5, label);
+        hc_arena_free(&a);
+    }
+    hc_graph_free(g);
+}
+
 /* The space is pruned by the device's capabilities. */
 static void test_space_caps(void) {
     hc_graph *g = hc_graph_new("mm", 17);
@@ -301,7 +337,7 @@ static void test_auto_scheduler(void) {
                                                   ints_attr("pads", 4, (int64_t[]){1, 1, 1, 1})}), 3, x), "maxpool");
     g = graph1(4, (int64_t[]){1, 5, 17, 19}, &x);
     finish_node(g, OP(g, GLOBAL_AVERAGE_POOL, x), "global average pool");
-    /* depthwise conv (auto-scheduled on GPUs) */
+    /* depthwise conv: the auto-scheduler's program (the template has its own checks) */
     g = graph1(4, (int64_t[]){1, 6, 9, 7}, &x);
     {
         hc_rng r = {4};
@@ -374,6 +410,10 @@ int main(void) {
     check_matmul(3, (int64_t[]){2, 33, 10}, 2, (int64_t[]){10, 7}, 0, 0, 1);     /* B shared */
     check_matmul(4, (int64_t[]){2, 1, 5, 6}, 3, (int64_t[]){3, 6, 4}, 0, 0, 1); /* broadcast */
     check_matmul(2, (int64_t[]){40, 50}, 2, (int64_t[]){50, 60}, 2, 0, 6);      /* level 2 */
+    check_dw(1, 6, 1, 13, 11, 3, 1, 1, 1, true);   /* MobileNet's 3x3, odd sizes */
+    check_dw(2, 3, 2, 9, 17, 3, 2, 1, 1, false);   /* stride 2, multiplier 2 */
+    check_dw(1, 2, 1, 7, 7, 5, 1, 4, 2, true);     /* 5x5 dilated, pads past the window */
+    check_dw(1, 1, 1, 1, 1, 1, 1, 0, 1, false);    /* 1x1 everything */
     printf("%d OpenCL programs checked against the interpreter, %d CUDA compiles (NVRTC)\n",
            ocl_programs, nvrtc_compiled);
     if (!have_ocl && !have_nvrtc) {

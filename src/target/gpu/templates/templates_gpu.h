@@ -6,5 +6,7 @@
 
 /* The paper's SIMT matmul (matmul_gpu.c). */
 extern const hc_template hc_gpu_matmul_template;
+/* Depthwise 2-D convs with the input window in shared memory (conv_dw_gpu.c). */
+extern const hc_template hc_gpu_conv_dw_template;
 
 #endif
