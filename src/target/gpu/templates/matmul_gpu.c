@@ -63,18 +63,22 @@ typedef struct mm_geo {
     int64_t batch;
 } mm_geo;
 
-/* The default config (candidate 0 of every level): 64 x 64 tiles of 4 warps with 4 x 4
- * registers per sub-tile and BK 8 (the paper's middle of the road), or a smaller tile
- * when 64 x 64 ones would leave SMs idle (fewer blocks than SMs: BERT's 128 x 768 GEMMs
- * make 24 blocks of 64 x 64 for 132 SMs, 96 of 32 x 32). */
+/* The default config (candidate 0 of every level): the largest tile that still gives
+ * every SM a block. 128 x 128 tiles of 8 warps with 8 x 8 registers a thread (2 x 2
+ * sub-tiles of 4 x 4; 120 registers, no spills for sm_90, two blocks an SM) for large
+ * products; 64 x 64 tiles of 4 warps and BK 8 (the paper's middle of the road); smaller
+ * ones where 64 x 64 would leave SMs idle (BERT's 128 x 768 GEMMs make 24 blocks of
+ * 64 x 64 for 132 SMs, 96 of 32 x 32). */
 static mm_cfg mm_default(const hc_target *t, const mm_geo *g) {
     static const mm_cfg tiles[] = {
+        {4, 2, 2, 2, 4, 4, 8}, /* 128 x 128, 8 warps */
         {2, 2, 2, 1, 4, 4, 8}, /* 64 x 64, 4 warps */
         {2, 2, 1, 1, 4, 4, 8}, /* 32 x 64, 4 warps */
         {1, 1, 2, 1, 4, 4, 8}, /* 32 x 32, 1 warp */
     };
     int sms = t->caps.num_sms > 0 ? t->caps.num_sms : 1;
     for (size_t i = 0; i + 1 < HC_ARRAY_LEN(tiles); i++) {
+        if (!cfg_fits(&tiles[i], t)) continue;
         int bm = tiles[i].wm * tiles[i].om * 4 * tiles[i].im, bn = tiles[i].wn * tiles[i].on * 8 * tiles[i].in;
         if (g->batch * hc_cdiv(g->d.m, bm) * hc_cdiv(g->d.n, bn) >= sms) return tiles[i];
     }
