@@ -592,13 +592,21 @@ hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err) {
     size_t size = 0;
     hc_status s = hc_read_file(path, &bytes, &size, err);
     if (s) return s;
-    if (!hc_onnx_nesting_ok(&onnx__model_proto__descriptor, (const uint8_t *)bytes, size, 0)) {
-        free(bytes);
+    s = hc_onnx_load_memory(bytes, size, path, out, err);
+    free(bytes);
+    return s;
+}
+
+hc_status hc_onnx_load_memory(const void *bytes, size_t size, const char *path, hc_graph **out,
+                              hc_error *err) {
+    hc_error local;
+    if (!err) err = &local;
+    *out = NULL;
+    hc_status s = HC_OK;
+    if (!hc_onnx_nesting_ok(&onnx__model_proto__descriptor, (const uint8_t *)bytes, size, 0))
         return hc_error_set(err, HC_ERR_INVALID, "%s: not a valid ONNX model (messages nested "
                             "too deeply)", path);
-    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, size, (const uint8_t *)bytes);
-    free(bytes);
     if (!m)
         return hc_error_set(err, HC_ERR_INVALID, "%s: not a valid ONNX model (protobuf "
                             "decoding failed: truncated or malformed file)", path);

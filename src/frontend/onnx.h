@@ -12,6 +12,10 @@
  * Graph inputs must have static shapes (a symbolic dimension is an error naming the
  * input and the dimension). */
 hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err);
+/* The same from the file's bytes; path names it in messages and locates external data
+ * (the fuzz harness, fuzz/fuzz_onnx.c). */
+hc_status hc_onnx_load_memory(const void *bytes, size_t size, const char *path, hc_graph **out,
+                              hc_error *err);
 
 /* Read a serialized TensorProto (the backend tests' input_N.pb / output_N.pb) into a
  * malloc'ed dense buffer. */

@@ -569,6 +569,7 @@ typedef struct loader {
     hc_model *m;
     struct mf_loaded *ld;
     const hc_target *gpu; /* the GPU target the file was compiled for; NULL: a CPU */
+    bool check_only; /* hc_model_file_check: no arena, nothing loaded */
 } loader;
 
 static hc_status read_whole(const char *path, void **buf, size_t *size, hc_error *err) {
@@ -836,7 +837,7 @@ static void *arg_pointer(loader *L, loc l, void **slot) {
     switch (l.kind) {
     case LOC_EMPTY: return empty_buffer;
     case LOC_CONST: return (void *)L->ld->parts.consts.data[l.index].data;
-    case LOC_ARENA: return (char *)m->mem + m->plan.data[l.index].offset;
+    case LOC_ARENA: return m->mem ? (char *)m->mem + m->plan.data[l.index].offset : NULL;
     case LOC_INPUT:
     case LOC_OUTPUT: {
         binding b = {slot, l.index, l.kind == LOC_OUTPUT};
@@ -1101,7 +1102,8 @@ static hc_status read_body(loader *L) {
         hc_vec_push(&m->uniques, u);
     }
     size_t bytes = (m->arena_bytes + 63) / 64 * 64;
-    if (r->st == HC_OK && !(m->mem = m->target->exec->alloc(bytes ? bytes : 64)))
+    if (r->st == HC_OK && !L->check_only &&
+        !(m->mem = m->target->exec->alloc(bytes ? bytes : 64)))
         return hc_error_set(r->err, HC_ERR_NOMEM, "%s: cannot allocate the %zu-byte arena",
                             r->path, m->arena_bytes);
     uint32_t nk = r_count(r, 32, "kernels");
@@ -1109,12 +1111,32 @@ static hc_status read_body(loader *L) {
     read_copies(L);
     if (r_u32(r, "end marker") != END_MARK) r_fail(r, "no end marker");
     if (r->st == HC_OK && r->pos != r->size) r_fail(r, "%zu bytes after the end", r->size - r->pos);
-    if (r->st != HC_OK) return r->st;
+    if (r->st != HC_OK || L->check_only) return r->st;
     if (L->gpu) {
         st = bind_device(L);
         return st == HC_OK ? build_device_code(L) : st;
     }
     return load_libraries(L);
+}
+
+/* Takes buf (freed with the model, also on failure). */
+static hc_status load_buffer(void *buf, size_t size, const char *path, bool check_only,
+                             hc_model **out, hc_error *err) {
+    hc_model *m = hc_xcalloc(1, sizeof *m);
+    hc_arena_init(&m->arena);
+    m->loaded = hc_xcalloc(1, sizeof *m->loaded);
+    m->loaded->buf = buf;
+    m->release = release_loaded;
+    loader L = {.r = {.buf = buf, .size = size, .path = path, .err = err}, .m = m,
+                .ld = m->loaded, .check_only = check_only};
+    hc_status st = check_header(&L.r);
+    if (st == HC_OK) st = read_body(&L);
+    if (st != HC_OK || check_only) {
+        hc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return HC_OK;
 }
 
 hc_status hc_model_load(const char *path, hc_model **out, hc_error *err) {
@@ -1123,20 +1145,15 @@ hc_status hc_model_load(const char *path, hc_model **out, hc_error *err) {
     size_t size = 0;
     hc_status st = read_whole(path, &buf, &size, err);
     if (st != HC_OK) return st;
-    hc_model *m = hc_xcalloc(1, sizeof *m);
-    hc_arena_init(&m->arena);
-    m->loaded = hc_xcalloc(1, sizeof *m->loaded);
-    m->loaded->buf = buf;
-    m->release = release_loaded;
-    loader L = {.r = {.buf = buf, .size = size, .path = path, .err = err}, .m = m, .ld = m->loaded};
-    st = check_header(&L.r);
-    if (st == HC_OK) st = read_body(&L);
-    if (st != HC_OK) {
-        hc_model_free(m);
-        return st;
-    }
-    *out = m;
-    return HC_OK;
+    return load_buffer(buf, size, path, false, out, err);
+}
+
+hc_status hc_model_file_check(const void *data, size_t size, const char *name, hc_error *err) {
+    char *buf = hc_alloc_big(size ? size : 1); /* 64-byte aligned, as read_whole reads */
+    if (!buf) return hc_error_set(err, HC_ERR_NOMEM, "%s: cannot allocate %zu bytes", name, size);
+    if (size) memcpy(buf, data, size);
+    hc_model *m = NULL;
+    return load_buffer(buf, size, name, true, &m, err);
 }
 
 bool hc_model_file_is(const char *path) {

@@ -121,6 +121,11 @@ hc_status hc_model_save(const hc_model *m, const char *path, hc_error *err);
  * shapes, attributes; no constant data), kernel groups have no prologue/epilogue lists,
  * and no hc_func programs. It runs with the thread count it was compiled for. */
 hc_status hc_model_load(const char *path, hc_model **out, hc_error *err);
+/* Every check hc_model_load makes on a file's bytes (header, checksum, target, plan,
+ * kernels, argument locations), without allocating its arena or loading (dlopening) any
+ * of its libraries: HC_OK when hc_model_load would go on to load them (the fuzz harness,
+ * fuzz/fuzz_model_file.c). */
+hc_status hc_model_file_check(const void *data, size_t size, const char *name, hc_error *err);
 /* Whether path starts with the compiled-model magic bytes. */
 bool hc_model_file_is(const char *path);
 /* Whether m came from hc_model_load. */

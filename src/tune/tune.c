@@ -111,6 +111,12 @@ bool hc_tune_record_get(const hc_jit_options *jit, const char *key, hc_tune_reco
     bool ok = hc_read_file(path, &text, &size, NULL) == HC_OK;
     free(path);
     if (!ok) return false;
+    ok = hc_tune_record_parse(text, out);
+    free(text);
+    return ok;
+}
+
+bool hc_tune_record_parse(char *text, hc_tune_record *out) {
     hc_tune_record r = {-1, -1, -1};
     int version = 0;
     for (char *line = text; line && *line;) {
@@ -123,8 +129,7 @@ bool hc_tune_record_get(const hc_jit_options *jit, const char *key, hc_tune_reco
         }
         line = next;
     }
-    free(text);
-    ok = version == 1 && r.ncand >= 1 && r.best >= 0 && r.best < r.ncand && r.best_ms >= 0;
+    bool ok = version == 1 && r.ncand >= 1 && r.best >= 0 && r.best < r.ncand && r.best_ms >= 0;
     if (ok && out) *out = r;
     return ok;
 }

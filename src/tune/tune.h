@@ -54,6 +54,9 @@ void hc_tune_key(const char *signature, int level, const hc_target *t, char key[
  * people. A missing, unreadable or inconsistent file (best outside [0, ncand)) reads as
  * no record. */
 bool hc_tune_record_get(const hc_jit_options *jit, const char *key, hc_tune_record *out);
+/* The record in a file's text (NUL-terminated; its lines are cut in place): false for
+ * anything but a consistent version-1 record. */
+bool hc_tune_record_parse(char *text, hc_tune_record *out);
 hc_status hc_tune_record_put(const hc_jit_options *jit, const char *key,
                              const hc_tune_record *r, hc_error *err);
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh NAME SECONDS [LIBFUZZER ARGS...] — build the libFuzzer harnesses
+# (fuzz/CMakeLists.txt, clang + ASan + UBSan, into $FUZZ_BUILD, default build-fuzz), make
+# NAME's seed corpus there (generated, not committed) and fuzz for SECONDS.
+#   NAME: onnx, npy, model-file, mapping or records (docs/reliability.md)
+# Exits non-zero on a crash, a leak, a timeout or an out-of-memory, with the reproducer's
+# path printed (libFuzzer writes it as crash-*/leak-*/timeout-*/oom-* under
+# $FUZZ_BUILD/artifacts/NAME/). Replay one: $FUZZ_BUILD/fuzz_NAME FILE. Keep it, once
+# fixed, under tests/fuzz-regress/NAME/ (test_fuzz_regress replays them in `make test`).
+# Seeds: the ONNX backend node tests' model.onnx and a sample of their .pb tensors
+# (Debian libonnx-testdata), ONNX files under tests/models exports (build*/models-*),
+# small .npy files, compiled-model files of the tiny built-in models (made with
+# $HIDETC, default build/hidetc, built if missing), mapping expressions, tune records.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+NAME=${1:?usage: scripts/fuzz.sh onnx|npy|model-file|mapping|records SECONDS [ARGS...]}
+SECONDS_TO_RUN=${2:?usage: scripts/fuzz.sh NAME SECONDS [ARGS...]}
+shift 2
+case "$NAME" in onnx | npy | model-file | mapping | records) ;;
+*) echo "scripts/fuzz.sh: unknown harness '$NAME' (onnx, npy, model-file, mapping, records)" >&2; exit 2 ;;
+esac
+BIN=${NAME//-/_}
+B=${FUZZ_BUILD:-$ROOT/build-fuzz}
+JOBS=${JOBS:-2}
+
+if [ ! -f "$B/CMakeCache.txt" ]; then
+    cmake -S "$ROOT/fuzz" -B "$B" -DCMAKE_C_COMPILER="${FUZZ_CC:-$(command -v clang-15 || command -v clang)}" >/dev/null
+fi
+cmake --build "$B" -j"$JOBS" --target "fuzz_$BIN" >/dev/null
+
+CORPUS="$B/corpus/$NAME" SEEDS="$B/seeds/$NAME" ART="$B/artifacts/$NAME"
+mkdir -p "$CORPUS" "$ART"
+if [ ! -d "$SEEDS" ]; then
+    mkdir -p "$SEEDS.tmp"
+    case "$NAME" in
+    onnx)
+        n=0
+        for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
+            [ -f "$f" ] || continue
+            cp "$f" "$SEEDS.tmp/$(basename "$(dirname "$f")").onnx"
+            n=$((n + 1))
+        done
+        # tensors are protobuf too: a sample of the tests' inputs
+        i=0
+        for f in /usr/share/libonnx-testdata/data/node/*/test_data_set_0/input_0.pb; do
+            [ -f "$f" ] || continue
+            i=$((i + 1))
+            [ $((i % 8)) -eq 0 ] && [ "$(stat -c %s "$f")" -lt 65536 ] &&
+                cp "$f" "$SEEDS.tmp/pb-$(basename "$(dirname "$(dirname "$f")")").pb"
+        done
+        for f in "$ROOT"/build*/models-*/*.onnx; do
+            [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 1048576 ] && cp "$f" "$SEEDS.tmp/" || true
+        done
+        ;;
+    npy)
+        /usr/bin/python3 - "$SEEDS.tmp" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+arrays = [np.zeros((2, 3), np.float32), np.arange(7, dtype=np.int64), np.array(3.5),
+          np.ones((1, 2, 1, 2), np.float16), np.array([True, False]), np.zeros((0, 4), np.uint8),
+          np.arange(6, dtype=">i4"), np.asfortranarray(np.ones((2, 2))), np.zeros(3, np.float64)]
+for i, a in enumerate(arrays):
+    np.save("%s/a%d.npy" % (d, i), a)
+PY
+        ;;
+    model-file)
+        H=${HIDETC:-$ROOT/build/hidetc}
+        [ -x "$H" ] || cmake --build "$ROOT/build" --target hidetc -j"$JOBS" >/dev/null
+        for m in resnet18-tiny bert-tiny; do
+            HIDETC_CACHE_DIR="$B/cache" "$H" compile "builtin:$m" -o "$SEEDS.tmp/$m.hcm" --threads 1 \
+                >/dev/null 2>&1 || echo "scripts/fuzz.sh: note: could not compile builtin:$m" >&2
+        done
+        ;;
+    mapping)
+        i=0
+        for e in 'spatial(4,8)' 'repeat(2,2)' 'spatial(4,8).repeat(2u,2p)' 'repeat(3).spatial(5)' \
+            'auto_map((8,96),64)' 'spatial(2,3,4).repeat(1,2,1).spatial(2,1,1)' \
+            'auto_map((7,5),35)' 'repeat(4u,4u,2)' 'spatial(1)'; do
+            printf '%s' "$e" >"$SEEDS.tmp/m$i"
+            i=$((i + 1))
+        done
+        ;;
+    records)
+        printf 'hidetc-tune 1\nbest 3\nbest_ms 0.412000\nncand 24\ndesc candidate 3 of 24, 0.4120 ms\n' >"$SEEDS.tmp/tune"
+        printf 'hidetc-tune 1\nbest 0\nbest_ms 1e-3\nncand 1\n' >"$SEEDS.tmp/tune1"
+        printf 'hidetc-so 1\nsize 15888\nhash 52ed17fea135efad715d15b8e10a147a\n' >"$SEEDS.tmp/stamp"
+        ;;
+    esac
+    mv "$SEEDS.tmp" "$SEEDS"
+fi
+echo "scripts/fuzz.sh: $NAME for $SECONDS_TO_RUN s: $(ls "$SEEDS" | wc -l) seeds, corpus $CORPUS"
+
+# -rss_limit_mb: an input that makes the library take 2 GB is a finding (OOM), as is one
+# that takes 10 s (timeout). Leaks are findings too (detect_leaks).
+set +e
+ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}" \
+UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+HIDETC_CACHE_DIR="$B/cache-fuzz" \
+"$B/fuzz_$BIN" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -timeout=10 \
+    -max_len=$([ "$NAME" = model-file ] && echo 1048576 || echo 262144) \
+    -artifact_prefix="$ART/" -print_final_stats=1 "$@" "$CORPUS" "$SEEDS" 2>&1 | tee "$B/$NAME.log" |
+    grep -E "^#[0-9]+[[:space:]]+(DONE|pulse)|ERROR|SUMMARY|Test unit written|stat::|==[0-9]+==|fuzz check"
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" -ne 0 ]; then
+    echo "scripts/fuzz.sh: $NAME FAILED (exit $rc); reproducer(s):" >&2
+    grep -o "Test unit written to .*" "$B/$NAME.log" | sed 's/Test unit written to /  /' >&2 || true
+    echo "  full log: $B/$NAME.log" >&2
+    exit 1
+fi
+echo "scripts/fuzz.sh: $NAME: no crash in $SECONDS_TO_RUN s"
