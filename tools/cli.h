@@ -16,5 +16,6 @@ int cmd_compile(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_cache(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ static const struct {
     {"inspect", "inspect MODEL [--dot FILE]", cmd_inspect},
     {"bench", "bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N] [--verbose]",
      cmd_bench},
+    {"cache", "cache info|clear|prune --max-size BYTES [--cache-dir DIR]", cmd_cache},
 };
 
 static void usage(FILE *f) {

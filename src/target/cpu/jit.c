@@ -14,6 +14,7 @@
 #include <spawn.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +147,7 @@ typedef struct job {
     char *src_path, *so_path, *log_path, *tmp_so, *tmp_log;
     pid_t pid;
     bool running;
+    bool shared; /* makes a shared object (stamped), not an object file */
 } job;
 
 static char *path_with(const char *dir, const char *key, const char *suffix) {
@@ -184,8 +186,102 @@ static void job_init(job *j, const char *source, const char *dir, const char *cc
     hc_hash_hex(&h, j->key);
     j->src_path = path_with(dir, j->key, ".c");
     j->so_path = path_with(dir, j->key, object ? ".o" : ".so");
+    j->shared = !object;
     j->log_path = path_with(dir, j->key, ".log");
 }
+
+/* ---- cache entry stamps (jit.h) --------------------------------------------------- */
+bool hc_jit_stamp_parse(const char *text, hc_jit_stamp *out) {
+    unsigned long long size;
+    char hash[33];
+    int n = 0;
+    if (sscanf(text, "hidetc-so 1\nsize %llu\nhash %32[0-9a-f]\n%n", &size, hash, &n) != 2 || !n ||
+        strlen(hash) != 32 || text[n])
+        return false;
+    out->size = size;
+    memcpy(out->hash, hash, 33);
+    return true;
+}
+
+void hc_jit_stamp_format(const hc_jit_stamp *s, char *buf, size_t cap) {
+    snprintf(buf, cap, "hidetc-so 1\nsize %llu\nhash %s\n", (unsigned long long)s->size, s->hash);
+}
+
+/* The stamp of the file's bytes; false when it cannot be read. */
+static bool stamp_of_file(const char *path, hc_jit_stamp *out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    hc_hasher h;
+    hc_hash_init(&h);
+    char buf[65536];
+    uint64_t size = 0;
+    ssize_t k;
+    while ((k = read(fd, buf, sizeof buf)) != 0) {
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) break;
+        hc_hash_update(&h, buf, (size_t)k);
+        size += (uint64_t)k;
+    }
+    close(fd);
+    if (k < 0) return false;
+    out->size = size;
+    hc_hash_hex(&h, out->hash);
+    return true;
+}
+
+/* flock on X.so.lock (created); -1 when it cannot be had (then no lock: still safe for
+ * readers, who check the stamp anyway). */
+static int lock_entry(const char *so_path, int how) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_sb_printf(&sb, "%s.lock", so_path);
+    int fd = open(hc_sb_str(&sb), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    hc_sb_free(&sb);
+    if (fd >= 0)
+        while (flock(fd, how) != 0)
+            if (errno != EINTR) {
+                close(fd);
+                return -1;
+            }
+    return fd;
+}
+
+static void unlock_entry(int fd) {
+    if (fd >= 0) close(fd); /* closing releases the flock */
+}
+
+static char *stamp_path(const char *so_path) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_sb_printf(&sb, "%s.stamp", so_path);
+    return hc_sb_take(&sb);
+}
+
+/* Publish tmp_so as so_path with its stamp, under the entry's lock. */
+static hc_status publish_so(const char *tmp_so, const char *so_path, hc_error *err) {
+    hc_jit_stamp st;
+    if (!stamp_of_file(tmp_so, &st)) {
+        unlink(tmp_so);
+        return hc_error_set(err, HC_ERR_IO, "cannot read %s: %s", tmp_so, strerror(errno));
+    }
+    char text[128];
+    hc_jit_stamp_format(&st, text, sizeof text);
+    char *sp = stamp_path(so_path), *tmp_stamp = tmp_name(sp);
+    hc_status s = hc_write_file(tmp_stamp, text, strlen(text), err);
+    int lk = lock_entry(so_path, LOCK_EX);
+    if (s == HC_OK && rename(tmp_so, so_path) != 0)
+        s = hc_error_set(err, HC_ERR_IO, "rename %s: %s", tmp_so, strerror(errno));
+    if (s == HC_OK && rename(tmp_stamp, sp) != 0)
+        s = hc_error_set(err, HC_ERR_IO, "rename %s: %s", tmp_stamp, strerror(errno));
+    unlock_entry(lk);
+    unlink(tmp_stamp), unlink(tmp_so); /* no-ops after the renames */
+    free(sp), free(tmp_stamp);
+    return s;
+}
+
+/* Open a cached entry if it matches its stamp (shared lock: no publisher in between).
+ * A damaged entry is reported and removed, so the caller rebuilds it. */
+static bool open_cached(const char *so_path, hc_jit_lib **out);
 
 static hc_status open_lib(const char *path, bool cached, hc_jit_lib **out, hc_error *err) {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -198,6 +294,31 @@ static hc_status open_lib(const char *path, bool cached, hc_jit_lib **out, hc_er
     lib->handle = h, lib->path = hc_xstrdup(path), lib->cached = cached;
     *out = lib;
     return HC_OK;
+}
+
+static bool open_cached(const char *so_path, hc_jit_lib **out) {
+    if (access(so_path, F_OK) != 0) return false;
+    int lk = lock_entry(so_path, LOCK_SH);
+    char *sp = stamp_path(so_path), *text = NULL;
+    hc_jit_stamp want, have;
+    const char *why = NULL;
+    if (hc_read_file(sp, &text, NULL, NULL) != HC_OK) why = "no stamp beside it";
+    else if (!hc_jit_stamp_parse(text, &want)) why = "its stamp is damaged";
+    else if (!stamp_of_file(so_path, &have)) why = "it cannot be read";
+    else if (have.size != want.size) why = "its size differs from its stamp's";
+    else if (strcmp(have.hash, want.hash)) why = "its bytes differ from its stamp's hash";
+    bool ok = !why && open_lib(so_path, true, out, NULL) == HC_OK;
+    if (!why && !ok) why = "dlopen refused it";
+    if (ok) utimensat(AT_FDCWD, sp, NULL, 0); /* last use, for `hidetc cache prune` */
+    unlock_entry(lk);
+    if (why && access(so_path, F_OK) == 0) {
+        fprintf(stderr, "hidetc: kernel cache: %s is damaged (%s): rebuilding it\n", so_path, why);
+        int ex = lock_entry(so_path, LOCK_EX);
+        unlink(so_path), unlink(sp);
+        unlock_entry(ex);
+    }
+    free(text), free(sp);
+    return ok;
 }
 
 /* Write the source (atomically) and start the compiler. */
@@ -258,6 +379,7 @@ static hc_status job_publish(job *j, hc_error *err) {
         unlink(j->tmp_so);
         return compile_error(j, code, err);
     }
+    if (j->shared) return publish_so(j->tmp_so, j->so_path, err);
     if (rename(j->tmp_so, j->so_path) != 0) {
         hc_status st = hc_error_set(err, HC_ERR_IO, "rename %s: %s", j->tmp_so, strerror(errno));
         unlink(j->tmp_so);
@@ -318,8 +440,7 @@ hc_status hc_jit_build_many(int n, const char *const *sources, const hc_jit_opti
         if (i == n) break;
         job *j = &js[i];
         job_init(j, sources[i], dir, cc, cflags, version, false);
-        if (access(j->so_path, F_OK) == 0 && open_lib(j->so_path, true, &out[i], NULL) == HC_OK)
-            continue;
+        if (open_cached(j->so_path, &out[i])) continue;
         hc_status st = job_start(j, cc, cflags, verbose, false, &local);
         if (st != HC_OK && first == HC_OK) keep_first(&first, st, err, &local);
         if (st == HC_OK) running++;
@@ -373,8 +494,8 @@ static hc_status link_objects(int n, job *js, const char *cc, const char *cflags
             st = hc_error_set(err, HC_ERR_COMPILE, "linking %d objects into %s failed (exit %d):\n%s",
                               n, so_path, code, log);
             free(log);
-        } else if (rename(tmp_so, so_path) != 0) {
-            st = hc_error_set(err, HC_ERR_IO, "rename %s: %s", tmp_so, strerror(errno));
+        } else {
+            st = publish_so(tmp_so, so_path, err);
         }
     }
     unlink(tmp_so), unlink(tmp_log); /* no-ops after the renames */
@@ -408,7 +529,7 @@ hc_status hc_jit_build_parallel_progress(int n, const char *const *sources,
     char key[33];
     hc_hash_hex(&h, key);
     char *so_path = path_with(dir, key, ".so"), *log_path = path_with(dir, key, ".log");
-    if (access(so_path, F_OK) == 0 && open_lib(so_path, true, out, NULL) == HC_OK) {
+    if (open_cached(so_path, out)) {
         if (progress) progress(ctx, n, n);
         free(so_path), free(log_path), free(dir);
         return HC_OK;

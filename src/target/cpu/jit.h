@@ -38,6 +38,19 @@ hc_status hc_jit_build_parallel_progress(int n, const char *const *sources,
                                          const hc_jit_options *opt, int jobs,
                                          hc_jit_progress_fn progress, void *ctx,
                                          hc_jit_lib **out, hc_error *err);
+/* Each cached shared object X.so has a stamp X.so.stamp beside it ("hidetc-so 1", its
+ * size, a hash of its bytes), written with the .so under an flock of X.so.lock. A .so is
+ * dlopened only when it matches its stamp (under the same lock, shared); a missing or
+ * mismatched stamp (a damaged or half-written entry) is reported on stderr, the entry
+ * removed and rebuilt. Loading an entry touches its stamp: `hidetc cache prune` drops
+ * the least recently used entries first. */
+typedef struct hc_jit_stamp {
+    uint64_t size;
+    char hash[33];
+} hc_jit_stamp;
+bool hc_jit_stamp_parse(const char *text, hc_jit_stamp *out);
+void hc_jit_stamp_format(const hc_jit_stamp *s, char *buf, size_t cap);
+
 void *hc_jit_symbol(hc_jit_lib *lib, const char *name); /* NULL if absent */
 const char *hc_jit_path(const hc_jit_lib *lib);          /* the .so path */
 bool hc_jit_was_cached(const hc_jit_lib *lib);           /* found without compiling */
