@@ -37,8 +37,14 @@ typedef struct mm_cfg {
 static int cfg_bm(const mm_cfg *c) { return c->wm * c->om * 4 * c->im; }
 static int cfg_bn(const mm_cfg *c) { return c->wn * c->on * 8 * c->in; }
 static int cfg_threads(const mm_cfg *c) { return c->wm * c->wn * 32; }
+/* A's tile is stored k-major with its rows padded by AS_PAD floats: the copy writes
+ * As[k][i] with k fastest across threads, and a row length of BM + 4 puts the 8 k of a
+ * warp's stores 4 banks apart (conflict-free for BK 8) where BM alone (a multiple of 32)
+ * would put them all in one bank. */
+#define AS_PAD 4
+
 static int64_t cfg_smem(const mm_cfg *c) {
-    return 2 * (int64_t)c->bk * (cfg_bm(c) + cfg_bn(c)) * 4;
+    return 2 * (int64_t)c->bk * (cfg_bm(c) + AS_PAD + cfg_bn(c)) * 4;
 }
 /* registers a thread needs: accumulators, both fragments, and about 24 for addresses */
 static int cfg_regs(const mm_cfg *c) {
@@ -309,7 +315,8 @@ static hc_func *mm_program(hc_arena *a, const hc_task *t, const mm_geo *g, const
     m.bb = hc_ref(a, blk[0]);
     m.m0 = hc_mul(a, hc_ref(a, blk[1]), ix(a, BM));
     m.n0 = hc_mul(a, hc_ref(a, blk[2]), ix(a, BN));
-    m.As = hc_b_declare(&b, "As", hc_type_tensor_c(a, HC_F32, 3, (int64_t[]){2, BK, BM}, HC_SCOPE_SHARED), NULL);
+    m.As = hc_b_declare(&b, "As", hc_type_tensor_c(a, HC_F32, 3, (int64_t[]){2, BK, BM + AS_PAD},
+                                                   HC_SCOPE_SHARED), NULL);
     m.Bs = hc_b_declare(&b, "Bs", hc_type_tensor_c(a, HC_F32, 3, (int64_t[]){2, BK, BN}, HC_SCOPE_SHARED), NULL);
     m.acc = hc_b_declare(&b, "acc", hc_type_tensor_c(a, HC_F32, 2, (int64_t[]){tm, tnn}, HC_SCOPE_REGISTER), NULL);
     m.af = hc_b_declare(&b, "af", hc_type_tensor_c(a, HC_F32, 1, &tm, HC_SCOPE_REGISTER), NULL);
