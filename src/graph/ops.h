@@ -25,6 +25,10 @@
     X(GROUP_NORMALIZATION,       "GroupNormalization",         3, 3, 1, 1, REDUCE)            \
     X(RMS_NORMALIZATION,         "RMSNormalization",           2, 2, 1, 1, REDUCE)            \
     X(ROTARY_EMBEDDING,          "RotaryEmbedding",            3, 4, 1, 1, INJECTIVE)         \
+    /* recurrent: unrolled by the lower_rnn pass (src/passes/rnn.c) */                          \
+    X(RNN,                       "RNN",                        3, 6, 0, 2, REDUCE)            \
+    X(GRU,                       "GRU",                        3, 6, 0, 2, REDUCE)            \
+    X(LSTM,                      "LSTM",                       3, 8, 0, 3, REDUCE)            \
     /* matrix products */                                                                     \
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \

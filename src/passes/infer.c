@@ -6,6 +6,7 @@
  * computations), so that a later node's infer can read them; folding takes larger ones. */
 #include <string.h>
 
+#include "graph/ops/rnn.h"
 #include "passes/pass_util.h"
 
 /* Inference folds outputs up to this many elements: enough for any shape subgraph,
@@ -37,7 +38,7 @@ static bool foldable(const hc_node *n, int64_t limit) {
     for (int i = 0; i < n->noutputs; i++)
         if (n->outputs[i] && !n->outputs[i]->shape_known) return false;
     if (reads_shape_only(n)) return true;
-    if (!inputs_const(n)) return false;
+    if (!inputs_const(n) || hc_op_is_recurrent(n->op)) return false; /* no Task: lower_rnn */
     return hc_op_class_of(n->op) == HC_OPC_SOURCE || outputs_numel(n) <= limit;
 }
 

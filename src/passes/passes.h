@@ -47,6 +47,12 @@ hc_status hc_pass_lower_anchors(hc_graph *g, hc_error *err);
 hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt,
                                      hc_error *err);
 
+/* RNN, GRU and LSTM unrolled over their static sequence length (src/passes/rnn.c): per
+ * direction one MatMul projects the inputs of all time steps at once, then each step is a
+ * MatMul with the recurrent weights and the gate ops; constant weights are transposed
+ * here, so the matmul template pre-packs them. */
+hc_status hc_pass_lower_rnn(hc_graph *g, hc_error *err);
+
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and
  * cancelled where they meet. opt->nchwc_block <= 1: nothing. */

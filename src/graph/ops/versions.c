@@ -150,6 +150,9 @@ static const op_versions table[] = {
     V(GROUP_NORMALIZATION, 18, 21),
     V(RMS_NORMALIZATION, 23),
     V(ROTARY_EMBEDDING, 23),
+    V(RNN, NO(1), 7, 14, 22),
+    V(GRU, NO(1), NO(3), 7, 14, 22),
+    V(LSTM, NO(1), 7, 14, 22),
     V(COL2IM, 18),
     V(CENTER_CROP_PAD, 18),
 };
