@@ -21,6 +21,9 @@ done
 # The model tests export from PyTorch with /usr/bin/python3 (tests/models/export.py);
 # python3-venv lets bench/models.sh install pip onnxruntime in a venv (benchmark only).
 for p in python3-torch python3-torchvision python3-venv; do have_pkg "$p" || need+=("$p"); done
+# The libFuzzer harnesses (fuzz/, scripts/fuzz.sh, .ci/run): clang 15 (clang 14 lacks
+# _Float16 on x86-64) and LLVM's omp.h / libomp for the library's omp_* calls.
+for p in clang-15 libomp-14-dev; do have_pkg "$p" || need+=("$p"); done
 # The GPU programs run and are checked here through OpenCL on the CPU (PoCL): the ICD
 # loader and PoCL's driver; the headers are not needed (src/target/gpu declares the API).
 for p in pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers clinfo; do
