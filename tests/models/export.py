@@ -16,7 +16,8 @@ Each model is built at a fixed seed with random weights and written as
 Full size (--full): ResNet-50, MobileNet-V2 (torchvision, 1x3x224x224), Inception-V3
 (torchvision, 1x3x299x299, eval, no aux logits), BERT-base (12 layers, hidden 768, 12 heads,
 FFN 3072, vocab 30522, seq 128, attention mask) and GPT-2 (12 layers, hidden 768, 12 heads,
-vocab 50257, seq 128, causal mask, tanh-GELU), the last two written here as torch modules.
+vocab 50257, seq 128, causal mask, tanh-GELU), the last two written here as torch modules,
+and a recurrent tagger (bidirectional LSTM + GRU, hidden 256, sequence 64).
 
 Small (--small, the default test suite): the same code at reduced size, named <model>-small:
 the CNNs at a smaller image with fewer blocks (see SMALL_* below), the transformers with 2
@@ -275,8 +276,34 @@ def gpt2(small):
     return m, [ids], ["input_ids"], ["logits"], c
 
 
+class Tagger(nn.Module):
+    """A recurrent sequence tagger: Linear -> Tanh -> bidirectional LSTM -> GRU -> Linear
+    -> log_softmax, batch first; returns the tags and the GRU's last hidden state."""
+
+    def __init__(self, features, embed, hidden, tags):
+        super().__init__()
+        self.emb = nn.Linear(features, embed)
+        self.lstm = nn.LSTM(embed, hidden, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(2 * hidden, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, tags)
+
+    def forward(self, x):
+        y, _ = self.lstm(torch.tanh(self.emb(x)))
+        y, h = self.gru(y)
+        return self.out(y).log_softmax(-1), h
+
+
+def tagger(small):
+    c = dict(features=64, embed=128, hidden=256, tags=32, batch=1, seq=64)
+    if small:
+        c = dict(features=16, embed=24, hidden=32, tags=9, batch=3, seq=11)
+    m = Tagger(c["features"], c["embed"], c["hidden"], c["tags"])
+    x = torch.randn(c["batch"], c["seq"], c["features"])
+    return m, [x], ["x"], ["tags", "h"], c
+
+
 MODELS = {"resnet50": resnet50, "mobilenet_v2": mobilenet_v2, "inception_v3": inception_v3,
-          "bert": bert, "gpt2": gpt2}
+          "bert": bert, "gpt2": gpt2, "tagger": tagger}
 
 
 def export_mode(opset):
