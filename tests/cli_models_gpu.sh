@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Model tests on the OpenCL target (PoCL here): the small PyTorch-exported ResNet-50,
-# MobileNet-V2, Inception-V3, BERT and GPT-2 at opset 17, run with --target opencl and
+# MobileNet-V2, Inception-V3, BERT, GPT-2 and the LSTM + GRU tagger at opset 17, run with --target opencl and
 # compared with PyTorch's outputs (tests/models/run.sh). Exits 77 (skipped) without
 # PyTorch or without an OpenCL device.
 # usage: cli_models_gpu.sh HIDETC SOURCE_DIR
