@@ -312,7 +312,15 @@ static bool open_cached(const char *so_path, hc_jit_lib **out) {
     if (ok) utimensat(AT_FDCWD, sp, NULL, 0); /* last use, for `hidetc cache prune` */
     unlock_entry(lk);
     if (why && access(so_path, F_OK) == 0) {
-        fprintf(stderr, "hidetc: kernel cache: %s is damaged (%s): rebuilding it\n", so_path, why);
+        /* a missing stamp is also what a cache written before stamps existed has: not
+         * called damaged, rebuilt all the same (a crash between the two renames is the
+         * other way to get one) */
+        if (strcmp(why, "no stamp beside it"))
+            fprintf(stderr, "hidetc: kernel cache: %s is damaged (%s): rebuilding it\n", so_path,
+                    why);
+        else
+            fprintf(stderr, "hidetc: kernel cache: %s has no stamp (written by an older hidetc, "
+                            "or cut short): rebuilding it\n", so_path);
         int ex = lock_entry(so_path, LOCK_EX);
         unlink(so_path), unlink(sp);
         unlock_entry(ex);
