@@ -31,6 +31,7 @@ typedef struct test_opts {
     int jobs, threads;
     bool fork, verbose;
     const char *cache_dir;
+    const hc_target *target; /* --target: NULL, the CPU */
 } test_opts;
 
 typedef enum outcome { T_PASS, T_FAIL, T_UNSUPPORTED } outcome;
@@ -281,7 +282,7 @@ static outcome load_graph(test_run *t, hc_graph **g) {
 static outcome compile(test_run *t, dataset *ds, hc_model **m) {
     hc_jit_options jit = {.cache_dir = t->o->cache_dir, .verbose = t->o->verbose};
     hc_compile_options copt = {.num_threads = t->o->threads, .jit = &jit,
-                               .verbose = t->o->verbose};
+                               .verbose = t->o->verbose, .target = t->o->target};
     for (;;) {
         hc_graph *g = NULL;
         outcome r = load_graph(t, &g);
@@ -589,6 +590,8 @@ static void run_forked(int n, char **dirs, const test_opts *o, char **lines, int
 static void usage(FILE *f) {
     fprintf(f, "usage: hidetc onnx-test DIR... [--rtol R] [--atol A] [--jobs J] [--timeout S]\n"
                "                         [--threads T] [--cache-dir DIR] [--no-fork] [--verbose]\n"
+               "                         [--target NAME] (a GPU target runs the tests in this\n"
+               "                         process, as with --no-fork)\n"
                "  each DIR holds model.onnx and test_data_set_N/{input,output}_K.pb\n"
                "  defaults: rtol 1e-3, atol 1e-7 (the ONNX backend's; f16/bf16 outputs at least\n"
                "  2 units in the last place of their type), jobs = cores,\n"
@@ -629,6 +632,22 @@ static int parse_args(int argc, char **argv, test_opts *o) {
             i++;
         } else if (!strcmp(a, "--cache-dir") && v) {
             o->cache_dir = v, i++;
+        } else if (!strcmp(a, "--target")) { /* every test through this target (docs/gpu.md) */
+            bool runnable = false;
+            hc_error e = {0};
+            if (!v || hc_target_find(v, &o->target, &runnable, &e) != HC_OK) {
+                fprintf(stderr, "hidetc onnx-test: --target: %s\n", v ? e.msg : "expects a name");
+                return -1;
+            }
+            if (!runnable) {
+                fprintf(stderr, "hidetc onnx-test: target '%s' cannot run here (%s)\n", v,
+                        hc_target_why_not_runnable(o->target));
+                return -1;
+            }
+            /* the device layer has threads of its own (PoCL's workers, the CUDA driver's)
+             * that a forked child does not inherit: GPU tests run in this process */
+            if (o->target->kind == HC_TARGET_GPU) o->fork = false;
+            i++;
         } else if (!strcmp(a, "--no-fork")) {
             o->fork = false;
         } else if (!strcmp(a, "--verbose")) {

@@ -303,8 +303,10 @@ static hc_status check_arity(const char *name, hc_op_kind op, int nin, hc_tensor
         return hc_error_set(err, HC_ERR_INVALID,
                             "node '%s' (%s): %d outputs, expected %d to %d", name, opn, nout,
                             r->omin, r->omax);
-    for (int i = 0; i < r->imin && i < nin; i++)
-        if (!in || !in[i])
+    /* the inputs below imin are required; so is every input of a variadic op (ONNX has no
+     * optional variadic inputs: Concat, Sum, Einsum, ... with an empty name is an error) */
+    for (int i = 0; i < nin; i++)
+        if ((i < r->imin || r->imax == HC_MANY) && (!in || !in[i]))
             return hc_error_set(err, HC_ERR_INVALID, "node '%s' (%s): required input %d missing",
                                 name, opn, i);
     return HC_OK;
