@@ -228,6 +228,64 @@ static void check_dw(int64_t n, int64_t c, int64_t mult, int64_t h, int64_t w, i
     hc_graph_free(g);
 }
 
+/* f16 and bf16 tensors: every 16-bit pattern widened, and f32 values rounded to the type
+ * (every pattern, the midpoints between neighbours: ties to even, and the edges:
+ * subnormals, the largest finite, overflow, inf, NaN) as the CPU's conversions do. */
+static void check_half(hc_dtype h) {
+    if (!have_ocl) return;
+    const char *label = h == HC_F16 ? "f16" : "bf16";
+    int64_t n = 65536 * 2 + 16;
+    float *src = malloc(sizeof(float) * (size_t)n);
+    uint16_t *pat = malloc(sizeof(uint16_t) * 65536);
+    for (int i = 0; i < 65536; i++) pat[i] = (uint16_t)i;
+    for (int i = 0; i < 65536; i++) {
+        src[i] = (float)hc_elem_get(pat, h, i);
+        float next = (float)hc_elem_get(pat, h, (i + 1) & 0xffff);
+        src[65536 + i] = (src[i] + next) / 2; /* a tie (or a NaN/inf neighbour's value) */
+    }
+    const float edges[16] = {65504.0f, 65519.0f, 65520.0f, 1e9f, -1e9f, 5.96e-8f, 2.98e-8f,
+                             2.99e-8f, 1e-10f, -0.0f, INFINITY, -INFINITY, NAN, 3.4e38f,
+                             6.1035156e-05f, 6.09e-05f};
+    memcpy(src + 2 * 65536, edges, sizeof edges);
+    hc_arena a;
+    hc_arena_init(&a);
+    int64_t s1 = n, s2 = 65536;
+    for (int dir = 0; dir < 2; dir++) { /* 0: f32 -> half, 1: half -> f32 */
+        hc_tnode *x = hc_tensor_input(&a, "x", dir ? h : HC_F32, 1, dir ? &s2 : &s1);
+        hc_tnode *y = hc_compute_cast(&a, "y", x, dir ? HC_F32 : h);
+        hc_task *task = hc_task1(&a, "half", 1, &x, y);
+        hc_error err = {0};
+        hc_func *f = hc_gpu_auto_schedule(&a, task, ocl, &err);
+        CHECK_MSG(f != NULL, "%s: %s", label, err.msg);
+        if (!f) continue;
+        nvrtc_check(&a, f, label);
+        int64_t cnt = dir ? 65536 : n;
+        size_t ib = (size_t)cnt * (dir ? 2 : 4), ob = (size_t)cnt * (dir ? 4 : 2);
+        void *out = calloc(1, ob), *ref = calloc(1, ob);
+        const void *in = dir ? (const void *)pat : (const void *)src;
+        if (ocl_run(&a, f, 1, (void *const[]){(void *)in}, &ib, 1, &out, &ob, label)) {
+            int bad = 0;
+            for (int64_t i = 0; i < cnt; i++) {
+                if (dir) {
+                    float got = ((float *)out)[i], want = (float)hc_elem_get(pat, h, i);
+                    bad += !(got == want || (isnan(got) && isnan(want))) ||
+                           (got == 0 && signbit(got) != signbit(want));
+                } else {
+                    hc_elem_set(ref, h, i, src[i]);
+                    uint16_t g = ((uint16_t *)out)[i], w = ((uint16_t *)ref)[i];
+                    bool nan = isnan(src[i]);
+                    bad += nan ? !isnan(hc_elem_get(out, h, i)) : g != w;
+                }
+            }
+            CHECK_MSG(bad == 0, "%s %s: %d of %lld values differ from the CPU's conversion",
+                      label, dir ? "widened" : "rounded", bad, (long long)cnt);
+        }
+        free(out), free(ref);
+    }
+    hc_arena_free(&a);
+    free(src), free(pat);
+}
+
 /* The space is pruned by the device's capabilities. */
 static void test_space_caps(void) {
     hc_graph *g = hc_graph_new("mm", 17);
@@ -399,6 +457,8 @@ int main(void) {
     test_space_caps();
     test_lowering();
     test_auto_scheduler();
+    check_half(HC_F16);
+    check_half(HC_BF16);
     test_model_sources();
     /* every level-1 candidate on one awkward shape; the default on the awkward ones */
     check_matmul(2, (int64_t[]){67, 45}, 2, (int64_t[]){45, 83}, 1, 0, 1000);

@@ -164,24 +164,13 @@ static bool per_block(const hc_as_node *ni, hc_expr_vec *rs) {
     return work >= BLOCK_REDUCE_MIN_WORK;
 }
 
-static hc_status check_dtypes(const hc_task *t, hc_tnode **nodes, int nnodes, hc_error *err) {
-    for (int i = 0; i < t->ninputs + nnodes; i++) {
-        const hc_tnode *n = i < t->ninputs ? t->inputs[i] : nodes[i - t->ninputs];
-        if (n->dtype == HC_F16 || n->dtype == HC_BF16)
-            return hc_error_set(err, HC_ERR_UNSUPPORTED, "GPU target: task %s: tensor '%s' is %s "
-                                "(GPU programs take f32, f64 and integer tensors for now)",
-                                t->name, n->name, hc_dtype_name(n->dtype));
-    }
-    return HC_OK;
-}
-
 hc_func *hc_gpu_auto_schedule(hc_arena *a, const hc_task *t, const hc_target *target,
                               hc_error *err) {
     hc_as_sched s;
     hc_var **params;
     int np, nnodes;
     hc_tnode **nodes = hc_as_begin(&s, a, t, target, err, &params, &np, &nnodes);
-    if (!nodes || check_dtypes(t, nodes, nnodes, err) != HC_OK) return NULL;
+    if (!nodes) return NULL;
     hc_builder b;
     hc_builder_init(&b, a);
     for (int k = 0; k < nnodes; k++) { /* scratch for the materialized intermediates */

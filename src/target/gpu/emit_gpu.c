@@ -244,9 +244,25 @@ static const char *ctype(const gcg *c, hc_dtype t) {
     case HC_U64: return cu ? "unsigned long long" : "ulong";
     case HC_F32: return "float";
     case HC_F64: return "double";
-    default: HC_ASSERT_MSG(0, "GPU target: f16/bf16 values are not supported yet");
+    case HC_F16:
+    case HC_BF16: return "float"; /* values are f32 in registers; see half_storage */
+    default: HC_ASSERT_MSG(0, "GPU target: unsupported dtype");
     }
     hc_unreachable();
+}
+
+/* f16 and bf16 tensors in device memory hold 16-bit patterns (ushort) that loads widen to
+ * f32 and stores round back (nearest even) with the prelude's bit conversions: the same
+ * in both dialects, with no half arithmetic needed (OpenCL 1.2 has none without
+ * cl_khr_fp16). Arithmetic runs in f32 and rounds where a value is cast to the half type
+ * or stored, as the reference interpreter rounds at stores. */
+static bool is_half(hc_dtype d) { return d == HC_F16 || d == HC_BF16; }
+static bool half_storage(const hc_var *buf) {
+    return is_half(buf->type->dtype) && buf->type->scope == HC_SCOPE_GLOBAL;
+}
+static const char *storage_type(const gcg *c, const hc_type *t) {
+    return is_half(t->dtype) && t->scope == HC_SCOPE_GLOBAL ? (cuda(c) ? "unsigned short" : "ushort")
+                                                            : ctype(c, t->dtype);
 }
 
 static const char *type_str(const gcg *c, const hc_type *t) {
@@ -313,6 +329,8 @@ static void emit_const(const gcg *c, hc_sb *sb, const hc_expr *e) {
     case HC_U16: hc_sb_printf(sb, "((%s)%llu)", ctype(c, d), (unsigned long long)v.u); return;
     case HC_F32: emit_float(c, sb, v.f, true); return;
     case HC_F64: emit_float(c, sb, v.f, false); return;
+    case HC_F16:
+    case HC_BF16: emit_float(c, sb, v.f, true); return; /* a value of the type: exact in f32 */
     default: HC_ASSERT_MSG(0, "GPU target: constant of unsupported dtype");
     }
 }
@@ -334,6 +352,10 @@ static void emit_as(gcg *c, hc_sb *sb, const hc_expr *x, hc_dtype to) {
         hc_sb_puts(sb, "))");
     } else if (from == to) {
         emit_expr(c, sb, x);
+    } else if (is_half(to)) { /* the value rounded to the type, kept in f32 */
+        hc_sb_puts(sb, to == HC_F16 ? "hc_rh((float)(" : "hc_rb((float)(");
+        emit_expr(c, sb, x);
+        hc_sb_puts(sb, "))");
     } else if (to == HC_BOOL) {
         hc_sb_printf(sb, "((%s)((", ctype(c, HC_BOOL));
         emit_expr(c, sb, x);
@@ -399,7 +421,7 @@ static void emit_math(gcg *c, hc_sb *sb, const hc_expr *e) {
     const char *fn = math_name(p);
     HC_ASSERT_MSG(fn, "GPU target: unknown math primitive");
     /* integers compute in double and convert back, as on the CPU */
-    hc_dtype cd = hc_dtype_is_float(d) ? d : HC_F64;
+    hc_dtype cd = is_half(d) ? HC_F32 : hc_dtype_is_float(d) ? d : HC_F64;
     bool f32 = cd == HC_F32;
     if (cd != d) hc_sb_printf(sb, "((%s)", ctype(c, d));
     if (!strcmp(fn, "hc_sigmoid")) hc_sb_printf(sb, "hc_sigmoid_%s(", hc_dtype_name(cd));
@@ -439,6 +461,18 @@ static void emit_builtin(gcg *c, hc_sb *sb, const hc_var *v) {
     hc_sb_printf(sb, "((%s)%s)", c->narrow ? "int" : ctype(c, HC_I64), cuda(c) ? cu[b] : cl[b]);
 }
 
+static void emit_index(gcg *c, hc_sb *sb, const hc_var *buf, int n, hc_expr *const *idx);
+
+static void emit_load(gcg *c, hc_sb *sb, const hc_var *buf, int n, hc_expr *const *idx) {
+    if (!half_storage(buf)) {
+        emit_index(c, sb, buf, n, idx);
+        return;
+    }
+    hc_sb_puts(sb, buf->type->dtype == HC_F16 ? "hc_h2f(" : "hc_b2f(");
+    emit_index(c, sb, buf, n, idx);
+    hc_sb_putc(sb, ')');
+}
+
 static void emit_index(gcg *c, hc_sb *sb, const hc_var *buf, int n, hc_expr *const *idx) {
     HC_ASSERT_MSG(buf->type->kind == HC_TY_TENSOR, "GPU target: load through a pointer");
     HC_ASSERT_MSG(n == buf->type->ndim, "GPU target: index count != tensor rank");
@@ -460,7 +494,7 @@ static void emit_binary(gcg *c, hc_sb *sb, const hc_expr *e) {
     if (op == HC_OP_MIN || op == HC_OP_MAX || (op == HC_OP_MOD && hc_dtype_is_float(d))) {
         if (op == HC_OP_MOD) hc_sb_printf(sb, "%s(", cuda(c) && d == HC_F32 ? "fmodf" : "fmod");
         else hc_sb_printf(sb, "hc_%s_%s(", op == HC_OP_MIN ? "min" : "max",
-                          hc_dtype_name(d == HC_I64 && c->want_int ? HC_I32 : d));
+                          hc_dtype_name(d == HC_I64 && c->want_int ? HC_I32 : is_half(d) ? HC_F32 : d));
         emit_as(c, sb, e->u.bin.a, d);
         hc_sb_puts(sb, ", ");
         emit_as(c, sb, e->u.bin.b, d);
@@ -534,7 +568,7 @@ static void emit_expr_in(gcg *c, hc_sb *sb, const hc_expr *e) {
                       "GPU target: vector primitive in a GPU program");
         emit_math(c, sb, e);
         return;
-    case HC_E_LOAD: emit_index(c, sb, e->u.load.buf, e->u.load.n, e->u.load.idx); return;
+    case HC_E_LOAD: emit_load(c, sb, e->u.load.buf, e->u.load.n, e->u.load.idx); return;
     case HC_E_ADDRESS: HC_ASSERT_MSG(0, "GPU target: address of an element in a GPU program");
     case HC_E_TENSOR_ACCESS:
     case HC_E_REDUCE: HC_ASSERT_MSG(0, "GPU target: task-level expression in a program");
@@ -629,8 +663,10 @@ static void emit_stmt(gcg *c, const hc_stmt *s) {
         hc_sb lhs;
         hc_sb_init(&lhs);
         emit_index(c, &lhs, buf, s->u.store.n, s->u.store.idx);
-        line(c, "%s = %s;", hc_sb_str(&lhs),
-             expr_str(c, hc_cast(c->a, hc_type_scalar(buf->type->dtype), s->u.store.value)));
+        const char *v = expr_str(c, hc_cast(c->a, hc_type_scalar(buf->type->dtype), s->u.store.value));
+        if (half_storage(buf))
+            line(c, "%s = %s(%s);", hc_sb_str(&lhs), buf->type->dtype == HC_F16 ? "hc_f2h" : "hc_f2b", v);
+        else line(c, "%s = %s;", hc_sb_str(&lhs), v);
         hc_sb_free(&lhs);
         return;
     }
@@ -690,7 +726,7 @@ static void emit_kernel(gcg *c, const hc_func *f) {
     for (int i = 0; i < f->nparams; i++) {
         const hc_var *p = f->params[i];
         HC_ASSERT_MSG(p->type->kind == HC_TY_TENSOR, "GPU target: a kernel takes buffers only");
-        const char *ts = type_str(c, p->type), *n = var_name(c, p);
+        const char *ts = storage_type(c, p->type), *n = var_name(c, p);
         if (i) hc_sb_puts(&head, ", ");
         if (cuda(c)) hc_sb_printf(&head, "%s *__restrict__ %s", ts, n);
         else hc_sb_printf(&head, "__global %s *%s_b, ulong %s_o", ts, n, n);
@@ -701,7 +737,7 @@ static void emit_kernel(gcg *c, const hc_func *f) {
     c->indent++;
     if (!cuda(c))
         for (int i = 0; i < f->nparams; i++) {
-            const char *ts = type_str(c, f->params[i]->type), *n = var_name(c, f->params[i]);
+            const char *ts = storage_type(c, f->params[i]->type), *n = var_name(c, f->params[i]);
             line(c, "__global %s *restrict %s = (__global %s *)((__global char *)%s_b + %s_o);",
                  ts, n, ts, n, n);
         }
@@ -735,6 +771,24 @@ static void emit_prelude(gcg *c) {
     }
     line(c, "HC_FN float hc_sigmoid_f32(float x) { return 1.0f / (1.0f + %s(-x)); }",
          cuda(c) ? "expf" : "exp");
+    /* f16 and bf16 patterns <-> f32, round to nearest even (see half_storage) */
+    const char *us = cuda(c) ? "unsigned short" : "ushort", *ui = cuda(c) ? "unsigned int" : "uint";
+    const char *asf = cuda(c) ? "__uint_as_float" : "as_float", *asu = cuda(c) ? "__float_as_uint" : "as_uint";
+    line(c, "HC_FN float hc_b2f(%s b) { return %s((%s)b << 16); }", us, asf, ui);
+    line(c, "HC_FN %s hc_f2b(float f) { %s u = %s(f); if ((u & 0x7fffffffu) > 0x7f800000u) "
+            "return (%s)((u >> 16) | 0x40u); u += 0x7fffu + ((u >> 16) & 1u); return (%s)(u >> 16); }",
+         us, ui, asu, us, us);
+    line(c, "HC_FN float hc_h2f(%s h) { %s s = ((%s)h & 0x8000u) << 16, e = ((%s)h >> 10) & 0x1fu, "
+            "m = (%s)h & 0x3ffu; if (e == 0) { float v = (float)m * 5.9604644775390625e-8f; "
+            "return s ? -v : v; } if (e == 31) return %s(s | 0x7f800000u | (m << 13)); "
+            "return %s(s | ((e + 112u) << 23) | (m << 13)); }", us, ui, ui, ui, ui, asf, asf);
+    line(c, "HC_FN %s hc_f2h(float f) { %s u = %s(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu; "
+            "if (a > 0x7f800000u) return (%s)(s | 0x7e00u); if (a >= 0x477ff000u) return (%s)(s | "
+            "0x7c00u); if (a < 0x38800000u) return (%s)(s | (%s)%s(%s(a) * 16777216.0f)); "
+            "return (%s)(s | ((a + 0xc8000000u + 0xfffu + ((a >> 13) & 1u)) >> 13)); }",
+         us, ui, asu, us, us, us, ui, cuda(c) ? "rintf" : "rint", asf, us);
+    line(c, "HC_FN float hc_rh(float x) { return hc_h2f(hc_f2h(x)); }");
+    line(c, "HC_FN float hc_rb(float x) { return hc_b2f(hc_f2b(x)); }");
     line(c, "HC_FN double hc_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }");
     line(c, "%s", "");
 }
