@@ -875,3 +875,19 @@ hc_expr *hc_call3(hc_arena *a, hc_prim p, const hc_type *result, int n, hc_expr 
     hc_expr *args[3] = {x, y, z};
     return hc_call(a, p, result, n, args);
 }
+
+bool hc_stmt_has_barrier(const hc_stmt *s) {
+    if (!s) return false;
+    switch (s->kind) {
+    case HC_S_BARRIER: return true;
+    case HC_S_SEQ:
+        for (int i = 0; i < s->u.seq.n; i++)
+            if (hc_stmt_has_barrier(s->u.seq.stmts[i])) return true;
+        return false;
+    case HC_S_LET: return hc_stmt_has_barrier(s->u.let.body);
+    case HC_S_IF: return hc_stmt_has_barrier(s->u.if_.then_s) || hc_stmt_has_barrier(s->u.if_.else_s);
+    case HC_S_FOR: return hc_stmt_has_barrier(s->u.for_.body);
+    case HC_S_FOR_MAPPING: return hc_stmt_has_barrier(s->u.fmap.body);
+    default: return false;
+    }
+}

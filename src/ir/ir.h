@@ -617,6 +617,9 @@ int64_t hc_expr_coef(const hc_expr *e, const hc_var *v);
 int64_t hc_offset_coef(const hc_var *buf, int n, hc_expr *const *idx, const hc_var *v);
 hc_stmt *hc_mutate_stmt(hc_mutator *m, hc_stmt *s);
 
+/* Whether s contains a barrier statement (at any depth). */
+bool hc_stmt_has_barrier(const hc_stmt *s);
+
 /* Substitute variables: every VAR whose var is from[i] becomes to[i]. */
 hc_expr *hc_subst_expr(hc_arena *a, hc_expr *e, int n, hc_var *const *from, hc_expr *const *to);
 hc_stmt *hc_subst_stmt(hc_arena *a, hc_stmt *s, int n, hc_var *const *from, hc_expr *const *to);

@@ -928,22 +928,6 @@ static void emit_expr(cg *c, hc_sb *sb, const hc_expr *e) {
 }
 
 /* ---- statements ------------------------------------------------------------------ */
-static bool has_barrier(const hc_stmt *s) {
-    if (!s) return false;
-    switch (s->kind) {
-    case HC_S_BARRIER: return true;
-    case HC_S_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (has_barrier(s->u.seq.stmts[i])) return true;
-        return false;
-    case HC_S_LET: return has_barrier(s->u.let.body);
-    case HC_S_IF: return has_barrier(s->u.if_.then_s) || has_barrier(s->u.if_.else_s);
-    case HC_S_FOR: return has_barrier(s->u.for_.body);
-    case HC_S_FOR_MAPPING: return has_barrier(s->u.fmap.body);
-    default: return false;
-    }
-}
-
 /* A C block: heap temporaries declared directly in it end with it (their workspace
  * slots are free again for later declarations). */
 static void block(cg *c, const hc_stmt *s) {
@@ -995,7 +979,7 @@ static void emit_for(cg *c, const hc_stmt *s) {
     const char *iv = var_name(c, s->u.for_.var);
     const char *ext = expr_str(c, s->u.for_.extent);
     hc_loop_attr at = s->u.for_.attr;
-    if (at.kind == HC_LOOP_PARALLEL && has_barrier(s->u.for_.body)) {
+    if (at.kind == HC_LOOP_PARALLEL && hc_stmt_has_barrier(s->u.for_.body)) {
         int64_t n = 0;
         HC_ASSERT_MSG(hc_expr_is_const_int(s->u.for_.extent, &n),
                       "C target: a parallel loop with barriers needs a constant extent");

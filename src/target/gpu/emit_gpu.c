@@ -368,33 +368,15 @@ static void emit_as(gcg *c, hc_sb *sb, const hc_expr *x, hc_dtype to) {
 }
 
 /* ---- math ----------------------------------------------------------------------------- */
+/* The dialects' math functions are the primitives' own names (overloaded in OpenCL C,
+ * suffixed with f for f32 in CUDA), but for three. */
 static const char *math_name(hc_prim p) {
     switch (p) {
-    case HC_PRIM_EXP: return "exp";
-    case HC_PRIM_LOG: return "log";
-    case HC_PRIM_SQRT: return "sqrt";
-    case HC_PRIM_RSQRT: return "rsqrt";
     case HC_PRIM_ABS: return "fabs";
-    case HC_PRIM_FLOOR: return "floor";
-    case HC_PRIM_CEIL: return "ceil";
     case HC_PRIM_ROUND: return "rint"; /* half to even */
-    case HC_PRIM_TANH: return "tanh";
-    case HC_PRIM_ERF: return "erf";
     case HC_PRIM_SIGMOID: return "hc_sigmoid";
-    case HC_PRIM_SIN: return "sin";
-    case HC_PRIM_COS: return "cos";
-    case HC_PRIM_TAN: return "tan";
-    case HC_PRIM_ASIN: return "asin";
-    case HC_PRIM_ACOS: return "acos";
-    case HC_PRIM_ATAN: return "atan";
-    case HC_PRIM_SINH: return "sinh";
-    case HC_PRIM_COSH: return "cosh";
-    case HC_PRIM_ASINH: return "asinh";
-    case HC_PRIM_ACOSH: return "acosh";
-    case HC_PRIM_ATANH: return "atanh";
-    case HC_PRIM_POW: return "pow";
-    case HC_PRIM_FMOD: return "fmod";
-    default: return NULL;
+    default: return hc_prim_is_vector(p) || p == HC_PRIM_ISNAN || p == HC_PRIM_ISINF ? NULL
+                                                                                  : hc_prim_name(p);
     }
 }
 

@@ -61,22 +61,6 @@ static void scan_launch(const hc_stmt *s, launch *l) {
     }
 }
 
-static bool has_barrier(const hc_stmt *s) {
-    if (!s) return false;
-    switch (s->kind) {
-    case HC_S_BARRIER: return true;
-    case HC_S_SEQ:
-        for (int i = 0; i < s->u.seq.n; i++)
-            if (has_barrier(s->u.seq.stmts[i])) return true;
-        return false;
-    case HC_S_LET: return has_barrier(s->u.let.body);
-    case HC_S_IF: return has_barrier(s->u.if_.then_s) || has_barrier(s->u.if_.else_s);
-    case HC_S_FOR: return has_barrier(s->u.for_.body);
-    case HC_S_FOR_MAPPING: return has_barrier(s->u.fmap.body);
-    default: return false;
-    }
-}
-
 typedef struct guard_ctx {
     const launch *l;
     int warp_size;
@@ -102,7 +86,7 @@ static hc_stmt *guard_stmt(hc_mutator *m, hc_stmt *s) {
     if (!b) return s;
     int64_t n = hc_map_num_workers(s->u.fmap.mapping), have = launched(g, b->builtin);
     if (n >= have) return s;
-    HC_ASSERT_MSG(!has_barrier(s->u.fmap.body),
+    HC_ASSERT_MSG(!hc_stmt_has_barrier(s->u.fmap.body),
                   hc_arena_printf(m->a, "GPU program %s: a mapping on %s with %lld of %lld "
                                   "workers contains a barrier", g->fname, hc_builtin_name(b->builtin),
                                   (long long)n, (long long)have));
