@@ -197,6 +197,158 @@ HIDETC_API size_t hidetc_model_arena_bytes(const hidetc_model *m);
 HIDETC_API hidetc_status hidetc_model_save(const hidetc_model *m, const char *path);
 HIDETC_API hidetc_status hidetc_model_load(hidetc_model **out, const char *path);
 
+/* ==== sessions: the embedding API (ONNX Runtime's shape) ============================== *
+ *
+ *     hidetc_session_options o;
+ *     hidetc_session_options_init(&o);          // defaults; then set what you need
+ *     o.num_threads = 2;
+ *     hidetc_dim dims[1] = {{"batch", 8}};       // fix symbolic dimensions (dim_param)
+ *     o.dims = dims, o.num_dims = 1;
+ *     hidetc_session *s;
+ *     if (hidetc_session_create(&s, "model.onnx", &o) != HIDETC_OK) {
+ *         fprintf(stderr, "%s\n", hidetc_last_error());
+ *         return 1;
+ *     }
+ *     hidetc_tensor *x;                          // wraps the caller's memory: no copy
+ *     hidetc_tensor_wrap(&x, HIDETC_F32, 4, (int64_t[]){8, 3, 224, 224}, data);
+ *     const char *in_names[1] = {"input"};
+ *     hidetc_tensor *y = NULL;                   // NULL: the session allocates it
+ *     hidetc_session_run(s, 1, in_names, &x, 0, NULL, &y);  // every output, in order
+ *     float *probs = hidetc_tensor_data(y);
+ *     hidetc_tensor_free(y), hidetc_tensor_free(x);
+ *     hidetc_session_free(s);
+ *
+ * A session holds one compiled model (an ONNX file or bytes compiled at creation, or a
+ * file written by hidetc_model_save / `hidetc compile`, told by its magic bytes). Its runs
+ * may be called from several threads at once: each concurrent run gets its own
+ * intermediate memory (a pool of arenas, one per run in flight, kept for the next runs);
+ * the weights and kernels are shared. On a GPU target runs are serialized. A run uses
+ * `num_threads` worker threads of its own OpenMP team; N sessions running at once use N
+ * teams (N x num_threads threads: give each num_threads = cores / N). The library changes
+ * no process-wide state: the calling thread's OpenMP thread count is restored after each
+ * run, and threads are pinned to CPUs only when pin_threads is set (or HIDETC_BIND=1).
+ *
+ * ABI: HIDETC_ABI_VERSION changes when a struct's layout or a function's meaning
+ * changes incompatibly; options structs only grow at their end. A session is created
+ * only when the caller's header (o.abi_version, set by hidetc_session_options_init) is
+ * one this library implements. */
+#define HIDETC_ABI_VERSION 1
+/* The ABI version of the library (HIDETC_ABI_VERSION of the header it was built with). */
+HIDETC_API int hidetc_abi_version(void);
+/* A constant English name of a status ("HIDETC_ERR_NOMEM: out of memory"). */
+HIDETC_API const char *hidetc_status_string(hidetc_status s);
+
+/* A symbolic dimension (ONNX dim_param) fixed to a value at compile time. */
+typedef struct hidetc_dim {
+    const char *name;
+    int64_t value;
+} hidetc_dim;
+
+/* An input's whole shape fixed at compile time (for dimensions without a name too). */
+typedef struct hidetc_input_shape {
+    const char *input;
+    int ndim;
+    const int64_t *dims;
+} hidetc_input_shape;
+
+/* Compile progress: stage is "import", "optimize", "schedule", "tune", "build" or
+ * "done"; done of total steps of that stage. */
+typedef void (*hidetc_progress_fn)(void *user, const char *stage, int done, int total);
+
+typedef struct hidetc_session_options {
+    int abi_version;        /* HIDETC_ABI_VERSION (hidetc_session_options_init sets it) */
+    int num_threads;        /* <= 0: all cores */
+    int tune_level;         /* 0 (default configs), 1 or 2: the tuner's space (docs/tuning.md) */
+    const char *target;     /* NULL or "cpu": this CPU; "cpu:avx2", "opencl", "cuda", ... */
+    const char *cache_dir;  /* kernel cache; NULL: $HIDETC_CACHE_DIR or ~/.cache/hidetc */
+    int num_dims;           /* symbolic dimensions fixed at compile time */
+    const hidetc_dim *dims;
+    int num_shapes;         /* whole input shapes fixed at compile time */
+    const hidetc_input_shape *shapes;
+    int pin_threads;        /* 1: pin the run's threads to CPUs (docs/runtime.md) */
+    int verbose;            /* compile notes on stderr */
+    hidetc_progress_fn progress; /* NULL: none */
+    void *progress_user;
+    size_t max_memory;      /* bytes a run may hold; 0: no limit */
+} hidetc_session_options;
+
+/* Defaults: all cores, level 0, this CPU, the default cache, no overrides. */
+HIDETC_API void hidetc_session_options_init(hidetc_session_options *o);
+
+typedef struct hidetc_session hidetc_session;
+
+/* From a file: an ONNX model, "builtin:NAME", or a compiled-model file. opt may be NULL. */
+HIDETC_API hidetc_status hidetc_session_create(hidetc_session **out, const char *path,
+                                               const hidetc_session_options *opt);
+/* From bytes in memory (an ONNX model or a compiled-model file), copied as needed: the
+ * caller may free them on return. External data of an ONNX model is not available. */
+HIDETC_API hidetc_status hidetc_session_create_from_bytes(hidetc_session **out,
+                                                          const void *data, size_t size,
+                                                          const hidetc_session_options *opt);
+HIDETC_API void hidetc_session_free(hidetc_session *s);
+/* Write the session's compiled model to a file (hidetc_model_save's format): a later
+ * hidetc_session_create on it loads without compiling. */
+HIDETC_API hidetc_status hidetc_session_save(const hidetc_session *s, const char *path);
+
+/* An input or output: name, dtype, rank and dims. dims[d] is -1 for a dimension that is
+ * symbolic at run time (none yet: every symbol is fixed at compile time today);
+ * dim_names[d] is the ONNX symbol the dimension came from (NULL: none). Pointers live as
+ * long as the session. */
+typedef struct hidetc_value_info {
+    const char *name;
+    hidetc_dtype dtype;
+    int ndim;
+    int64_t dims[HIDETC_MAX_DIMS];
+    const char *dim_names[HIDETC_MAX_DIMS];
+} hidetc_value_info;
+
+HIDETC_API int hidetc_session_num_inputs(const hidetc_session *s);
+HIDETC_API int hidetc_session_num_outputs(const hidetc_session *s);
+HIDETC_API hidetc_status hidetc_session_input_info(const hidetc_session *s, int i,
+                                                   hidetc_value_info *info);
+HIDETC_API hidetc_status hidetc_session_output_info(const hidetc_session *s, int i,
+                                                    hidetc_value_info *info);
+/* Index of the input / output named name, -1 if none. */
+HIDETC_API int hidetc_session_input_index(const hidetc_session *s, const char *name);
+HIDETC_API int hidetc_session_output_index(const hidetc_session *s, const char *name);
+/* The target the session's kernels run on ("cpu:avx512", "opencl", ...). */
+HIDETC_API const char *hidetc_session_target(const hidetc_session *s);
+
+/* ---- tensors ---- */
+typedef struct hidetc_tensor hidetc_tensor;
+
+/* A tensor over the caller's dense row-major memory (not copied, not freed). */
+HIDETC_API hidetc_status hidetc_tensor_wrap(hidetc_tensor **out, hidetc_dtype dtype, int ndim,
+                                            const int64_t *dims, void *data);
+/* A tensor whose memory the library allocates (64-byte aligned, zeroed). */
+HIDETC_API hidetc_status hidetc_tensor_alloc(hidetc_tensor **out, hidetc_dtype dtype, int ndim,
+                                             const int64_t *dims);
+/* Frees the tensor, and its memory when the library allocated it. */
+HIDETC_API void hidetc_tensor_free(hidetc_tensor *t);
+HIDETC_API void *hidetc_tensor_data(const hidetc_tensor *t);
+HIDETC_API hidetc_dtype hidetc_tensor_dtype(const hidetc_tensor *t);
+/* The rank; dims (may be NULL) receives the sizes. */
+HIDETC_API int hidetc_tensor_dims(const hidetc_tensor *t, int64_t *dims);
+HIDETC_API size_t hidetc_tensor_bytes(const hidetc_tensor *t);
+
+/* Run by names. inputs[i] feeds the input named input_names[i] (every input exactly
+ * once; input_names NULL: inputs in the session's order). outputs[j] receives the output
+ * named output_names[j] (output_names NULL and noutputs 0 or the output count: every
+ * output in order). An outputs[j] left NULL is allocated and returned (free it with
+ * hidetc_tensor_free); a given one must have the output's dtype and dims and is written
+ * in place. Every dtype and dim is checked: a mismatch is HIDETC_ERR_INVALID naming the
+ * input, the dimension and the expected value. */
+HIDETC_API hidetc_status hidetc_session_run(hidetc_session *s, int ninputs,
+                                            const char *const *input_names,
+                                            hidetc_tensor *const *inputs, int noutputs,
+                                            const char *const *output_names,
+                                            hidetc_tensor **outputs);
+/* The positional fast path: dense buffers in the session's input and output order, of
+ * the dtypes and dims hidetc_session_input_info gives (no checks beyond NULLs). */
+HIDETC_API hidetc_status hidetc_session_run_buffers(hidetc_session *s,
+                                                    const void *const *inputs,
+                                                    void *const *outputs);
+
 #ifdef __cplusplus
 }
 #endif

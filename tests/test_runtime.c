@@ -438,11 +438,13 @@ static void test_thread_placement(void) {
     for (int c = 0, seen = 0; c < CPU_SETSIZE && second < 0; c++)
         if (CPU_ISSET(c, &orig) && seen++ == 1) second = c;
     setenv("HIDETC_BIND", "0", 1);
-    CHECK(!hc_pin_wanted(2));
+    CHECK(!hc_pin_wanted(2, true));
+    unsetenv("HIDETC_BIND");
+    CHECK(!hc_pin_wanted(2, false)); /* the library pins only when asked */
     setenv("HIDETC_BIND", "1", 1);
-    CHECK(hc_pin_wanted(2) == (ncpu >= 2));
-    CHECK(!hc_pin_wanted(1));
-    CHECK(!hc_pin_wanted(ncpu + 1));
+    CHECK(hc_pin_wanted(2, false) == (ncpu >= 2));
+    CHECK(!hc_pin_wanted(1, true));
+    CHECK(!hc_pin_wanted(ncpu + 1, true));
     hc_model *m = check_model("placement", build_cnn, 2);
     hc_model_free(m);
     CHECK(pthread_getaffinity_np(pthread_self(), sizeof after, &after) == 0);

@@ -9,12 +9,29 @@
 
 #define BUILTIN_PREFIX "builtin:"
 
+/* --dim NAME=N and --shape INPUT=D0,D1,...: symbolic input dimensions fixed at import. */
+#define CLI_MAX_OVERRIDES 32
+static hc_onnx_dim g_dims[CLI_MAX_OVERRIDES];
+static hc_onnx_shape g_shapes[CLI_MAX_OVERRIDES];
+static char g_dim_names[CLI_MAX_OVERRIDES][256], g_shape_names[CLI_MAX_OVERRIDES][256];
+static int g_ndims, g_nshapes;
+
 hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
     *out = NULL;
     size_t np = strlen(BUILTIN_PREFIX);
-    if (!strncmp(spec, BUILTIN_PREFIX, np)) return hc_builtin_model(spec + np, out, err);
-    return hc_onnx_load(spec, out, err);
+    if (!strncmp(spec, BUILTIN_PREFIX, np)) {
+        if (g_ndims || g_nshapes)
+            return hc_error_set(err, HC_ERR_INVALID, "%s: --dim and --shape apply to ONNX "
+                                "files (a built-in model's shapes are fixed)", spec);
+        return hc_builtin_model(spec + np, out, err);
+    }
+    hc_onnx_options o = {g_ndims, g_dims, g_nshapes, g_shapes};
+    return hc_onnx_load_with(spec, &o, out, err);
 }
+
+/* --no-pin: the program pins its runs' threads unless told not to (the library does not
+ * by default: docs/runtime.md, "Thread placement"). */
+static bool g_no_pin;
 
 hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_model **out,
                          hc_error *err) {
@@ -22,11 +39,14 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
     if (!hc_model_file_is(spec)) {
         hc_graph *g;
         hc_status st = cli_load_model(spec, &g, err);
-        return st == HC_OK ? hc_model_compile(g, co, out, err) : st;
+        hc_compile_options o = co ? *co : (hc_compile_options){0};
+        o.pin_threads = !g_no_pin;
+        return st == HC_OK ? hc_model_compile(g, &o, out, err) : st;
     }
     double t0 = hc_now_ms();
     hc_status st = hc_model_load(spec, out, err);
     if (st != HC_OK) return st;
+    hc_model_set_pin_threads(*out, !g_no_pin);
     int threads = hc_model_num_threads(*out);
     if (co && co->num_threads > 0 && co->num_threads != threads) {
         hc_model_free(*out);
@@ -113,6 +133,29 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         {"--no-direct", &co->paths.no_direct},     {"--direct-all", &co->paths.force_direct},
         {"--no-nchwc", &co->paths.no_nchwc},
     };
+    if (!strcmp(o, "--dim") || !strcmp(o, "--shape")) {
+        bool dim = o[2] == 'd';
+        hc_error e = {0};
+        if ((dim ? g_ndims : g_nshapes) >= CLI_MAX_OVERRIDES) {
+            fprintf(stderr, "hidetc %s: at most %d %s options\n", cmd, CLI_MAX_OVERRIDES, o);
+            return -1;
+        }
+        bool ok = val && (dim ? hc_onnx_parse_dim(val, &g_dims[g_ndims], g_dim_names[g_ndims],
+                                                  sizeof g_dim_names[0], &e)
+                              : hc_onnx_parse_shape(val, &g_shapes[g_nshapes],
+                                                    g_shape_names[g_nshapes],
+                                                    sizeof g_shape_names[0], &e));
+        if (!ok) {
+            fprintf(stderr, "hidetc %s: %s\n", cmd, val ? e.msg : "--dim/--shape expects a value");
+            return -1;
+        }
+        dim ? g_ndims++ : g_nshapes++;
+        return 2;
+    }
+    if (!strcmp(o, "--no-pin")) {
+        g_no_pin = true;
+        return 1;
+    }
     for (size_t i = 0; i < HC_ARRAY_LEN(flags); i++)
         if (!strcmp(o, flags[i].name)) {
             *flags[i].flag = true;

@@ -49,7 +49,8 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co);
 #define CLI_COMPILE_OPTIONS_USAGE                                                                  \
     "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2] "         \
-    "[--target NAME] [--no-cuda-graph] [--dump-ir STAGE] [--max-memory BYTES]"
+    "[--target NAME] [--no-cuda-graph] [--dump-ir STAGE] [--max-memory BYTES] [--no-pin] "  \
+    "[--dim NAME=N] [--shape INPUT=D0,D1,...]"
 /* Their help lines, for each command's usage text. */
 #define CLI_COMPILE_OPTIONS_HELP                                                                   \
     "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"     \
@@ -63,6 +64,10 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     "  --target NAME: cpu (default: this CPU), cpu:avx512, cpu:avx2, cpu:scalar, opencl,\n"      \
     "  cuda, cuda:sm_80, cuda:sm_90 (docs/gpu.md); --no-cuda-graph: launch every kernel on\n"    \
     "  every run instead of replaying the first run as a CUDA graph\n"                          \
+    "  --dim NAME=N: fix the symbolic input dimension NAME (ONNX dim_param) to N;\n"      \
+    "  --shape INPUT=D0,D1,...: fix input INPUT's whole shape (docs/onnx.md)\n"             \
+    "  --no-pin: leave the run's threads unpinned (the program pins them to CPUs by\n"       \
+    "  default; the library only when asked: docs/runtime.md)\n"                            \
     "  --max-memory BYTES: refuse a model whose run needs more (arena, weights, inputs and\n"    \
     "  outputs; K, M, G, T suffixes), naming its largest tensor\n"                             \
     "  --dump-ir STAGE: print every program after STAGE (scheduled, fused, lowered, source)\n"    \

@@ -59,8 +59,10 @@ hidetc_status hidetc_matmul_run(hidetc_matmul *mm, const float *A, const float *
         hc_error_set(&err, HC_ERR_INVALID, "hidetc_matmul_run: NULL argument");
         return fail(&err);
     }
+    int saved = omp_get_max_threads(); /* the caller's own count comes back */
     omp_set_num_threads(mm->num_threads);
     hc_matmul_run(&mm->kernel, A, B, C);
+    omp_set_num_threads(saved);
     return HIDETC_OK;
 }
 

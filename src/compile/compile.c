@@ -273,6 +273,7 @@ static hc_status settle_options(hc_model *m, const hc_compile_options *opt, hc_e
                                                    : HC_MAX(1, m->target->caps.num_cores);
     m->verbose = opt && opt->verbose;
     if (opt) m->opt = *opt;
+    m->pin_threads = m->opt.pin_threads;
     const char *dump = getenv("HIDETC_DUMP"), *verify = getenv("HIDETC_VERIFY");
     if (!m->opt.dump_stage && dump && *dump) m->opt.dump_stage = hc_stage_parse(dump);
     if (verify && !strcmp(verify, "1")) m->opt.verify = true;
@@ -296,27 +297,40 @@ static hc_status settle_options(hc_model *m, const hc_compile_options *opt, hc_e
     return HC_OK;
 }
 
+static void progress(const hc_model *m, const char *stage, int done, int total) {
+    if (m->opt.progress) m->opt.progress(m->opt.progress_user, stage, done, total);
+}
+
 hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model **out,
                            hc_error *err) {
     *out = NULL;
-    hc_model *m = hc_xcalloc(1, sizeof *m);
+    hc_model *m = hc_rt_model_new();
     m->g = g;
     hc_arena_init(&m->arena);
     hc_status st = settle_options(m, opt, err);
     hc_target target = *m->target; /* scheduled for the run's threads */
     target.caps.num_cores = m->num_threads;
     hc_partition part = {0};
+    if (st == HC_OK) progress(m, "optimize", 0, 1);
     if (st == HC_OK) st = hc_graph_optimize_with(g, &m->opt.paths, err);
+    if (st == HC_OK) progress(m, "optimize", 1, 1);
     if (st == HC_OK) st = partition(m, &target, &part, err);
-    for (int i = 0; st == HC_OK && i < part.ngroups; i++)
+    for (int i = 0; st == HC_OK && i < part.ngroups; i++) {
         st = schedule_group(m, &target, &part, i, err); /* schedule, fusion rewrite */
+        if (st == HC_OK) progress(m, "schedule", i + 1, part.ngroups);
+    }
+    if (st == HC_OK && m->opt.tune_level) progress(m, "tune", 0, 1);
     if (st == HC_OK) st = hc_compile_tune_all(m, &target, err);
+    if (st == HC_OK && m->opt.tune_level) progress(m, "tune", 1, 1);
     if (st == HC_OK) st = hc_compile_prepack_all(m, &target, err);
     if (st == HC_OK) dedup_kernels(m);
     if (st == HC_OK) st = hc_rt_plan_memory(m, err);
     if (st == HC_OK) st = hc_rt_check_budget(m, err); /* --max-memory */
-    if (st == HC_OK && !m->opt.schedule_only) st = compile_all(m, opt, err); /* lower, verify,
-                                                                              emit, build */
+    if (st == HC_OK && !m->opt.schedule_only) {
+        progress(m, "build", 0, 1);
+        st = compile_all(m, opt, err); /* lower, verify, emit, build */
+        if (st == HC_OK) progress(m, "build", 1, 1);
+    }
     if (st == HC_OK && m->opt.schedule_only &&
         (m->opt.dump_stage >= HC_STAGE_LOWERED || m->opt.emit_source))
         emit_only(m); /* inspect --dump-ir lowered|source: also for a target that cannot run */
@@ -332,6 +346,7 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
         hc_model_free(m);
         return st;
     }
+    progress(m, "done", 1, 1);
     *out = m;
     return HC_OK;
 }

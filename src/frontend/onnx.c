@@ -22,6 +22,7 @@ typedef struct importer {
     const char **node_names; /* per node of gp: the given or made-up unique name */
     struct name_map *values; /* every value defined so far, by name */
     hc_error *err;
+    const hc_onnx_options *over; /* symbolic dimension overrides (may be NULL) */
 } importer;
 
 static bool is_default_domain(const char *d) {
@@ -268,31 +269,75 @@ static const char *type_kind_name(Onnx__TypeProto__ValueCase c) {
     }
 }
 
+#define HC_DYNAMIC_HINT "hidetc compiles static shapes: fix it with --dim NAME=N or " \
+    "--shape INPUT=D0,D1,... (C: session options dims/shapes; Python: dims=, shapes=)"
+
+/* The override of input `name`'s whole shape, or NULL. */
+static const hc_onnx_shape *shape_override(importer *im, const char *name) {
+    for (int j = 0; im->over && j < im->over->nshapes; j++)
+        if (!strcmp(im->over->shapes[j].input, name)) return &im->over->shapes[j];
+    return NULL;
+}
+
+static const hc_onnx_dim *dim_override(importer *im, const char *sym) {
+    for (int j = 0; im->over && j < im->over->ndims; j++)
+        if (!strcmp(im->over->dims[j].name, sym)) return &im->over->dims[j];
+    return NULL;
+}
+
 static hc_status input_dims(importer *im, const char *name, const Onnx__TensorShapeProto *sp,
-                            int64_t *shape) {
+                            int64_t *shape, int *ndim, const char **syms) {
     const char *path = im->src.path;
-    if (!sp)
-        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has no shape (only "
-                            "static shapes are supported)", path, name);
-    if (sp->n_dim > HC_MAX_DIMS)
+    const hc_onnx_shape *so = shape_override(im, name);
+    if (!sp && !so)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has no shape; "
+                            HC_DYNAMIC_HINT, path, name);
+    size_t nd = sp ? sp->n_dim : (size_t)so->ndim;
+    if (nd > HC_MAX_DIMS)
         return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has %zu dimensions "
-                            "(at most %d are supported)", path, name, sp->n_dim, HC_MAX_DIMS);
-    for (size_t i = 0; i < sp->n_dim; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = sp->dim[i];
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM)
-            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has a symbolic "
-                                "dimension '%s' (dimension %zu); only static shapes are "
-                                "supported", path, name, d->dim_param ? d->dim_param : "",
-                                i);
-        if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
-            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has an unknown "
-                                "dimension (dimension %zu); only static shapes are "
-                                "supported", path, name, i);
-        if (d->dim_value < 0)
+                            "(at most %d are supported)", path, name, nd, HC_MAX_DIMS);
+    if (so && (size_t)so->ndim != nd)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: --shape %s: %d dimensions given, the "
+                            "input has %zu", path, name, so->ndim, nd);
+    *ndim = (int)nd;
+    for (size_t i = 0; i < nd; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = sp ? sp->dim[i] : NULL;
+        bool fixed = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                     d->dim_value > 0;
+        bool sym = d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                   d->dim_param && *d->dim_param;
+        if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value < 0)
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: input '%s' has a negative "
                                 "dimension (%lld at index %zu)", path, name,
                                 (long long)d->dim_value, i);
-        shape[i] = d->dim_value;
+        syms[i] = sym ? d->dim_param : NULL;
+        const hc_onnx_dim *dov = sym ? dim_override(im, d->dim_param) : NULL;
+        if (so) {
+            if (fixed && so->dims[i] != d->dim_value)
+                return hc_error_set(im->err, HC_ERR_INVALID, "%s: --shape %s: dimension %zu is "
+                                    "%lld in the model, %lld given", path, name, i,
+                                    (long long)d->dim_value, (long long)so->dims[i]);
+            if (dov && dov->value != so->dims[i])
+                return hc_error_set(im->err, HC_ERR_INVALID, "%s: input '%s', dimension %zu "
+                                    "('%s'): --shape gives %lld, --dim %s=%lld", path, name, i,
+                                    d->dim_param, (long long)so->dims[i], d->dim_param,
+                                    (long long)dov->value);
+            shape[i] = so->dims[i];
+        } else if (fixed) {
+            shape[i] = d->dim_value;
+        } else if (dov) {
+            shape[i] = dov->value;
+        } else if (sym) {
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has a symbolic "
+                                "dimension '%s' (dimension %zu); " HC_DYNAMIC_HINT, path, name,
+                                d->dim_param, i);
+        } else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            shape[i] = 0; /* an empty dimension, as the file says */
+        } else {
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has an unknown "
+                                "dimension (dimension %zu); " HC_DYNAMIC_HINT, path, name, i);
+        }
     }
     return HC_OK;
 }
@@ -319,16 +364,25 @@ static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoP
                             "which is not supported", path, name,
                             hc_onnx_dtype_name(tt->has_elem_type ? tt->elem_type : 0, buf));
     int64_t shape[HC_MAX_DIMS];
-    hc_status s = input_dims(im, name, tt->shape, shape);
+    const char *syms[HC_MAX_DIMS];
+    int nd = 0;
+    hc_status s = input_dims(im, name, tt->shape, shape, &nd, syms);
     if (s) return s;
-    int nd = (int)tt->shape->n_dim;
     for (int i = 1; i <= nd && hc_shape_too_large(dt, nd, shape); i++) /* which dimension */
         if (hc_shape_too_large(dt, i, shape))
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: input '%s' is too large: dimension %d "
                                 "(%lld) takes it past 2^40 bytes (or its element count past "
                                 "int64)", path, name, i - 1,
                                 (long long)shape[i - 1]);
-    define(im, hc_graph_add_input(im->g, name, dt, (int)tt->shape->n_dim, shape));
+    hc_tensor *t = hc_graph_add_input(im->g, name, dt, nd, shape);
+    bool any = false;
+    for (int i = 0; i < nd; i++) any |= syms[i] != NULL;
+    if (any) {
+        t->dim_names = HC_NEW_ARRAY(&im->g->arena, const char *, nd);
+        for (int i = 0; i < nd; i++)
+            t->dim_names[i] = syms[i] ? hc_arena_strdup(&im->g->arena, syms[i]) : NULL;
+    }
+    define(im, t);
     return HC_OK;
 }
 
@@ -562,6 +616,65 @@ static hc_status check_counts(importer *im) {
     return HC_OK;
 }
 
+/* Every override must name a symbol or an input of the model: a typo is an error, not a
+ * silently ignored option. */
+static hc_status check_overrides_used(importer *im) {
+    const hc_onnx_options *o = im->over;
+    if (!o) return HC_OK;
+    const Onnx__GraphProto *gp = im->gp;
+    hc_sb have;
+    hc_sb_init(&have);
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__ValueInfoProto *vi = gp->input[i];
+        const Onnx__TypeProto *tp = vi->type;
+        const Onnx__TensorShapeProto *sp = tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+        for (size_t d = 0; sp && d < sp->n_dim; d++)
+            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sp->dim[d]->dim_param && *sp->dim[d]->dim_param &&
+                !strstr(have.buf ? have.buf : "", sp->dim[d]->dim_param))
+                hc_sb_printf(&have, "%s%s", have.len ? ", " : "", sp->dim[d]->dim_param);
+    }
+    hc_status s = HC_OK;
+    for (int j = 0; j < o->ndims && !s; j++) {
+        bool used = false;
+        for (size_t i = 0; i < gp->n_input && !used; i++) {
+            const Onnx__TypeProto *tp = gp->input[i]->type;
+            const Onnx__TensorShapeProto *sp =
+                tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+            for (size_t d = 0; sp && d < sp->n_dim && !used; d++)
+                used = sp->dim[d]->value_case ==
+                           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                       sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, o->dims[j].name);
+        }
+        if (!used)
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: --dim %s: the model's inputs have no "
+                             "symbolic dimension '%s' (they have: %s)", im->src.path,
+                             o->dims[j].name, o->dims[j].name, have.len ? have.buf : "none");
+    }
+    for (int j = 0; j < o->nshapes && !s; j++) {
+        bool used = false;
+        for (size_t i = 0; i < gp->n_input && !used; i++) {
+            const hc_tensor *init = name_map_get(im->values, gp->input[i]->name);
+            used = gp->input[i]->name && !strcmp(gp->input[i]->name, o->shapes[j].input) &&
+                   !(init && init->data);
+        }
+        if (!used) {
+            hc_sb ins;
+            hc_sb_init(&ins);
+            for (size_t i = 0; i < gp->n_input; i++)
+                if (!name_map_get(im->values, gp->input[i]->name) ||
+                    !name_map_get(im->values, gp->input[i]->name)->data)
+                    hc_sb_printf(&ins, "%s%s", ins.len ? ", " : "", gp->input[i]->name);
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: --shape %s: the model has no input "
+                             "'%s' (its inputs: %s)", im->src.path, o->shapes[j].input,
+                             o->shapes[j].input, ins.len ? ins.buf : "none");
+            hc_sb_free(&ins);
+        }
+    }
+    hc_sb_free(&have);
+    return s;
+}
+
 static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
     const Onnx__GraphProto *gp = im->gp;
     make_node_names(im);
@@ -573,6 +686,7 @@ static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
     if (!s) s = check_versions(im);
     if (!s) s = check_counts(im);
     if (!s) s = import_initializers(im);
+    if (!s) s = check_overrides_used(im); /* a typo first: before "symbolic dimension" */
     for (size_t i = 0; !s && i < gp->n_input; i++) s = import_input(im, i, gp->input[i]);
     for (size_t i = 0; !s && i < gp->n_node; i++) s = define_outputs(im, i);
     for (size_t i = 0; !s && i < gp->n_node; i++) s = add_node(im, i);
@@ -585,6 +699,11 @@ static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
 }
 
 hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err) {
+    return hc_onnx_load_with(path, NULL, out, err);
+}
+
+hc_status hc_onnx_load_with(const char *path, const hc_onnx_options *o, hc_graph **out,
+                            hc_error *err) {
     hc_error local;
     if (!err) err = &local;
     *out = NULL;
@@ -592,13 +711,18 @@ hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err) {
     size_t size = 0;
     hc_status s = hc_read_file(path, &bytes, &size, err);
     if (s) return s;
-    s = hc_onnx_load_memory(bytes, size, path, out, err);
+    s = hc_onnx_load_memory_with(bytes, size, path, o, out, err);
     free(bytes);
     return s;
 }
 
 hc_status hc_onnx_load_memory(const void *bytes, size_t size, const char *path, hc_graph **out,
                               hc_error *err) {
+    return hc_onnx_load_memory_with(bytes, size, path, NULL, out, err);
+}
+
+hc_status hc_onnx_load_memory_with(const void *bytes, size_t size, const char *path,
+                                   const hc_onnx_options *o, hc_graph **out, hc_error *err) {
     hc_error local;
     if (!err) err = &local;
     *out = NULL;
@@ -611,7 +735,8 @@ hc_status hc_onnx_load_memory(const void *bytes, size_t size, const char *path, 
         return hc_error_set(err, HC_ERR_INVALID, "%s: not a valid ONNX model (protobuf "
                             "decoding failed: truncated or malformed file)", path);
     name_map values = {0};
-    importer im = {.src = {path, NULL}, .gp = m->graph, .values = &values, .err = err};
+    importer im = {.src = {path, NULL}, .gp = m->graph, .values = &values, .err = err,
+                   .over = o && (o->ndims || o->nshapes) ? o : NULL};
     if (!m->graph)
         s = hc_error_set(err, HC_ERR_INVALID, "%s: not an ONNX model (no graph)", path);
     if (!s) {
@@ -627,4 +752,58 @@ hc_status hc_onnx_load_memory(const void *bytes, size_t size, const char *path, 
     }
     *out = im.g;
     return HC_OK;
+}
+
+/* ---- override arguments ------------------------------------------------------------ */
+static bool parse_i64(const char *s, const char *end, int64_t *v) {
+    if (s == end || end - s > 18) return false;
+    int64_t x = 0;
+    for (const char *p = s; p < end; p++) {
+        if (*p < '0' || *p > '9') return false;
+        x = x * 10 + (*p - '0');
+    }
+    *v = x;
+    return true;
+}
+
+static const char *split_name(const char *arg, char *buf, size_t cap) {
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || (size_t)(eq - arg) >= cap) return NULL;
+    memcpy(buf, arg, (size_t)(eq - arg));
+    buf[eq - arg] = 0;
+    return eq + 1;
+}
+
+bool hc_onnx_parse_dim(const char *arg, hc_onnx_dim *d, char *name_buf, size_t cap, hc_error *err) {
+    const char *v = split_name(arg, name_buf, cap);
+    int64_t x = 0;
+    if (!v || !parse_i64(v, v + strlen(v), &x) || x < 1) {
+        hc_error_set(err, HC_ERR_INVALID, "--dim expects NAME=N with N a positive integer, got "
+                     "'%s'", arg);
+        return false;
+    }
+    *d = (hc_onnx_dim){name_buf, x};
+    return true;
+}
+
+bool hc_onnx_parse_shape(const char *arg, hc_onnx_shape *s, char *name_buf, size_t cap,
+                         hc_error *err) {
+    const char *v = split_name(arg, name_buf, cap);
+    memset(s, 0, sizeof *s);
+    s->input = name_buf;
+    bool ok = v != NULL;
+    while (ok && *v) {
+        const char *e = strchr(v, ',');
+        if (!e) e = v + strlen(v);
+        ok = s->ndim < HC_MAX_DIMS && parse_i64(v, e, &s->dims[s->ndim]);
+        s->ndim++;
+        v = *e ? e + 1 : e;
+        if (ok && e[0] == ',' && !e[1]) ok = false; /* a trailing comma */
+    }
+    if (!ok || !s->ndim) {
+        hc_error_set(err, HC_ERR_INVALID, "--shape expects INPUT=D0,D1,... (at most %d "
+                     "non-negative sizes), got '%s'", HC_MAX_DIMS, arg);
+        return false;
+    }
+    return true;
 }

@@ -12,6 +12,37 @@
  * Graph inputs must have static shapes (a symbolic dimension is an error naming the
  * input and the dimension). */
 hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err);
+
+/* Symbolic input dimensions fixed at import (ONNX Runtime's free-dimension overrides):
+ * every dimension whose dim_param is dims[i].name becomes dims[i].value, and the input
+ * named shapes[j].input gets the whole shape shapes[j] (its rank, and every dimension that
+ * the file fixes, must agree). An override that names no symbol or input of the model is
+ * an error listing what the model has. */
+typedef struct hc_onnx_dim {
+    const char *name;
+    int64_t value;
+} hc_onnx_dim;
+typedef struct hc_onnx_shape {
+    const char *input;
+    int ndim;
+    int64_t dims[HC_MAX_DIMS];
+} hc_onnx_shape;
+typedef struct hc_onnx_options {
+    int ndims;
+    const hc_onnx_dim *dims;
+    int nshapes;
+    const hc_onnx_shape *shapes;
+} hc_onnx_options;
+/* hc_onnx_load / hc_onnx_load_memory with overrides (o may be NULL). */
+hc_status hc_onnx_load_with(const char *path, const hc_onnx_options *o, hc_graph **out,
+                            hc_error *err);
+hc_status hc_onnx_load_memory_with(const void *bytes, size_t size, const char *path,
+                                   const hc_onnx_options *o, hc_graph **out, hc_error *err);
+/* Parse "NAME=VALUE" (--dim) and "INPUT=D0,D1,..." (--shape) into d / s; false with a
+ * message in err on a malformed one. s->input and d->name point into arg. */
+bool hc_onnx_parse_dim(const char *arg, hc_onnx_dim *d, char *name_buf, size_t cap, hc_error *err);
+bool hc_onnx_parse_shape(const char *arg, hc_onnx_shape *s, char *name_buf, size_t cap,
+                         hc_error *err);
 /* The same from the file's bytes; path names it in messages and locates external data
  * (the fuzz harness, fuzz/fuzz_onnx.c). */
 hc_status hc_onnx_load_memory(const void *bytes, size_t size, const char *path, hc_graph **out,

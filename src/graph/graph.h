@@ -29,6 +29,9 @@ typedef struct hc_tensor {
     void *data;       /* constant value, dense row-major in dtype; NULL if not constant */
     hc_node *producer;
     int id;           /* index in graph->tensors */
+    /* A graph input's ONNX symbols: dim_names[d] the dim_param dimension d came from
+     * (fixed at import by an override), NULL entries for the others; NULL: none. */
+    const char **dim_names;
 } hc_tensor;
 
 int64_t hc_tensor_numel(const hc_tensor *t);

@@ -832,7 +832,7 @@ static bool valid_loc(loader *L, loc l) {
     return l.index >= 0 && (size_t)l.index < limit;
 }
 
-static void *arg_pointer(loader *L, loc l, void **slot) {
+static void *arg_pointer(loader *L, loc l, int kernel, int arg) {
     hc_model *m = L->m;
     switch (l.kind) {
     case LOC_EMPTY: return empty_buffer;
@@ -840,7 +840,7 @@ static void *arg_pointer(loader *L, loc l, void **slot) {
     case LOC_ARENA: return m->mem ? (char *)m->mem + m->plan.data[l.index].offset : NULL;
     case LOC_INPUT:
     case LOC_OUTPUT: {
-        binding b = {slot, l.index, l.kind == LOC_OUTPUT};
+        binding b = {kernel, arg, l.index, l.kind == LOC_OUTPUT};
         hc_vec_push(&m->binds, b);
         return NULL;
     }
@@ -888,7 +888,7 @@ static void read_kernel(loader *L, int ki) {
                                 (unsigned long long)tdesc_bytes(&d),
                                 (unsigned long long)loc_bytes(L, l));
         hc_vec_push(&p->args, l);
-        k.args[a] = arg_pointer(L, l, &k.args[a]);
+        k.args[a] = arg_pointer(L, l, ki, a);
     }
     if (r->st == HC_OK) hc_vec_push(&m->kernels, k);
 }
@@ -1122,7 +1122,7 @@ static hc_status read_body(loader *L) {
 /* Takes buf (freed with the model, also on failure). */
 static hc_status load_buffer(void *buf, size_t size, const char *path, bool check_only,
                              hc_model **out, hc_error *err) {
-    hc_model *m = hc_xcalloc(1, sizeof *m);
+    hc_model *m = hc_rt_model_new();
     hc_arena_init(&m->arena);
     m->loaded = hc_xcalloc(1, sizeof *m->loaded);
     m->loaded->buf = buf;
@@ -1154,6 +1154,19 @@ hc_status hc_model_file_check(const void *data, size_t size, const char *name, h
     if (size) memcpy(buf, data, size);
     hc_model *m = NULL;
     return load_buffer(buf, size, name, true, &m, err);
+}
+
+hc_status hc_model_load_memory(const void *data, size_t size, const char *name, hc_model **out,
+                               hc_error *err) {
+    *out = NULL;
+    char *buf = hc_alloc_big(size ? size : 1); /* 64-byte aligned, as read_whole reads */
+    if (!buf) return hc_error_set(err, HC_ERR_NOMEM, "%s: cannot allocate %zu bytes", name, size);
+    if (size) memcpy(buf, data, size);
+    return load_buffer(buf, size, name, false, out, err);
+}
+
+bool hc_model_file_is_bytes(const void *data, size_t size) {
+    return size >= 8 && !memcmp(data, MAGIC, 8);
 }
 
 bool hc_model_file_is(const char *path) {

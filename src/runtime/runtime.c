@@ -220,7 +220,7 @@ hc_status hc_rt_plan_memory(hc_model *m, hc_error *err) {
 }
 
 /* ---- arguments ------------------------------------------------------------------- */
-static void *bind_arg(hc_model *m, const hc_tensor *t, void **slot) {
+static void *bind_arg(hc_model *m, const hc_tensor *t, int kernel, int arg) {
     const loc *l = &m->locs[t->id];
     switch (l->kind) {
     case LOC_EMPTY: return empty_buffer;
@@ -228,7 +228,7 @@ static void *bind_arg(hc_model *m, const hc_tensor *t, void **slot) {
     case LOC_ARENA: return (char *)m->mem + m->plan.data[l->index].offset;
     case LOC_INPUT:
     case LOC_OUTPUT: {
-        binding b = {slot, l->index, l->kind == LOC_OUTPUT};
+        binding b = {kernel, arg, l->index, l->kind == LOC_OUTPUT};
         hc_vec_push(&m->binds, b);
         return NULL;
     }
@@ -351,13 +351,113 @@ hc_status hc_rt_prepare_args(hc_model *m, hc_error *err) {
         k->args = HC_NEW_ARRAY(&m->arena, void *, k->nargs + 1);
         int a = 0;
         for (int j = 0; j < k->group.ninputs; j++)
-            k->args[a] = bind_arg(m, k->group.inputs[j], &k->args[a]), a++;
+            k->args[a] = bind_arg(m, k->group.inputs[j], (int)i, a), a++;
         for (int j = 0; j < k->group.noutputs; j++)
-            k->args[a] = bind_arg(m, k->group.outputs[j], &k->args[a]), a++;
+            k->args[a] = bind_arg(m, k->group.outputs[j], (int)i, a), a++;
         HC_ASSERT(a == k->nargs);
     }
     return HC_OK;
 }
+
+/* ---- runs in flight ---------------------------------------------------------------- */
+/* Every run holds a context: the arena its intermediate tensors live in and the kernels'
+ * argument arrays pointing into it (with the caller's buffers written into the bound
+ * slots). The first context is the model's own (m->mem, the kernels' args); a run that
+ * finds none free makes one, a copy of the model's with its arena pointers moved to a new
+ * arena, and gives it back to the free list after, so a model holds as many arenas as it
+ * ever had runs in flight at once and a run allocates nothing once they exist. The
+ * weights, the kernels and their libraries are shared. Device models run one at a time
+ * (their input and output buffers and the recorded launches are the model's). */
+hc_model *hc_rt_model_new(void) {
+    hc_model *m = hc_xcalloc(1, sizeof *m);
+    pthread_mutex_init(&m->ctx_lock, NULL);
+    pthread_mutex_init(&m->run_lock, NULL);
+    return m;
+}
+
+static size_t arena_alloc_bytes(const hc_model *m) {
+    size_t bytes = (m->arena_bytes + 63) / 64 * 64;
+    return bytes ? bytes : 64;
+}
+
+static run_ctx *model_ctx(hc_model *m) {
+    run_ctx *c = HC_NEW(&m->arena, run_ctx);
+    memset(c, 0, sizeof *c);
+    c->mem = m->mem;
+    c->args = HC_NEW_ARRAY(&m->arena, void **, m->kernels.len + 1);
+    for (size_t i = 0; i < m->kernels.len; i++) c->args[i] = m->kernels.data[i].args;
+    return c;
+}
+
+/* A copy of the model's context over a new arena; NULL when out of memory. */
+static run_ctx *new_ctx(hc_model *m) {
+    void *mem = m->target->exec->alloc(arena_alloc_bytes(m));
+    if (!mem) return NULL;
+    size_t nargs = 0;
+    for (size_t i = 0; i < m->kernels.len; i++) nargs += (size_t)m->kernels.data[i].nargs;
+    run_ctx *c = calloc(1, sizeof *c);
+    void **all = malloc(sizeof(void *) * (nargs + 1));
+    void ***args = malloc(sizeof(void **) * (m->kernels.len + 1));
+    if (!c || !all || !args) {
+        free(c), free(all), free(args);
+        m->target->exec->release(mem);
+        return NULL;
+    }
+    const char *lo = m->mem, *hi = lo + arena_alloc_bytes(m);
+    for (size_t i = 0, a = 0; i < m->kernels.len; i++) {
+        const kernel *k = &m->kernels.data[i];
+        args[i] = all + a;
+        for (int j = 0; j < k->nargs; j++, a++) {
+            char *p = k->args[j];
+            all[a] = p >= lo && p < hi ? (char *)mem + (p - lo) : p; /* into the arena: moved */
+        }
+    }
+    *c = (run_ctx){.mem = mem, .args = args, .all_args = all, .own = true};
+    return c;
+}
+
+static hc_status ctx_acquire(hc_model *m, run_ctx **out, hc_error *err) {
+    pthread_mutex_lock(&m->ctx_lock);
+    if (!m->ctxs.len) { /* the model's own, made on the first run */
+        run_ctx *c = model_ctx(m);
+        hc_vec_push(&m->ctxs, c);
+        c->next = m->free_ctx, m->free_ctx = c;
+    }
+    run_ctx *c = m->free_ctx;
+    if (c) m->free_ctx = c->next;
+    pthread_mutex_unlock(&m->ctx_lock);
+    if (!c) {
+        if (!(c = new_ctx(m)))
+            return hc_error_set(err, HC_ERR_NOMEM, "out of memory: another arena for a "
+                                "concurrent run (%zu bytes)", arena_alloc_bytes(m));
+        pthread_mutex_lock(&m->ctx_lock);
+        hc_vec_push(&m->ctxs, c);
+        pthread_mutex_unlock(&m->ctx_lock);
+    }
+    *out = c;
+    return HC_OK;
+}
+
+static void ctx_release(hc_model *m, run_ctx *c) {
+    pthread_mutex_lock(&m->ctx_lock);
+    c->next = m->free_ctx, m->free_ctx = c;
+    pthread_mutex_unlock(&m->ctx_lock);
+}
+
+static void free_ctxs(hc_model *m) {
+    for (size_t i = 0; i < m->ctxs.len; i++) {
+        run_ctx *c = m->ctxs.data[i];
+        if (!c->own) continue; /* the model's own: its arena */
+        m->target->exec->release(c->mem);
+        free(c->all_args);
+        free(c->args);
+        free(c);
+    }
+    hc_vec_free(&m->ctxs);
+}
+
+int hc_model_num_run_contexts(const hc_model *m) { return (int)m->ctxs.len; }
+void hc_model_set_pin_threads(hc_model *m, bool pin) { m->pin_threads = pin; }
 
 /* ---- public ---------------------------------------------------------------------- */
 void hc_rt_report_plan(const hc_model *m) {
@@ -377,6 +477,7 @@ void hc_model_free(hc_model *m) {
         if (m->libs[i]) m->target->lib_close(m->libs[i]);
     free(m->libs);
     if (m->target && hc_exec_is_device(m->target->exec)) release_device(m);
+    free_ctxs(m);
     if (m->mem) m->target->exec->release(m->mem);
     free(m->source);
     for (int i = 0; m->sources && i < m->nlibs; i++) free(m->sources[i]);
@@ -388,6 +489,8 @@ void hc_model_free(hc_model *m) {
     hc_vec_free(&m->copies);
     hc_arena_free(&m->arena);
     hc_graph_free(m->g);
+    pthread_mutex_destroy(&m->ctx_lock);
+    pthread_mutex_destroy(&m->run_lock);
     free(m);
 }
 
@@ -426,6 +529,9 @@ static hc_status check_buffers(const hc_model *m, void *const *inputs, void *con
     return HC_OK;
 }
 
+static hc_status run_in(hc_model *m, run_ctx *c, void *const *inputs, void *const *outputs,
+                        double *ms, hc_error *err);
+
 static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
                      hc_error *err) {
     if (m->opt.schedule_only)
@@ -437,16 +543,35 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
     if (st != HC_OK) return st;
     const hc_executor *ex = m->target->exec;
     bool dev = hc_exec_is_device(ex);
-    for (size_t i = 0; i < m->binds.len; i++) {
+    if (dev) { /* one at a time: the device buffers and recorded launches are the model's */
+        pthread_mutex_lock(&m->run_lock);
+        st = run_in(m, NULL, inputs, outputs, ms, err);
+        pthread_mutex_unlock(&m->run_lock);
+        return st;
+    }
+    run_ctx *c = NULL;
+    if ((st = ctx_acquire(m, &c, err)) != HC_OK) return st;
+    st = run_in(m, c, inputs, outputs, ms, err);
+    ctx_release(m, c);
+    return st;
+}
+
+/* One run in context c (NULL: the model's own, on a device). */
+static hc_status run_in(hc_model *m, run_ctx *c, void *const *inputs, void *const *outputs,
+                        double *ms, hc_error *err) {
+    const hc_executor *ex = m->target->exec;
+    bool dev = hc_exec_is_device(ex);
+    hc_status st = HC_OK;
+    for (size_t i = 0; c && i < m->binds.len; i++) {
         const binding *b = &m->binds.data[i];
-        *b->slot = b->output ? outputs[b->index] : inputs[b->index];
+        c->args[b->kernel][b->arg] = b->output ? outputs[b->index] : inputs[b->index];
     }
     for (size_t i = 0; dev && i < m->g->inputs.len && st == HC_OK; i++)
         if (m->dev_in[i])
             st = ex->upload(m->dev_in[i], inputs[i], hc_tensor_nbytes(m->g->inputs.data[i]), err);
     if (st != HC_OK) return st;
     hc_run_state rs;
-    ex->begin(m->num_threads, &rs);
+    ex->begin(m->num_threads, m->pin_threads, &rs);
     /* replay the first run's launches (CUDA graphs): the arguments never change */
     bool record = !ms && ex->record_begin && !m->opt.no_graph && !m->replay && !m->replay_failed;
     if (!ms && m->replay) {
@@ -455,7 +580,7 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
         if (record && !ex->record_begin()) record = false, m->replay_failed = true;
         for (size_t i = 0; i < m->kernels.len; i++) {
             double t0 = ms ? hc_now_ms() : 0;
-            ex->launch(m->kernels.data[i].fn, m->kernels.data[i].args);
+            ex->launch(m->kernels.data[i].fn, c ? c->args[i] : m->kernels.data[i].args);
             if (ms && ex->check) ex->check(NULL); /* a device kernel's time: wait for it */
             if (ms) ms[i] = hc_now_ms() - t0;
         }

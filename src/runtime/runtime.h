@@ -39,6 +39,11 @@ typedef struct hc_compile_options {
     hc_stage dump_stage;       /* print every program at this stage to stderr (0: none;
                                   HIDETC_DUMP=STAGE sets it too) */
     bool verify;               /* verify every program between stages (HIDETC_VERIFY=1 too) */
+    bool pin_threads;          /* pin a run's threads to CPUs (src/target/cpu/affinity.c;
+                                  HIDETC_BIND=0/1 overrides) */
+    /* compile progress: stage "optimize", "schedule", "tune", "build", "done" */
+    void (*progress)(void *user, const char *stage, int done, int total);
+    void *progress_user;
     size_t max_memory;         /* bytes one run may hold (arena, constants, inputs, outputs);
                                   a plan over it is an error naming the largest tensor
                                   (0: no limit; src/runtime/budget.c) */
@@ -67,7 +72,8 @@ int hc_model_num_programs(const hc_model *m);
 size_t hc_model_arena_bytes(const hc_model *m);             /* the memory plan's size */
 
 /* Run once. inputs[i] / outputs[i]: dense row-major buffers of the declared dtype and
- * shape, owned by the caller. */
+ * shape, owned by the caller. Safe to call from several threads at once (each run in
+ * flight gets its own arena; a device model runs one at a time). */
 hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err);
 
 /* Run once, timing each kernel: ms[i] for kernel i (hc_model_num_kernels entries). */
@@ -113,6 +119,11 @@ size_t hc_model_intermediate_bytes(const hc_model *m);
 /* Write m (kernels' shared objects, plan, weights, inputs and outputs) to one file;
  * written to a temporary name and renamed. A loaded model can be saved again. */
 hc_status hc_model_save(const hc_model *m, const char *path, hc_error *err);
+/* hc_model_load from the file's bytes (copied); name names it in messages. */
+hc_status hc_model_load_memory(const void *data, size_t size, const char *name, hc_model **out,
+                               hc_error *err);
+/* Whether the bytes start with the compiled-model magic bytes. */
+bool hc_model_file_is_bytes(const void *data, size_t size);
 /* Load a file written by hc_model_save: no compiler and no kernel cache are used. Errors
  * (status and a message naming the file): not a model file, another format version, a
  * truncated or damaged file, a CPU without the ISA or extensions it was compiled for.
@@ -133,5 +144,9 @@ bool hc_model_is_loaded(const hc_model *m);
 /* The OpenMP thread count m runs with (compiled: the option or all cores; loaded: the
  * file's). */
 int hc_model_num_threads(const hc_model *m);
+/* Pin the runs' threads to CPUs (a loaded model: off until set). */
+void hc_model_set_pin_threads(hc_model *m, bool pin);
+/* How many run contexts (arenas) m has made: 1 + the most runs in flight at once - 1. */
+int hc_model_num_run_contexts(const hc_model *m);
 
 #endif

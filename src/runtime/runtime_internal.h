@@ -3,6 +3,8 @@
 #ifndef HC_RUNTIME_INTERNAL_H
 #define HC_RUNTIME_INTERNAL_H
 
+#include <pthread.h>
+
 #include "fuse/fuse.h"
 #include "runtime/runtime.h"
 
@@ -34,12 +36,25 @@ typedef struct unique_fn {
     int chunk;
 } unique_fn;
 
-/* A run-time argument slot filled with a caller buffer. */
+/* A run-time argument slot filled with a caller buffer: argument `arg` of kernel
+ * `kernel` is graph input (or output) `index`. */
 typedef struct binding {
-    void **slot;
+    int kernel, arg;
     int index;
     bool output;
 } binding;
+
+/* What one run in flight owns (runtime.c, "Runs in flight"): an arena of the plan's size
+ * and every kernel's argument array, pointing into it. The model's own (mem and the
+ * kernels' args) is the first; runs that find every context busy make another, kept for
+ * later runs. */
+typedef struct run_ctx {
+    struct run_ctx *next; /* the next free one */
+    void *mem;
+    void ***args;         /* per kernel */
+    void **all_args;      /* own: the arrays, end to end */
+    bool own;             /* mem and args are this context's (not the model's) */
+} run_ctx;
 
 /* Graph outputs that no kernel writes: copied after the kernels ran. */
 typedef enum copy_src { COPY_CONST, COPY_INPUT, COPY_OUTPUT } copy_src;
@@ -71,6 +86,12 @@ struct hc_model {
     size_t arena_bytes, intermediate_bytes;
     void *mem;
     HC_VEC(binding) binds;
+    /* Runs in flight: the free contexts, every context made, and the lock over both;
+     * device models run one at a time under run_lock. */
+    pthread_mutex_t ctx_lock, run_lock;
+    run_ctx *free_ctx;
+    HC_VEC(run_ctx *) ctxs;
+    bool pin_threads;
     HC_VEC(out_copy) copies;
     /* Device targets (hc_exec_is_device): the graph inputs' and outputs' device buffers
      * (NULL for empty ones), every constant a kernel reads, uploaded once into dev_consts,
@@ -90,6 +111,8 @@ struct hc_model {
 };
 
 /* ---- shared by the compile pipeline (src/compile) and the runtime (runtime.c) ------- */
+/* A zeroed model with its locks made (compile.c and model_file.c start from it). */
+hc_model *hc_rt_model_new(void);
 static inline bool hc_rt_is_empty(const hc_tensor *t) { return hc_tensor_numel(t) == 0; }
 static inline bool hc_rt_is_const(const hc_tensor *t) { return t->data != NULL; }
 /* A node runs as a kernel unless all its outputs are constant (folded) or empty. */

@@ -130,9 +130,10 @@ typedef struct hc_run_state {
 typedef struct hc_executor {
     void *(*alloc)(size_t bytes); /* the memory plan's arena; NULL when out of memory */
     void (*release)(void *p);
-    /* Around a run of `threads` workers; begin changes nothing the caller's code sees
-     * after end. */
-    void (*begin)(int threads, hc_run_state *s);
+    /* Around a run of `threads` workers (pinned to CPUs when `pin`: src/target/cpu/
+     * affinity.c); begin changes nothing the caller's code sees after end: the calling
+     * thread's OpenMP thread count and CPU mask come back. */
+    void (*begin)(int threads, bool pin, hc_run_state *s);
     void (*launch)(hc_packed_fn fn, void **args);
     void (*end)(hc_run_state *s);
     /* Evicts n buffers from every cache level (the tuner's cold-weight runs). */

@@ -27,11 +27,12 @@ static bool env_set(const char *name) {
     return v && *v;
 }
 
-bool hc_pin_wanted(int nthreads) {
+bool hc_pin_wanted(int nthreads, bool asked) {
     if (nthreads < 2 || nthreads >= 64) return false;
     const char *b = getenv("HIDETC_BIND");
     if (b && !strcmp(b, "0")) return false;
     bool forced = b && !strcmp(b, "1");
+    if (!forced && !asked) return false;
     if (!forced && (env_set("OMP_PROC_BIND") || env_set("OMP_PLACES") ||
                     env_set("GOMP_CPU_AFFINITY")))
         return false;
@@ -46,9 +47,9 @@ static void pin_self(int cpu) {
     pthread_setaffinity_np(pthread_self(), sizeof s, &s);
 }
 
-void hc_pin_enter(int nthreads, hc_pin *p) {
+void hc_pin_enter(int nthreads, bool asked, hc_pin *p) {
     p->active = false;
-    if (!hc_pin_wanted(nthreads)) return;
+    if (!hc_pin_wanted(nthreads, asked)) return;
     if (pthread_getaffinity_np(pthread_self(), sizeof p->saved, &p->saved) != 0) return;
     pin_self(g_cpus[0]);
     p->active = true;

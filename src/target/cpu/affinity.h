@@ -16,14 +16,15 @@ typedef struct {
 } hc_pin;
 
 /* Whether runs with `nthreads` threads pin them: HIDETC_BIND=0 never, =1 always when the
- * process may use at least `nthreads` CPUs; unset: pin unless the user placed OpenMP's
- * threads already (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set). */
-bool hc_pin_wanted(int nthreads);
+ * process may use at least `nthreads` CPUs; unset: when `asked` (the model's pin_threads
+ * option: off in the library by default, on in the hidetc program) unless the user placed
+ * OpenMP's threads already (OMP_PROC_BIND, OMP_PLACES or GOMP_CPU_AFFINITY set). */
+bool hc_pin_wanted(int nthreads, bool asked);
 
 /* Before a run: pins the calling thread to the first CPU the process may use and OpenMP
  * team thread i (i >= 1) to the (i+1)-th, once per process and team size. No-op when not
  * wanted. */
-void hc_pin_enter(int nthreads, hc_pin *p);
+void hc_pin_enter(int nthreads, bool asked, hc_pin *p);
 /* After a run: gives the calling thread its mask back. */
 void hc_pin_leave(hc_pin *p);
 

@@ -33,14 +33,27 @@ static hc_status cpu_build_one(const hc_target *t, int n, const char *const *src
 }
 
 /* ---- the executor ----------------------------------------------------------------- */
-_Static_assert(sizeof(hc_pin) <= sizeof(hc_run_state), "hc_run_state too small for hc_pin");
+/* What a run changes on the calling thread, and gives back: its OpenMP thread count (the
+ * nthreads-var of its data environment: the kernels' parallel regions without a
+ * num_threads clause use it) and, when pinned, its CPU mask. */
+typedef struct cpu_run {
+    hc_pin pin;
+    int omp_threads;
+} cpu_run;
+_Static_assert(sizeof(cpu_run) <= sizeof(hc_run_state), "hc_run_state too small for cpu_run");
 
-static void cpu_begin(int threads, hc_run_state *s) {
+static void cpu_begin(int threads, bool pin, hc_run_state *s) {
+    cpu_run *r = (cpu_run *)s->bytes;
+    r->omp_threads = omp_get_max_threads();
     omp_set_num_threads(threads);
-    hc_pin_enter(threads, (hc_pin *)s->bytes);
+    hc_pin_enter(threads, pin, &r->pin);
 }
 
-static void cpu_end(hc_run_state *s) { hc_pin_leave((hc_pin *)s->bytes); }
+static void cpu_end(hc_run_state *s) {
+    cpu_run *r = (cpu_run *)s->bytes;
+    hc_pin_leave(&r->pin);
+    omp_set_num_threads(r->omp_threads);
+}
 
 static void cpu_launch(hc_packed_fn fn, void **args) { fn(args); }
 

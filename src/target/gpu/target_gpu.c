@@ -230,7 +230,7 @@ static double time_with(const hc_gpu_api *api, hc_packed_fn fn, void **args) {
 }
 static double ocl_time(hc_packed_fn fn, void **args) { return time_with(&hc_gpu_opencl, fn, args); }
 static double cu_time(hc_packed_fn fn, void **args) { return time_with(&hc_gpu_cuda, fn, args); }
-static void gpu_begin(int threads, hc_run_state *s) { (void)threads, (void)s; }
+static void gpu_begin(int threads, bool pin, hc_run_state *s) { (void)threads, (void)pin, (void)s; }
 static void gpu_evict(int n, const void *const *ptr, const size_t *bytes) { (void)n, (void)ptr, (void)bytes; }
 
 static hc_status check_with(const hc_gpu_api *api, hc_error *err) {
