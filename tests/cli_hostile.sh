@@ -83,6 +83,12 @@ for name, loc in (("external_outside", "../secret.bin"), ("external_device", "/d
     save(name, [h.make_node("Add", ["x", "w"], ["y"])], [vi("x", [4])], [vi("y", [4])], [w])
 os.symlink("/dev/zero", os.path.join(d, "zero.bin"))
 
+# a GRU over a million time steps (unrolled over time: refused, not millions of nodes)
+save("long_sequence", [h.make_node("GRU", ["x", "W", "R"], ["y"], hidden_size=2)],
+     [vi("x", [1000000, 1, 1])], [vi("y", [1000000, 1, 1, 2])],
+     [numpy_helper.from_array(np.ones([1, 6, 1], np.float32), "W"),
+      numpy_helper.from_array(np.ones([1, 6, 2], np.float32), "R")], opset=14)
+
 # 64 MiB of weights and a 64 MiB intermediate, for --max-memory
 w = numpy_helper.from_array(np.ones([4096, 4096], np.float32), "weight")
 save("big_weights", [h.make_node("MatMul", ["x", "weight"], ["m"]), h.make_node("Relu", ["m"], ["y"])],
@@ -111,6 +117,7 @@ expect huge_reshape "node 'Reshape_0' (Reshape): shape's element count overflows
 expect huge_expand "node 'Expand_0' (Expand): output 'y' of shape [2147483648, 2147483648, 4] is too large"
 expect nested_subgraphs "unsupported operator: If (node 'If_0')"
 expect nested_subgraphs_deep "not a valid ONNX model (messages nested too deeply)"
+expect long_sequence "node 'GRU_0' (GRU): sequence length 1000000 x 1 direction(s)" "at most 8192 steps"
 expect cycle "graph has a cycle through node"
 expect self_cycle "graph has a cycle through node 'Relu_0'"
 expect external_outside "external data location '../secret.bin' leaves the model's folder"

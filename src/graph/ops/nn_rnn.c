@@ -147,6 +147,12 @@ hc_status hc_rnn_parse(const hc_node *n, hc_rnn_spec *s, hc_error *err) {
     if (s->seq <= 0 || s->batch <= 0 || s->input <= 0)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "X ('%s') needs static positive "
                             "sequence, batch and input sizes", x->name);
+    /* Unrolled over time (src/passes/rnn.c): about 15 nodes per step and direction. A
+     * bound keeps a hostile sequence length from making millions of nodes. */
+    if (s->seq * s->ndir > HC_RNN_MAX_STEPS)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "sequence length %lld x %d direction(s): "
+                            "recurrent ops are unrolled over time, at most %d steps",
+                            (long long)s->seq, s->ndir, HC_RNN_MAX_STEPS);
     int64_t gh = s->gates * s->hidden, d = s->ndir, h = s->hidden, b = s->batch;
     int64_t wsh[3] = {d, gh, s->input}, rsh[3] = {d, gh, h}, bsh[2] = {d, 2 * gh};
     int64_t st_sh[3] = {s->layout ? b : d, s->layout ? d : b, h}, psh[2] = {d, 3 * h};

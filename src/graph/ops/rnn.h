@@ -7,6 +7,8 @@
 #include "graph/graph.h"
 
 #define HC_RNN_MAX_ACTS 3 /* f, g, h (LSTM) */
+/* The most time steps (sequence length x directions) one RNN, GRU or LSTM node unrolls. */
+#define HC_RNN_MAX_STEPS 8192
 
 typedef struct hc_rnn_spec {
     int gates;       /* 1 (RNN), 3 (GRU: z r h), 4 (LSTM: i o f c) */
