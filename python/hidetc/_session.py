@@ -388,7 +388,8 @@ class InferenceSession:
 
     @property
     def target(self) -> str:
-        """The target the session's kernels run on (``"cpu:avx512"``, ``"opencl"``...)."""
+        """The target the session's kernels run on (``"cpu"``, ``"cpu:avx2"``,
+        ``"opencl"``, ...)."""
         return self._target
 
     def run(self, output_names: Optional[Sequence[str]],
