@@ -64,11 +64,11 @@ expect_fail() {
 
 expect_fail 1 "input 'x' has a symbolic dimension 'batch' (dimension 0)" "--dim NAME=N" -- run "$M"
 expect_fail 1 "symbolic dimension 'seq' (dimension 1)" -- run "$M" --dim batch=3
-expect_fail 1 "--dim bacth" "no symbolic dimension 'bacth'" "batch, seq" -- run "$M" --dim bacth=3 --dim seq=5
-expect_fail 1 "--shape q" "no input 'q'" "its inputs: x" -- run "$M" --shape q=3,5,6
-expect_fail 1 "--shape x: dimension 2 is 6 in the model, 7 given" -- run "$M" --shape x=3,5,7
-expect_fail 1 "--shape x: 2 dimensions given, the input has 3" -- run "$M" --shape x=3,5
-expect_fail 1 "--shape gives 4, --dim batch=3" -- run "$M" --dim batch=3 --shape x=4,5,6
+expect_fail 1 "dim override bacth=..." "no symbolic dimension 'bacth'" "batch, seq" -- run "$M" --dim bacth=3 --dim seq=5
+expect_fail 1 "shape override q=..." "no input 'q'" "its inputs: x" -- run "$M" --shape q=3,5,6
+expect_fail 1 "shape override x=...: dimension 2 is 6 in the model, 7 given" -- run "$M" --shape x=3,5,7
+expect_fail 1 "shape override x=...: 2 dimensions given, the input has 3" -- run "$M" --shape x=3,5
+expect_fail 1 "the shape override gives 4, the dim override batch=3" -- run "$M" --dim batch=3 --shape x=4,5,6
 expect_fail 2 "--dim expects NAME=N" -- run "$M" --dim batch
 expect_fail 2 "--dim expects NAME=N" -- run "$M" --dim batch=0
 expect_fail 2 "--shape expects INPUT=D0,D1" -- run "$M" --shape x=3,,6

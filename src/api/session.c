@@ -260,11 +260,13 @@ static hidetc_status create(hidetc_session **out, const char *path, const void *
     if (path == NULL && !size) return failf(HC_ERR_INVALID, "%s: no bytes", fn);
     hidetc_session_options o;
     hidetc_session_options_init(&o);
-    if (opt) o = *opt;
-    if (o.abi_version != 0 && o.abi_version != HIDETC_ABI_VERSION)
+    /* the version first: it says how large the caller's struct is (a later ABI copies only
+     * the fields that version has) */
+    if (opt && opt->abi_version != 0 && opt->abi_version != HIDETC_ABI_VERSION)
         return failf(HC_ERR_INVALID, "%s: the caller was built against ABI version %d of "
-                     "hidetc.h; this library implements version %d", fn, o.abi_version,
+                     "hidetc.h; this library implements version %d", fn, opt->abi_version,
                      HIDETC_ABI_VERSION);
+    if (opt) o = *opt;
     hidetc_session *s = calloc(1, sizeof *s);
     if (!s) return failf(HC_ERR_NOMEM, "%s: out of memory", fn);
     hc_error err = {0};
@@ -273,7 +275,9 @@ static hidetc_status create(hidetc_session **out, const char *path, const void *
         return hc_api_fail(&err);
     }
     const hc_target *t = hc_model_target(s->m);
-    snprintf(s->target, sizeof s->target, "%s", t->name);
+    if (t->kind == HC_TARGET_CPU) /* "cpu:avx512": the ISA the kernels were built for */
+        snprintf(s->target, sizeof s->target, "cpu:%s", hc_isa_name(t->caps.isa));
+    else snprintf(s->target, sizeof s->target, "%s", t->name);
     s->nin = hc_model_num_inputs(s->m), s->nout = hc_model_num_outputs(s->m);
     s->in = calloc((size_t)s->nin + 1, sizeof *s->in);
     s->out = calloc((size_t)s->nout + 1, sizeof *s->out);
@@ -378,8 +382,15 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
                                  const char *const *output_names, hidetc_tensor **outputs) {
     const char *fn = "hidetc_session_run";
     if (!s) return failf(HC_ERR_INVALID, "%s: session is NULL", fn);
-    if (ninputs != s->nin)
-        return failf(HC_ERR_INVALID, "%s: %d inputs given, the model has %d", fn, ninputs, s->nin);
+    if (ninputs != s->nin) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        for (int j = 0; j < s->nin; j++) hc_sb_printf(&sb, "%s'%s'", j ? ", " : "", s->in[j].name);
+        hidetc_status st = failf(HC_ERR_INVALID, "%s: %d inputs given, the model has %d: %s", fn,
+                                 ninputs, s->nin, sb.len ? sb.buf : "none");
+        hc_sb_free(&sb);
+        return st;
+    }
     if (ninputs && !inputs) return failf(HC_ERR_INVALID, "%s: inputs is NULL", fn);
     if (!output_names && noutputs == 0) noutputs = s->nout;
     if (noutputs < 0 || noutputs > s->nout || (!output_names && noutputs != s->nout))

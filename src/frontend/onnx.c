@@ -297,8 +297,8 @@ static hc_status input_dims(importer *im, const char *name, const Onnx__TensorSh
         return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has %zu dimensions "
                             "(at most %d are supported)", path, name, nd, HC_MAX_DIMS);
     if (so && (size_t)so->ndim != nd)
-        return hc_error_set(im->err, HC_ERR_INVALID, "%s: --shape %s: %d dimensions given, the "
-                            "input has %zu", path, name, so->ndim, nd);
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: shape override %s=...: %d dimensions "
+                            "given, the input has %zu", path, name, so->ndim, nd);
     *ndim = (int)nd;
     for (size_t i = 0; i < nd; i++) {
         const Onnx__TensorShapeProto__Dimension *d = sp ? sp->dim[i] : NULL;
@@ -315,12 +315,13 @@ static hc_status input_dims(importer *im, const char *name, const Onnx__TensorSh
         const hc_onnx_dim *dov = sym ? dim_override(im, d->dim_param) : NULL;
         if (so) {
             if (fixed && so->dims[i] != d->dim_value)
-                return hc_error_set(im->err, HC_ERR_INVALID, "%s: --shape %s: dimension %zu is "
-                                    "%lld in the model, %lld given", path, name, i,
+                return hc_error_set(im->err, HC_ERR_INVALID, "%s: shape override %s=...: dimension "
+                                    "%zu is %lld in the model, %lld given", path, name, i,
                                     (long long)d->dim_value, (long long)so->dims[i]);
             if (dov && dov->value != so->dims[i])
                 return hc_error_set(im->err, HC_ERR_INVALID, "%s: input '%s', dimension %zu "
-                                    "('%s'): --shape gives %lld, --dim %s=%lld", path, name, i,
+                                    "('%s'): the shape override gives %lld, the dim override "
+                                    "%s=%lld", path, name, i,
                                     d->dim_param, (long long)so->dims[i], d->dim_param,
                                     (long long)dov->value);
             shape[i] = so->dims[i];
@@ -647,8 +648,8 @@ static hc_status check_overrides_used(importer *im) {
                        sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, o->dims[j].name);
         }
         if (!used)
-            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: --dim %s: the model's inputs have no "
-                             "symbolic dimension '%s' (they have: %s)", im->src.path,
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: dim override %s=...: the model's "
+                             "inputs have no symbolic dimension '%s' (they have: %s)", im->src.path,
                              o->dims[j].name, o->dims[j].name, have.len ? have.buf : "none");
     }
     for (int j = 0; j < o->nshapes && !s; j++) {
@@ -665,8 +666,8 @@ static hc_status check_overrides_used(importer *im) {
                 if (!name_map_get(im->values, gp->input[i]->name) ||
                     !name_map_get(im->values, gp->input[i]->name)->data)
                     hc_sb_printf(&ins, "%s%s", ins.len ? ", " : "", gp->input[i]->name);
-            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: --shape %s: the model has no input "
-                             "'%s' (its inputs: %s)", im->src.path, o->shapes[j].input,
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: shape override %s=...: the model has no "
+                             "input '%s' (its inputs: %s)", im->src.path, o->shapes[j].input,
                              o->shapes[j].input, ins.len ? ins.buf : "none");
             hc_sb_free(&ins);
         }
