@@ -29,6 +29,14 @@
     X(RNN,                       "RNN",                        3, 6, 0, 2, REDUCE)            \
     X(GRU,                       "GRU",                        3, 6, 0, 2, REDUCE)            \
     X(LSTM,                      "LSTM",                       3, 8, 0, 3, REDUCE)            \
+    /* quantized: rewritten into existing ops by the lower_quant pass (src/passes/quant.c) */   \
+    X(QUANTIZE_LINEAR,           "QuantizeLinear",             2, 3, 1, 1, INJECTIVE)         \
+    X(DEQUANTIZE_LINEAR,         "DequantizeLinear",           2, 3, 1, 1, INJECTIVE)         \
+    X(DYNAMIC_QUANTIZE_LINEAR,   "DynamicQuantizeLinear",      1, 1, 3, 3, REDUCE)            \
+    X(MATMUL_INTEGER,            "MatMulInteger",              2, 4, 1, 1, REDUCE)            \
+    X(QLINEAR_MATMUL,            "QLinearMatMul",              8, 8, 1, 1, REDUCE)            \
+    X(CONV_INTEGER,              "ConvInteger",                2, 4, 1, 1, REDUCE)            \
+    X(QLINEAR_CONV,              "QLinearConv",                8, 9, 1, 1, REDUCE)            \
     /* matrix products */                                                                     \
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \

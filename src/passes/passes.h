@@ -52,6 +52,10 @@ hc_status hc_pass_lower_anchors_with(hc_graph *g, const hc_optimize_options *opt
  * MatMul with the recurrent weights and the gate ops; constant weights are transposed
  * here, so the matmul template pre-packs them. */
 hc_status hc_pass_lower_rnn(hc_graph *g, hc_error *err);
+/* QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, QLinearMatMul,
+ * ConvInteger and QLinearConv rewritten into casts, arithmetic, MatMul and Conv in the
+ * ONNX reference's arithmetic (src/passes/quant.c). */
+hc_status hc_pass_lower_quant(hc_graph *g, hc_error *err);
 
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and

@@ -34,6 +34,14 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_AVERAGE_POOL_NCHWC, hc_nn_infer_average_pool, hc_nn_task_average_pool},
     {HC_OPK_GLOBAL_AVERAGE_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
     {HC_OPK_GLOBAL_MAX_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
+    /* quantized: lowered by the lower_quant pass (src/passes/quant.c) */
+    {HC_OPK_QUANTIZE_LINEAR, hc_nn_infer_quantize, hc_nn_task_quantize},
+    {HC_OPK_DEQUANTIZE_LINEAR, hc_nn_infer_dequantize, hc_nn_task_quantize},
+    {HC_OPK_DYNAMIC_QUANTIZE_LINEAR, hc_nn_infer_dynamic_quantize, hc_nn_task_quantize},
+    {HC_OPK_MATMUL_INTEGER, hc_nn_infer_matmul_integer, hc_nn_task_quantize},
+    {HC_OPK_QLINEAR_MATMUL, hc_nn_infer_qlinear_matmul, hc_nn_task_quantize},
+    {HC_OPK_CONV_INTEGER, hc_nn_infer_conv_integer, hc_nn_task_quantize},
+    {HC_OPK_QLINEAR_CONV, hc_nn_infer_qlinear_conv, hc_nn_task_quantize},
     {0},
 };
 

@@ -16,16 +16,19 @@ typedef struct conv_ctx {
 } conv_ctx;
 
 /* Shapes shared by infer and task: fills the window and channel counts. */
-hc_status hc_nn_conv_geometry(const hc_node *n, bool transpose, hc_nn_window *w, int64_t *cg,
-                           int64_t *mg, int64_t *m_out, hc_error *err) {
-    if (hc_nn_need_rank(n, 0, 3, err) || hc_nn_need_float(n, 0, err)) return err->status;
-    const hc_tensor *x = hc_nn_in(n, 0), *wt = hc_nn_in(n, 1), *b = hc_nn_in(n, 2);
+static hc_status geometry(const hc_node *n, bool transpose, int xi, int wi, int bi,
+                          bool check_types, hc_nn_window *w, int64_t *cg, int64_t *mg,
+                          int64_t *m_out, hc_error *err) {
+    if (hc_nn_need_rank(n, xi, 3, err) || (check_types && hc_nn_need_float(n, xi, err)))
+        return err->status;
+    const hc_tensor *x = hc_nn_in(n, xi), *wt = hc_nn_in(n, wi), *b = bi >= 0 ? hc_nn_in(n, bi) : NULL;
+    if (!wt) return hc_node_fail(n, HC_ERR_INVALID, err, "the weight (input %d) is required", wi);
     memset(w, 0, sizeof *w);
     w->nsp = x->ndim - 2;
     if (wt->ndim != x->ndim)
         return hc_node_fail(n, HC_ERR_INVALID, err, "weight '%s' has rank %d, expected %d",
                             wt->name, wt->ndim, x->ndim);
-    if (wt->dtype != x->dtype)
+    if (check_types && wt->dtype != x->dtype)
         return hc_node_fail(n, HC_ERR_INVALID, err, "weight dtype %s differs from input dtype %s",
                        hc_dtype_name(wt->dtype), hc_dtype_name(x->dtype));
     int64_t group = hc_node_attr_int(n, "group", 1), c = x->shape[1];
@@ -52,6 +55,16 @@ hc_status hc_nn_conv_geometry(const hc_node *n, bool transpose, hc_nn_window *w,
                        (long long)*m_out);
     for (int i = 0; i < w->nsp; i++) w->in[i] = x->shape[2 + i], w->kernel[i] = wt->shape[2 + i];
     return hc_nn_window_attrs(n, w, false, err);
+}
+
+hc_status hc_nn_conv_geometry(const hc_node *n, bool transpose, hc_nn_window *w, int64_t *cg,
+                              int64_t *mg, int64_t *m_out, hc_error *err) {
+    return geometry(n, transpose, 0, 1, 2, true, w, cg, mg, m_out, err);
+}
+
+hc_status hc_nn_conv_geometry_of(const hc_node *n, int xi, int wi, int bi, hc_nn_window *w,
+                                 int64_t *cg, int64_t *mg, int64_t *m_out, hc_error *err) {
+    return geometry(n, false, xi, wi, bi, false, w, cg, mg, m_out, err);
 }
 
 hc_status hc_nn_infer_conv(hc_node *n, hc_error *err) {

@@ -54,6 +54,14 @@ typedef struct hc_nn_mm_dims {
     bool a_vec, b_vec; /* 1-D operands (their M or N dimension is dropped) */
 } hc_nn_mm_dims;
 hc_status hc_nn_matmul_dims(const hc_node *n, hc_nn_mm_dims *d, hc_error *err);
+/* The same for operands A and B of n (QLinearMatMul's are inputs 0 and 3), their dtypes
+ * checked equal when same_dtype. */
+hc_status hc_nn_matmul_dims_of(const hc_node *n, const hc_tensor *A, const hc_tensor *B,
+                               bool same_dtype, hc_nn_mm_dims *d, hc_error *err);
+/* hc_nn_conv_geometry for a forward conv whose X, W and bias are inputs xi, wi and bi of n
+ * (bi < 0: no bias), with no dtype checks (ConvInteger, QLinearConv). */
+hc_status hc_nn_conv_geometry_of(const hc_node *n, int xi, int wi, int bi, hc_nn_window *w,
+                                 int64_t *cg, int64_t *mg, int64_t *m_out, hc_error *err);
 
 /* Op definitions, one file per family. */
 #define NN_DECL(x)                                                                       \
@@ -78,5 +86,13 @@ NN_DECL(softmax)
 NN_DECL(max_pool)
 NN_DECL(average_pool)
 NN_DECL(global_pool)
+NN_DECL(quantize)
+/* the other quantized ops: inference only (hc_nn_task_quantize refuses them all) */
+hc_status hc_nn_infer_dequantize(hc_node *n, hc_error *err);
+hc_status hc_nn_infer_dynamic_quantize(hc_node *n, hc_error *err);
+hc_status hc_nn_infer_matmul_integer(hc_node *n, hc_error *err);
+hc_status hc_nn_infer_qlinear_matmul(hc_node *n, hc_error *err);
+hc_status hc_nn_infer_conv_integer(hc_node *n, hc_error *err);
+hc_status hc_nn_infer_qlinear_conv(hc_node *n, hc_error *err);
 #undef NN_DECL
 #endif

@@ -91,10 +91,14 @@ hc_task *hc_nn_task_gemm(hc_arena *a, const hc_node *n, hc_error *err) {
 
 
 hc_status hc_nn_matmul_dims(const hc_node *n, hc_nn_mm_dims *d, hc_error *err) {
-    const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1);
+    return hc_nn_matmul_dims_of(n, hc_nn_in(n, 0), hc_nn_in(n, 1), true, d, err);
+}
+
+hc_status hc_nn_matmul_dims_of(const hc_node *n, const hc_tensor *A, const hc_tensor *B,
+                               bool same_dtype, hc_nn_mm_dims *d, hc_error *err) {
     if (A->ndim < 1 || B->ndim < 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "operands must have rank >= 1");
-    if (A->dtype != B->dtype)
+    if (same_dtype && A->dtype != B->dtype)
         return hc_node_fail(n, HC_ERR_INVALID, err, "A is %s but B is %s", hc_dtype_name(A->dtype),
                        hc_dtype_name(B->dtype));
     if (A->dtype == HC_BOOL)
