@@ -81,7 +81,8 @@ static hc_tensor *num(q_ctx *c, hc_dtype dt, double v) {
 
 static hc_tensor *reshape(q_ctx *c, hc_tensor *x, int ndim, const int64_t *shape) {
     if (!x) return NULL;
-    if (x->ndim == ndim && !memcmp(x->shape, shape, sizeof(int64_t) * (size_t)ndim)) return x;
+    if (x->ndim == ndim && (!ndim || !memcmp(x->shape, shape, sizeof(int64_t) * (size_t)ndim)))
+        return x;
     if (x->data) { /* constants are immutable: the view shares the bytes */
         hc_tensor *t = hc_graph_tensor(c->g, fresh(c, "view"), x->dtype, ndim, shape);
         t->data = x->data;
