@@ -37,6 +37,9 @@
     X(QLINEAR_MATMUL,            "QLinearMatMul",              8, 8, 1, 1, REDUCE)            \
     X(CONV_INTEGER,              "ConvInteger",                2, 4, 1, 1, REDUCE)            \
     X(QLINEAR_CONV,              "QLinearConv",                8, 9, 1, 1, REDUCE)            \
+    /* losses: rewritten into existing ops by the lower_losses pass (src/passes/loss.c) */     \
+    X(NLL_LOSS,                  "NegativeLogLikelihoodLoss",  2, 3, 1, 1, REDUCE)            \
+    X(SOFTMAX_CROSS_ENTROPY_LOSS, "SoftmaxCrossEntropyLoss",   2, 3, 1, 2, REDUCE)            \
     /* matrix products */                                                                     \
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \

@@ -56,6 +56,9 @@ hc_status hc_pass_lower_rnn(hc_graph *g, hc_error *err);
  * ConvInteger and QLinearConv rewritten into casts, arithmetic, MatMul and Conv in the
  * ONNX reference's arithmetic (src/passes/quant.c). */
 hc_status hc_pass_lower_quant(hc_graph *g, hc_error *err);
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss rewritten into gathers, Where and
+ * reductions (src/passes/loss.c). */
+hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err);
 
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and

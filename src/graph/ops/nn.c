@@ -35,6 +35,8 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_GLOBAL_AVERAGE_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
     {HC_OPK_GLOBAL_MAX_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
     /* quantized: lowered by the lower_quant pass (src/passes/quant.c) */
+    {HC_OPK_NLL_LOSS, hc_nn_infer_loss, hc_nn_task_loss},
+    {HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS, hc_nn_infer_loss, hc_nn_task_loss},
     {HC_OPK_QUANTIZE_LINEAR, hc_nn_infer_quantize, hc_nn_task_quantize},
     {HC_OPK_DEQUANTIZE_LINEAR, hc_nn_infer_dequantize, hc_nn_task_quantize},
     {HC_OPK_DYNAMIC_QUANTIZE_LINEAR, hc_nn_infer_dynamic_quantize, hc_nn_task_quantize},

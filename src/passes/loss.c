@@ -1,0 +1,137 @@
+/* loss.c — the lower_losses pass: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
+ * rewritten into existing ops, as the ONNX reference computes them:
+ *   log_prob = (x - max) - log(sum(exp(x - max)))       over C (SoftmaxCrossEntropyLoss)
+ *   t'       = t where t != ignore_index, else 0; clamped into [0, C) (never read outside)
+ *   loss     = -GatherElements(x or log_prob, t', axis 1) * w, with w = weight[t'] and/or
+ *              0 where t == ignore_index
+ *   none: loss; sum: sum(loss); mean: sum(loss) / sum(w) (with a weight or ignore_index),
+ *   else the mean of loss. */
+#include <string.h>
+
+#include "passes/pass_util.h"
+
+typedef struct l_ctx {
+    hc_graph *g;
+    hc_node *n;
+    hc_error *err;
+    int uid;
+} l_ctx;
+
+static const char *fresh(l_ctx *c, const char *suffix) {
+    return hc_arena_printf(&c->g->arena, "%s_%s%d", c->n->name, suffix, c->uid++);
+}
+
+static hc_tensor *emit(l_ctx *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
+                       const hc_attr *attrs) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) return NULL;
+    hc_node *m = hc_pass_add_node(c->g, op, fresh(c, "l"), nin, in, nattrs, attrs, c->err);
+    return m ? m->outputs[0] : NULL;
+}
+
+static hc_tensor *bin(l_ctx *c, hc_op_kind op, hc_tensor *a, hc_tensor *b) {
+    hc_tensor *in[2] = {a, b};
+    return emit(c, op, 2, in, 0, NULL);
+}
+
+static hc_tensor *unary(l_ctx *c, hc_op_kind op, hc_tensor *x) { return emit(c, op, 1, &x, 0, NULL); }
+
+static hc_tensor *scalar(l_ctx *c, hc_dtype dt, double v) {
+    hc_tensor *t = hc_graph_constant(c->g, fresh(c, "k"), dt, 0, NULL, NULL);
+    hc_elem_set(t->data, dt, 0, v);
+    t->shape_known = true;
+    return t;
+}
+
+static hc_tensor *reshape(l_ctx *c, hc_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return NULL;
+    hc_tensor *in[2] = {x, hc_pass_const_i64(c->g, fresh(c, "shape"), ndim, shape)};
+    return emit(c, HC_OPK_RESHAPE, 2, in, 0, NULL);
+}
+
+/* Reduce over dimension 1 (keepdims) or over everything (axis < 0, to a scalar); the
+ * axes as an attribute, which every opset's reduction reads. */
+static hc_tensor *reduce(l_ctx *c, hc_op_kind op, hc_tensor *x, int axis) {
+    int64_t ax = axis;
+    hc_attr a[2] = {{.name = "keepdims", .kind = HC_ATTR_INT, .i = axis >= 0},
+                    {.name = "axes", .kind = HC_ATTR_INTS, .n = 1, .ints = &ax}};
+    return emit(c, op, 1, &x, axis >= 0 ? 2 : 1, a);
+}
+
+static hc_tensor *log_softmax(l_ctx *c, hc_tensor *x) {
+    hc_tensor *z = bin(c, HC_OPK_SUB, x, reduce(c, HC_OPK_REDUCE_MAX, x, 1));
+    return bin(c, HC_OPK_SUB, z, unary(c, HC_OPK_LOG, reduce(c, HC_OPK_REDUCE_SUM,
+                                                            unary(c, HC_OPK_EXP, z), 1)));
+}
+
+static hc_status replace(l_ctx *c, int i, hc_tensor *y) {
+    hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
+    if (!old) return HC_OK;
+    if (!y) return c->err->status ? c->err->status : HC_ERR_INVALID;
+    if (y->dtype != old->dtype || y->ndim != old->ndim ||
+        memcmp(y->shape, old->shape, sizeof(int64_t) * (size_t)y->ndim))
+        return hc_node_fail(c->n, HC_ERR_INVALID, c->err, "lowered output %d has another dtype "
+                            "or shape (internal error)", i);
+    if (!hc_pass_bypass(c->g, old, y))
+        return hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "output '%s' cannot be replaced by "
+                            "its lowered value", old->name);
+    return HC_OK;
+}
+
+static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
+    l_ctx c = {.g = g, .n = n, .err = err};
+    hc_tensor *x = n->inputs[0], *t = n->inputs[1], *w = n->ninputs > 2 ? n->inputs[2] : NULL;
+    hc_dtype dt = x->dtype, it = t->dtype;
+    bool sce = n->op == HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS;
+    hc_tensor *lp = sce ? log_softmax(&c, x) : x;
+    const hc_attr *ig = hc_node_attr(n, "ignore_index");
+    int64_t ignore = hc_node_attr_int(n, "ignore_index", 0), C = x->shape[1];
+    hc_tensor *keep = NULL, *tt = t; /* keep: 1 where t != ignore_index (x's dtype) */
+    if (ig) {
+        hc_tensor *is = bin(&c, HC_OPK_EQUAL, t, scalar(&c, it, (double)ignore));
+        hc_tensor *w3[3] = {is, scalar(&c, dt, 0), scalar(&c, dt, 1)};
+        keep = emit(&c, HC_OPK_WHERE, 3, w3, 0, NULL);
+        hc_tensor *t3[3] = {is, scalar(&c, it, 0), t};
+        tt = emit(&c, HC_OPK_WHERE, 3, t3, 0, NULL);
+    }
+    tt = bin(&c, HC_OPK_MAX, bin(&c, HC_OPK_MIN, tt, scalar(&c, it, (double)(C - 1))), scalar(&c, it, 0));
+    int64_t sh[HC_MAX_DIMS];
+    sh[0] = x->shape[0], sh[1] = 1;
+    for (int d = 1; d < t->ndim; d++) sh[d + 1] = t->shape[d];
+    hc_attr ax = {.name = "axis", .kind = HC_ATTR_INT, .i = 1};
+    hc_tensor *gin[2] = {lp, reshape(&c, tt, x->ndim, sh)};
+    hc_tensor *loss = unary(&c, HC_OPK_NEG, reshape(&c, emit(&c, HC_OPK_GATHER_ELEMENTS, 2, gin, 1, &ax),
+                                                     t->ndim, t->shape));
+    hc_tensor *wt = NULL;
+    if (w) {
+        hc_tensor *win[2] = {w, tt};
+        wt = emit(&c, HC_OPK_GATHER, 2, win, 0, NULL);
+        if (keep) wt = bin(&c, HC_OPK_MUL, wt, keep);
+    } else wt = keep;
+    if (wt) loss = bin(&c, HC_OPK_MUL, loss, wt);
+    const char *red = hc_node_attr_string(n, "reduction", "mean");
+    if (!strcmp(red, "sum")) loss = reduce(&c, HC_OPK_REDUCE_SUM, loss, -1);
+    else if (!strcmp(red, "mean"))
+        loss = wt ? bin(&c, HC_OPK_DIV, reduce(&c, HC_OPK_REDUCE_SUM, loss, -1),
+                        reduce(&c, HC_OPK_REDUCE_SUM, wt, -1))
+                  : reduce(&c, HC_OPK_REDUCE_MEAN, loss, -1);
+    hc_status st = replace(&c, 0, loss);
+    if (st == HC_OK && sce) st = replace(&c, 1, lp);
+    return st;
+}
+
+hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err) {
+    size_t n0 = g->nodes.len;
+    bool any = false;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (n->op != HC_OPK_NLL_LOSS && n->op != HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS) continue;
+        hc_status st = lower_one(g, n, err);
+        if (st != HC_OK) return st;
+        any = true;
+    }
+    if (!any) return HC_OK;
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
+}
