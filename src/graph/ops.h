@@ -51,6 +51,8 @@
     X(SIGMOID,                   "Sigmoid",                    1, 1, 1, 1, INJECTIVE)         \
     X(HARD_SIGMOID,              "HardSigmoid",                1, 1, 1, 1, INJECTIVE)         \
     X(HARD_SWISH,                "HardSwish",                  1, 1, 1, 1, INJECTIVE)         \
+    X(GELU,                      "Gelu",                       1, 1, 1, 1, INJECTIVE)         \
+    X(SWISH,                     "Swish",                      1, 1, 1, 1, INJECTIVE)         \
     X(TANH,                      "Tanh",                       1, 1, 1, 1, INJECTIVE)         \
     X(ERF,                       "Erf",                        1, 1, 1, 1, INJECTIVE)         \
     X(SOFTPLUS,                  "Softplus",                   1, 1, 1, 1, INJECTIVE)         \
@@ -129,6 +131,11 @@
     X(AND,                       "And",                        2, 2, 1, 1, INJECTIVE)         \
     X(OR,                        "Or",                         2, 2, 1, 1, INJECTIVE)         \
     X(XOR,                       "Xor",                        2, 2, 1, 1, INJECTIVE)         \
+    X(BITWISE_NOT,               "BitwiseNot",                 1, 1, 1, 1, INJECTIVE)         \
+    X(BITWISE_AND,               "BitwiseAnd",                 2, 2, 1, 1, INJECTIVE)         \
+    X(BITWISE_OR,                "BitwiseOr",                  2, 2, 1, 1, INJECTIVE)         \
+    X(BITWISE_XOR,               "BitwiseXor",                 2, 2, 1, 1, INJECTIVE)         \
+    X(BIT_SHIFT,                 "BitShift",                   2, 2, 1, 1, INJECTIVE)         \
     X(WHERE,                     "Where",                      3, 3, 1, 1, INJECTIVE)         \
     /* shape and data movement */                                                             \
     X(RESHAPE,                   "Reshape",                    1, 2, 1, 1, INJECTIVE)         \

@@ -56,6 +56,7 @@ static int unary_classes(hc_op_kind op) {
     case HC_OPK_ABS:
     case HC_OPK_SIGN: return T_NUM;
     case HC_OPK_NOT: return T_BOOL;
+    case HC_OPK_BITWISE_NOT: return T_INT;
     default: return T_FLOAT;
     }
 }
@@ -161,6 +162,20 @@ static hc_expr *unary_expr(hc_arena *a, hc_expr *x, void *ctx) {
     case HC_OPK_SIGN: return sign_expr(a, x);
     case HC_OPK_IS_INF: return is_inf_expr(a, n, x);
     case HC_OPK_NOT: return hc_unary(a, HC_OP_NOT, x);
+    case HC_OPK_BITWISE_NOT: return hc_cast(a, x->type, hc_unary(a, HC_OP_BITNOT, x));
+    case HC_OPK_GELU: {
+        hc_expr *h = hc_mul(a, NUM(0.5), x);
+        if (!strcmp(hc_node_attr_string(n, "approximate", "none"), "tanh")) {
+            /* 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) */
+            hc_expr *x3 = hc_mul(a, hc_mul(a, x, x), x);
+            hc_expr *in = hc_mul(a, NUM(0.7978845608028654), hc_add(a, x, hc_mul(a, NUM(0.044715), x3)));
+            return hc_mul(a, h, hc_add(a, NUM(1), hc_math(a, HC_PRIM_TANH, in, NULL)));
+        }
+        hc_expr *e = hc_math(a, HC_PRIM_ERF, hc_mul(a, x, NUM(0.7071067811865476)), NULL);
+        return hc_mul(a, h, hc_add(a, NUM(1), e));
+    }
+    case HC_OPK_SWISH:
+        return hc_mul(a, x, hc_math(a, HC_PRIM_SIGMOID, hc_mul(a, NUM(ATTR("alpha", 1.0)), x), NULL));
     case HC_OPK_SIGMOID: p = HC_PRIM_SIGMOID; break;
     case HC_OPK_TANH: p = HC_PRIM_TANH; break;
     case HC_OPK_ERF: p = HC_PRIM_ERF; break;
@@ -230,6 +245,10 @@ static nary_rule nary_rule_of(hc_op_kind op) {
     case HC_OPK_AND:
     case HC_OPK_OR:
     case HC_OPK_XOR: return (nary_rule){T_BOOL, true, true, 2};
+    case HC_OPK_BITWISE_AND:
+    case HC_OPK_BITWISE_OR:
+    case HC_OPK_BITWISE_XOR: return (nary_rule){T_INT, true, false, 2};
+    case HC_OPK_BIT_SHIFT: return (nary_rule){T_INT, true, false, 2};
     case HC_OPK_WHERE: return (nary_rule){T_NUM | T_BOOL, true, false, 3};
     default: return (nary_rule){T_NUM, true, false, 0}; /* Min, Max, Mean, Sum */
     }
@@ -274,6 +293,16 @@ static hc_status nary_shape(const hc_node *n, const hc_tensor **xs, int nin, int
     return HC_OK;
 }
 
+static hc_status check_shift(const hc_node *n, hc_error *err) {
+    const char *dir = hc_node_attr_string(n, "direction", "");
+    if (strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "direction '%s' (LEFT or RIGHT)", dir);
+    if (n->opset < 28 && n->ninputs > 0 && n->inputs[0] && hc_dtype_is_signed(n->inputs[0]->dtype))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "signed integers from opset 28 (opset %d)",
+                            n->opset);
+    return HC_OK;
+}
+
 hc_status hc_math_infer_nary(hc_node *n, hc_error *err) {
     nary_rule r = nary_rule_of(n->op);
     const hc_tensor *xs[HC_MANY];
@@ -290,6 +319,7 @@ hc_status hc_math_infer_nary(hc_node *n, hc_error *err) {
         if ((st = hc_math_input(n, nin, &xs[nin], err))) return st;
     if ((st = check_nary_types(n, r, xs, nin, err)) || (st = check_legacy_broadcast(n, err)))
         return st;
+    if (n->op == HC_OPK_BIT_SHIFT && (st = check_shift(n, err))) return st;
     int nd;
     int64_t shape[HC_MAX_DIMS];
     if ((st = nary_shape(n, xs, nin, &nd, shape, err))) return st;
@@ -357,6 +387,26 @@ static hc_expr *prelu_expr(hc_arena *a, hc_expr *x, hc_expr *slope) {
     return hc_add(a, SEL(neg, NUM(0), x), hc_mul(a, slope, SEL(neg, x, NUM(0))));
 }
 
+/* x << y or x >> y (direction LEFT / RIGHT) in 64 bits, cast back to x's type, so that
+ * no narrow type is promoted to a signed int that overflows; a shift by the type's width
+ * or more gives 0, as numpy's does (C leaves it undefined). Signed types (28): the
+ * bits, as two's complement (an arithmetic right shift). */
+static hc_expr *shift_expr(hc_arena *a, const hc_node *n, hc_expr *x, hc_expr *y) {
+    bool left = !strcmp(hc_node_attr_string(n, "direction", ""), "LEFT");
+    hc_dtype d = x->type->dtype;
+    bool sgn = hc_dtype_is_signed(d);
+    const hc_type *w = hc_type_scalar(sgn ? HC_I64 : HC_U64);
+    int bits = 8 * hc_dtype_size(d);
+    hc_expr *wy = hc_cast(a, hc_type_scalar(HC_I64), y);
+    hc_expr *ok = hc_binary(a, HC_OP_LT, wy, hc_int(a, bits));
+    if (sgn) ok = hc_and(a, ok, hc_binary(a, HC_OP_GE, wy, hc_int(a, 0)));
+    hc_expr *safe = SEL(ok, wy, hc_int(a, 0));
+    hc_expr *v = hc_binary(a, left ? HC_OP_SHL : HC_OP_SHR, hc_cast(a, w, x), safe);
+    hc_expr *over = left || !sgn ? hc_cast(a, w, NUM(0))
+                                 : SEL(LT(x, NUM(0)), hc_cast(a, w, NUM(-1)), hc_cast(a, w, NUM(0)));
+    return hc_cast(a, x->type, SEL(ok, v, over));
+}
+
 static hc_expr *fold(hc_arena *a, hc_binop op, hc_expr *const *xs, int n) {
     hc_expr *v = xs[0];
     for (int i = 1; i < n; i++) v = hc_binary(a, op, v, xs[i]);
@@ -389,6 +439,10 @@ static hc_expr *nary_expr(hc_arena *a, hc_expr *const *xs, void *ctx) {
     case HC_OPK_OR: return hc_binary(a, HC_OP_BITOR, x, y);
     case HC_OPK_XOR: return hc_binary(a, HC_OP_NE, x, y);
     case HC_OPK_WHERE: return SEL(x, y, xs[2]);
+    case HC_OPK_BITWISE_AND: return hc_binary(a, HC_OP_BITAND, x, y);
+    case HC_OPK_BITWISE_OR: return hc_binary(a, HC_OP_BITOR, x, y);
+    case HC_OPK_BITWISE_XOR: return hc_binary(a, HC_OP_BITXOR, x, y);
+    case HC_OPK_BIT_SHIFT: return shift_expr(a, n, x, y);
     default: hc_unreachable();
     }
 }
