@@ -25,6 +25,8 @@
     X(GROUP_NORMALIZATION,       "GroupNormalization",         3, 3, 1, 1, REDUCE)            \
     X(RMS_NORMALIZATION,         "RMSNormalization",           2, 2, 1, 1, REDUCE)            \
     X(ROTARY_EMBEDDING,          "RotaryEmbedding",            3, 4, 1, 1, INJECTIVE)         \
+    /* attention: lowered to ATTENTION_CORE by the lower_attention pass (passes/attention.c) */ \
+    X(ATTENTION,                 "Attention",                  3, 7, 1, 4, REDUCE)            \
     /* recurrent: unrolled by the lower_rnn pass (src/passes/rnn.c) */                          \
     X(RNN,                       "RNN",                        3, 6, 0, 2, REDUCE)            \
     X(GRU,                       "GRU",                        3, 6, 0, 2, REDUCE)            \
@@ -175,6 +177,7 @@
     X(DROPOUT,                   "Dropout",                    1, 3, 1, 2, INJECTIVE)         \
     /* internal ops produced by graph passes */                                               \
     X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)         \
+    X(ATTENTION_CORE,            "",                           1, 3, 1, 1, REDUCE)            \
     X(WINO_INPUT,                "",                           1, 1, 1, 1, ANCHOR)            \
     X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)            \
     X(TO_NCHWC,                  "",                           1, 1, 1, 1, INJECTIVE)         \

@@ -59,6 +59,8 @@ hc_status hc_pass_lower_quant(hc_graph *g, hc_error *err);
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss rewritten into gathers, Where and
  * reductions (src/passes/loss.c). */
 hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err);
+/* ONNX Attention brought to the fused ATTENTION_CORE op (src/passes/attention.c). */
+hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err);
 
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and

@@ -87,6 +87,8 @@ NN_DECL(max_pool)
 NN_DECL(average_pool)
 NN_DECL(global_pool)
 NN_DECL(loss)
+NN_DECL(attention)
+NN_DECL(attention_core)
 NN_DECL(quantize)
 /* the other quantized ops: inference only (hc_nn_task_quantize refuses them all) */
 hc_status hc_nn_infer_dequantize(hc_node *n, hc_error *err);

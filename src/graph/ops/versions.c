@@ -168,6 +168,7 @@ static const op_versions table[] = {
     V(CONV_INTEGER, 10),
     V(QLINEAR_CONV, 10),
     V(ROTARY_EMBEDDING, 23),
+    V(ATTENTION, 23, 24, 25), /* 24: nonpad_kv_seqlen; 25: windows, 4-D without head counts */
     V(RNN, NO(1), 7, 14, 22),
     V(GRU, NO(1), NO(3), 7, 14, 22),
     V(LSTM, NO(1), 7, 14, 22),

@@ -1,0 +1,175 @@
+/* attention.c — the lower_attention pass: ONNX Attention (23-25) as two matmuls around the
+ * fused softmax op ATTENTION_CORE (src/graph/ops/nn_attention.c): 3-D Q, K, V reshaped and
+ * transposed to [B, heads, seq, head_size] (and Y back), the KV cache concatenated
+ * (present_key, present_value), S = (Q c) @ (K c)^T with c = sqrt(scale) and GQA by a view
+ * of Q as [B, Hkv, grp * Sq, D] (so both products are the matmul template's, K's transpose and
+ * the scalings fused into it), a bool mask made 0 / -inf and padded with -inf to the total
+ * sequence, P = ATTENTION_CORE(S, mask, nonpad), Y = P @ V (P viewed the same way); one more
+ * ATTENTION_CORE for qk_matmul_output when that output is wanted. */
+#include <math.h>
+#include <string.h>
+
+#include "passes/pass_util.h"
+
+typedef struct a_ctx {
+    hc_graph *g;
+    hc_node *n;
+    hc_error *err;
+    int uid;
+} a_ctx;
+
+static const char *fresh(a_ctx *c, const char *suffix) {
+    return hc_arena_printf(&c->g->arena, "%s_%s%d", c->n->name, suffix, c->uid++);
+}
+
+static hc_tensor *emit(a_ctx *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
+                       const hc_attr *attrs) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i] && !(op == HC_OPK_ATTENTION_CORE && i >= 1)) return NULL;
+    hc_node *m = hc_pass_add_node(c->g, op, fresh(c, "a"), nin, in, nattrs, attrs, c->err);
+    return m ? m->outputs[0] : NULL;
+}
+
+static hc_tensor *reshape(a_ctx *c, hc_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return NULL;
+    hc_tensor *in[2] = {x, hc_pass_const_i64(c->g, fresh(c, "shape"), ndim, shape)};
+    return emit(c, HC_OPK_RESHAPE, 2, in, 0, NULL);
+}
+
+static hc_tensor *transpose0213(a_ctx *c, hc_tensor *x) {
+    static const int64_t perm[4] = {0, 2, 1, 3};
+    hc_attr a = {.name = "perm", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)perm};
+    return emit(c, HC_OPK_TRANSPOSE, 1, &x, 1, &a);
+}
+
+/* [B, S, H * d] -> [B, H, S, d] */
+static hc_tensor *to_heads(a_ctx *c, hc_tensor *x, int64_t heads) {
+    int64_t sh[4] = {x->shape[0], x->shape[1], heads, x->shape[2] / heads};
+    return transpose0213(c, reshape(c, x, 4, sh));
+}
+
+static hc_tensor *scalar(a_ctx *c, hc_dtype dt, double v) {
+    return hc_pass_const_float(c->g, fresh(c, "k"), dt, 0, NULL, &v);
+}
+
+/* The mask as a 4-D additive bias over [B, Hq, Sq, T]. */
+static hc_tensor *bias_of(a_ctx *c, hc_tensor *mask, hc_dtype dt, int64_t T) {
+    if (!mask) return NULL;
+    hc_tensor *m = mask;
+    if (m->dtype == HC_BOOL) {
+        hc_tensor *w[3] = {m, scalar(c, dt, 0), scalar(c, dt, -INFINITY)};
+        m = emit(c, HC_OPK_WHERE, 3, w, 0, NULL);
+        if (!m) return NULL;
+    }
+    int nd = m->ndim;
+    int64_t last = m->shape[nd - 1];
+    if (last < T) { /* the columns past the mask are masked */
+        int64_t sh[HC_MAX_DIMS];
+        memcpy(sh, m->shape, sizeof(int64_t) * (size_t)nd);
+        sh[nd - 1] = T - last;
+        hc_tensor *pad = hc_graph_constant(c->g, fresh(c, "pad"), dt, nd, sh, NULL);
+        for (int64_t i = 0; i < hc_tensor_numel(pad); i++) hc_elem_set(pad->data, dt, i, -INFINITY);
+        hc_attr ax = {.name = "axis", .kind = HC_ATTR_INT, .i = nd - 1};
+        hc_tensor *in[2] = {m, pad};
+        m = emit(c, HC_OPK_CONCAT, 2, in, 1, &ax);
+        if (!m) return NULL;
+    }
+    if (nd < 4) {
+        int64_t sh[4] = {1, 1, 1, 1};
+        for (int d = 0; d < nd; d++) sh[4 - nd + d] = m->shape[d];
+        m = reshape(c, m, 4, sh);
+    }
+    return m;
+}
+
+static hc_status replace(a_ctx *c, int i, hc_tensor *y) {
+    hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
+    if (!old) return HC_OK;
+    if (!y) return c->err->status ? c->err->status : HC_ERR_INVALID;
+    if (y->ndim != old->ndim || memcmp(y->shape, old->shape, sizeof(int64_t) * (size_t)y->ndim))
+        return hc_node_fail(c->n, HC_ERR_INVALID, c->err, "lowered output %d has another shape "
+                            "(internal error)", i);
+    if (!hc_pass_bypass(c->g, old, y)) { /* y is a graph input or output: a copy takes it */
+        hc_tensor *id = emit(c, HC_OPK_IDENTITY, 1, &y, 0, NULL);
+        if (!id || !hc_pass_bypass(c->g, old, id))
+            return hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "output '%s' cannot be "
+                                "replaced by its lowered value", old->name);
+    }
+    return HC_OK;
+}
+
+static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
+    a_ctx c = {.g = g, .n = n, .err = err};
+    hc_tensor *in[7] = {NULL};
+    for (int i = 0; i < n->ninputs && i < 7; i++) in[i] = n->inputs[i];
+    hc_tensor *q = in[0], *k = in[1], *v = in[2];
+    bool three = q->ndim == 3;
+    int64_t qh = hc_node_attr_int(n, "q_num_heads", 0), kh = hc_node_attr_int(n, "kv_num_heads", 0);
+    if (three) q = to_heads(&c, q, qh), k = to_heads(&c, k, kh), v = to_heads(&c, v, kh);
+    if (!q || !k || !v) return err->status;
+    int64_t P = in[4] ? in[4]->shape[2] : 0;
+    hc_attr cat = {.name = "axis", .kind = HC_ATTR_INT, .i = 2};
+    if (in[4]) {
+        hc_tensor *kk[2] = {in[4], k}, *vv[2] = {in[5], v};
+        k = emit(&c, HC_OPK_CONCAT, 2, kk, 1, &cat);
+        v = emit(&c, HC_OPK_CONCAT, 2, vv, 1, &cat);
+        if (!k || !v) return err->status;
+    }
+    int64_t T = k->shape[2], B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2], D = q->shape[3];
+    int64_t Hk = k->shape[1], Dv = v->shape[3], grp = Hq / Hk;
+    hc_tensor *bias = bias_of(&c, in[3], q->dtype, T);
+    if (in[3] && !bias) return err->status;
+    /* S = (Q c) @ (K c)^T, the query heads of one KV head as rows of one product */
+    double scale = hc_node_attr_float(n, "scale", 0);
+    if (scale == 0) scale = 1.0 / sqrt((double)D);
+    hc_tensor *cs = scalar(&c, q->dtype, sqrt(scale));
+    hc_tensor *qm[2] = {q, cs}, *km[2] = {k, cs};
+    hc_tensor *qc = emit(&c, HC_OPK_MUL, 2, qm, 0, NULL), *kc = emit(&c, HC_OPK_MUL, 2, km, 0, NULL);
+    static const int64_t kperm[4] = {0, 1, 3, 2};
+    hc_attr kp = {.name = "perm", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)kperm};
+    hc_tensor *kt = emit(&c, HC_OPK_TRANSPOSE, 1, &kc, 1, &kp);
+    hc_tensor *mm[2] = {reshape(&c, qc, 4, (int64_t[]){B, Hk, grp * Sq, D}), kt};
+    hc_tensor *scores = reshape(&c, emit(&c, HC_OPK_MATMUL, 2, mm, 0, NULL), 4,
+                                (int64_t[]){B, Hq, Sq, T});
+    if (!scores) return err->status;
+    hc_attr at[6] = {
+        {.name = "softcap", .kind = HC_ATTR_FLOAT, .f = hc_node_attr_float(n, "softcap", 0)},
+        {.name = "causal", .kind = HC_ATTR_INT, .i = hc_node_attr_int(n, "is_causal", 0)},
+        {.name = "offset", .kind = HC_ATTR_INT, .i = P},
+        {.name = "left", .kind = HC_ATTR_INT, .i = hc_node_attr_int(n, "left_window_size", -1)},
+        {.name = "right", .kind = HC_ATTR_INT, .i = hc_node_attr_int(n, "right_window_size", -1)},
+        {.name = "qk_mode", .kind = HC_ATTR_INT, .i = -1},
+    };
+    hc_tensor *core[3] = {scores, bias, in[6]};
+    int ncore = in[6] ? 3 : bias ? 2 : 1;
+    if (n->outputs[0]) {
+        hc_tensor *p = emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, 6, at);
+        hc_tensor *pv[2] = {reshape(&c, p, 4, (int64_t[]){B, Hk, grp * Sq, T}), v};
+        hc_tensor *y = reshape(&c, emit(&c, HC_OPK_MATMUL, 2, pv, 0, NULL), 4,
+                               (int64_t[]){B, Hq, Sq, Dv});
+        if (y && three) y = reshape(&c, transpose0213(&c, y), 3, (int64_t[]){B, Sq, Hq * Dv});
+        if (replace(&c, 0, y)) return err->status;
+    }
+    if (replace(&c, 1, k) || replace(&c, 2, v)) return err->status;
+    if (n->noutputs > 3 && n->outputs[3]) {
+        at[5].i = hc_node_attr_int(n, "qk_matmul_output_mode", 0);
+        if (replace(&c, 3, emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, 6, at))) return err->status;
+    }
+    return HC_OK;
+}
+
+hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err) {
+    size_t n0 = g->nodes.len;
+    bool any = false;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (n->op != HC_OPK_ATTENTION) continue;
+        hc_status st = lower_one(g, n, err);
+        if (st != HC_OK) return st;
+        any = true;
+    }
+    if (!any) return HC_OK;
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
+}
