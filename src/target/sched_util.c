@@ -154,7 +154,62 @@ bool hc_as_is_output(const hc_task *t, const hc_tnode *n) {
     return false;
 }
 
+static double numel_of(const hc_tnode *n) {
+    double e = 1;
+    for (int d = 0; d < n->ndim; d++) e *= (double)n->shape[d];
+    return e;
+}
+
+/* Whether e computes more than a few loads and additions: a math call or a division. */
+static bool expensive(const hc_expr *e) {
+    if (e->kind == HC_E_CALL || (e->kind == HC_E_BINARY && (e->u.bin.op == HC_OP_DIV ||
+                                                            e->u.bin.op == HC_OP_MOD)))
+        return true;
+    if (e->kind == HC_E_TENSOR_ACCESS) return false; /* another node: judged on its own */
+    hc_expr *c[HC_AS_MAX_CHILDREN];
+    int n = hc_as_children((hc_expr *)e, c);
+    for (int i = 0; i < n; i++)
+        if (expensive(c[i])) return true;
+    return false;
+}
+
+/* reads[k] += per * (iterations of the reduces around each access of nodes[k] in e): per
+ * is how often e is evaluated. */
+static void count_reads(const hc_expr *e, double per, hc_tnode **nodes, int nnodes,
+                        double *reads) {
+    if (e->kind == HC_E_REDUCE) {
+        for (int i = 0; i < e->u.reduce.naxes; i++) per *= (double)e->u.reduce.extents[i];
+    } else if (e->kind == HC_E_TENSOR_ACCESS) {
+        for (int k = 0; k < nnodes; k++)
+            if (nodes[k] == e->u.access.tensor) reads[k] += per;
+    }
+    hc_expr *c[HC_AS_MAX_CHILDREN];
+    int n = hc_as_children((hc_expr *)e, c);
+    for (int i = 0; i < n; i++) count_reads(c[i], per, nodes, nnodes, reads);
+}
+
+/* Injective nodes that inlining would evaluate many times per element: consumers from
+ * last to first, each evaluated once per element when materialized and as often as it is
+ * read when inlined; a node read more than twice per element on average whose own value
+ * is expensive (exp, a division, ...) is materialized instead: inlining a softmax's
+ * probabilities into the product with V would recompute every exp head_size times. */
+static bool *amplified_nodes(hc_as_sched *s, hc_tnode **nodes, int nnodes) {
+    double *reads = hc_xcalloc((size_t)nnodes + 1, sizeof(double));
+    bool *mat = hc_xcalloc((size_t)nnodes + 1, sizeof(bool));
+    for (int k = nnodes - 1; k >= 0; k--) {
+        const hc_tnode *n = nodes[k];
+        double size = numel_of(n);
+        bool out = hc_as_is_output(s->task, n), red = hc_expr_has_reduce(n->value);
+        mat[k] = !out && !red && reads[k] > 2 * size && expensive(n->value);
+        double evals = out || red || mat[k] ? size : reads[k];
+        count_reads(n->value, evals, nodes, nnodes, reads); /* each evaluation reads them */
+    }
+    free(reads);
+    return mat;
+}
+
 void hc_as_assign_roles(hc_as_sched *s, hc_tnode **nodes, int nnodes) {
+    bool *amplified = amplified_nodes(s, nodes, nnodes);
     for (int k = 0; k < nnodes && !s->st; k++) {
         hc_as_node *ni = &s->info[s->task->ninputs + k];
         const hc_tnode *n = nodes[k];
@@ -163,7 +218,7 @@ void hc_as_assign_roles(hc_as_sched *s, hc_tnode **nodes, int nnodes) {
             hc_as_sched_fail(s, HC_ERR_INVALID, "node without a value type:", n->name);
         ni->value = hc_as_translate(s, n->value);
         bool inl = !hc_as_is_output(s->task, n) && !hc_expr_has_reduce(n->value) &&
-                   hc_as_expr_size(ni->value) <= HC_AS_INLINE_MAX_NODES;
+                   !amplified[k] && hc_as_expr_size(ni->value) <= HC_AS_INLINE_MAX_NODES;
         ni->role = inl ? HC_AS_INLINE : HC_AS_MATERIALIZE;
         for (int i = 0; i < s->task->noutputs; i++)
             if (s->task->outputs[i] == n) ni->buf = s->out_params[i];
@@ -171,6 +226,7 @@ void hc_as_assign_roles(hc_as_sched *s, hc_tnode **nodes, int nnodes) {
         /* info entries after k are not yet filled: translation only sees producers */
         s->ninfo = s->task->ninputs + k + 1;
     }
+    free(amplified);
 }
 
 hc_dtype hc_as_acc_dtype(hc_dtype t) { return t == HC_F16 || t == HC_BF16 ? HC_F32 : t; }
