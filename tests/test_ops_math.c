@@ -1041,7 +1041,7 @@ static void build_jit_cases(void) {
     for (int op = 0; op < HC_OPK_COUNT; op++) {
         const hc_op_def *d = hc_op_get((hc_op_kind)op);
         if (!d || d->infer != hc_ops_math[0].infer) continue; /* unary ops share Relu's */
-        if (op == HC_OPK_NOT) continue;
+        if (op == HC_OPK_NOT || op == HC_OPK_BITWISE_NOT) continue; /* integers and bools */
         double lo = -3, hi = 3;
         if (op == HC_OPK_ACOSH) lo = 1, hi = 5;
         if (op == HC_OPK_ASIN || op == HC_OPK_ACOS || op == HC_OPK_ATANH) lo = -0.99, hi = 0.99;
@@ -1094,6 +1094,23 @@ static void build_jit_cases(void) {
     jadd(HC_OPK_POW, 15, 2, (hc_dtype[]){HC_F32, HC_F32}, (int[]){2, 0},
          (const int64_t *const[]){s7x5, NULL}, (const void *const[]){NULL, &three}, 0, 0, NULL,
          -3, 3, 2e-6);
+    /* bitwise ops and shifts on integers (shifts past the width included), Gelu's tanh form */
+    jadd1(HC_OPK_BITWISE_NOT, HC_I16, 1, s13, 0, NULL, -99, 99);
+    jadd1(HC_OPK_BITWISE_NOT, HC_U8, 2, s7x5, 0, NULL, 0, 255);
+    const hc_op_kind bits[] = {HC_OPK_BITWISE_AND, HC_OPK_BITWISE_OR, HC_OPK_BITWISE_XOR};
+    for (size_t k = 0; k < HC_ARRAY_LEN(bits); k++) {
+        jadd2(bits[k], HC_I32, 2, s2x17, 1, s17, 0, NULL, -999, 999);
+        jadd2(bits[k], HC_U8, 3, s3x1x5, 2, s7x5, 0, NULL, 0, 255);
+    }
+    hc_attr left = {.name = "direction", .kind = HC_ATTR_STRING, .s = "LEFT"};
+    hc_attr right = {.name = "direction", .kind = HC_ATTR_STRING, .s = "RIGHT"};
+    jadd2(HC_OPK_BIT_SHIFT, HC_U8, 2, s2x17, 1, s17, 1, &left, 0, 12);
+    jadd2(HC_OPK_BIT_SHIFT, HC_U16, 2, s2x17, 1, s17, 1, &left, 0, 20);
+    jadd2(HC_OPK_BIT_SHIFT, HC_U64, 2, s2x17, 1, s17, 1, &right, 0, 70);
+    jadd(HC_OPK_BIT_SHIFT, 28, 2, (hc_dtype[]){HC_I16, HC_I16}, (int[]){2, 1},
+         (const int64_t *const[]){s2x17, s17}, NULL, 0, 1, &right, -99, 99, 0);
+    hc_attr tanh_form = {.name = "approximate", .kind = HC_ATTR_STRING, .s = "tanh"};
+    jadd1(HC_OPK_GELU, HC_F32, 2, s7x5, 1, &tanh_form, -4, 4);
     const hc_op_kind logic[] = {HC_OPK_AND, HC_OPK_OR, HC_OPK_XOR, HC_OPK_EQUAL};
     for (size_t k = 0; k < HC_ARRAY_LEN(logic); k++)
         jadd2(logic[k], HC_BOOL, 3, s3x1x5, 2, s7x5, 0, NULL, 0, 2);
@@ -1170,6 +1187,8 @@ static void fill(void *buf, hc_dtype t, int64_t n, double lo, double hi) {
         case HC_I64: ((int64_t *)buf)[i] = (int64_t)floor(v); break;
         case HC_U8: ((uint8_t *)buf)[i] = (uint8_t)floor(v); break;
         case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)floor(v); break;
+        case HC_U16: ((uint16_t *)buf)[i] = (uint16_t)floor(v); break;
+        case HC_U64: ((uint64_t *)buf)[i] = (uint64_t)floor(v) * 0x9E3779B97F4A7C15ull; break;
         default: HC_ASSERT(0);
         }
     }

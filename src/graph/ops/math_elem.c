@@ -397,10 +397,12 @@ static hc_expr *shift_expr(hc_arena *a, const hc_node *n, hc_expr *x, hc_expr *y
     bool sgn = hc_dtype_is_signed(d);
     const hc_type *w = hc_type_scalar(sgn ? HC_I64 : HC_U64);
     int bits = 8 * hc_dtype_size(d);
-    hc_expr *wy = hc_cast(a, hc_type_scalar(HC_I64), y);
-    hc_expr *ok = hc_binary(a, HC_OP_LT, wy, hc_int(a, bits));
-    if (sgn) ok = hc_and(a, ok, hc_binary(a, HC_OP_GE, wy, hc_int(a, 0)));
-    hc_expr *safe = SEL(ok, wy, hc_int(a, 0));
+    /* the count compared in its own signedness: a u64 count of 2^63 or more is not a
+     * negative i64 */
+    hc_expr *wy = hc_cast(a, w, y);
+    hc_expr *ok = hc_binary(a, HC_OP_LT, wy, hc_cast(a, w, hc_int(a, bits)));
+    if (sgn) ok = hc_and(a, ok, hc_binary(a, HC_OP_GE, wy, hc_cast(a, w, hc_int(a, 0))));
+    hc_expr *safe = hc_cast(a, hc_type_scalar(HC_I64), SEL(ok, wy, hc_cast(a, w, hc_int(a, 0))));
     hc_expr *v = hc_binary(a, left ? HC_OP_SHL : HC_OP_SHR, hc_cast(a, w, x), safe);
     hc_expr *over = left || !sgn ? hc_cast(a, w, NUM(0))
                                  : SEL(LT(x, NUM(0)), hc_cast(a, w, NUM(-1)), hc_cast(a, w, NUM(0)));
