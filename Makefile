@@ -4,7 +4,7 @@ WERROR ?= 0
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure demo test check-sanitize valgrind bench-gemm onnx-test test-models clean
+.PHONY: all deps configure demo test check-sanitize valgrind bench-gemm onnx-test onnx-test-latest test-models clean
 
 all: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -40,6 +40,16 @@ bench-gemm: deps
 # The ONNX backend node tests (Debian libonnx-testdata), one line per test.
 onnx-test: all
 	$(BUILD)/hidetc onnx-test /usr/share/libonnx-testdata/data/node/*/
+
+# The node tests of the current onnx release from PyPI (scripts/onnx-node-tests.sh writes
+# them into $(BUILD)/onnx-node-latest once), then Debian's 1.12 set beside them.
+onnx-test-latest: all
+	@[ -d $(BUILD)/onnx-node-latest ] || scripts/onnx-node-tests.sh $(BUILD)/onnx-node-latest
+	$(BUILD)/hidetc onnx-test $(BUILD)/onnx-node-latest/*/ --jobs $(JOBS) > $(BUILD)/onnx-test-latest.log; \
+	  rc=$$?; echo "$$(cat $(BUILD)/onnx-node-latest/VERSION): $$(tail -1 $(BUILD)/onnx-test-latest.log)"; \
+	  exit $$rc
+	$(BUILD)/hidetc onnx-test /usr/share/libonnx-testdata/data/node/*/ --jobs $(JOBS) > $(BUILD)/onnx-test-debian.log; \
+	  rc=$$?; echo "Debian libonnx-testdata (1.12): $$(tail -1 $(BUILD)/onnx-test-debian.log)"; exit $$rc
 
 # Full-size model tests (exports the five models from PyTorch; minutes).
 test-models: all
