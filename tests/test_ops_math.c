@@ -1158,6 +1158,12 @@ static void build_jit_cases(void) {
     jadd(HC_OPK_CUM_SUM, 14, 2, (hc_dtype[]){HC_I32, HC_I64}, (int[]){2, 0},
          (const int64_t *const[]){s7x5, NULL}, (const void *const[]){NULL, &ax1}, 0, 0, NULL,
          -9, 9, 0);
+    jadd(HC_OPK_CUM_PROD, 26, 2, (hc_dtype[]){HC_F32, HC_I64}, (int[]){2, 0},
+         (const int64_t *const[]){s2x17, NULL}, (const void *const[]){NULL, &ax1}, 0, 2, cs,
+         0.5, 1.5, 2e-5);
+    jadd(HC_OPK_CUM_PROD, 26, 2, (hc_dtype[]){HC_I64, HC_I64}, (int[]){2, 0},
+         (const int64_t *const[]){s7x5, NULL}, (const void *const[]){NULL, &ax1}, 0, 0, NULL,
+         -3, 3, 0);
     const int64_t s2x600[2] = {2, 600};
     jadd(HC_OPK_CUM_SUM, 14, 2, (hc_dtype[]){HC_F16, HC_I64}, (int[]){2, 0},
          (const int64_t *const[]){s2x600, NULL}, (const void *const[]){NULL, &ax1}, 0, 0, NULL,

@@ -88,6 +88,7 @@
     X(ARG_MAX,                   "ArgMax",                     1, 1, 1, 1, REDUCE)            \
     X(ARG_MIN,                   "ArgMin",                     1, 1, 1, 1, REDUCE)            \
     X(CUM_SUM,                   "CumSum",                     2, 2, 1, 1, REDUCE)            \
+    X(CUM_PROD,                  "CumProd",                    2, 2, 1, 1, REDUCE)            \
     X(TOP_K,                     "TopK",                       2, 2, 2, 2, REDUCE)            \
     /* elementwise math */                                                                    \
     X(ADD,                       "Add",                        2, 2, 1, 1, INJECTIVE)         \

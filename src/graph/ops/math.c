@@ -68,6 +68,7 @@ const hc_op_def hc_ops_math[] = {
     {HC_OPK_ARG_MAX, hc_math_infer_argreduce, hc_math_task_argreduce},
     {HC_OPK_ARG_MIN, hc_math_infer_argreduce, hc_math_task_argreduce},
     {HC_OPK_CUM_SUM, hc_math_infer_cumsum, hc_math_task_cumsum},
+    {HC_OPK_CUM_PROD, hc_math_infer_cumsum, hc_math_task_cumsum},
     {HC_OPK_TOP_K, hc_math_infer_topk, hc_math_task_topk},
     /* elementwise math */
     NARY(ADD),

@@ -286,7 +286,7 @@ hc_status hc_math_infer_cumsum(hc_node *n, hc_error *err) {
 typedef struct cumsum_ctx {
     const hc_tnode *x;
     int axis;
-    bool exclusive, reverse;
+    bool exclusive, reverse, prod; /* prod: CumProd */
 } cumsum_ctx;
 
 /* y[.., i, ..] = sum over r of x[.., r, ..] where r precedes i (or equals it when
@@ -300,9 +300,9 @@ static hc_expr *cumsum_fn(hc_arena *a, hc_var *const *axes, void *ctx) {
     hc_binop op = c->reverse ? (c->exclusive ? HC_OP_GT : HC_OP_GE)
                              : (c->exclusive ? HC_OP_LT : HC_OP_LE);
     hc_expr *v = hc_select(a, hc_binary(a, op, ri, i), hc_at(a, c->x, idx),
-                           hc_const_num(a, c->x->dtype, 0));
+                           hc_const_num(a, c->x->dtype, c->prod ? 1 : 0));
     int64_t ext = c->x->shape[c->axis];
-    return hc_reduce(a, HC_REDUCE_SUM, 1, &r, &ext, v);
+    return hc_reduce(a, c->prod ? HC_REDUCE_PROD : HC_REDUCE_SUM, 1, &r, &ext, v);
 }
 
 hc_task *hc_math_task_cumsum(hc_arena *a, const hc_node *n, hc_error *err) {
@@ -315,6 +315,7 @@ hc_task *hc_math_task_cumsum(hc_arena *a, const hc_node *n, hc_error *err) {
     c.x = half ? hc_compute_cast(a, hc_arena_printf(a, "%s_f32in", name), ins[0], HC_F32)
                : ins[0];
     c.exclusive = hc_node_attr_int(n, "exclusive", 0) != 0;
+    c.prod = n->op == HC_OPK_CUM_PROD;
     c.reverse = hc_node_attr_int(n, "reverse", 0) != 0;
     const char *yn = half ? hc_arena_printf(a, "%s_f32", name) : name;
     hc_tnode *y = hc_compute(a, yn, c.x->ndim, c.x->shape, cumsum_fn, &c);

@@ -73,6 +73,7 @@ static const op_versions table[] = {
     V(ARG_MAX, 1, 11, 12, 13),
     V(ARG_MIN, 1, 11, 12, 13),
     V(CUM_SUM, 11, 14),
+    V(CUM_PROD, 26),
     V(TOP_K, 1, 10, 11, 24),
     V(ADD, 1, 6, 7, 13, 14),
     V(SUB, 1, 6, 7, 13, 14),
