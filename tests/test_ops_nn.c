@@ -709,7 +709,7 @@ typedef struct jcase {
 
 static void test_compiled(void) {
     hc_graph *g = hc_graph_new("jit", 13);
-    jcase cs[28];
+    jcase cs[40];
     int nc = 0;
     hc_tensor *cx[3] = {input(g, "cx", SHAPE(1, 6, 11, 7)), input(g, "cw", SHAPE(6, 2, 3, 3)),
                         input(g, "cb", SHAPE(6))};
@@ -752,6 +752,10 @@ static void test_compiled(void) {
     hc_tensor *tail[1] = {input(g, "cxt", SHAPE(2, 2, 3, 17))};
     hc_attr pt[] = {INTS("kernel_shape", 1, 5), INTS("pads", 0, 2, 0, 2)};
     cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_tail", 1, tail, 1, 2, pt);
+    hc_attr lp3[] = {INTS("kernel_shape", 2, 3), INTS("pads", 1, 0, 0, 2), INTS("strides", 2, 1),
+                     INT("p", 3)};
+    cs[nc++].n = node(g, HC_OPK_LP_POOL, "j_lppool_p3", 1, cx, 1, 4, lp3);
+    cs[nc++].n = node(g, HC_OPK_LP_POOL, "j_lppool_p2", 1, tail, 1, 2, pt);
     hc_attr pm[] = {INTS("kernel_shape", 3, 4), INTS("pads", 2, 1, 1, 2)};
     cs[nc++].n = node(g, HC_OPK_MAX_POOL, "j_maxpool_pad", 1, cx, 1, 2, pm);
     /* strided windows: the guard on k*j + c still becomes loop bounds (floor/ceil) */

@@ -72,6 +72,7 @@
     /* pooling */                                                                             \
     X(MAX_POOL,                  "MaxPool",                    1, 1, 1, 2, REDUCE)            \
     X(AVERAGE_POOL,              "AveragePool",                1, 1, 1, 1, REDUCE)            \
+    X(LP_POOL,                   "LpPool",                     1, 1, 1, 1, REDUCE)            \
     X(GLOBAL_AVERAGE_POOL,       "GlobalAveragePool",          1, 1, 1, 1, REDUCE)            \
     X(GLOBAL_MAX_POOL,           "GlobalMaxPool",              1, 1, 1, 1, REDUCE)            \
     /* reductions */                                                                          \

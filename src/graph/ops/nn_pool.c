@@ -1,4 +1,4 @@
-/* nn_pool.c — MaxPool (with Indices), AveragePool, GlobalAveragePool, GlobalMaxPool. */
+/* nn_pool.c — MaxPool (with Indices), AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool. */
 #include <math.h>
 #include <string.h>
 
@@ -54,6 +54,7 @@ typedef struct pool_ctx {
     const hc_tnode *x, *y; /* y: the max (Indices) */
     hc_nn_window w;
     bool include_pad, col_major;
+    double lp; /* LpPool: the terms are |x|^lp */
     hc_var *const *o;
     hc_expr *valid; /* set by pool_index: the position is inside x */
     hc_expr *pos[HC_MAX_DIMS];
@@ -170,7 +171,11 @@ static hc_expr *sum_term(hc_arena *a, hc_var *const *r, void *vctx) {
     pool_ctx *c = vctx;
     hc_expr *idx[HC_MAX_DIMS];
     pool_index(a, c, r, idx);
-    return hc_nn_guard(a, c->valid, hc_at(a, c->x, idx), hc_const_num(a, c->x->dtype, 0));
+    hc_expr *v = hc_at(a, c->x, idx);
+    if (c->lp == 2) v = hc_mul(a, v, v);
+    else if (c->lp > 0)
+        v = hc_math(a, HC_PRIM_POW, hc_math(a, HC_PRIM_ABS, v, NULL), hc_const_num(a, c->x->dtype, c->lp));
+    return hc_nn_guard(a, c->valid, v, hc_const_num(a, c->x->dtype, 0));
 }
 
 /* 1 where the window element counts towards the divisor. */
@@ -197,6 +202,40 @@ static hc_expr *avg_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     int64_t k = constant_count(&c->w, c->include_pad);
     if (k > 0) return hc_div(a, s, hc_const_num(a, c->x->dtype, (double)k));
     return hc_div(a, s, hc_reduce_expr(a, c->w.nsp, c->w.kernel, count_term, c, HC_REDUCE_SUM));
+}
+
+/* LpPool: (sum of |x|^p over the window's elements inside x)^(1/p) (the reference's
+ * kernel size times an average that counts the pads). */
+static hc_expr *lp_out(hc_arena *a, hc_var *const *axes, void *vctx) {
+    pool_ctx *c = vctx;
+    c->o = axes;
+    hc_dtype t = c->x->dtype;
+    hc_expr *s = hc_reduce_expr(a, c->w.nsp, c->w.kernel, sum_term, c, HC_REDUCE_SUM);
+    if (c->lp == 2) return hc_math(a, HC_PRIM_SQRT, s, NULL);
+    return hc_math(a, HC_PRIM_POW, s, hc_const_num(a, t, 1.0 / c->lp));
+}
+
+static double lp_of(const hc_node *n) {
+    const hc_attr *p = hc_node_attr(n, "p");
+    if (!p) return 2;
+    return p->kind == HC_ATTR_INT ? (double)p->i : p->f;
+}
+
+hc_status hc_nn_infer_lp_pool(hc_node *n, hc_error *err) {
+    if (!(lp_of(n) > 0))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "p %g must be positive", lp_of(n));
+    return hc_nn_infer_average_pool(n, err);
+}
+
+hc_task *hc_nn_task_lp_pool(hc_arena *a, const hc_node *n, hc_error *err) {
+    pool_ctx c = {.lp = lp_of(n)};
+    if (hc_nn_pool_window(n, &c.w, err)) return NULL;
+    int nin;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    c.x = in[0];
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, lp_out, &c);
+    return hc_node_task(a, n, nin, in, 1, &out);
 }
 
 hc_task *hc_nn_task_average_pool(hc_arena *a, const hc_node *n, hc_error *err) {
