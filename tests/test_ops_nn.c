@@ -764,6 +764,18 @@ static void test_compiled(void) {
     hc_attr ps3[] = {INTS("kernel_shape", 2, 4), INTS("pads", 1, 2, 0, 1), INTS("strides", 3, 3)};
     cs[nc++].n = node(g, HC_OPK_AVERAGE_POOL, "j_avgpool_s3", 1, wide, 1, 3, ps3);
     int last_padded = nc;
+    /* GridSample: grid values in [-2, 2] reach every padding rule */
+    hc_tensor *gs1[2] = {input(g, "gsx", SHAPE(1, 3, 5, 7)), input(g, "gsg", SHAPE(1, 4, 6, 2))};
+    cs[nc++].n = node(g, HC_OPK_GRID_SAMPLE, "j_gridsample_linear", 2, gs1, 1, 0, NULL);
+    hc_attr gsc[] = {{.name = "mode", .kind = HC_ATTR_STRING, .s = "bicubic"},
+                     {.name = "padding_mode", .kind = HC_ATTR_STRING, .s = "reflection"},
+                     INT("align_corners", 1)};
+    hc_tensor *gs2[2] = {gs1[0], input(g, "gsg2", SHAPE(1, 3, 2, 2))};
+    cs[nc++].n = node(g, HC_OPK_GRID_SAMPLE, "j_gridsample_cubic", 2, gs2, 1, 3, gsc);
+    hc_attr gsn[] = {{.name = "mode", .kind = HC_ATTR_STRING, .s = "nearest"},
+                     {.name = "padding_mode", .kind = HC_ATTR_STRING, .s = "border"}};
+    hc_tensor *gs3[2] = {input(g, "gsx3", SHAPE(2, 2, 3, 4)), input(g, "gsg3", SHAPE(2, 5, 1, 2))};
+    cs[nc++].n = node(g, HC_OPK_GRID_SAMPLE, "j_gridsample_nearest", 2, gs3, 1, 2, gsn);
     hc_tensor *ln[3] = {ma[0], input(g, "ls", SHAPE(17)), input(g, "lb", SHAPE(17))};
     cs[nc++].n = node(g, HC_OPK_LAYER_NORMALIZATION, "j_layernorm", 3, ln, 1, 0, NULL);
     hc_attr ea[] = {STR("equation", "abij,abjk->abik")};
@@ -784,10 +796,11 @@ static void test_compiled(void) {
     hc_attr roa[] = {INT("rotary_embedding_dim", 6), INT("interleaved", 1)};
     cs[nc++].n = node(g23, HC_OPK_ROTARY_EMBEDDING, "j_rope", 3, ro, 1, 2, roa);
 
+    HC_ASSERT(nc <= (int)HC_ARRAY_LEN(cs)); /* cs[] has room for every case */
     hc_arena a;
     hc_arena_init(&a);
     const hc_target *tg = hc_target_host();
-    hc_func *fs[28];
+    hc_func *fs[HC_ARRAY_LEN(cs)];
     for (int i = 0; i < nc; i++) {
         HC_ASSERT(cs[i].n);
         const hc_op_def *d = hc_op_get(cs[i].n->op);

@@ -1,0 +1,186 @@
+/* nn_grid_sample.c — GridSample (16, 20, 22): X [N, C, D1..Dk] sampled at the normalized
+ * coordinates of grid [N, O1..Ok, k] (the last entry indexes X's last spatial dim, as the
+ * reference reads them reversed) into Y [N, C, O1..Ok]. One Task: each output element is a
+ * reduction over the interpolation taps (1 for nearest, 2^k linear, 4^k cubic), the weight
+ * of a tap the product of its per-dim weights, the pixel read with the padding mode's rule,
+ * as the ONNX reference (onnx/reference/ops/op_grid_sample.py) computes it:
+ *   coordinates: align_corners ? (g + 1) / 2 (D - 1) : ((g + 1) D - 1) / 2; nearest rounds
+ *     half to even; out of [lo, hi] (align ? [0, D-1] : [-0.5, D-0.5]) they are clamped
+ *     to [0, D-1] (border) or reflected into [lo, hi] (reflection);
+ *   pixels: zeros: 0 outside; border: the index clamped; reflection: reflected;
+ *   cubic: Keys' kernel with a = -0.75 on the taps floor(x) - 1 .. floor(x) + 2. */
+#include <math.h>
+#include <string.h>
+
+#include "graph/ops/nn_internal.h"
+
+typedef enum { GS_NEAREST, GS_LINEAR, GS_CUBIC } gs_mode;
+typedef enum { GS_ZEROS, GS_BORDER, GS_REFLECTION } gs_pad;
+
+typedef struct gs {
+    gs_mode mode;
+    gs_pad pad;
+    bool align;
+    int k; /* spatial dims */
+} gs;
+
+static hc_status gs_parse(const hc_node *n, gs *g, hc_error *err) {
+    const hc_tensor *x = hc_nn_in(n, 0), *grid = hc_nn_in(n, 1);
+    if (!x || !grid) return hc_node_fail(n, HC_ERR_INVALID, err, "X and grid are required");
+    if (hc_nn_need_float(n, 0, err) || hc_nn_need_float(n, 1, err)) return err->status;
+    const char *m = hc_node_attr_string(n, "mode", n->opset >= 20 ? "linear" : "bilinear");
+    const char *p = hc_node_attr_string(n, "padding_mode", "zeros");
+    if (!strcmp(m, "nearest")) g->mode = GS_NEAREST;
+    else if (!strcmp(m, "linear") || !strcmp(m, "bilinear")) g->mode = GS_LINEAR;
+    else if (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) g->mode = GS_CUBIC;
+    else return hc_node_fail(n, HC_ERR_INVALID, err, "mode '%s'", m);
+    if (!strcmp(p, "zeros")) g->pad = GS_ZEROS;
+    else if (!strcmp(p, "border")) g->pad = GS_BORDER;
+    else if (!strcmp(p, "reflection")) g->pad = GS_REFLECTION;
+    else return hc_node_fail(n, HC_ERR_INVALID, err, "padding_mode '%s'", p);
+    g->align = hc_node_attr_int(n, "align_corners", 0) != 0;
+    g->k = x->ndim - 2;
+    if (g->k < 1 || (n->opset < 20 && g->k != 2))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "X must be %s (rank %d)",
+                            n->opset < 20 ? "4-D before opset 20" : "at least 3-D", x->ndim);
+    if (g->mode == GS_CUBIC && g->k != 2)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "cubic mode is for 4-D X only");
+    if (grid->ndim != x->ndim || grid->shape[0] != x->shape[0] || grid->shape[grid->ndim - 1] != g->k)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "grid '%s' must be [%lld, O1..O%d, %d]",
+                            grid->name, (long long)x->shape[0], g->k, g->k);
+    return HC_OK;
+}
+
+hc_status hc_nn_infer_grid_sample(hc_node *n, hc_error *err) {
+    gs g;
+    if (gs_parse(n, &g, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0), *grid = hc_nn_in(n, 1);
+    int64_t shape[HC_MAX_DIMS] = {x->shape[0], x->shape[1]};
+    for (int i = 0; i < g.k; i++) shape[2 + i] = grid->shape[1 + i];
+    hc_node_set_output(n, 0, x->dtype, x->ndim, shape);
+    return HC_OK;
+}
+
+typedef struct gs_ctx {
+    gs g;
+    hc_arena *a;
+    const hc_tnode *x, *grid;
+    const hc_type *ct; /* f32 (f64 for f64) */
+} gs_ctx;
+
+static hc_expr *num(const gs_ctx *c, double v) { return hc_const_num(c->a, c->ct->dtype, v); }
+
+static hc_expr *floor_e(const gs_ctx *c, hc_expr *v) { return hc_math(c->a, HC_PRIM_FLOOR, v, NULL); }
+
+/* The reference's reflection of v into [lo, hi] (floats). */
+static hc_expr *reflect(const gs_ctx *c, hc_expr *v, double lo, double hi) {
+    hc_arena *a = c->a;
+    double rng = hi - lo;
+    if (rng <= 0) return num(c, lo);
+    hc_expr *below = hc_lt(a, v, num(c, lo));
+    hc_expr *dx = hc_select(a, below, hc_sub(a, num(c, lo), v), hc_sub(a, v, num(c, hi)));
+    hc_expr *k = floor_e(c, hc_div(a, dx, num(c, rng)));
+    hc_expr *r = hc_sub(a, dx, hc_mul(a, k, num(c, rng)));
+    hc_expr *even = hc_eq(a, hc_sub(a, k, hc_mul(a, num(c, 2), floor_e(c, hc_div(a, k, num(c, 2))))),
+                          num(c, 0));
+    hc_expr *from_lo = hc_add(a, num(c, lo), r), *from_hi = hc_sub(a, num(c, hi), r);
+    hc_expr *out = hc_select(a, below, hc_select(a, even, from_lo, from_hi),
+                             hc_select(a, even, from_hi, from_lo));
+    hc_expr *inside = hc_and(a, hc_le(a, num(c, lo), v), hc_le(a, v, num(c, hi)));
+    return hc_select(a, inside, v, out);
+}
+
+static hc_expr *clampf(const gs_ctx *c, hc_expr *v, double lo, double hi) {
+    return hc_min(c->a, hc_max(c->a, v, num(c, lo)), num(c, hi));
+}
+
+/* Index i (an integer-valued float) of a dim of size d under the padding mode: the index
+ * to read (in range) and, for zeros, whether the pixel is inside. */
+static hc_expr *pixel_index(const gs_ctx *c, hc_expr *i, int64_t d, hc_expr **valid) {
+    hc_arena *a = c->a;
+    double lo = c->g.align ? 0 : -0.5, hi = c->g.align ? (double)d - 1 : (double)d - 0.5;
+    if (c->g.pad == GS_REFLECTION) i = reflect(c, i, lo, hi);
+    else if (c->g.pad == GS_ZEROS)
+        *valid = hc_nn_and(a, *valid, hc_and(a, hc_le(a, num(c, 0), i), hc_le(a, i, num(c, (double)d - 1))));
+    i = clampf(c, i, 0, (double)d - 1);
+    return hc_cast(a, hc_type_scalar(HC_I64), i); /* truncation, as the reference's int() */
+}
+
+/* Keys' cubic weight (a = -0.75) of a tap at distance |t| (0 <= |t| < 2). */
+static hc_expr *cubic_w(const gs_ctx *c, hc_expr *t) {
+    hc_arena *a = c->a;
+    hc_expr *x = hc_math(a, HC_PRIM_ABS, t, NULL);
+    const double al = -0.75;
+    /* |x| <= 1: ((a + 2) x - (a + 3)) x^2 + 1; 1 < |x| < 2: ((a x - 5a) x + 8a) x - 4a */
+    hc_expr *near = hc_add(a, hc_mul(a, hc_sub(a, hc_mul(a, num(c, al + 2), x), num(c, al + 3)),
+                                     hc_mul(a, x, x)), num(c, 1));
+    hc_expr *far = hc_sub(a, hc_mul(a, hc_add(a, hc_mul(a, hc_sub(a, hc_mul(a, num(c, al), x),
+                                                                    num(c, 5 * al)), x),
+                                              num(c, 8 * al)), x), num(c, 4 * al));
+    return hc_select(a, hc_le(a, x, num(c, 1)), near, far);
+}
+
+static hc_expr *sample(hc_arena *a, hc_var *const *axes, void *vctx) {
+    gs_ctx *c = vctx;
+    c->a = a;
+    const gs *g = &c->g;
+    int k = g->k;
+    int64_t taps = g->mode == GS_NEAREST ? 1 : g->mode == GS_LINEAR ? 2 : 4;
+    hc_var *t[HC_MAX_DIMS];
+    int64_t ext[HC_MAX_DIMS];
+    for (int i = 0; i < k; i++) t[i] = hc_axis(a, "t"), ext[i] = taps;
+    hc_expr *xi[HC_MAX_DIMS] = {hc_ref(a, axes[0]), hc_ref(a, axes[1])};
+    hc_expr *w = NULL, *valid = NULL;
+    for (int i = 0; i < k; i++) {
+        int64_t d = c->x->shape[2 + i];
+        hc_expr *gi[HC_MAX_DIMS];
+        gi[0] = hc_ref(a, axes[0]);
+        for (int j = 0; j < k; j++) gi[1 + j] = hc_ref(a, axes[2 + j]);
+        gi[1 + k] = hc_int(a, k - 1 - i); /* grid's entries run from the last dim */
+        hc_expr *gv = hc_cast(a, c->ct, hc_at(a, c->grid, gi));
+        hc_expr *x = g->align ? hc_mul(a, hc_div(a, hc_add(a, gv, num(c, 1)), num(c, 2)), num(c, (double)d - 1))
+                              : hc_div(a, hc_sub(a, hc_mul(a, hc_add(a, gv, num(c, 1)), num(c, (double)d)),
+                                                 num(c, 1)), num(c, 2));
+        if (g->mode == GS_NEAREST) x = hc_math(a, HC_PRIM_ROUND, x, NULL);
+        double lo = g->align ? 0 : -0.5, hi = g->align ? (double)d - 1 : (double)d - 0.5;
+        if (g->pad == GS_BORDER)
+            x = hc_select(a, hc_binary(a, HC_OP_OR, hc_lt(a, x, num(c, lo)), hc_lt(a, num(c, hi), x)),
+                          clampf(c, x, 0, (double)d - 1), x);
+        else if (g->pad == GS_REFLECTION) x = reflect(c, x, lo, hi);
+        hc_expr *tap = hc_cast(a, c->ct, hc_ref(a, t[i])), *wi, *pos;
+        if (g->mode == GS_NEAREST) {
+            /* the reference's int(): toward zero */
+            pos = hc_cast(a, c->ct, hc_cast(a, hc_type_scalar(HC_I64), x));
+            wi = NULL;
+        } else {
+            hc_expr *x0 = floor_e(c, x), *f = hc_sub(a, x, x0);
+            if (g->mode == GS_LINEAR) {
+                pos = hc_add(a, x0, tap);
+                wi = hc_select(a, hc_eq(a, hc_ref(a, t[i]), hc_int(a, 0)), hc_sub(a, num(c, 1), f), f);
+            } else {
+                pos = hc_add(a, x0, hc_sub(a, tap, num(c, 1)));
+                wi = cubic_w(c, hc_sub(a, f, hc_sub(a, tap, num(c, 1))));
+            }
+        }
+        xi[2 + i] = pixel_index(c, pos, d, &valid);
+        if (wi) w = w ? hc_mul(a, w, wi) : wi;
+    }
+    hc_expr *px = hc_cast(a, c->ct, hc_at(a, c->x, xi));
+    if (valid) px = hc_select(a, valid, px, num(c, 0));
+    hc_expr *v = w ? hc_mul(a, w, px) : px;
+    return hc_reduce(a, HC_REDUCE_SUM, k, t, ext, v);
+}
+
+hc_task *hc_nn_task_grid_sample(hc_arena *a, const hc_node *n, hc_error *err) {
+    gs_ctx c = {.a = a};
+    if (gs_parse(n, &c.g, err)) return NULL;
+    int nin;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    c.x = in[0], c.grid = in[1];
+    hc_dtype dt = c.x->dtype;
+    c.ct = hc_type_scalar(dt == HC_F64 ? HC_F64 : HC_F32);
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, dt == c.ct->dtype ? y->name : "gs", y->ndim, y->shape, sample, &c);
+    if (dt != c.ct->dtype) out = hc_compute_cast(a, y->name, out, dt);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
