@@ -776,6 +776,13 @@ static void test_compiled(void) {
                      {.name = "padding_mode", .kind = HC_ATTR_STRING, .s = "border"}};
     hc_tensor *gs3[2] = {input(g, "gsx3", SHAPE(2, 2, 3, 4)), input(g, "gsg3", SHAPE(2, 5, 1, 2))};
     cs[nc++].n = node(g, HC_OPK_GRID_SAMPLE, "j_gridsample_nearest", 2, gs3, 1, 2, gsn);
+    /* Col2Im: strides, dilations and uneven pads (blocks 4 x 2 of 2 x 3 on a 7 x 5 image) */
+    const int64_t img[2] = {7, 5}, blk[2] = {2, 3};
+    hc_tensor *c2[3] = {input(g, "c2x", SHAPE(1, 12, 8)),
+                        hc_graph_constant(g, "c2img", HC_I64, 1, (int64_t[]){2}, img),
+                        hc_graph_constant(g, "c2blk", HC_I64, 1, (int64_t[]){2}, blk)};
+    hc_attr c2a[] = {INTS("dilations", 1, 2), INTS("strides", 2, 1), INTS("pads", 1, 0, 0, 1)};
+    cs[nc++].n = node(g, HC_OPK_COL2IM, "j_col2im", 3, c2, 1, 3, c2a);
     hc_tensor *ln[3] = {ma[0], input(g, "ls", SHAPE(17)), input(g, "lb", SHAPE(17))};
     cs[nc++].n = node(g, HC_OPK_LAYER_NORMALIZATION, "j_layernorm", 3, ln, 1, 0, NULL);
     hc_attr ea[] = {STR("equation", "abij,abjk->abik")};

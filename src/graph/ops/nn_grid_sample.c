@@ -1,4 +1,6 @@
-/* nn_grid_sample.c — GridSample (16, 20, 22): X [N, C, D1..Dk] sampled at the normalized
+/* nn_grid_sample.c — the sampling ops: GridSample and Col2Im (at the end).
+ *
+ * GridSample (16, 20, 22): X [N, C, D1..Dk] sampled at the normalized
  * coordinates of grid [N, O1..Ok, k] (the last entry indexes X's last spatial dim, as the
  * reference reads them reversed) into Y [N, C, O1..Ok]. One Task: each output element is a
  * reduction over the interpolation taps (1 for nearest, 2^k linear, 4^k cubic), the weight
@@ -182,5 +184,102 @@ hc_task *hc_nn_task_grid_sample(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_tensor *y = n->outputs[0];
     hc_tnode *out = hc_compute(a, dt == c.ct->dtype ? y->name : "gs", y->ndim, y->shape, sample, &c);
     if (dt != c.ct->dtype) out = hc_compute_cast(a, y->name, out, dt);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
+/* ---- Col2Im (18) ---------------------------------------------------------------------- */
+/* X [N, C * prod(block), L] (L = the sliding blocks, row-major over the block grid) summed
+ * back into Y [N, C, image...]: y[n, c, p] = sum over kernel offsets k with
+ * p + pad_begin - k * dilation = q * stride for a block position q inside the grid of
+ * x[n, c * K + flat(k), flat(q)]. image_shape and block_shape must be constants. */
+typedef struct c2i {
+    int nsp;
+    int64_t img[HC_MAX_DIMS], blk[HC_MAX_DIMS], dil[HC_MAX_DIMS], str[HC_MAX_DIMS];
+    int64_t pb[HC_MAX_DIMS], pe[HC_MAX_DIMS], grid[HC_MAX_DIMS], K, C;
+    const hc_tnode *x;
+} c2i;
+
+static hc_status c2i_parse(const hc_node *n, c2i *c, hc_error *err) {
+    const hc_tensor *x = hc_nn_in(n, 0), *is = hc_nn_in(n, 1), *bs = hc_nn_in(n, 2);
+    if (!x || !is || !bs) return hc_node_fail(n, HC_ERR_INVALID, err, "input, image_shape and block_shape are required");
+    if (x->ndim != 3) return hc_node_fail(n, HC_ERR_INVALID, err, "input '%s' must be 3-D", x->name);
+    if (!is->data) return hc_node_need_const(n, 1, err); /* shapes: values needed */
+    if (!bs->data) return hc_node_need_const(n, 2, err);
+    int64_t ni = hc_tensor_const_ints(is, c->img, HC_MAX_DIMS), nb = hc_tensor_const_ints(bs, c->blk, HC_MAX_DIMS);
+    if (ni < 0 || nb < 0)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "image_shape and block_shape must hold integers");
+    if (ni != nb || ni < 1 || ni > HC_MAX_DIMS - 2)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "image_shape and block_shape of one length (1 to %d)",
+                            HC_MAX_DIMS - 2);
+    c->nsp = (int)ni;
+    int nd = 0, ns = 0, np = 0;
+    const int64_t *d = hc_node_attr_ints(n, "dilations", &nd), *s = hc_node_attr_ints(n, "strides", &ns);
+    const int64_t *p = hc_node_attr_ints(n, "pads", &np);
+    if ((nd && nd != c->nsp) || (ns && ns != c->nsp) || (np && np != 2 * c->nsp))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "dilations, strides or pads of the wrong length");
+    c->K = 1, c->C = 0;
+    int64_t L = 1;
+    for (int i = 0; i < c->nsp; i++) {
+        c->dil[i] = nd ? d[i] : 1, c->str[i] = ns ? s[i] : 1;
+        c->pb[i] = np ? p[i] : 0, c->pe[i] = np ? p[i + c->nsp] : 0;
+        if (c->blk[i] < 1 || c->img[i] < 1 || c->dil[i] < 1 || c->str[i] < 1 || c->pb[i] < 0 || c->pe[i] < 0)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "dimension %d: sizes, dilations and strides "
+                                "must be positive, pads not negative", i);
+        c->grid[i] = (c->img[i] + c->pb[i] + c->pe[i] - c->dil[i] * (c->blk[i] - 1) - 1) / c->str[i] + 1;
+        if (c->grid[i] < 1)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "dimension %d: no sliding block fits", i);
+        c->K *= c->blk[i], L *= c->grid[i];
+    }
+    if (x->shape[1] % c->K || x->shape[2] != L)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "input '%s' [%lld, %lld, %lld] does not hold %lld-element "
+                            "blocks at %lld positions", x->name, (long long)x->shape[0],
+                            (long long)x->shape[1], (long long)x->shape[2], (long long)c->K, (long long)L);
+    c->C = x->shape[1] / c->K;
+    return HC_OK;
+}
+
+hc_status hc_nn_infer_col2im(hc_node *n, hc_error *err) {
+    c2i c;
+    if (c2i_parse(n, &c, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
+    int64_t shape[HC_MAX_DIMS] = {x->shape[0], c.C};
+    for (int i = 0; i < c.nsp; i++) shape[2 + i] = c.img[i];
+    hc_node_set_output(n, 0, x->dtype, 2 + c.nsp, shape);
+    return HC_OK;
+}
+
+static hc_expr *c2i_value(hc_arena *a, hc_var *const *axes, void *vctx) {
+    c2i *c = vctx;
+    hc_var *k[HC_MAX_DIMS];
+    hc_expr *ok = NULL, *kf = NULL, *qf = NULL;
+    for (int i = 0; i < c->nsp; i++) {
+        k[i] = hc_axis(a, "k");
+        /* t = p + pad - k * dil must be a multiple of the stride, q = t / stride in range */
+        hc_expr *t = hc_sub(a, hc_add(a, hc_ref(a, axes[2 + i]), hc_int(a, c->pb[i])),
+                            hc_mul(a, hc_ref(a, k[i]), hc_int(a, c->dil[i])));
+        hc_expr *st = hc_int(a, c->str[i]);
+        ok = hc_nn_and(a, ok, hc_le(a, hc_int(a, 0), t));
+        ok = hc_nn_and(a, ok, hc_eq(a, hc_mod(a, t, st), hc_int(a, 0)));
+        hc_expr *q = hc_div(a, t, st);
+        ok = hc_nn_and(a, ok, hc_lt(a, q, hc_int(a, c->grid[i])));
+        /* clamped so that the read stays inside x where ok is false */
+        q = hc_min(a, hc_max(a, q, hc_int(a, 0)), hc_int(a, c->grid[i] - 1));
+        kf = kf ? hc_add(a, hc_mul(a, kf, hc_int(a, c->blk[i])), hc_ref(a, k[i])) : hc_ref(a, k[i]);
+        qf = qf ? hc_add(a, hc_mul(a, qf, hc_int(a, c->grid[i])), q) : q;
+    }
+    hc_expr *ch = hc_add(a, hc_mul(a, hc_ref(a, axes[1]), hc_int(a, c->K)), kf);
+    hc_expr *v = hc_at(a, c->x, (hc_expr *[]){hc_ref(a, axes[0]), ch, qf});
+    v = hc_select(a, ok, v, hc_const_num(a, c->x->dtype, 0));
+    return hc_reduce(a, HC_REDUCE_SUM, c->nsp, k, c->blk, v);
+}
+
+hc_task *hc_nn_task_col2im(hc_arena *a, const hc_node *n, hc_error *err) {
+    c2i c;
+    if (c2i_parse(n, &c, err)) return NULL;
+    int nin;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    c.x = in[0];
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, c2i_value, &c);
     return hc_node_task(a, n, nin, in, 1, &out);
 }

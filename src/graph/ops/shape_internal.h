@@ -56,7 +56,8 @@ hc_expr *hc_shp_flat_index(hc_arena *a, int ndim, const int64_t *shape, hc_var *
 /* infer / task pairs (one per operator) */
 #define SHP_OPS(X)                                                                       \
     X(reshape) X(flatten) X(transpose) X(concat) X(split) X(slice) X(squeeze)             \
-    X(unsqueeze) X(expand) X(tile) X(pad) X(depth_to_space) X(space_to_depth)             \
+    X(unsqueeze) X(expand) X(tile) X(pad) X(center_crop_pad) X(depth_to_space)            \
+    X(space_to_depth)                                                                     \
     X(identity) X(dropout)                                                                \
     X(gather) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)           \
     X(trilu) X(one_hot) X(eye_like)                                                       \

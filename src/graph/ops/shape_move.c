@@ -614,6 +614,55 @@ hc_task *hc_shp_task_pad(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
+/* ---- CenterCropPad (18) ------------------------------------------------------------- */
+/* Per dim: the constant pads (negative: a crop) that center x in the target shape, the
+ * reference's: a crop starts at (D - t) / 2, a pad puts (t - D) / 2 before. */
+static hc_status center_pads(const hc_node *n, int64_t *before, int64_t *after, hc_error *err) {
+    const hc_tensor *x = n->inputs[0];
+    int64_t shape[HC_MAX_DIMS];
+    int cnt = 0, axes[HC_MAX_DIMS], nax = 0;
+    hc_status st = hc_shp_const_ints(n, 1, shape, HC_MAX_DIMS, &cnt, err);
+    if (st) return st;
+    int na = 0;
+    const int64_t *av = hc_node_attr_ints(n, "axes", &na);
+    if (na) {
+        if ((st = hc_shp_axes(n, "axes", av, na, x->ndim, axes, err))) return st;
+        nax = na;
+    } else {
+        for (int d = 0; d < x->ndim; d++) axes[nax++] = d;
+    }
+    if (cnt != nax)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "shape has %d values for %d axes", cnt, nax);
+    for (int d = 0; d < x->ndim; d++) before[d] = after[d] = 0;
+    for (int k = 0; k < nax; k++) {
+        int d = axes[k];
+        int64_t t = shape[k], D = x->shape[d];
+        if (t < 0) return hc_node_fail(n, HC_ERR_INVALID, err, "shape[%d] is %lld", k, (long long)t);
+        if (t <= D) before[d] = -((D - t) / 2), after[d] = -(D - t - (D - t) / 2);
+        else before[d] = (t - D) / 2, after[d] = t - D - (t - D) / 2;
+    }
+    return HC_OK;
+}
+
+hc_status hc_shp_infer_center_crop_pad(hc_node *n, hc_error *err) {
+    const hc_tensor *x = n->inputs[0];
+    int64_t b[HC_MAX_DIMS], e[HC_MAX_DIMS], s[HC_MAX_DIMS];
+    hc_status st = center_pads(n, b, e, err);
+    if (st) return st;
+    for (int d = 0; d < x->ndim; d++) s[d] = x->shape[d] + b[d] + e[d];
+    hc_node_set_output(n, 0, x->dtype, x->ndim, s);
+    return HC_OK;
+}
+
+hc_task *hc_shp_task_center_crop_pad(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t b[HC_MAX_DIMS], e[HC_MAX_DIMS];
+    int count;
+    if (center_pads(n, b, e, err)) return NULL;
+    hc_tnode **p = hc_node_input_tnodes(a, n, &count);
+    hc_tnode *y = hc_compute_pad(a, out_name(n, 0), p[0], b, e, 0, err);
+    return y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
+}
+
 /* ---- DepthToSpace / SpaceToDepth ---------------------------------------------------- */
 static hc_status block_args(const hc_node *n, int64_t *b, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
