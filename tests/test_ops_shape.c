@@ -788,6 +788,19 @@ static void awkward_cases(void) {
     hc_tensor *ge = input("ge", HC_I64, 3, (int64_t[]){5, 1, 13});
     run(node(HC_OPK_GATHER_ELEMENTS, 2, (hc_tensor *[]){x, ge}, 1, 0, NULL),
         (void *[]){xv, rnd_idx(&r, 65, 7)});
+    /* ReverseSequence over time axis 0 with lengths 0..7 (and 9: clamped) for 1 batch,
+     * and over time axis 1 */
+    hc_tensor *rl = input("rl", HC_I64, 1, (int64_t[]){1});
+    static int64_t rlv[1] = {5};
+    run(node(HC_OPK_REVERSE_SEQUENCE, 2, (hc_tensor *[]){x, rl}, 1, 2,
+             (hc_attr[]){attr_i("time_axis", 0), attr_i("batch_axis", 1)}),
+        (void *[]){xv, rlv});
+    hc_tensor *rx = input("rx", HC_F32, 3, (int64_t[]){3, 7, 2});
+    hc_tensor *rl3 = input("rl3", HC_I64, 1, (int64_t[]){3});
+    static int64_t rl3v[3] = {0, 7, 9};
+    run(node(HC_OPK_REVERSE_SEQUENCE, 2, (hc_tensor *[]){rx, rl3}, 1, 2,
+             (hc_attr[]){attr_i("time_axis", 1), attr_i("batch_axis", 0)}),
+        (void *[]){rnd_f(&r, 42), rl3v});
     hc_tensor *sx = input("sx", HC_F32, 2, (int64_t[]){5, 11});
     hc_tensor *si = input("si", HC_I64, 2, (int64_t[]){3, 11});
     hc_tensor *su = input("su", HC_F32, 2, (int64_t[]){3, 11});

@@ -154,6 +154,7 @@
     X(GATHER_ND,                 "GatherND",                   2, 2, 1, 1, INJECTIVE)         \
     X(SCATTER_ELEMENTS,          "ScatterElements",            3, 3, 1, 1, REDUCE)            \
     X(SCATTER,                   "Scatter",                    3, 3, 1, 1, REDUCE)            \
+    X(REVERSE_SEQUENCE,          "ReverseSequence",            2, 2, 1, 1, INJECTIVE)         \
     X(SCATTER_ND,                "ScatterND",                  3, 3, 1, 1, REDUCE)            \
     X(SQUEEZE,                   "Squeeze",                    1, 2, 1, 1, INJECTIVE)         \
     X(UNSQUEEZE,                 "Unsqueeze",                  1, 2, 1, 1, INJECTIVE)         \

@@ -27,6 +27,7 @@ const hc_op_def hc_ops_shape[] = {
     {HC_OPK_PAD, hc_shp_infer_pad, hc_shp_task_pad},
     {HC_OPK_CENTER_CROP_PAD, hc_shp_infer_center_crop_pad, hc_shp_task_center_crop_pad},
     {HC_OPK_SCATTER, hc_shp_infer_scatter_elements, hc_shp_task_scatter_elements},
+    {HC_OPK_REVERSE_SEQUENCE, hc_shp_infer_reverse_sequence, hc_shp_task_reverse_sequence},
     {HC_OPK_RESIZE, hc_shp_infer_resize, hc_shp_task_resize},
     {HC_OPK_UPSAMPLE, hc_shp_infer_upsample, hc_shp_task_upsample},
     {HC_OPK_DEPTH_TO_SPACE, hc_shp_infer_depth_to_space, hc_shp_task_depth_to_space},

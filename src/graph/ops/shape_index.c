@@ -94,6 +94,49 @@ hc_task *hc_shp_task_gather_elements(hc_arena *a, const hc_node *n, hc_error *er
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
+/* ---- ReverseSequence (10, 28) ----------------------------------------------------------- */
+/* y[.., t, .., b, ..] = x[.., len[b] - 1 - t, .., b, ..] for t < len[b], else x itself
+ * (len clamped into [0, T] so that bad lengths never read outside x). */
+static hc_status reverse_axes(const hc_node *n, int *ta, int *ba, hc_error *err) {
+    const hc_tensor *x = n->inputs[0], *l = n->inputs[1];
+    int64_t t = hc_node_attr_int(n, "time_axis", 0), b = hc_node_attr_int(n, "batch_axis", 1);
+    if (x->ndim < 2 || !((t == 0 && b == 1) || (t == 1 && b == 0)))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "time_axis %lld and batch_axis %lld must be 0 "
+                            "and 1 (in either order) of a tensor of rank >= 2", (long long)t,
+                            (long long)b);
+    if (l->ndim != 1 || l->shape[0] != x->shape[b] || !hc_dtype_is_int(l->dtype))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "sequence_lens '%s' must be integers [%lld]",
+                            l->name, (long long)x->shape[b]);
+    *ta = (int)t, *ba = (int)b;
+    return HC_OK;
+}
+
+hc_status hc_shp_infer_reverse_sequence(hc_node *n, hc_error *err) {
+    int t, b;
+    if (reverse_axes(n, &t, &b, err)) return err->status;
+    const hc_tensor *x = n->inputs[0];
+    hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
+    return HC_OK;
+}
+
+hc_task *hc_shp_task_reverse_sequence(hc_arena *a, const hc_node *n, hc_error *err) {
+    int t, b, count;
+    if (reverse_axes(n, &t, &b, err)) return NULL;
+    hc_tnode **p = hc_node_input_tnodes(a, n, &count);
+    const hc_tnode *x = p[0], *lens = p[1];
+    hc_var *ax[HC_MAX_DIMS];
+    hc_expr *xi[HC_MAX_DIMS];
+    hc_shp_make_axes(a, x->ndim, ax);
+    for (int d = 0; d < x->ndim; d++) xi[d] = hc_ref(a, ax[d]);
+    int64_t T = x->shape[t];
+    hc_expr *len = hc_cast(a, hc_type_scalar(HC_I64), hc_at(a, lens, (hc_expr *[]){hc_ref(a, ax[b])}));
+    len = hc_min(a, hc_max(a, len, hc_int(a, 0)), hc_int(a, T));
+    hc_expr *ti = hc_ref(a, ax[t]);
+    xi[t] = hc_select(a, hc_lt(a, ti, len), hc_sub(a, hc_sub(a, len, hc_int(a, 1)), ti), ti);
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), x->ndim, x->shape, ax, hc_at(a, x, xi));
+    return hc_node_task(a, n, count, p, 1, &y);
+}
+
 /* ---- GatherND ------------------------------------------------------------------------- */
 static hc_status gather_nd_args(const hc_node *n, int *b, int *k, hc_error *err) {
     const hc_tensor *x = n->inputs[0], *ind = n->inputs[1];

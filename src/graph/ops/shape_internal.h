@@ -60,6 +60,7 @@ hc_expr *hc_shp_flat_index(hc_arena *a, int ndim, const int64_t *shape, hc_var *
     X(space_to_depth)                                                                     \
     X(identity) X(dropout)                                                                \
     X(gather) X(gather_elements) X(gather_nd) X(scatter_elements) X(scatter_nd)           \
+    X(reverse_sequence)                                                                   \
     X(trilu) X(one_hot) X(eye_like)                                                       \
     X(resize) X(upsample)                                                                 \
     X(shape) X(size) X(cast) X(cast_like) X(constant) X(constant_of_shape) X(range)

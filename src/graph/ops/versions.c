@@ -136,6 +136,7 @@ static const op_versions table[] = {
     V(GATHER_ND, 11, 12, 13),
     V(SCATTER_ELEMENTS, 11, 13, 16, 18),
     V(SCATTER, 9, 11), /* ScatterElements' first form (11: deprecated, the same) */
+    V(REVERSE_SEQUENCE, 10, 28), /* 28: more types */
     V(SCATTER_ND, 11, 13, 16, 18),
     V(SQUEEZE, 1, 11, 13, 21, 23, 24, 25),
     V(UNSQUEEZE, 1, 11, 13, 21, 23, 24, 25),
