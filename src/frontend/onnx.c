@@ -23,7 +23,16 @@ typedef struct importer {
     struct name_map *values; /* every value defined so far, by name */
     hc_error *err;
     const hc_onnx_options *over; /* symbolic dimension overrides (may be NULL) */
+    /* A subgraph (an If branch): the importer of the graph around it, where names not
+     * defined here are looked up; the nesting depth; the prefix of its values' and nodes'
+     * names in the one graph everything is imported into. */
+    struct importer *parent;
+    int depth;
+    const char *prefix;
 } importer;
+
+/* Subgraphs (If branches) nested deeper than this are refused. */
+#define HC_ONNX_MAX_SUBGRAPH_DEPTH 16
 
 static bool is_default_domain(const char *d) {
     return !d || !*d || !strcmp(d, "ai.onnx");
@@ -152,7 +161,8 @@ static void make_node_names(importer *im) {
                                : hc_arena_printf(&im->g->arena, "%s_%zu", op, i);
         for (int k = 1; !name_map_put(&set, name, NULL); k++)
             name = hc_arena_printf(&im->g->arena, "%s_%zu_%d", op, i, k);
-        im->node_names[i] = name;
+        im->node_names[i] = im->prefix ? hc_arena_printf(&im->g->arena, "%s%s", im->prefix, name)
+                                       : name;
     }
     name_map_free(&set);
 }
@@ -161,6 +171,7 @@ static void make_node_names(importer *im) {
 static bool node_supported(const Onnx__NodeProto *np) {
     if (!is_default_domain(np->domain)) return false;
     if (!strcmp(np->op_type, "Constant")) return true; /* the importer folds it */
+    if (!strcmp(np->op_type, "If")) return true;       /* the importer inlines it */
     hc_op_kind k = hc_op_from_onnx(np->op_type);
     return k != HC_OPK_COUNT && hc_op_get(k) != NULL;
 }
@@ -227,9 +238,26 @@ static hc_status check_new_value(importer *im, const char *name, const char *wha
     return HC_OK;
 }
 
-static void define(importer *im, hc_tensor *t) {
-    bool fresh = name_map_put(im->values, t->name, t);
+/* t under the ONNX name `key` (t's own name carries a subgraph's prefix). */
+static void define_as(importer *im, const char *key, hc_tensor *t) {
+    bool fresh = name_map_put(im->values, hc_arena_strdup(&im->g->arena, key), t);
     HC_ASSERT(fresh);
+}
+
+static void define(importer *im, hc_tensor *t) { define_as(im, t->name, t); }
+
+/* The graph's name for ONNX value `name` of this (sub)graph. */
+static const char *value_name(importer *im, const char *name) {
+    return im->prefix ? hc_arena_printf(&im->g->arena, "%s%s", im->prefix, name) : name;
+}
+
+/* A value of this graph or of a graph around it (subgraphs see the outer scopes). */
+static hc_tensor *lookup(const importer *im, const char *name) {
+    for (; im; im = im->parent) {
+        hc_tensor *t = name_map_get(im->values, name);
+        if (t) return t;
+    }
+    return NULL;
 }
 
 static hc_status add_constant(importer *im, const char *name, const Onnx__TensorProto *tp,
@@ -237,7 +265,8 @@ static hc_status add_constant(importer *im, const char *name, const Onnx__Tensor
     hc_onnx_dense d;
     hc_status s = hc_onnx_decode_tensor(&im->src, tp, what, &d, im->err);
     if (s) return s;
-    define(im, hc_graph_constant(im->g, name, d.dtype, d.ndim, d.shape, d.data));
+    define_as(im, name, hc_graph_constant(im->g, value_name(im, name), d.dtype, d.ndim, d.shape,
+                                          d.data));
     free(d.data);
     return HC_OK;
 }
@@ -493,25 +522,26 @@ static hc_status constant_value(importer *im, const char *node, const Onnx__Attr
     int64_t n = v.n;
     hc_graph *g = im->g;
     hc_tensor *t = NULL;
+    const char *vn = value_name(im, out_name);
     if (!strcmp(v.name, "value") && v.kind == HC_ATTR_TENSOR) {
-        t = hc_graph_constant(g, out_name, v.t->dtype, v.t->ndim, v.t->shape, v.t->data);
+        t = hc_graph_constant(g, vn, v.t->dtype, v.t->ndim, v.t->shape, v.t->data);
     } else if (!strcmp(v.name, "value_float") && v.kind == HC_ATTR_FLOAT) {
         float f = (float)v.f;
-        t = hc_graph_constant(g, out_name, HC_F32, 0, NULL, &f);
+        t = hc_graph_constant(g, vn, HC_F32, 0, NULL, &f);
     } else if (!strcmp(v.name, "value_int") && v.kind == HC_ATTR_INT) {
-        t = hc_graph_constant(g, out_name, HC_I64, 0, NULL, &v.i);
+        t = hc_graph_constant(g, vn, HC_I64, 0, NULL, &v.i);
     } else if (!strcmp(v.name, "value_ints") && v.kind == HC_ATTR_INTS) {
-        t = hc_graph_constant(g, out_name, HC_I64, 1, &n, v.ints);
+        t = hc_graph_constant(g, vn, HC_I64, 1, &n, v.ints);
     } else if (!strcmp(v.name, "value_floats") && v.kind == HC_ATTR_FLOATS) {
         float *f = HC_NEW_ARRAY(&g->arena, float, n + 1);
         for (int64_t i = 0; i < n; i++) f[i] = (float)v.floats[i];
-        t = hc_graph_constant(g, out_name, HC_F32, 1, &n, f);
+        t = hc_graph_constant(g, vn, HC_F32, 1, &n, f);
     } else {
         return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (Constant): attribute "
                             "'%s' is not supported (value, value_float(s) and value_int(s) "
                             "are)", im->src.path, node, v.name);
     }
-    define(im, t);
+    define_as(im, out_name, t);
     return HC_OK;
 }
 
@@ -538,10 +568,13 @@ static hc_status define_outputs(importer *im, size_t index) {
         hc_status s = check_new_value(im, np->output[j], what);
         if (s) return s;
         /* The dtype is a placeholder until shape inference sets it. */
-        define(im, hc_graph_tensor(im->g, np->output[j], HC_F32, 0, NULL));
+        define_as(im, np->output[j],
+                  hc_graph_tensor(im->g, value_name(im, np->output[j]), HC_F32, 0, NULL));
     }
     return HC_OK;
 }
+
+static hc_status add_if(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs);
 
 static hc_status add_node(importer *im, size_t index) {
     const Onnx__NodeProto *np = im->gp->node[index];
@@ -553,7 +586,7 @@ static hc_status add_node(importer *im, size_t index) {
     hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 1);
     for (size_t j = 0; j < np->n_input; j++) {
         if (!*np->input[j]) continue; /* omitted optional input */
-        ins[j] = name_map_get(im->values, np->input[j]);
+        ins[j] = lookup(im, np->input[j]);
         if (!ins[j])
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): input '%s' is not "
                                 "defined by any node, initializer or graph input", path, node,
@@ -561,11 +594,12 @@ static hc_status add_node(importer *im, size_t index) {
     }
     hc_op_kind op = hc_op_from_onnx(np->op_type);
     for (size_t j = 0; j < np->n_output; j++) {
-        outs[j] = *np->output[j] ? name_map_get(im->values, np->output[j]) : NULL;
+        outs[j] = *np->output[j] ? lookup(im, np->output[j]) : NULL;
         if (!outs[j] && (int)j < hc_op_min_outputs(op))
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): required output "
                                 "%zu has no name", path, node, np->op_type, j);
     }
+    if (op == HC_OPK_IF) return add_if(im, index, ins, outs);
     for (size_t j = 0; j < np->n_attribute; j++) {
         hc_status s = convert_attr(im, node, np->op_type, np->attribute[j], &attrs[j]);
         if (s) return s;
@@ -578,6 +612,82 @@ static hc_status add_node(importer *im, size_t index) {
                             e.msg);
     n->opset = im->opset;
     return HC_OK;
+}
+
+/* ---- If: both branches imported into the graph, the outputs selected --------------- */
+/* Import branch `gp` of If node `node` into im's graph (its values and nodes prefixed
+ * "node/tag/", outer names seen through im); its outputs, gp->n_output of them, in out. */
+static hc_status import_branch(importer *im, const char *node, const char *tag,
+                               const Onnx__GraphProto *gp, hc_tensor **out) {
+    const char *path = im->src.path;
+    if (im->depth + 1 > HC_ONNX_MAX_SUBGRAPH_DEPTH)
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (If): subgraphs nested "
+                            "deeper than %d", path, node, HC_ONNX_MAX_SUBGRAPH_DEPTH);
+    if (gp->n_input)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): %s has %zu inputs (an "
+                            "If branch takes none)", path, node, tag, gp->n_input);
+    name_map values = {0};
+    importer sub = {.src = im->src, .gp = gp, .g = im->g, .opset = im->opset, .values = &values,
+                    .err = im->err, .parent = im, .depth = im->depth + 1,
+                    .prefix = hc_arena_printf(&im->g->arena, "%s/%s/", node, tag)};
+    make_node_names(&sub);
+    hc_status s = check_operators(&sub);
+    if (!s) s = check_versions(&sub);
+    if (!s) s = import_initializers(&sub);
+    for (size_t i = 0; !s && i < gp->n_node; i++) s = define_outputs(&sub, i);
+    for (size_t i = 0; !s && i < gp->n_node; i++) s = add_node(&sub, i);
+    for (size_t i = 0; !s && i < gp->n_output; i++) {
+        const char *name = gp->output[i]->name;
+        out[i] = name && *name ? lookup(&sub, name) : NULL;
+        if (!out[i])
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): %s output %zu ('%s') "
+                             "is not defined", path, node, tag, i, name ? name : "");
+    }
+    name_map_free(&values);
+    return s;
+}
+
+/* If: every output is IF_SELECT(cond, then's, else's): both branches are computed and the
+ * condition picks (ONNX ops have no side effects); a constant condition leaves one branch
+ * (the simplify pass bypasses the select and the other branch is dead). */
+static hc_status add_if(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs) {
+    const Onnx__NodeProto *np = im->gp->node[index];
+    const char *node = im->node_names[index], *path = im->src.path;
+    const Onnx__GraphProto *br[2] = {NULL, NULL};
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        int k = !strcmp(ap->name, "then_branch") ? 0 : !strcmp(ap->name, "else_branch") ? 1 : -1;
+        if (k < 0 || !ap->g)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): attribute '%s' (a "
+                                "then_branch or else_branch graph expected)", path, node, ap->name);
+        br[k] = ap->g;
+    }
+    if (!br[0] || !br[1])
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): needs then_branch and "
+                            "else_branch", path, node);
+    if (np->n_input != 1 || !ins[0])
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): one input (cond) "
+                            "expected", path, node);
+    for (int k = 0; k < 2; k++)
+        if (br[k]->n_output != np->n_output)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): %s has %zu outputs, "
+                                "the node %zu", path, node, k ? "else_branch" : "then_branch",
+                                br[k]->n_output, np->n_output);
+    hc_arena *a = &im->g->arena;
+    hc_tensor **t = HC_NEW_ARRAY(a, hc_tensor *, np->n_output + 1);
+    hc_tensor **e = HC_NEW_ARRAY(a, hc_tensor *, np->n_output + 1);
+    hc_status s = import_branch(im, node, "then", br[0], t);
+    if (!s) s = import_branch(im, node, "else", br[1], e);
+    for (size_t j = 0; !s && j < np->n_output; j++) {
+        if (!outs[j]) continue;
+        hc_tensor *in3[3] = {ins[0], t[j], e[j]}, *o[1] = {outs[j]};
+        hc_error err = {0};
+        const char *nm = np->n_output > 1 ? hc_arena_printf(a, "%s/%zu", node, j) : node;
+        hc_node *n = hc_graph_add_node(im->g, HC_OPK_IF_SELECT, nm, 3, in3, 1, o, 0, NULL, &err);
+        if (!n) return hc_error_set(im->err, err.status ? err.status : HC_ERR_INVALID, "%s: %s", path, err.msg);
+        n->opset = im->opset;
+    }
+    return s;
 }
 
 static hc_status import_outputs(importer *im) {

@@ -42,6 +42,8 @@
     /* losses: rewritten into existing ops by the lower_losses pass (src/passes/loss.c) */     \
     X(NLL_LOSS,                  "NegativeLogLikelihoodLoss",  2, 3, 1, 1, REDUCE)            \
     X(SOFTMAX_CROSS_ENTROPY_LOSS, "SoftmaxCrossEntropyLoss",   2, 3, 1, 2, REDUCE)            \
+    /* control flow: If is inlined by the importer (both branches, IF_SELECT picks) */          \
+    X(IF,                        "If",                         1, 1, 1, HC_MANY, REDUCE)      \
     /* matrix products */                                                                     \
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \
@@ -183,6 +185,7 @@
     /* internal ops produced by graph passes */                                               \
     X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)         \
     X(ATTENTION_CORE,            "",                           1, 3, 1, 1, REDUCE)            \
+    X(IF_SELECT,                 "",                           3, 3, 1, 1, INJECTIVE)         \
     X(WINO_INPUT,                "",                           1, 1, 1, 1, ANCHOR)            \
     X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)            \
     X(TO_NCHWC,                  "",                           1, 1, 1, 1, INJECTIVE)         \

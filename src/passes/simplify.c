@@ -83,6 +83,9 @@ hc_status hc_pass_simplify(hc_graph *g, hc_error *err) {
             hc_pass_bypass(g, n->outputs[0], n->inputs[0]);
         else if (is_reshape_like(n->op))
             st = simplify_reshape(g, n, err);
+        else if (n->op == HC_OPK_IF_SELECT && n->inputs[0]->data) /* a constant If: one branch */
+            hc_pass_bypass(g, n->outputs[0],
+                           n->inputs[hc_tensor_const_at(n->inputs[0], 0) != 0 ? 1 : 2]);
     }
     if (st == HC_OK) hc_graph_remove_dead(g);
     return st;

@@ -283,3 +283,44 @@ hc_task *hc_nn_task_col2im(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, c2i_value, &c);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
+
+/* ---- IF_SELECT: an If's output (src/frontend/onnx.c computes both branches) ----------- */
+/* y = cond ? a : b, cond one bool; the branches must agree in dtype and shape (hidetc
+ * compiles static shapes: an If whose branches differ is refused, naming them). */
+hc_status hc_nn_infer_if_select(hc_node *n, hc_error *err) {
+    const hc_tensor *c = hc_nn_in(n, 0), *t = hc_nn_in(n, 1), *e = hc_nn_in(n, 2);
+    if (!c || !t || !e) return hc_node_fail(n, HC_ERR_INVALID, err, "cond and both branches are required");
+    if (c->dtype != HC_BOOL || hc_tensor_numel(c) != 1)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "cond '%s' must be one bool", c->name);
+    bool same = t->dtype == e->dtype && t->ndim == e->ndim &&
+                !memcmp(t->shape, e->shape, sizeof(int64_t) * (size_t)t->ndim);
+    if (!same) {
+        hc_sb a, b;
+        hc_sb_init(&a), hc_sb_init(&b);
+        hc_print_shape(&a, t->ndim, t->shape), hc_print_shape(&b, e->ndim, e->shape);
+        hc_status st = hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "the branches give %s %s ('%s') and "
+                                    "%s %s ('%s'); hidetc needs one dtype and shape",
+                                    hc_dtype_name(t->dtype), hc_sb_str(&a), t->name,
+                                    hc_dtype_name(e->dtype), hc_sb_str(&b), e->name);
+        hc_sb_free(&a), hc_sb_free(&b);
+        return st;
+    }
+    hc_node_set_output(n, 0, t->dtype, t->ndim, t->shape);
+    return HC_OK;
+}
+
+static hc_expr *if_pick(hc_arena *a, hc_var *const *axes, void *vctx) {
+    const hc_tnode *const *in = vctx;
+    hc_expr *zero[HC_MAX_DIMS];
+    for (int d = 0; d < in[0]->ndim; d++) zero[d] = hc_int(a, 0);
+    return hc_select(a, hc_at(a, in[0], zero), hc_at_axes(a, in[1], axes), hc_at_axes(a, in[2], axes));
+}
+
+hc_task *hc_nn_task_if_select(hc_arena *a, const hc_node *n, hc_error *err) {
+    if (hc_nn_infer_if_select((hc_node *)n, err)) return NULL;
+    int nin;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, if_pick, in);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
