@@ -21,6 +21,8 @@ done
 # The model tests export from PyTorch with /usr/bin/python3 (tests/models/export.py);
 # python3-venv lets bench/models.sh install pip onnxruntime in a venv (benchmark only).
 for p in python3-torch python3-torchvision python3-venv; do have_pkg "$p" || need+=("$p"); done
+# valgrind: `make valgrind` and tests/cli_helgrind_session.sh (helgrind on concurrent runs).
+have_pkg valgrind || need+=(valgrind)
 # The libFuzzer harnesses (fuzz/, scripts/fuzz.sh, .ci/run): clang 15 (clang 14 lacks
 # _Float16 on x86-64) and LLVM's omp.h / libomp for the library's omp_* calls.
 for p in clang-15 libomp-14-dev; do have_pkg "$p" || need+=("$p"); done
