@@ -405,13 +405,28 @@ static run_ctx *new_ctx(hc_model *m) {
     }
     const char *lo = m->mem, *hi = lo + arena_alloc_bytes(m);
     for (size_t i = 0, a = 0; i < m->kernels.len; i++) {
-        const kernel *k = &m->kernels.data[i];
         args[i] = all + a;
+        a += (size_t)m->kernels.data[i].nargs;
+    }
+    /* the caller-buffer slots are written by every run (a run in flight writes the model's
+     * own): never read them here, the run fills them */
+    bool *bound = calloc(nargs + 1, sizeof(bool));
+    if (!bound) {
+        free(c), free(all), free(args);
+        m->target->exec->release(mem);
+        return NULL;
+    }
+    for (size_t b = 0; b < m->binds.len; b++)
+        bound[(size_t)(args[m->binds.data[b].kernel] - all) + (size_t)m->binds.data[b].arg] = true;
+    for (size_t i = 0, a = 0; i < m->kernels.len; i++) {
+        const kernel *k = &m->kernels.data[i];
         for (int j = 0; j < k->nargs; j++, a++) {
-            char *p = k->args[j];
-            all[a] = p >= lo && p < hi ? (char *)mem + (p - lo) : p; /* into the arena: moved */
+            char *p = bound[a] ? NULL : k->args[j];
+            uintptr_t u = (uintptr_t)p, ulo = (uintptr_t)lo, uhi = (uintptr_t)hi;
+            all[a] = p && u >= ulo && u < uhi ? (char *)mem + (u - ulo) : p; /* into the arena */
         }
     }
+    free(bound);
     *c = (run_ctx){.mem = mem, .args = args, .all_args = all, .own = true};
     return c;
 }
