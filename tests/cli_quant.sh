@@ -118,6 +118,23 @@ save("qdq_blocked", [h.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=
                      h.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=2, block_size=3)],
      [("x", x)], ["q", "y"], [("s", sb), ("z", zb)], {"x": x}, {"q": qb, "y": dqb}, opset=21)
 
+# QDQ as ONNX Runtime's quantize_static writes it: a constant int8 weight dequantized at
+# compile time (its scale [1], its zero point [] as for biases), MatMul in f32, the
+# activations quantized and dequantized again
+wq = q8((7, 5), np.int8); ws = np.array([0.02], np.float32); wz = np.array(0, np.int8)
+x = rng.uniform(-2, 2, (3, 7)).astype(np.float32)
+xs = np.float32(0.03); xz = np.array(128, np.uint8)
+wd = (wq.astype(np.float32) - wz) * ws
+mm = x @ wd
+qa = np.clip(np.rint(mm / xs).astype(np.int32) + xz, 0, 255).astype(np.uint8)
+ya = ((qa.astype(np.float32) - xz) * xs).astype(np.float32)
+save("qdq_constant_weight", [h.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"]),
+                             h.make_node("MatMul", ["x", "wd"], ["mm"]),
+                             h.make_node("QuantizeLinear", ["mm", "xs", "xz"], ["qa"]),
+                             h.make_node("DequantizeLinear", ["qa", "xs", "xz"], ["y"])],
+     [("x", x)], ["y"], [("wq", wq), ("ws", ws), ("wz", wz), ("xs", np.array(xs)), ("xz", xz)],
+     {"x": x}, {"y": ya})
+
 # DynamicQuantizeLinear of a random input
 x = rng.uniform(-3, 1, (3, 17)).astype(np.float32)
 mx = np.float32(max(0, x.max())); mn = np.float32(min(0, x.min()))

@@ -6,6 +6,7 @@
  * computations), so that a later node's infer can read them; folding takes larger ones. */
 #include <string.h>
 
+#include "graph/ops/quant.h"
 #include "graph/ops/rnn.h"
 #include "passes/pass_util.h"
 
@@ -38,7 +39,12 @@ static bool foldable(const hc_node *n, int64_t limit) {
     for (int i = 0; i < n->noutputs; i++)
         if (n->outputs[i] && !n->outputs[i]->shape_known) return false;
     if (reads_shape_only(n)) return true;
-    if (!inputs_const(n) || hc_op_is_recurrent(n->op)) return false; /* no Task: lower_rnn */
+    /* ops without a Task of their own (lowered by a pass: RNN, quantized, losses,
+     * Attention) fold once lowered */
+    if (!inputs_const(n) || hc_op_is_recurrent(n->op) || hc_op_is_quantized(n->op) ||
+        n->op == HC_OPK_NLL_LOSS || n->op == HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS ||
+        n->op == HC_OPK_ATTENTION)
+        return false;
     return hc_op_class_of(n->op) == HC_OPC_SOURCE || outputs_numel(n) <= limit;
 }
 

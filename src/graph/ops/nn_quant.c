@@ -102,8 +102,12 @@ hc_status hc_quant_parse(const hc_node *n, hc_quant_spec *s, hc_error *err) {
                             hc_dtype_name(sc->dtype));
     s->kind = HC_QP_TENSOR;
     if (check_param(n, 1, "scale", x, s, err)) return err->status;
-    if (zp) {
-        if (zp->ndim != sc->ndim || memcmp(zp->shape, sc->shape, sizeof(int64_t) * (size_t)sc->ndim))
+    if (zp) { /* one shape, or one value each ([1] and []: ONNX Runtime's quantizer writes
+               * such pairs for biases) */
+        bool one = hc_tensor_numel(zp) == 1 && hc_tensor_numel(sc) == 1 && zp->ndim <= 1 &&
+                   sc->ndim <= 1;
+        if (!one && (zp->ndim != sc->ndim ||
+                     memcmp(zp->shape, sc->shape, sizeof(int64_t) * (size_t)sc->ndim)))
             return hc_node_fail(n, HC_ERR_INVALID, err, "zero point '%s' and scale '%s' have "
                                 "different shapes", zp->name, sc->name);
     }
