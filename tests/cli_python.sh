@@ -65,8 +65,12 @@ HIDETC_CACHE_DIR="$DIR/cache" "$VENV/bin/python" -c \
 # the suite runs under pytest (installed into the venv from PyPI with onnxruntime, the
 # baseline of python/tests/test_ort.py; without them the tests run under unittest and the
 # onnxruntime comparison is reported as not run)
+# (numpy pinned to the system's: Debian's torch is built against it, a numpy from PyPI
+# pulled in as a dependency would break it)
 if ! "$VENV/bin/python" -c 'import pytest, onnxruntime' 2>/dev/null; then
-    timeout 600 "${PIP[@]}" install -q --retries 1 --timeout 30 pytest onnxruntime >"$DIR/pytest.log" 2>&1 ||
+    "$PY" -c 'import numpy; print("numpy==" + numpy.__version__)' >"$DIR/constraints.txt"
+    timeout 600 "${PIP[@]}" install -q --retries 1 --timeout 30 -c "$DIR/constraints.txt" \
+        pytest onnxruntime >"$DIR/pytest.log" 2>&1 ||
         echo "note: could not install pytest/onnxruntime from PyPI: $(tail -1 "$DIR/pytest.log")"
 fi
 if "$VENV/bin/python" -c 'import pytest' 2>/dev/null; then
