@@ -65,6 +65,23 @@ g = h.make_graph([h.make_node("If", ["c"], ["y"], then_branch=h.make_graph(
                  "badif", [vi("c", [], T.BOOL), vi("x", [2, 3])], [vi("y", None)])
 m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)]); m.ir_version = 8
 onnx.save(m, os.path.join(d, "badif.onnx"))
+# a condition known once shapes are (rank == 2): the untaken branch does not fit x's
+# shape (a Reshape to 7 elements) and is no error, as ONNX runs only the taken one; with
+# the condition the other way the same Reshape is taken and is the error
+def shape_if(name, rank):
+    nodes = [h.make_node("Shape", ["x"], ["s"]), h.make_node("Size", ["s"], ["r"]),
+             h.make_node("Equal", ["r", "two"], ["c"]),
+             h.make_node("If", ["c"], ["y"],
+                         then_branch=h.make_graph([h.make_node("Relu", ["x"], ["a"])], "t", [], [vi("a", None)]),
+                         else_branch=h.make_graph([h.make_node("Reshape", ["x", "seven"], ["b"])], "e", [],
+                                                  [vi("b", None)]))]
+    g = h.make_graph(nodes, name, [vi("x", [2, 3])], [vi("y", None)],
+                     initializer=[nh.from_array(np.array(rank, np.int64), "two"),
+                                  nh.from_array(np.array([7], np.int64), "seven")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)]); m.ir_version = 8
+    onnx.save(m, os.path.join(d, name + ".onnx"))
+shape_if("shapeif_taken_ok", 2)
+shape_if("shapeif_taken_bad", 3)
 EOF2
 
 for case in tt ft ff; do
@@ -82,6 +99,12 @@ grep -q "^kernel .*Relu" "$TMP/out" && fail "constif: the untaken branch (Relu) 
 [ $? -eq 1 ] || fail "badif: exit code (want 1)"
 grep -qF "the branches give f32 [2, 3]" "$TMP/err" && grep -qF "f32 [3, 2]" "$TMP/err" ||
     fail "badif: $(head -c 400 "$TMP/err")"
+
+"$HIDETC" run "$TMP/shapeif_taken_ok.onnx" --output-dir "$TMP" >"$TMP/out" 2>"$TMP/err" ||
+    fail "shapeif_taken_ok (the untaken branch does not fit): $(head -c 400 "$TMP/err")"
+"$HIDETC" run "$TMP/shapeif_taken_bad.onnx" >"$TMP/out" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -qF "If_3/else/" "$TMP/err" && grep -qF "Reshape" "$TMP/err" ||
+    fail "shapeif_taken_bad: the taken branch's error: $(head -c 400 "$TMP/err")"
 
 if [ $fails -ne 0 ]; then
     echo "cli_control: $fails failure(s)"

@@ -141,13 +141,48 @@ hc_status hc_pass_fold_if_known(hc_graph *g, hc_node *n, bool *folded, hc_error 
     return st;
 }
 
+/* A node of an If branch (the importer names them "If/then/..." or "If/else/..."). */
+static bool in_branch(const hc_node *n) {
+    return n->op == HC_OPK_IF_SELECT ||
+           (n->name && (strstr(n->name, "/then/") || strstr(n->name, "/else/")));
+}
+
+/* After inference: the Ifs whose condition became constant keep one branch; the failures
+ * of nodes left dead by that were not errors (an untaken branch may not fit the shapes:
+ * ONNX runs only the taken one). The first failure still alive is. */
+static hc_status settle_branches(hc_graph *g, hc_node *const *failed, int nfailed,
+                                 const hc_error *first, hc_error *err) {
+    for (size_t k = 0; k < g->nodes.len; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (n->op == HC_OPK_IF_SELECT && n->inputs[0]->data && n->outputs[0]->shape_known)
+            hc_pass_bypass(g, n->outputs[0],
+                           n->inputs[hc_tensor_const_at(n->inputs[0], 0) != 0 ? 1 : 2]);
+    }
+    hc_graph_remove_dead(g);
+    for (int i = 0; i < nfailed; i++)
+        for (size_t k = 0; k < g->nodes.len; k++)
+            if (g->nodes.data[k] == failed[i]) {
+                *err = *first;
+                return first->status;
+            }
+    return HC_OK;
+}
+
 static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
     hc_status st = hc_graph_toposort(g, err);
     if (st != HC_OK) return st;
     char *folded = hc_xcalloc(g->nodes.len + 1, 1);
+    HC_VEC(hc_node *) failed = {0};
+    hc_error first = {0};
     for (size_t k = 0; k < g->nodes.len && st == HC_OK; k++) {
         hc_node *n = g->nodes.data[k];
         if (infer) st = hc_pass_infer_node(n, err);
+        if (st != HC_OK && in_branch(n)) { /* maybe an untaken branch: decided below */
+            if (!failed.len) first = *err;
+            hc_vec_push(&failed, n);
+            st = HC_OK;
+            continue;
+        }
         if (st != HC_OK || !foldable(n, limit)) continue;
         st = fold_node(g, n, err);
         folded[k] = st == HC_OK;
@@ -155,6 +190,8 @@ static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
     /* also on failure: a caller may bind a missing value and run inference again */
     hc_pass_remove_nodes(g, folded);
     free(folded);
+    if (st == HC_OK && failed.len) st = settle_branches(g, failed.data, (int)failed.len, &first, err);
+    hc_vec_free(&failed);
     return st;
 }
 

@@ -292,6 +292,16 @@ hc_status hc_nn_infer_if_select(hc_node *n, hc_error *err) {
     if (!c || !t || !e) return hc_node_fail(n, HC_ERR_INVALID, err, "cond and both branches are required");
     if (c->dtype != HC_BOOL || hc_tensor_numel(c) != 1)
         return hc_node_fail(n, HC_ERR_INVALID, err, "cond '%s' must be one bool", c->name);
+    if (c->data) { /* a constant condition: only the taken branch matters */
+        const hc_tensor *b = hc_tensor_const_at(c, 0) != 0 ? t : e;
+        if (!b->shape_known)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "branch value '%s' has no shape", b->name);
+        hc_node_set_output(n, 0, b->dtype, b->ndim, b->shape);
+        return HC_OK;
+    }
+    if (!t->shape_known || !e->shape_known)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "a branch value ('%s' or '%s') has no shape",
+                            t->name, e->name);
     bool same = t->dtype == e->dtype && t->ndim == e->ndim &&
                 !memcmp(t->shape, e->shape, sizeof(int64_t) * (size_t)t->ndim);
     if (!same) {
