@@ -185,3 +185,99 @@ hc_status hc_pass_fold_batchnorm(hc_graph *g, hc_error *err) {
     free(rm);
     return hc_graph_toposort(g, err);
 }
+
+/* ---- training mode (14, 15) ---------------------------------------------------------- */
+/* BatchNormalization with training_mode=1, as the reference: the batch's mean and
+ * (population) variance over every dim but 1, y = (x - mean) / sqrt(var + eps) * scale +
+ * B, and the running statistics input * momentum + batch * (1 - momentum). */
+typedef struct bt_ctx {
+    hc_graph *g;
+    hc_node *n;
+    hc_error *err;
+    int uid;
+} bt_ctx;
+
+static hc_tensor *bt_emit(bt_ctx *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
+                          const hc_attr *attrs) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) return NULL;
+    const char *name = hc_arena_printf(&c->g->arena, "%s_bt%d", c->n->name, c->uid++);
+    hc_node *m = hc_pass_add_node(c->g, op, name, nin, in, nattrs, attrs, c->err);
+    return m ? m->outputs[0] : NULL;
+}
+
+static hc_tensor *bt_bin(bt_ctx *c, hc_op_kind op, hc_tensor *a, hc_tensor *b) {
+    hc_tensor *in[2] = {a, b};
+    return bt_emit(c, op, 2, in, 0, NULL);
+}
+
+static hc_tensor *bt_reshape(bt_ctx *c, hc_tensor *x, int nd, const int64_t *shape) {
+    if (!x) return NULL;
+    const char *name = hc_arena_printf(&c->g->arena, "%s_btshape%d", c->n->name, c->uid++);
+    hc_tensor *in[2] = {x, hc_pass_const_i64(c->g, name, nd, shape)};
+    return bt_emit(c, HC_OPK_RESHAPE, 2, in, 0, NULL);
+}
+
+static hc_tensor *bt_scalar(bt_ctx *c, hc_dtype dt, double v) {
+    const char *name = hc_arena_printf(&c->g->arena, "%s_btk%d", c->n->name, c->uid++);
+    return hc_pass_const_float(c->g, name, dt, 0, NULL, &v);
+}
+
+static hc_status bt_replace(bt_ctx *c, int i, hc_tensor *y) {
+    hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
+    if (!old) return HC_OK;
+    if (!y) return c->err->status ? c->err->status : HC_ERR_INVALID;
+    if (!hc_pass_bypass(c->g, old, y))
+        return hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "output '%s' cannot be replaced",
+                            old->name);
+    return HC_OK;
+}
+
+static hc_status lower_training(hc_graph *g, hc_node *n, hc_error *err) {
+    bt_ctx c = {.g = g, .n = n, .err = err};
+    hc_tensor *x = n->inputs[0];
+    hc_dtype dt = x->dtype;
+    int nd = x->ndim;
+    int64_t axes[HC_MAX_DIMS], na = 0, cs[HC_MAX_DIMS], C = x->shape[1];
+    for (int d = 0; d < nd; d++) {
+        if (d != 1) axes[na++] = d;
+        cs[d] = d == 1 ? C : 1;
+    }
+    hc_attr ra[2] = {{.name = "axes", .kind = HC_ATTR_INTS, .n = (int)na, .ints = axes},
+                     {.name = "keepdims", .kind = HC_ATTR_INT, .i = 1}};
+    hc_tensor *mean = bt_emit(&c, HC_OPK_REDUCE_MEAN, 1, &x, 2, ra);
+    hc_tensor *d = bt_bin(&c, HC_OPK_SUB, x, mean);
+    hc_tensor *dd = bt_bin(&c, HC_OPK_MUL, d, d);
+    hc_tensor *var = bt_emit(&c, HC_OPK_REDUCE_MEAN, 1, &dd, 2, ra);
+    double eps = hc_node_attr_float(n, "epsilon", 1e-5), mom = hc_node_attr_float(n, "momentum", 0.9);
+    hc_tensor *in1[1] = {bt_bin(&c, HC_OPK_ADD, var, bt_scalar(&c, dt, eps))};
+    hc_tensor *sd = bt_emit(&c, HC_OPK_SQRT, 1, in1, 0, NULL);
+    hc_tensor *y = bt_bin(&c, HC_OPK_DIV, d, sd);
+    y = bt_bin(&c, HC_OPK_MUL, y, bt_reshape(&c, n->inputs[1], nd, cs));
+    y = bt_bin(&c, HC_OPK_ADD, y, bt_reshape(&c, n->inputs[2], nd, cs));
+    if (bt_replace(&c, 0, y)) return err->status;
+    for (int k = 1; k <= 2; k++) {
+        if (k >= n->noutputs || !n->outputs[k]) continue;
+        hc_tensor *batch = bt_reshape(&c, k == 1 ? mean : var, 1, &C);
+        hc_tensor *r = bt_bin(&c, HC_OPK_ADD, bt_bin(&c, HC_OPK_MUL, n->inputs[2 + k], bt_scalar(&c, dt, mom)),
+                              bt_bin(&c, HC_OPK_MUL, batch, bt_scalar(&c, dt, 1 - mom)));
+        if (bt_replace(&c, k, r)) return err->status;
+    }
+    return HC_OK;
+}
+
+hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err) {
+    size_t n0 = g->nodes.len;
+    bool any = false;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (n->op != HC_OPK_BATCH_NORMALIZATION || !hc_node_attr_int(n, "training_mode", 0)) continue;
+        hc_status st = lower_training(g, n, err);
+        if (st != HC_OK) return st;
+        any = true;
+    }
+    if (!any) return HC_OK;
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
+}

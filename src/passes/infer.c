@@ -43,7 +43,8 @@ static bool foldable(const hc_node *n, int64_t limit) {
      * Attention) fold once lowered */
     if (!inputs_const(n) || hc_op_is_recurrent(n->op) || hc_op_is_quantized(n->op) ||
         n->op == HC_OPK_NLL_LOSS || n->op == HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS ||
-        n->op == HC_OPK_ATTENTION)
+        n->op == HC_OPK_ATTENTION ||
+        (n->op == HC_OPK_BATCH_NORMALIZATION && hc_node_attr_int(n, "training_mode", 0)))
         return false;
     return hc_op_class_of(n->op) == HC_OPC_SOURCE || outputs_numel(n) <= limit;
 }

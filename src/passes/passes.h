@@ -61,6 +61,8 @@ hc_status hc_pass_lower_quant(hc_graph *g, hc_error *err);
 hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err);
 /* ONNX Attention brought to the fused ATTENTION_CORE op (src/passes/attention.c). */
 hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err);
+/* BatchNormalization with training_mode=1 rewritten into reductions (batchnorm.c). */
+hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err);
 
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and

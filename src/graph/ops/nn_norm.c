@@ -64,9 +64,17 @@ static hc_tnode *named(hc_arena *a, const hc_node *n, int i, hc_tnode *t) {
 hc_status hc_nn_infer_batch_norm(hc_node *n, hc_error *err) {
     if (hc_nn_need_rank(n, 0, 2, err) || hc_nn_need_float(n, 0, err)) return err->status;
     const hc_tensor *x = hc_nn_in(n, 0);
-    if (hc_node_attr_int(n, "training_mode", 0) != 0)
-        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training_mode=1 is not supported "
-                       "(inference only)");
+    if (hc_node_attr_int(n, "training_mode", 0) != 0) { /* 14+: lowered (passes/batchnorm.c) */
+        if (n->noutputs > 3)
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training mode with %d outputs "
+                                "(Y, running_mean, running_var are supported)", n->noutputs);
+        for (int i = 1; i < 5; i++)
+            if (need_vector(n, i, x->shape[1], err)) return err->status;
+        hc_node_set_output(n, 0, x->dtype, x->ndim, x->shape);
+        for (int i = 1; i < n->noutputs; i++)
+            if (hc_nn_out_present(n, i)) hc_node_set_output(n, i, x->dtype, 1, &x->shape[1]);
+        return HC_OK;
+    }
     if (hc_node_attr_int(n, "spatial", 1) != 1)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "spatial=0 is not supported");
     for (int i = 1; i < n->noutputs; i++)
@@ -92,6 +100,11 @@ static hc_expr *bn_fn(hc_arena *a, hc_expr *const *v, void *vctx) {
 }
 
 hc_task *hc_nn_task_batch_norm(hc_arena *a, const hc_node *n, hc_error *err) {
+    if (hc_node_attr_int(n, "training_mode", 0) != 0) {
+        hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training mode has no Task of its own: the "
+                     "lower_batchnorm_training pass rewrites it into reductions first");
+        return NULL;
+    }
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tnode *xs[5] = {in[0]};
