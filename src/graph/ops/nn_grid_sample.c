@@ -334,3 +334,84 @@ hc_task *hc_nn_task_if_select(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, if_pick, in);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
+
+/* ---- MaxUnpool (9, 11, 22) -------------------------------------------------------------- */
+/* Y zero but for Y.flat[I[q]] = X[q] (I: MaxPool's flat indices into Y). As a gather: each
+ * output element sums, over its (n, c) plane of X, the elements whose index names it
+ * (O(plane^2) per plane: MaxUnpool's planes in models are small). Y's spatial size:
+ * output_shape (a constant input, 11) or (in - 1) * stride - pads + kernel. */
+typedef struct unpool {
+    int nsp;
+    int64_t out[HC_MAX_DIMS]; /* Y's shape */
+    int64_t inf[HC_MAX_DIMS]; /* the inferred shape I's flat indices refer to (the reference
+                               * places it at Y's origin when output_shape is larger) */
+    const hc_tnode *x, *ind;
+} unpool;
+
+static hc_status unpool_shape(const hc_node *n, int64_t *out, int64_t *inf, hc_error *err) {
+    const hc_tensor *x = hc_nn_in(n, 0), *ind = hc_nn_in(n, 1), *os = hc_nn_in(n, 2);
+    if (!x || !ind) return hc_node_fail(n, HC_ERR_INVALID, err, "X and I are required");
+    if (hc_nn_need_rank(n, 0, 3, err) || hc_nn_need_float(n, 0, err)) return err->status;
+    if (ind->dtype != HC_I64 || ind->ndim != x->ndim ||
+        memcmp(ind->shape, x->shape, sizeof(int64_t) * (size_t)x->ndim))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "I '%s' must be i64 of X's shape", ind->name);
+    int nsp = x->ndim - 2, nk = 0, ns = 0, np = 0;
+    const int64_t *k = hc_node_attr_ints(n, "kernel_shape", &nk), *s = hc_node_attr_ints(n, "strides", &ns);
+    const int64_t *p = hc_node_attr_ints(n, "pads", &np);
+    if (nk != nsp || (ns && ns != nsp) || (np && np != 2 * nsp))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "kernel_shape, strides or pads of the wrong length");
+    out[0] = inf[0] = x->shape[0], out[1] = inf[1] = x->shape[1];
+    for (int i = 0; i < nsp; i++)
+        inf[2 + i] = (x->shape[2 + i] - 1) * (ns ? s[i] : 1) - (np ? p[i] + p[i + nsp] : 0) + k[i];
+    if (os) {
+        if (!os->data) return hc_node_need_const(n, 2, err);
+        int64_t v[HC_MAX_DIMS];
+        if (hc_tensor_const_ints(os, v, HC_MAX_DIMS) != x->ndim)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "output_shape must have %d values", x->ndim);
+        for (int d = 0; d < x->ndim; d++) out[d] = v[d];
+        if (out[0] != x->shape[0] || out[1] != x->shape[1])
+            return hc_node_fail(n, HC_ERR_INVALID, err, "output_shape changes N or C");
+    } else {
+        for (int i = 0; i < nsp; i++) out[2 + i] = inf[2 + i];
+    }
+    for (int d = 2; d < x->ndim; d++)
+        if (out[d] < 1 || inf[d] < 1) return hc_node_fail(n, HC_ERR_INVALID, err, "output dimension %d is %lld", d,
+                                            (long long)out[d]);
+    return HC_OK;
+}
+
+hc_status hc_nn_infer_max_unpool(hc_node *n, hc_error *err) {
+    int64_t out[HC_MAX_DIMS], inf[HC_MAX_DIMS];
+    if (unpool_shape(n, out, inf, err)) return err->status;
+    const hc_tensor *x = hc_nn_in(n, 0);
+    hc_node_set_output(n, 0, x->dtype, x->ndim, out);
+    return HC_OK;
+}
+
+static hc_expr *unpool_value(hc_arena *a, hc_var *const *axes, void *vctx) {
+    unpool *u = vctx;
+    int nd = u->x->ndim;
+    hc_expr *flat = NULL, *inside = NULL; /* this element's flat index in the inferred shape */
+    for (int d = 0; d < nd; d++) {
+        flat = flat ? hc_add(a, hc_mul(a, flat, hc_int(a, u->inf[d])), hc_ref(a, axes[d])) : hc_ref(a, axes[d]);
+        if (u->out[d] > u->inf[d]) inside = hc_nn_and(a, inside, hc_lt(a, hc_ref(a, axes[d]), hc_int(a, u->inf[d])));
+    }
+    hc_var *q[HC_MAX_DIMS];
+    hc_expr *xi[HC_MAX_DIMS] = {hc_ref(a, axes[0]), hc_ref(a, axes[1])};
+    for (int i = 0; i < u->nsp; i++) q[i] = hc_axis(a, "q"), xi[2 + i] = hc_ref(a, q[i]);
+    hc_expr *hit = hc_eq(a, hc_at(a, u->ind, xi), flat);
+    if (inside) hit = hc_and(a, inside, hit);
+    hc_expr *v = hc_select(a, hit, hc_at(a, u->x, xi), hc_const_num(a, u->x->dtype, 0));
+    return hc_reduce(a, HC_REDUCE_SUM, u->nsp, q, &u->x->shape[2], v);
+}
+
+hc_task *hc_nn_task_max_unpool(hc_arena *a, const hc_node *n, hc_error *err) {
+    unpool u;
+    if (unpool_shape(n, u.out, u.inf, err)) return NULL;
+    int nin;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    u.x = in[0], u.ind = in[1], u.nsp = in[0]->ndim - 2;
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, unpool_value, &u);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
