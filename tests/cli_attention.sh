@@ -143,6 +143,22 @@ for r in glob.glob(os.path.join(d, "ref_*.npy")):
 EOF
     done
 done
+# the same programs as CUDA C for sm_80 and sm_90 through nvcc, where it is installed (no
+# GPU is needed to compile them; a GPU machine runs them: bench/gpu_check.sh)
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ -x "$NVCC" ]; then
+    for dir in "$TMP"/models/*/; do
+        name=$(basename "$dir")
+        for arch in sm_80 sm_90; do
+            "$HIDETC" inspect "$dir/model.onnx" --target cuda:$arch --dump-ir source \
+                2>"$TMP/cuda.txt" >/dev/null || { fail "$name: inspect --target cuda:$arch"; continue; }
+            grep -v '^== hidetc source' "$TMP/cuda.txt" >"$TMP/cuda.cu"
+            "$NVCC" -arch=$arch -cubin -o "$TMP/cuda.cubin" "$TMP/cuda.cu" >"$TMP/nvcc.log" 2>&1 ||
+                fail "$name: nvcc $arch: $(tail -n 3 "$TMP/nvcc.log")"
+        done
+    done
+    targets="$targets, CUDA C compiled for sm_80/sm_90"
+fi
 if [ $fails -ne 0 ]; then
     echo "cli_attention: $fails failure(s)"
     exit 1
