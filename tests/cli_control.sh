@@ -82,6 +82,54 @@ def shape_if(name, rank):
     onnx.save(m, os.path.join(d, name + ".onnx"))
 shape_if("shapeif_taken_ok", 2)
 shape_if("shapeif_taken_bad", 3)
+
+# Scan: a running sum over x's rows read in reverse (state [3]), the partial sums as a scan
+# output stacked along axis 1, plus an outer value (w) the body reads
+sb = h.make_graph([h.make_node("Add", ["s_in", "row"], ["s_out"]), h.make_node("Mul", ["s_out", "w"], ["o"])],
+                  "sb", [vi("s_in", [3]), vi("row", [3])], [vi("s_out", [3]), vi("o", [3])])
+g = h.make_graph([h.make_node("Scan", ["s0", "x"], ["s", "ys"], body=sb, num_scan_inputs=1,
+                              scan_input_directions=[1], scan_output_axes=[1])], "scan",
+                 [vi("s0", [3]), vi("x", [5, 3])], [vi("s", [3]), vi("ys", [3, 5])],
+                 initializer=[nh.from_array(np.array([1, 2, 3], np.float32), "w")])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 11)]); m.ir_version = 8
+onnx.save(m, os.path.join(d, "scan.onnx"))
+s0 = np.array([0.5, -1, 2], np.float32); xs = np.arange(15, dtype=np.float32).reshape(5, 3) / 4
+np.save(os.path.join(d, "s0.npy"), s0); np.save(os.path.join(d, "xs.npy"), xs)
+acc, parts = s0.copy(), []
+for t in range(4, -1, -1):
+    acc = acc + xs[t]; parts.append(acc * np.array([1, 2, 3], np.float32))
+np.save(os.path.join(d, "ref_s.npy"), acc); np.save(os.path.join(d, "ref_ys.npy"), np.stack(parts, 1))
+
+# Loop: M = 10, the body doubles v and stops itself after iteration 2 (cond_out = i < 2):
+# v * 8; and a Loop of 4 with a scan output of v + i
+lb = h.make_graph([h.make_node("Mul", ["v", "two"], ["v2"]), h.make_node("Less", ["i", "k2"], ["c2"])],
+                  "lb", [vi("i", [], T.INT64), vi("c", [], T.BOOL), vi("v", [2, 2])],
+                  [vi("c2", [], T.BOOL), vi("v2", [2, 2])],
+                  initializer=[nh.from_array(np.array(2, np.float32), "two"),
+                               nh.from_array(np.array(2, np.int64), "k2")])
+lb2 = h.make_graph([h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT), h.make_node("Add", ["v", "fi"], ["v3"]),
+                    h.make_node("Identity", ["c"], ["c3"])],
+                   "lb2", [vi("i", [], T.INT64), vi("c", [], T.BOOL), vi("v", [2, 2])],
+                   [vi("c3", [], T.BOOL), vi("v3", [2, 2]), vi("v3", [2, 2])])
+lb2.output[2].name = "v3"
+g = h.make_graph([h.make_node("Loop", ["M", "", "x"], ["y"], body=lb),
+                  h.make_node("Loop", ["M4", "", "x"], ["y2", "ys2"], body=lb2)], "loop",
+                 [vi("x", [2, 2])], [vi("y", [2, 2]), vi("y2", [2, 2]), vi("ys2", [4, 2, 2])],
+                 initializer=[nh.from_array(np.array(10, np.int64), "M"),
+                              nh.from_array(np.array(4, np.int64), "M4")])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)]); m.ir_version = 8
+onnx.save(m, os.path.join(d, "loop.onnx"))
+xl = np.array([[1, -2], [0.5, 3]], np.float32); np.save(os.path.join(d, "xl.npy"), xl)
+np.save(os.path.join(d, "ref_y.npy"), xl * 8)
+v, ys = xl.copy(), []
+for i in range(4):
+    v = v + i; ys.append(v)
+np.save(os.path.join(d, "ref_y2.npy"), v); np.save(os.path.join(d, "ref_ys2.npy"), np.stack(ys))
+# a million iterations: refused, not unrolled
+g = h.make_graph([h.make_node("Loop", ["M", "", "x"], ["y"], body=lb)], "bigloop", [vi("x", [2, 2])],
+                 [vi("y", [2, 2])], initializer=[nh.from_array(np.array(10 ** 6, np.int64), "M")])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)]); m.ir_version = 8
+onnx.save(m, os.path.join(d, "bigloop.onnx"))
 EOF2
 
 for case in tt ft ff; do
@@ -105,6 +153,23 @@ grep -qF "the branches give f32 [2, 3]" "$TMP/err" && grep -qF "f32 [3, 2]" "$TM
 "$HIDETC" run "$TMP/shapeif_taken_bad.onnx" >"$TMP/out" 2>"$TMP/err"
 [ $? -eq 1 ] && grep -qF "If_3/else/" "$TMP/err" && grep -qF "Reshape" "$TMP/err" ||
     fail "shapeif_taken_bad: the taken branch's error: $(head -c 400 "$TMP/err")"
+
+check() { # NAME...: out/NAME.npy against ref_NAME.npy
+    for n in "$@"; do
+        "$PY" -c "import numpy as np,sys; a=np.load('$TMP/res/$n.npy'); b=np.load('$TMP/ref_$n.npy'); sys.exit(0 if a.shape==b.shape and np.allclose(a,b,rtol=1e-6,atol=1e-6) else 1)" ||
+            fail "$n differs from numpy"
+    done
+}
+mkdir -p "$TMP/res"
+"$HIDETC" run "$TMP/scan.onnx" --input s0="$TMP/s0.npy" --input x="$TMP/xs.npy" --output-dir "$TMP/res" \
+    >"$TMP/log" 2>&1 || fail "scan: $(head -c 400 "$TMP/log")"
+check s ys
+"$HIDETC" run "$TMP/loop.onnx" --input x="$TMP/xl.npy" --output-dir "$TMP/res" >"$TMP/log" 2>&1 ||
+    fail "loop: $(head -c 400 "$TMP/log")"
+check y y2 ys2
+"$HIDETC" run "$TMP/bigloop.onnx" >"$TMP/out.txt" 2>"$TMP/err"
+[ $? -eq 1 ] && grep -qF "1000000 iterations: loops are unrolled, at most 4096" "$TMP/err" ||
+    fail "bigloop: $(head -c 400 "$TMP/err")"
 
 if [ $fails -ne 0 ]; then
     echo "cli_control: $fails failure(s)"

@@ -172,6 +172,8 @@ static bool node_supported(const Onnx__NodeProto *np) {
     if (!is_default_domain(np->domain)) return false;
     if (!strcmp(np->op_type, "Constant")) return true; /* the importer folds it */
     if (!strcmp(np->op_type, "If")) return true;       /* the importer inlines it */
+    if (!strcmp(np->op_type, "Loop") || !strcmp(np->op_type, "Scan"))
+        return true; /* bodies kept, unrolled during shape inference (passes/loop.c) */
     hc_op_kind k = hc_op_from_onnx(np->op_type);
     return k != HC_OPK_COUNT && hc_op_get(k) != NULL;
 }
@@ -575,6 +577,7 @@ static hc_status define_outputs(importer *im, size_t index) {
 }
 
 static hc_status add_if(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs);
+static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs);
 
 static hc_status add_node(importer *im, size_t index) {
     const Onnx__NodeProto *np = im->gp->node[index];
@@ -600,6 +603,7 @@ static hc_status add_node(importer *im, size_t index) {
                                 "%zu has no name", path, node, np->op_type, j);
     }
     if (op == HC_OPK_IF) return add_if(im, index, ins, outs);
+    if (op == HC_OPK_LOOP || op == HC_OPK_SCAN) return add_loop(im, index, ins, outs);
     for (size_t j = 0; j < np->n_attribute; j++) {
         hc_status s = convert_attr(im, node, np->op_type, np->attribute[j], &attrs[j]);
         if (s) return s;
@@ -687,6 +691,168 @@ static hc_status add_if(importer *im, size_t index, hc_tensor **ins, hc_tensor *
         if (!n) return hc_error_set(im->err, err.status ? err.status : HC_ERR_INVALID, "%s: %s", path, err.msg);
         n->opset = im->opset;
     }
+    return s;
+}
+
+/* ---- Loop and Scan: bodies kept as bytes, inlined per iteration ------------------- */
+/* Names gp (and the graphs nested in it) reads without defining them: the outer values a
+ * body captures. */
+static void defined_names(const Onnx__GraphProto *gp, name_map *def) {
+    for (size_t i = 0; i < gp->n_input; i++)
+        if (gp->input[i]->name) name_map_put(def, gp->input[i]->name, NULL);
+    for (size_t i = 0; i < gp->n_initializer; i++)
+        if (gp->initializer[i]->name) name_map_put(def, gp->initializer[i]->name, NULL);
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        for (size_t j = 0; j < np->n_output; j++)
+            if (*np->output[j]) name_map_put(def, np->output[j], NULL);
+        for (size_t j = 0; j < np->n_attribute; j++)
+            if (np->attribute[j]->g) defined_names(np->attribute[j]->g, def);
+    }
+}
+
+typedef HC_VEC(const char *) name_list;
+
+static void used_names(const Onnx__GraphProto *gp, const name_map *def, name_map *seen,
+                       name_list *free_names) {
+    for (size_t i = 0; i < gp->n_node; i++) {
+        const Onnx__NodeProto *np = gp->node[i];
+        for (size_t j = 0; j < np->n_input; j++) {
+            const char *s = np->input[j];
+            if (*s && !name_map_has(def, s) && name_map_put(seen, s, NULL)) hc_vec_push(free_names, s);
+        }
+        for (size_t j = 0; j < np->n_attribute; j++)
+            if (np->attribute[j]->g) used_names(np->attribute[j]->g, def, seen, free_names);
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        const char *s = gp->output[i]->name;
+        if (s && *s && !name_map_has(def, s) && name_map_put(seen, s, NULL)) hc_vec_push(free_names, s);
+    }
+}
+
+static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs) {
+    const Onnx__NodeProto *np = im->gp->node[index];
+    const char *node = im->node_names[index], *path = im->src.path, *op = np->op_type;
+    hc_arena *a = &im->g->arena;
+    bool loop = !strcmp(op, "Loop");
+    const Onnx__GraphProto *body = NULL;
+    hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 3);
+    int na = 0;
+    for (size_t j = 0; j < np->n_attribute; j++) {
+        const Onnx__AttributeProto *ap = np->attribute[j];
+        if (!strcmp(ap->name, "body")) {
+            body = ap->g;
+            continue;
+        }
+        hc_status s = convert_attr(im, node, op, ap, &attrs[na]);
+        if (s) return s;
+        na++;
+    }
+    if (!body)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): no body graph", path, node, op);
+    int nin = (int)np->n_input;
+    hc_tensor **in = HC_NEW_ARRAY(a, hc_tensor *, np->n_input + 256);
+    for (int j = 0; j < nin; j++) in[j] = ins[j];
+    if (loop) {
+        if (nin < 2 || !in[0])
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (Loop): a trip count M "
+                                "is needed (a loop bounded by its condition alone is not "
+                                "supported)", path, node);
+        if (!in[1]) { /* no condition: true */
+            bool t = true;
+            in[1] = hc_graph_constant(im->g, hc_arena_printf(a, "%s/cond", node), HC_BOOL, 0, NULL, &t);
+        }
+    }
+    for (int j = 0; j < nin; j++)
+        if (!in[j])
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (%s): input %d is "
+                                "omitted", path, node, op, j);
+    /* the outer values the body reads become inputs of the node */
+    name_map def = {0}, seen = {0};
+    name_list fr = {0};
+    defined_names(body, &def);
+    used_names(body, &def, &seen, &fr);
+    const char **cap = HC_NEW_ARRAY(a, const char *, fr.len + 1);
+    hc_status s = HC_OK;
+    if (fr.len > 250)
+        s = hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (%s): the body reads %zu outer "
+                         "values (at most 250)", path, node, op, fr.len);
+    for (size_t i = 0; !s && i < fr.len; i++) {
+        hc_tensor *t = lookup(im, fr.data[i]);
+        if (!t)
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): the body reads '%s', "
+                             "which is not defined", path, node, op, fr.data[i]);
+        cap[i] = hc_arena_strdup(a, fr.data[i]);
+        in[nin + (int)i] = t;
+    }
+    size_t ncap = fr.len;
+    hc_vec_free(&fr);
+    name_map_free(&def);
+    name_map_free(&seen);
+    if (s) return s;
+    size_t size = onnx__graph_proto__get_packed_size(body);
+    hc_tensor *bt = HC_NEW(a, hc_tensor);
+    memset(bt, 0, sizeof *bt);
+    bt->name = "body", bt->dtype = HC_U8, bt->ndim = 1, bt->shape[0] = (int64_t)size;
+    bt->shape_known = true;
+    bt->data = hc_arena_alloc(a, size ? size : 1);
+    onnx__graph_proto__pack(body, bt->data);
+    attrs[na++] = (hc_attr){.name = "body", .kind = HC_ATTR_TENSOR, .t = bt};
+    attrs[na++] = (hc_attr){.name = "captures", .kind = HC_ATTR_STRINGS, .n = (int)ncap, .strings = cap};
+    attrs[na++] = (hc_attr){.name = "num_formal", .kind = HC_ATTR_INT, .i = nin};
+    hc_error e = {0};
+    hc_op_kind k = loop ? HC_OPK_LOOP : HC_OPK_SCAN;
+    hc_node *n = hc_graph_add_node(im->g, k, node, nin + (int)ncap, in, (int)np->n_output, outs,
+                                   na, attrs, &e);
+    if (!n) return hc_error_set(im->err, e.status ? e.status : HC_ERR_INVALID, "%s: %s", path, e.msg);
+    n->opset = im->opset;
+    im->g->inline_body = hc_onnx_inline_body;
+    return HC_OK;
+}
+
+hc_status hc_onnx_inline_body(hc_graph *g, const hc_node *n, const char *prefix, int nformal,
+                              hc_tensor *const *formal, int nout, hc_tensor **outs, hc_error *err) {
+    const hc_attr *ba = hc_node_attr(n, "body");
+    int ncap = 0;
+    const hc_attr *ca = hc_node_attr(n, "captures");
+    int64_t nf = hc_node_attr_int(n, "num_formal", 0);
+    if (!ba || ba->kind != HC_ATTR_TENSOR || !ca)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "has no body to inline");
+    ncap = ca->n;
+    const char *path = hc_arena_printf(&g->arena, "body of '%s'", n->name);
+    Onnx__GraphProto *gp = onnx__graph_proto__unpack(NULL, (size_t)ba->t->shape[0], ba->t->data);
+    if (!gp) return hc_node_fail(n, HC_ERR_INVALID, err, "its body does not decode");
+    hc_status s = HC_OK;
+    if ((int)gp->n_input != nformal || (int)gp->n_output != nout)
+        s = hc_node_fail(n, HC_ERR_INVALID, err, "the body has %zu inputs and %zu outputs, %d and %d "
+                         "expected", gp->n_input, gp->n_output, nformal, nout);
+    name_map values = {0};
+    importer sub = {.src = {path, NULL}, .gp = gp, .g = g, .opset = n->opset, .values = &values,
+                    .err = err, .depth = 1, .prefix = prefix};
+    for (int i = 0; !s && i < nformal; i++) {
+        const char *nm = gp->input[i]->name;
+        if (!nm || !*nm || !name_map_put(&values, hc_arena_strdup(&g->arena, nm), formal[i]))
+            s = hc_node_fail(n, HC_ERR_INVALID, err, "body input %d has no name or is repeated", i);
+    }
+    for (int i = 0; !s && i < ncap; i++)
+        if (!name_map_has(&values, ca->strings[i]))
+            name_map_put(&values, ca->strings[i], n->inputs[nf + i]);
+    if (!s) {
+        make_node_names(&sub);
+        s = check_operators(&sub);
+    }
+    if (!s) s = check_versions(&sub);
+    if (!s) s = import_initializers(&sub);
+    for (size_t i = 0; !s && i < gp->n_node; i++) s = define_outputs(&sub, i);
+    for (size_t i = 0; !s && i < gp->n_node; i++) s = add_node(&sub, i);
+    for (int i = 0; !s && i < nout; i++) {
+        const char *nm = gp->output[i]->name;
+        outs[i] = nm && *nm ? lookup(&sub, nm) : NULL;
+        if (!outs[i]) s = hc_node_fail(n, HC_ERR_INVALID, err, "body output %d ('%s') is not defined",
+                                       i, nm ? nm : "");
+    }
+    name_map_free(&values);
+    onnx__graph_proto__free_unpacked(gp, NULL);
     return s;
 }
 

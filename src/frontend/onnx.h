@@ -33,6 +33,9 @@ typedef struct hc_onnx_options {
     int nshapes;
     const hc_onnx_shape *shapes;
 } hc_onnx_options;
+/* The Loop / Scan body hook (hc_graph.inline_body, src/graph/graph.h). */
+hc_status hc_onnx_inline_body(hc_graph *g, const hc_node *n, const char *prefix, int nformal,
+                              hc_tensor *const *formal, int nout, hc_tensor **outs, hc_error *err);
 /* hc_onnx_load / hc_onnx_load_memory with overrides (o may be NULL). */
 hc_status hc_onnx_load_with(const char *path, const hc_onnx_options *o, hc_graph **out,
                             hc_error *err);

@@ -108,9 +108,21 @@ struct hc_graph {
     /* Every name hc_graph_add_node gave a node (removed nodes' too): a miss there is a
      * name no node has, so unique names cost no scan of the nodes (100k-node models). */
     struct hc_name_set *node_names;
+    /* Loop and Scan bodies (hc_inline_body_fn, below): the importer's hook; NULL: none */
+    hc_status (*inline_body)(hc_graph *g, const hc_node *n, const char *prefix, int nformal,
+                             hc_tensor *const *formal, int nout, hc_tensor **outs,
+                             hc_error *err);
 };
 
 hc_graph *hc_graph_new(const char *name, int opset);
+/* Loop and Scan bodies: the importer keeps a node's body (attribute "body", a u8 tensor of
+ * the format's bytes; "captures": the outer values it reads, the node's inputs after the
+ * first `num_formal`) and sets g->inline_body, which imports the body once into g with
+ * its formal inputs bound to `formal` (values and nodes named after `prefix`) and returns
+ * its outputs: the lowering of shape inference (src/passes/loop.c) calls it per iteration. */
+typedef hc_status (*hc_inline_body_fn)(hc_graph *g, const hc_node *n, const char *prefix,
+                                       int nformal, hc_tensor *const *formal, int nout,
+                                       hc_tensor **outs, hc_error *err);
 void hc_graph_free(hc_graph *g);
 /* A new tensor (name NULL: a fresh unique name). Shape may be NULL (unknown yet). */
 hc_tensor *hc_graph_tensor(hc_graph *g, const char *name, hc_dtype dtype, int ndim,

@@ -44,6 +44,9 @@
     X(SOFTMAX_CROSS_ENTROPY_LOSS, "SoftmaxCrossEntropyLoss",   2, 3, 1, 2, REDUCE)            \
     /* control flow: If is inlined by the importer (both branches, IF_SELECT picks) */          \
     X(IF,                        "If",                         1, 1, 1, HC_MANY, REDUCE)      \
+    /* Loop and Scan: bodies kept by the importer, unrolled during shape inference */          \
+    X(LOOP,                      "Loop",                       2, HC_MANY, 1, HC_MANY, REDUCE) \
+    X(SCAN,                      "Scan",                       1, HC_MANY, 1, HC_MANY, REDUCE) \
     /* matrix products */                                                                     \
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \

@@ -177,6 +177,31 @@ static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
     hc_error first = {0};
     for (size_t k = 0; k < g->nodes.len && st == HC_OK; k++) {
         hc_node *n = g->nodes.data[k];
+        if (n->op == HC_OPK_LOOP || n->op == HC_OPK_SCAN) {
+            if (!infer) continue; /* only inference unrolls them */
+            size_t before = g->nodes.len;
+            char *uf = NULL;
+            st = hc_pass_unroll(g, n, &uf, err);
+            if (st != HC_OK) {
+                free(uf);
+                break;
+            }
+            /* the unrolled nodes next, so that they are inferred before n's readers */
+            size_t added = g->nodes.len - before;
+            hc_node **nodes = g->nodes.data;
+            hc_node **tmp = hc_xmalloc(sizeof(hc_node *) * (added + 1));
+            memcpy(tmp, nodes + before, sizeof(hc_node *) * added);
+            memmove(nodes + k + 1 + added, nodes + k + 1, sizeof(hc_node *) * (before - k - 1));
+            memcpy(nodes + k + 1, tmp, sizeof(hc_node *) * added);
+            free(tmp);
+            folded = hc_xrealloc(folded, g->nodes.len + 1);
+            memmove(folded + k + 1 + added, folded + k + 1, before - k - 1);
+            for (size_t i = 0; i < added; i++) folded[k + 1 + i] = uf && uf[i];
+            free(uf);
+            folded[k] = 1; /* n itself goes */
+            continue;
+        }
+        if (folded[k]) continue; /* unrolled and folded already */
         if (infer) st = hc_pass_infer_node(n, err);
         if (st != HC_OK && in_branch(n)) { /* maybe an untaken branch: decided below */
             if (!failed.len) first = *err;

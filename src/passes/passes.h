@@ -63,6 +63,10 @@ hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err);
 hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err);
 /* BatchNormalization with training_mode=1 rewritten into reductions (batchnorm.c). */
 hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err);
+/* Loop or Scan node n unrolled into g by the importer's body hook (src/passes/loop.c): the
+ * new nodes are appended to g->nodes, inferred, and n's outputs bypassed to theirs;
+ * *folded (malloc'ed, one flag per new node) marks those folded to constants. */
+hc_status hc_pass_unroll(hc_graph *g, hc_node *n, char **folded, hc_error *err);
 
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and

@@ -168,6 +168,8 @@ static const op_versions table[] = {
     V(DEQUANTIZE_LINEAR, 10, 13, 19, 21, 23, 24, 25, 28),
     V(DYNAMIC_QUANTIZE_LINEAR, 11),
     V(IF, 1, 11, 13, 16, 19, 21, 23, 24, 25), /* 11: branches' shapes may differ; the rest types */
+    V(LOOP, NO(1), 11, 13, 16, 19, 21, 23, 24, 25), /* 11: M and cond optional; the rest types */
+    V(SCAN, NO(8), 9, 11, 16, 19, 21, 23, 24, 25), /* 8: batch dim and sequence_lens */
     V(NLL_LOSS, 12, 13, 22),                 /* 13: bfloat16 dropped / f64; 22: bfloat16 */
     V(SOFTMAX_CROSS_ENTROPY_LOSS, 12, 13),
     V(MATMUL_INTEGER, 10),
