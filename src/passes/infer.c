@@ -46,7 +46,11 @@ static bool foldable(const hc_node *n, int64_t limit) {
         n->op == HC_OPK_ATTENTION ||
         (n->op == HC_OPK_BATCH_NORMALIZATION && hc_node_attr_int(n, "training_mode", 0)))
         return false;
-    return hc_op_class_of(n->op) == HC_OPC_SOURCE || outputs_numel(n) <= limit;
+    /* sources (ConstantOfShape, Range, ...) fold even when inference would not, but not
+     * beyond folding's own limit: a hostile ConstantOfShape of 130M elements (found by the
+     * onnx fuzzer) would be a gigabyte at compile time; unfolded, it is a kernel */
+    int64_t size = outputs_numel(n);
+    return (hc_op_class_of(n->op) == HC_OPC_SOURCE && size <= FOLD_LIMIT) || size <= limit;
 }
 
 /* x transposed by perm into y (ONNX Transpose: y dim d is x dim perm[d]), any dtype. */
