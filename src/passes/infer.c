@@ -186,8 +186,10 @@ static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
             size_t before = g->nodes.len;
             char *uf = NULL;
             st = hc_pass_unroll(g, n, &uf, err);
-            if (st != HC_OK) {
+            if (st != HC_OK) { /* nodes of the iterations made so far stay: flags for them */
                 free(uf);
+                folded = hc_xrealloc(folded, g->nodes.len + 1);
+                memset(folded + before, 0, g->nodes.len - before + 1);
                 break;
             }
             /* the unrolled nodes next, so that they are inferred before n's readers */
