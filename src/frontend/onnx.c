@@ -660,10 +660,11 @@ static hc_status add_if(importer *im, size_t index, hc_tensor **ins, hc_tensor *
     const Onnx__GraphProto *br[2] = {NULL, NULL};
     for (size_t j = 0; j < np->n_attribute; j++) {
         const Onnx__AttributeProto *ap = np->attribute[j];
-        int k = !strcmp(ap->name, "then_branch") ? 0 : !strcmp(ap->name, "else_branch") ? 1 : -1;
+        const char *an = ap->name ? ap->name : "";
+        int k = !strcmp(an, "then_branch") ? 0 : !strcmp(an, "else_branch") ? 1 : -1;
         if (k < 0 || !ap->g)
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (If): attribute '%s' (a "
-                                "then_branch or else_branch graph expected)", path, node, ap->name);
+                                "then_branch or else_branch graph expected)", path, node, an);
         br[k] = ap->g;
     }
     if (!br[0] || !br[1])
@@ -740,7 +741,7 @@ static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor
     int na = 0;
     for (size_t j = 0; j < np->n_attribute; j++) {
         const Onnx__AttributeProto *ap = np->attribute[j];
-        if (!strcmp(ap->name, "body")) {
+        if (ap->name && !strcmp(ap->name, "body")) {
             body = ap->g;
             continue;
         }
