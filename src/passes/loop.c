@@ -12,8 +12,8 @@
 
 #include "passes/pass_util.h"
 
-/* The most iterations one Loop or Scan node unrolls (like RNN's time steps). */
-#define HC_LOOP_MAX_ITERATIONS 4096
+/* The most iterations one Loop or Scan node unrolls (like RNN's time steps): passes.h */
+int hc_loop_max_iterations = HC_LOOP_MAX_ITERATIONS;
 
 typedef struct u_ctx {
     hc_graph *g;
@@ -118,9 +118,9 @@ static hc_status unroll_loop(u_ctx *c, int nformal) {
         return hc_node_fail(n, HC_ERR_INVALID, c->err, "M and cond must be single values");
     int64_t M = (int64_t)hc_tensor_const_at(n->inputs[0], 0);
     if (hc_tensor_const_at(n->inputs[1], 0) == 0 || M < 0) M = 0;
-    if (M > HC_LOOP_MAX_ITERATIONS)
+    if (M > hc_loop_max_iterations)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, c->err, "%lld iterations: loops are unrolled, at "
-                            "most %d", (long long)M, HC_LOOP_MAX_ITERATIONS);
+                            "most %d", (long long)M, hc_loop_max_iterations);
     int N = nformal - 2, K = n->noutputs - N;
     if (N < 0 || K < 0)
         return hc_node_fail(n, HC_ERR_INVALID, c->err, "%d inputs and %d outputs do not fit a Loop",
@@ -200,9 +200,9 @@ static hc_status unroll_scan(u_ctx *c, int nformal) {
         T = x->shape[ax], axes[j] = ax;
     }
     if (T < 1) return hc_node_fail(n, HC_ERR_UNSUPPORTED, c->err, "no scan step");
-    if (T > HC_LOOP_MAX_ITERATIONS)
+    if (T > hc_loop_max_iterations)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, c->err, "%lld steps: scans are unrolled, at most %d",
-                            (long long)T, HC_LOOP_MAX_ITERATIONS);
+                            (long long)T, hc_loop_max_iterations);
     hc_tensor **st = HC_NEW_ARRAY(a, hc_tensor *, Nst + 1);
     for (int i = 0; i < Nst; i++) st[i] = n->inputs[i];
     hc_tensor ***scan = HC_NEW_ARRAY(a, hc_tensor **, Kout + 1);

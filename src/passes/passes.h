@@ -67,6 +67,10 @@ hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err);
  * new nodes are appended to g->nodes, inferred, and n's outputs bypassed to theirs;
  * *folded (malloc'ed, one flag per new node) marks those folded to constants. */
 hc_status hc_pass_unroll(hc_graph *g, hc_node *n, char **folded, hc_error *err);
+/* The most iterations one Loop or Scan unrolls, and the limit in force (the onnx fuzz
+ * harness lowers it, as hc_rnn_max_steps). */
+#define HC_LOOP_MAX_ITERATIONS 4096
+extern int hc_loop_max_iterations;
 
 /* The channel-blocked layout (docs/nchwc.md): eligible Convs become CONV_NCHWC between
  * reorders, which are then pushed through elementwise ops, channel Concats and pools and

@@ -8,6 +8,8 @@
 #include "graph/ops/nn_internal.h"
 #include "graph/ops/rnn.h"
 
+int hc_rnn_max_steps = HC_RNN_MAX_STEPS;
+
 bool hc_op_is_recurrent(hc_op_kind op) {
     return op == HC_OPK_RNN || op == HC_OPK_GRU || op == HC_OPK_LSTM;
 }
@@ -149,10 +151,10 @@ hc_status hc_rnn_parse(const hc_node *n, hc_rnn_spec *s, hc_error *err) {
                             "sequence, batch and input sizes", x->name);
     /* Unrolled over time (src/passes/rnn.c): about 15 nodes per step and direction. A
      * bound keeps a hostile sequence length from making millions of nodes. */
-    if (s->seq * s->ndir > HC_RNN_MAX_STEPS)
+    if (s->seq * s->ndir > hc_rnn_max_steps)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "sequence length %lld x %d direction(s): "
                             "recurrent ops are unrolled over time, at most %d steps",
-                            (long long)s->seq, s->ndir, HC_RNN_MAX_STEPS);
+                            (long long)s->seq, s->ndir, hc_rnn_max_steps);
     int64_t gh = s->gates * s->hidden, d = s->ndir, h = s->hidden, b = s->batch;
     int64_t wsh[3] = {d, gh, s->input}, rsh[3] = {d, gh, h}, bsh[2] = {d, 2 * gh};
     int64_t st_sh[3] = {s->layout ? b : d, s->layout ? d : b, h}, psh[2] = {d, 3 * h};

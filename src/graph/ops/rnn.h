@@ -7,8 +7,11 @@
 #include "graph/graph.h"
 
 #define HC_RNN_MAX_ACTS 3 /* f, g, h (LSTM) */
-/* The most time steps (sequence length x directions) one RNN, GRU or LSTM node unrolls. */
+/* The most time steps (sequence length x directions) one RNN, GRU or LSTM node unrolls,
+ * and the limit in force (the onnx fuzz harness lowers it: unrolling is linear, but
+ * thousands of steps under ASan take longer than its timeout). */
 #define HC_RNN_MAX_STEPS 8192
+extern int hc_rnn_max_steps;
 
 typedef struct hc_rnn_spec {
     int gates;       /* 1 (RNN), 3 (GRU: z r h), 4 (LSTM: i o f c) */
