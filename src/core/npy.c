@@ -24,9 +24,14 @@ static const char *dtype_code(hc_dtype t) {
     return NULL;
 }
 
+/* Saturates at INT64_MAX (dimensions up to 2^48 each: their product overflows int64; the
+ * npy fuzzer found it), which no file's data size matches. */
 int64_t hc_npy_numel(const hc_npy *n) {
     int64_t k = 1;
-    for (int i = 0; i < n->ndim; i++) k *= n->shape[i];
+    for (int i = 0; i < n->ndim; i++) {
+        if (n->shape[i] == 0) return 0;
+        if (__builtin_mul_overflow(k, n->shape[i], &k)) k = INT64_MAX;
+    }
     return k;
 }
 

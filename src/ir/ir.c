@@ -51,17 +51,27 @@ double hc_elem_get(const void *buf, hc_dtype t, int64_t i) {
     }
 }
 
+/* v as an integer without undefined behaviour: truncated toward zero, clamped to the i64
+ * range (NaN: 0), then wrapped to the type's width (C's conversion to unsigned). */
+static uint64_t int_bits(double v) {
+    if (!(v == v)) return 0;
+    if (v >= 18446744073709551616.0) return UINT64_MAX;
+    if (v >= 9223372036854775808.0) return (uint64_t)v; /* u64 above i64 */
+    if (v <= -9223372036854775808.0) return (uint64_t)INT64_MIN;
+    return (uint64_t)(int64_t)v;
+}
+
 void hc_elem_set(void *buf, hc_dtype t, int64_t i, double v) {
     switch (t) {
     case HC_BOOL: ((uint8_t *)buf)[i] = v != 0; return;
-    case HC_I8: ((int8_t *)buf)[i] = (int8_t)v; return;
-    case HC_I16: ((int16_t *)buf)[i] = (int16_t)v; return;
-    case HC_I32: ((int32_t *)buf)[i] = (int32_t)v; return;
-    case HC_I64: ((int64_t *)buf)[i] = (int64_t)v; return;
-    case HC_U8: ((uint8_t *)buf)[i] = (uint8_t)v; return;
-    case HC_U16: ((uint16_t *)buf)[i] = (uint16_t)v; return;
-    case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)v; return;
-    case HC_U64: ((uint64_t *)buf)[i] = (uint64_t)v; return;
+    case HC_I8: ((uint8_t *)buf)[i] = (uint8_t)int_bits(v); return;
+    case HC_I16: ((uint16_t *)buf)[i] = (uint16_t)int_bits(v); return;
+    case HC_I32: ((uint32_t *)buf)[i] = (uint32_t)int_bits(v); return;
+    case HC_I64: ((uint64_t *)buf)[i] = int_bits(v); return;
+    case HC_U8: ((uint8_t *)buf)[i] = (uint8_t)int_bits(v); return;
+    case HC_U16: ((uint16_t *)buf)[i] = (uint16_t)int_bits(v); return;
+    case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)int_bits(v); return;
+    case HC_U64: ((uint64_t *)buf)[i] = int_bits(v); return;
     case HC_F16: ((_Float16 *)buf)[i] = (_Float16)v; return;
     case HC_BF16: {
         float f = (float)v;

@@ -86,6 +86,13 @@ static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
     hc_tensor *lp = sce ? log_softmax(&c, x) : x;
     const hc_attr *ig = hc_node_attr(n, "ignore_index");
     int64_t ignore = hc_node_attr_int(n, "ignore_index", 0), C = x->shape[1];
+    if (ig && hc_dtype_size(it) < 8) { /* a value the targets cannot hold ignores nothing */
+        int64_t bits = 8 * hc_dtype_size(it);
+        bool sgn = hc_dtype_is_signed(it);
+        int64_t lo = sgn ? -((int64_t)1 << (bits - 1)) : 0;
+        int64_t hi = sgn ? ((int64_t)1 << (bits - 1)) - 1 : ((int64_t)1 << bits) - 1;
+        if (ignore < lo || ignore > hi) ig = NULL;
+    }
     hc_tensor *keep = NULL, *tt = t; /* keep: 1 where t != ignore_index (x's dtype) */
     if (ig) {
         hc_tensor *is = bin(&c, HC_OPK_EQUAL, t, scalar(&c, it, (double)ignore));
