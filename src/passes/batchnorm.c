@@ -266,18 +266,8 @@ static hc_status lower_training(hc_graph *g, hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
+static bool is_training_bn(const hc_node *n) { return n->op == HC_OPK_BATCH_NORMALIZATION && hc_node_attr_int(n, "training_mode", 0); }
+
 hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err) {
-    size_t n0 = g->nodes.len;
-    bool any = false;
-    for (size_t k = 0; k < n0; k++) {
-        hc_node *n = g->nodes.data[k];
-        if (n->op != HC_OPK_BATCH_NORMALIZATION || !hc_node_attr_int(n, "training_mode", 0)) continue;
-        hc_status st = lower_training(g, n, err);
-        if (st != HC_OK) return st;
-        any = true;
-    }
-    if (!any) return HC_OK;
-    hc_status st = hc_graph_toposort(g, err);
-    if (st == HC_OK) hc_graph_remove_dead(g);
-    return st;
+    return hc_pass_lower_each(g, is_training_bn, lower_training, err);
 }

@@ -127,18 +127,8 @@ static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
     return st;
 }
 
+static bool is_loss(const hc_node *n) { return n->op == HC_OPK_NLL_LOSS || n->op == HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS; }
+
 hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err) {
-    size_t n0 = g->nodes.len;
-    bool any = false;
-    for (size_t k = 0; k < n0; k++) {
-        hc_node *n = g->nodes.data[k];
-        if (n->op != HC_OPK_NLL_LOSS && n->op != HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS) continue;
-        hc_status st = lower_one(g, n, err);
-        if (st != HC_OK) return st;
-        any = true;
-    }
-    if (!any) return HC_OK;
-    hc_status st = hc_graph_toposort(g, err);
-    if (st == HC_OK) hc_graph_remove_dead(g);
-    return st;
+    return hc_pass_lower_each(g, is_loss, lower_one, err);
 }

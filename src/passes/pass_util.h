@@ -45,6 +45,12 @@ hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool
  * caps.num_cores per image, lower.c — else 2; o->wino_tile forces it. A test states the
  * machine by setting o->target to an injected description (hc_target_cpu_describe). */
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o);
+/* A lowering pass's loop: lower(g, n, err) for every node of g (as it was on entry) that
+ * match(n) accepts, then, when any was, toposort and drop the dead nodes (the rnn,
+ * quant, loss, attention and batchnorm-training lowerings). */
+hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
+                             hc_status (*lower)(hc_graph *g, hc_node *n, hc_error *err),
+                             hc_error *err);
 /* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
 void hc_pass_remove_nodes(hc_graph *g, const char *remove);
 

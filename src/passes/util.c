@@ -101,3 +101,21 @@ void hc_pass_remove_nodes(hc_graph *g, const char *remove) {
         if (!remove[k]) g->nodes.data[w++] = g->nodes.data[k];
     g->nodes.len = w;
 }
+
+hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
+                             hc_status (*lower)(hc_graph *g, hc_node *n, hc_error *err),
+                             hc_error *err) {
+    size_t n0 = g->nodes.len;
+    bool any = false;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (!match(n)) continue;
+        hc_status st = lower(g, n, err);
+        if (st != HC_OK) return st;
+        any = true;
+    }
+    if (!any) return HC_OK;
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
+}
