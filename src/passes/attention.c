@@ -11,16 +11,9 @@
 
 #include "passes/pass_util.h"
 
-typedef struct a_ctx {
-    hc_graph *g;
-    hc_node *n;
-    hc_error *err;
-    int uid;
-} a_ctx;
+typedef hc_rewrite a_ctx;
 
-static const char *fresh(a_ctx *c, const char *suffix) {
-    return hc_arena_printf(&c->g->arena, "%s_%s%d", c->n->name, suffix, c->uid++);
-}
+static const char *fresh(a_ctx *c, const char *suffix) { return hc_rw_fresh(c, suffix); }
 
 static hc_tensor *emit(a_ctx *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
                        const hc_attr *attrs) {
@@ -82,21 +75,7 @@ static hc_tensor *bias_of(a_ctx *c, hc_tensor *mask, hc_dtype dt, int64_t T) {
     return m;
 }
 
-static hc_status replace(a_ctx *c, int i, hc_tensor *y) {
-    hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
-    if (!old) return HC_OK;
-    if (!y) return c->err->status ? c->err->status : HC_ERR_INVALID;
-    if (y->ndim != old->ndim || memcmp(y->shape, old->shape, sizeof(int64_t) * (size_t)y->ndim))
-        return hc_node_fail(c->n, HC_ERR_INVALID, c->err, "lowered output %d has another shape "
-                            "(internal error)", i);
-    if (!hc_pass_bypass(c->g, old, y)) { /* y is a graph input or output: a copy takes it */
-        hc_tensor *id = emit(c, HC_OPK_IDENTITY, 1, &y, 0, NULL);
-        if (!id || !hc_pass_bypass(c->g, old, id))
-            return hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "output '%s' cannot be "
-                                "replaced by its lowered value", old->name);
-    }
-    return HC_OK;
-}
+static hc_status replace(a_ctx *c, int i, hc_tensor *y) { return hc_rw_replace(c, i, y); }
 
 static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
     a_ctx c = {.g = g, .n = n, .err = err};

@@ -45,6 +45,20 @@ hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool
  * caps.num_cores per image, lower.c — else 2; o->wino_tile forces it. A test states the
  * machine by setting o->target to an injected description (hc_target_cpu_describe). */
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o);
+/* Building the replacement of node n in a lowering pass: fresh names "n_<suffix><k>", nodes
+ * inferred as they are added (NULL, with err set, when one fails; a NULL input passes the
+ * failure on), and n's output i replaced by y (same dtype and shape; through an Identity
+ * when y cannot take a graph output's name). */
+typedef struct hc_rewrite {
+    hc_graph *g;
+    hc_node *n;
+    hc_error *err;
+    int uid;
+} hc_rewrite;
+const char *hc_rw_fresh(hc_rewrite *c, const char *suffix);
+hc_tensor *hc_rw_emit(hc_rewrite *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
+                      const hc_attr *attrs);
+hc_status hc_rw_replace(hc_rewrite *c, int i, hc_tensor *y);
 /* A lowering pass's loop: lower(g, n, err) for every node of g (as it was on entry) that
  * match(n) accepts, then, when any was, toposort and drop the dead nodes (the rnn,
  * quant, loss, attention and batchnorm-training lowerings). */

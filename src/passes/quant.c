@@ -21,23 +21,13 @@
 #include "graph/ops/quant.h"
 #include "passes/pass_util.h"
 
-typedef struct q_ctx {
-    hc_graph *g;
-    hc_node *n;
-    hc_error *err;
-    int uid;
-} q_ctx;
+typedef hc_rewrite q_ctx;
 
-static const char *fresh(q_ctx *c, const char *suffix) {
-    return hc_arena_printf(&c->g->arena, "%s_%s%d", c->n->name, suffix, c->uid++);
-}
+static const char *fresh(q_ctx *c, const char *suffix) { return hc_rw_fresh(c, suffix); }
 
 static hc_tensor *emit(q_ctx *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
                        const hc_attr *attrs) {
-    for (int i = 0; i < nin; i++)
-        if (!in[i]) return NULL; /* an earlier step failed (err is set) */
-    hc_node *m = hc_pass_add_node(c->g, op, fresh(c, "q"), nin, in, nattrs, attrs, c->err);
-    return m ? m->outputs[0] : NULL;
+    return hc_rw_emit(c, op, nin, in, nattrs, attrs);
 }
 
 static hc_tensor *bin(q_ctx *c, hc_op_kind op, hc_tensor *a, hc_tensor *b) {
@@ -136,19 +126,7 @@ static hc_tensor *bcast(q_ctx *c, hc_tensor *p, const hc_tensor *x, const hc_qua
     return t;
 }
 
-static hc_status replace(q_ctx *c, int i, hc_tensor *y) {
-    hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
-    if (!old) return HC_OK;
-    if (!y) return c->err->status ? c->err->status : HC_ERR_INVALID;
-    if (y->dtype != old->dtype || y->ndim != old->ndim ||
-        memcmp(y->shape, old->shape, sizeof(int64_t) * (size_t)y->ndim))
-        return hc_node_fail(c->n, HC_ERR_INVALID, c->err, "lowered output %d has another dtype "
-                            "or shape (internal error)", i);
-    if (!hc_pass_bypass(c->g, old, y))
-        return hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "output '%s' cannot be replaced by "
-                            "its lowered value", old->name);
-    return HC_OK;
-}
+static hc_status replace(q_ctx *c, int i, hc_tensor *y) { return hc_rw_replace(c, i, y); }
 
 /* round half to even, + zp, clamped to out's range, cast: q in f32 (f64 when wide is). */
 static hc_tensor *requantize(q_ctx *c, hc_tensor *q, hc_tensor *zp, hc_dtype out) {

@@ -119,3 +119,30 @@ hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
     if (st == HC_OK) hc_graph_remove_dead(g);
     return st;
 }
+
+const char *hc_rw_fresh(hc_rewrite *c, const char *suffix) {
+    return hc_arena_printf(&c->g->arena, "%s_%s%d", c->n->name, suffix, c->uid++);
+}
+
+hc_tensor *hc_rw_emit(hc_rewrite *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
+                      const hc_attr *attrs) {
+    for (int i = 0; i < nin; i++)
+        if (!in[i]) return NULL; /* an earlier step failed (err is set) */
+    hc_node *m = hc_pass_add_node(c->g, op, hc_rw_fresh(c, "rw"), nin, in, nattrs, attrs, c->err);
+    return m ? m->outputs[0] : NULL;
+}
+
+hc_status hc_rw_replace(hc_rewrite *c, int i, hc_tensor *y) {
+    hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
+    if (!old) return HC_OK;
+    if (!y) return c->err->status ? c->err->status : HC_ERR_INVALID;
+    if (y->dtype != old->dtype || y->ndim != old->ndim ||
+        (y->ndim && memcmp(y->shape, old->shape, sizeof(int64_t) * (size_t)y->ndim)))
+        return hc_node_fail(c->n, HC_ERR_INVALID, c->err, "lowered output %d has another dtype "
+                            "or shape (internal error)", i);
+    if (hc_pass_bypass(c->g, old, y)) return HC_OK;
+    hc_tensor *id = hc_rw_emit(c, HC_OPK_IDENTITY, 1, &y, 0, NULL); /* y is a graph input */
+    if (id && hc_pass_bypass(c->g, old, id)) return HC_OK;
+    return hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "output '%s' cannot be replaced by its "
+                        "lowered value", old->name);
+}
