@@ -576,6 +576,115 @@ static hc_status define_outputs(importer *im, size_t index) {
     return HC_OK;
 }
 
+/* ---- opsets 1 to 6: versions whose attributes became inputs or changed type --------- */
+/* A node of a version older than 7 whose only difference from a later version is the form
+ * of its attributes is rewritten into that later form here, so that the op definitions
+ * see one form: Reshape-1's `shape` attribute becomes the constant shape input (Reshape-5),
+ * Cast-1's type name in `to` its code (Cast-6), Pad-1's `paddings` the `pads` (Pad-2),
+ * Concat-1's missing axis 1 (Concat-4), Upsample-1's height_scale and width_scale the
+ * scales of a 4-D input (Upsample-7), Split-1's constant `split` input the attribute
+ * (Split-2). Semantic differences are marked for the op definitions to check:
+ * legacy_broadcast (0: the inputs' shapes must be equal, 1: B broadcasts to A as its
+ * suffix) on the binary ops and Gemm, legacy_training (is_test is 0) on BatchNormalization
+ * and Dropout (docs/onnx.md, "Opsets 1 to 6"). `consumed_inputs`, an in-place hint of
+ * version 1, is ignored. */
+static const char *const cast1_names[] = {
+    NULL,     "FLOAT",  "UINT8",  "INT8",    "UINT16", "INT16",  "INT32",     "INT64",
+    "STRING", "BOOL",   "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128"};
+
+static hc_attr *find_attr(hc_attr *attrs, int nattrs, const char *name) {
+    for (int i = 0; i < nattrs; i++)
+        if (attrs[i].name && !strcmp(attrs[i].name, name)) return &attrs[i];
+    return NULL;
+}
+
+static hc_status legacy_adapt(importer *im, size_t index, hc_op_kind op, int *nin,
+                              hc_tensor ***ins, int *nattrs, hc_attr **attrs) {
+    const Onnx__NodeProto *np = im->gp->node[index];
+    const char *node = im->node_names[index], *path = im->src.path;
+    int v = hc_op_onnx_version(op, im->opset);
+    if (v <= 0 || v >= 7) return HC_OK;
+    hc_arena *a = &im->g->arena;
+    /* room for one more attribute and one more input */
+    hc_attr *at = HC_NEW_ARRAY(a, hc_attr, *nattrs + 1);
+    memcpy(at, *attrs, sizeof(hc_attr) * (size_t)*nattrs);
+    hc_tensor **in = HC_NEW_ARRAY(a, hc_tensor *, *nin + 2);
+    memcpy(in, *ins, sizeof(hc_tensor *) * (size_t)*nin);
+    *attrs = at, *ins = in;
+    if (op == HC_OPK_RESHAPE && v < 5) {
+        hc_attr *s = find_attr(at, *nattrs, "shape");
+        if (!s || s->kind != HC_ATTR_INTS || *nin != 1)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (Reshape-1): expected "
+                                "one input and the ints attribute 'shape'", path, node);
+        int64_t cnt = s->n;
+        hc_tensor *t = hc_graph_constant(im->g, NULL, HC_I64,
+                                         1, &cnt, s->ints);
+        in[(*nin)++] = t;
+        s->name = "legacy_shape";
+    } else if (op == HC_OPK_CAST && v < 6) {
+        hc_attr *to = find_attr(at, *nattrs, "to");
+        if (to && to->kind == HC_ATTR_STRING) {
+            int64_t code = 0;
+            for (size_t k = 1; k < HC_ARRAY_LEN(cast1_names); k++)
+                if (!strcmp(to->s, cast1_names[k])) code = (int64_t)k;
+            if (!code)
+                return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (Cast-1): 'to' is "
+                                    "'%s', not a type name", path, node, to->s);
+            to->kind = HC_ATTR_INT, to->i = code;
+        }
+    } else if (op == HC_OPK_PAD && v < 2) {
+        hc_attr *p = find_attr(at, *nattrs, "paddings");
+        if (p && !find_attr(at, *nattrs, "pads")) p->name = "pads";
+    } else if (op == HC_OPK_CONCAT && v < 4) {
+        if (!find_attr(at, *nattrs, "axis"))
+            at[(*nattrs)++] = (hc_attr){.name = "axis", .kind = HC_ATTR_INT, .i = 1};
+    } else if (op == HC_OPK_UPSAMPLE && v < 7) {
+        hc_attr *h = find_attr(at, *nattrs, "height_scale");
+        hc_attr *w = find_attr(at, *nattrs, "width_scale");
+        if (!h || !w || h->kind != HC_ATTR_FLOAT || w->kind != HC_ATTR_FLOAT)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (Upsample-1): the float "
+                                "attributes height_scale and width_scale are required", path,
+                                node);
+        hc_attr *m = find_attr(at, *nattrs, "mode");
+        if (m && m->kind == HC_ATTR_STRING && !strcmp(m->s, "bilinear")) m->s = "linear";
+        double *sc = HC_NEW_ARRAY(a, double, 4);
+        sc[0] = sc[1] = 1, sc[2] = h->f, sc[3] = w->f;
+        at[(*nattrs)++] = (hc_attr){.name = "scales", .kind = HC_ATTR_FLOATS, .n = 4, .floats = sc};
+        h->name = "legacy_height_scale", w->name = "legacy_width_scale";
+    } else if (op == HC_OPK_ADD || op == HC_OPK_SUB || op == HC_OPK_MUL || op == HC_OPK_DIV ||
+               op == HC_OPK_POW || op == HC_OPK_AND || op == HC_OPK_OR || op == HC_OPK_XOR ||
+               op == HC_OPK_EQUAL || op == HC_OPK_LESS || op == HC_OPK_GREATER ||
+               op == HC_OPK_GEMM) {
+        /* the op definitions check legacy broadcasting on this mark (not on the opset, which
+         * the nodes that passes derive from this one inherit) */
+        hc_attr *b = find_attr(at, *nattrs, "broadcast");
+        at[(*nattrs)++] = (hc_attr){.name = "legacy_broadcast", .kind = HC_ATTR_INT,
+                                    .i = b && b->kind == HC_ATTR_INT && b->i != 0};
+    } else if (op == HC_OPK_BATCH_NORMALIZATION || op == HC_OPK_DROPOUT) {
+        hc_attr *t = find_attr(at, *nattrs, "is_test");
+        at[(*nattrs)++] = (hc_attr){.name = "legacy_training", .kind = HC_ATTR_INT,
+                                    .i = !(t && t->kind == HC_ATTR_INT && t->i != 0)};
+    } else if (op == HC_OPK_SPLIT && v < 2 && *nin > 1 && in[1]) {
+        hc_tensor *s = in[1];
+        if (find_attr(at, *nattrs, "split"))
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (Split-1): 'split' is "
+                                "both an input and an attribute", path, node);
+        if (!s->data || s->ndim != 1 || (s->dtype != HC_I64 && s->dtype != HC_I32))
+            return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (Split-1): the "
+                                "split input '%s' must be a constant 1-D integer tensor", path,
+                                node, np->input[1]);
+        int64_t cnt = s->shape[0];
+        int64_t *v64 = HC_NEW_ARRAY(a, int64_t, cnt + 1);
+        for (int64_t k = 0; k < cnt; k++)
+            v64[k] = s->dtype == HC_I64 ? ((const int64_t *)s->data)[k]
+                                        : ((const int32_t *)s->data)[k];
+        at[(*nattrs)++] = (hc_attr){.name = "split", .kind = HC_ATTR_INTS, .n = (int)cnt,
+                                    .ints = v64};
+        *nin = 1;
+    }
+    return HC_OK;
+}
+
 static hc_status add_if(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs);
 static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor **outs);
 
@@ -608,9 +717,12 @@ static hc_status add_node(importer *im, size_t index) {
         hc_status s = convert_attr(im, node, np->op_type, np->attribute[j], &attrs[j]);
         if (s) return s;
     }
+    int nin = (int)np->n_input, nattrs = (int)np->n_attribute;
+    hc_status ls = legacy_adapt(im, index, op, &nin, &ins, &nattrs, &attrs);
+    if (ls) return ls;
     hc_error e = {0};
-    hc_node *n = hc_graph_add_node(im->g, op, node, (int)np->n_input,
-                                   ins, (int)np->n_output, outs, (int)np->n_attribute, attrs, &e);
+    hc_node *n = hc_graph_add_node(im->g, op, node, nin, ins, (int)np->n_output, outs, nattrs,
+                                   attrs, &e);
     if (!n)
         return hc_error_set(im->err, e.status ? e.status : HC_ERR_INVALID, "%s: %s", path,
                             e.msg);
@@ -737,7 +849,7 @@ static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor
     hc_arena *a = &im->g->arena;
     bool loop = !strcmp(op, "Loop");
     const Onnx__GraphProto *body = NULL;
-    hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 3);
+    hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 5);
     int na = 0;
     for (size_t j = 0; j < np->n_attribute; j++) {
         const Onnx__AttributeProto *ap = np->attribute[j];
@@ -763,6 +875,29 @@ static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor
             bool t = true;
             in[1] = hc_graph_constant(im->g, hc_arena_printf(a, "%s/cond", node), HC_BOOL, 0, NULL, &t);
         }
+    }
+    if (!loop && hc_op_onnx_version(HC_OPK_SCAN, im->opset) == 8) {
+        /* Scan-8: batch-major inputs after an optional sequence_lens, which must be a
+         * constant (its values become the attribute; loop.c checks them) */
+        if (nin < 1)
+            return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (Scan-8): no inputs",
+                                path, node);
+        if (in[0]) {
+            hc_tensor *sl = in[0];
+            if (!sl->data || sl->ndim != 1 || (sl->dtype != HC_I32 && sl->dtype != HC_I64))
+                return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (Scan-8): "
+                                    "sequence_lens '%s' must be a constant 1-D integer tensor",
+                                    path, node, np->input[0]);
+            int64_t cnt = sl->shape[0];
+            int64_t *v = HC_NEW_ARRAY(a, int64_t, cnt + 1);
+            for (int64_t k = 0; k < cnt; k++)
+                v[k] = (int64_t)hc_tensor_const_at(sl, k);
+            attrs[na++] = (hc_attr){.name = "sequence_lens", .kind = HC_ATTR_INTS, .n = (int)cnt,
+                                    .ints = v};
+        }
+        attrs[na++] = (hc_attr){.name = "batch_major", .kind = HC_ATTR_INT, .i = 1};
+        for (int j = 1; j < nin; j++) in[j - 1] = in[j];
+        nin--;
     }
     for (int j = 0; j < nin; j++)
         if (!in[j])

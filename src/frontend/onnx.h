@@ -5,7 +5,7 @@
 
 #include "graph/graph.h"
 
-/* Load a model file into a graph: opsets 7..17, initializers, Constant nodes, default
+/* Load a model file into a graph: opsets 1..28, initializers, Constant nodes, default
  * attributes per the ONNX spec, external data (paths must stay inside the model's
  * folder). A model with unsupported operators is refused with one message listing every
  * unsupported op type with a node name. Malformed or truncated files give a clear error.

@@ -7,7 +7,8 @@
  *     a condition the body computes masks the state (Where(running, new, old)), and is
  *     refused with scan outputs (their length would depend on the data).
  *   Scan (9+): one iteration per index of the scan inputs' scan axes, forward or reverse;
- *     scan outputs appended or prepended along scan_output_axes. */
+ *     scan outputs appended or prepended along scan_output_axes.
+ *   Scan-8: batch-major inputs; the steps of each batch entry in turn, then stacked. */
 #include <string.h>
 
 #include "passes/pass_util.h"
@@ -236,6 +237,94 @@ static hc_status unroll_scan(u_ctx *c, int nformal) {
     return HC_OK;
 }
 
+/* x[i] along axis 0 (Gather with a scalar index: the axis goes away). */
+static hc_tensor *take(u_ctx *c, hc_tensor *x, int64_t i) {
+    hc_attr ga = {.name = "axis", .kind = HC_ATTR_INT, .i = 0};
+    hc_tensor *gin[2] = {x, i64(c, i)};
+    return emit(c, HC_OPK_GATHER, 2, gin, 1, &ga);
+}
+
+/* Scan-8: every input batch-major ([B, ...] states, [B, T, ...] scan inputs); per batch
+ * entry the body runs over T steps (forward, or reverse per `directions`), and the outputs
+ * are the per-entry final states and scan outputs ([B, T, ...]) stacked along axis 0.
+ * sequence_lens (the importer's attribute) must be T for every entry. */
+static hc_status unroll_scan8(u_ctx *c, int nformal) {
+    hc_node *n = c->n;
+    int64_t Kin = hc_node_attr_int(n, "num_scan_inputs", -1);
+    int Nst = nformal - (int)Kin;
+    if (Kin < 1 || Nst < 0 || Nst > n->noutputs)
+        return hc_node_fail(n, HC_ERR_INVALID, c->err, "num_scan_inputs %lld does not fit %d inputs",
+                            (long long)Kin, nformal);
+    int Kout = n->noutputs - Nst, cnt;
+    const int64_t *dir = hc_node_attr_ints(n, "directions", &cnt);
+    if (dir && cnt != Kin) return hc_node_fail(n, HC_ERR_INVALID, c->err, "directions length");
+    int64_t B = -1, T = -1;
+    for (int i = 0; i < nformal; i++) {
+        hc_tensor *x = n->inputs[i];
+        bool scan = i >= Nst;
+        if (x->ndim < (scan ? 2 : 1))
+            return hc_node_fail(n, HC_ERR_INVALID, c->err, "%s '%s' of rank %d has no batch%s axis",
+                                scan ? "scan input" : "state", x->name, x->ndim,
+                                scan ? " and sequence" : "");
+        if (B >= 0 && x->shape[0] != B)
+            return hc_node_fail(n, HC_ERR_INVALID, c->err, "inputs of batch %lld and %lld",
+                                (long long)B, (long long)x->shape[0]);
+        B = x->shape[0];
+        if (scan && T >= 0 && x->shape[1] != T)
+            return hc_node_fail(n, HC_ERR_INVALID, c->err, "scan inputs of %lld and %lld steps",
+                                (long long)T, (long long)x->shape[1]);
+        if (scan) T = x->shape[1];
+    }
+    const int64_t *sl = hc_node_attr_ints(n, "sequence_lens", &cnt);
+    if (sl && cnt != B)
+        return hc_node_fail(n, HC_ERR_INVALID, c->err, "%d sequence_lens for a batch of %lld", cnt,
+                            (long long)B);
+    for (int b = 0; sl && b < cnt; b++)
+        if (sl[b] != T)
+            return hc_node_fail(n, HC_ERR_UNSUPPORTED, c->err, "sequence_lens[%d] = %lld is not the "
+                                "%lld steps (shorter sequences are not supported)", b,
+                                (long long)sl[b], (long long)T);
+    if (B < 1 || T < 1) return hc_node_fail(n, HC_ERR_UNSUPPORTED, c->err, "no scan step");
+    if (B > hc_loop_max_iterations || T > hc_loop_max_iterations || B * T > hc_loop_max_iterations)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, c->err, "%lld x %lld steps: scans are unrolled, "
+                            "at most %d", (long long)B, (long long)T, hc_loop_max_iterations);
+    hc_arena *a = &c->g->arena;
+    hc_tensor ***fin = HC_NEW_ARRAY(a, hc_tensor **, Nst + 1); /* [state][b] */
+    for (int i = 0; i < Nst; i++) fin[i] = HC_NEW_ARRAY(a, hc_tensor *, B + 1);
+    hc_tensor ***per = HC_NEW_ARRAY(a, hc_tensor **, Kout + 1); /* [output][b] */
+    for (int j = 0; j < Kout; j++) per[j] = HC_NEW_ARRAY(a, hc_tensor *, B + 1);
+    hc_tensor ***steps = HC_NEW_ARRAY(a, hc_tensor **, Kout + 1); /* [output][t] */
+    for (int j = 0; j < Kout; j++) steps[j] = HC_NEW_ARRAY(a, hc_tensor *, T + 1);
+    hc_tensor **st = HC_NEW_ARRAY(a, hc_tensor *, Nst + 1);
+    hc_tensor **xb = HC_NEW_ARRAY(a, hc_tensor *, Kin + 1);
+    hc_tensor **formal = HC_NEW_ARRAY(a, hc_tensor *, nformal + 1);
+    hc_tensor **outs = HC_NEW_ARRAY(a, hc_tensor *, Nst + Kout + 1);
+    for (int64_t b = 0; b < B; b++) {
+        for (int i = 0; i < Nst; i++)
+            if (!(st[i] = take(c, n->inputs[i], b))) return c->err->status;
+        for (int j = 0; j < Kin; j++)
+            if (!(xb[j] = take(c, n->inputs[Nst + j], b))) return c->err->status;
+        for (int64_t t = 0; t < T; t++) {
+            for (int i = 0; i < Nst; i++) formal[i] = st[i];
+            for (int j = 0; j < Kin; j++)
+                if (!(formal[Nst + j] = take(c, xb[j], dir && dir[j] ? T - 1 - t : t)))
+                    return c->err->status;
+            hc_status s = body(c, (int)(b * T + t), nformal, formal, Nst + Kout, outs);
+            if (s) return s;
+            for (int i = 0; i < Nst; i++) st[i] = outs[i];
+            for (int j = 0; j < Kout; j++) steps[j][t] = outs[Nst + j];
+        }
+        for (int i = 0; i < Nst; i++) fin[i][b] = st[i];
+        for (int j = 0; j < Kout; j++)
+            if (!(per[j][b] = stack(c, (int)T, steps[j], 0))) return c->err->status;
+    }
+    for (int i = 0; i < Nst; i++)
+        if (replace(c, i, stack(c, (int)B, fin[i], 0))) return c->err->status;
+    for (int j = 0; j < Kout; j++)
+        if (replace(c, Nst + j, stack(c, (int)B, per[j], 0))) return c->err->status;
+    return HC_OK;
+}
+
 hc_status hc_pass_unroll(hc_graph *g, hc_node *n, char **folded, hc_error *err) {
     u_ctx c = {.g = g, .n = n, .err = err, .first = g->nodes.len, .done = g->nodes.len};
     *folded = NULL;
@@ -246,7 +335,9 @@ hc_status hc_pass_unroll(hc_graph *g, hc_node *n, char **folded, hc_error *err) 
     for (int i = 0; i < nformal; i++)
         if (!n->inputs[i] || !n->inputs[i]->shape_known)
             return hc_node_fail(n, HC_ERR_INVALID, err, "input %d has no known shape", i);
-    hc_status st = n->op == HC_OPK_LOOP ? unroll_loop(&c, nformal) : unroll_scan(&c, nformal);
+    hc_status st = n->op == HC_OPK_LOOP                        ? unroll_loop(&c, nformal)
+                   : hc_node_attr_int(n, "batch_major", 0) ? unroll_scan8(&c, nformal)
+                                                            : unroll_scan(&c, nformal);
     if (st == HC_OK) st = settle(&c); /* the stacking and masking nodes */
     *folded = c.folded;
     return st;

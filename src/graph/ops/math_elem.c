@@ -36,14 +36,40 @@ static hc_status check_class(const hc_node *n, int i, const hc_tensor *t, int cl
                         t->name, hc_dtype_name(t->dtype), class_text(cls));
 }
 
-/* Opset 1-6 binary ops could broadcast B against A from a given axis; numpy rules only
- * cover B being a suffix of A, which needs no axis. */
+/* Opsets 1-6 (the importer marks legacy_broadcast): binary ops broadcast only with
+ * broadcast=1, B against A, aligned at `axis`
+ * (default: B a suffix of A). Without it the shapes must be equal; with it and no axis,
+ * or the axis that makes B a suffix of A, numpy's rules compute the same. Another axis is
+ * refused. */
 static hc_status check_legacy_broadcast(const hc_node *n, hc_error *err) {
-    if (n->opset >= 7 || !hc_node_attr(n, "axis") || !hc_node_attr_int(n, "broadcast", 0))
+    if (!hc_node_attr(n, "legacy_broadcast") || n->ninputs != 2 || !n->inputs[0] ||
+        !n->inputs[1])
         return HC_OK;
-    return hc_node_fail(n, HC_ERR_UNSUPPORTED, err,
-                        "legacy broadcast with an axis attribute (opset %d) is not supported",
-                        n->opset);
+    const hc_tensor *x = n->inputs[0], *y = n->inputs[1];
+    if (!hc_node_attr_int(n, "legacy_broadcast", 0)) {
+        if (x->ndim != y->ndim || memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim))
+        {
+            hc_sb sb;
+            hc_sb_init(&sb);
+            hc_print_shape(&sb, x->ndim, x->shape);
+            hc_sb_puts(&sb, " and ");
+            hc_print_shape(&sb, y->ndim, y->shape);
+            hc_node_fail(n, HC_ERR_INVALID, err, "inputs of shapes %s without broadcast=1 "
+                         "(opset %d needs equal shapes)", hc_sb_str(&sb), n->opset);
+            hc_sb_free(&sb);
+            return err->status;
+        }
+        return HC_OK;
+    }
+    if (y->ndim > x->ndim)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "B of rank %d broadcasts to A of rank %d",
+                            y->ndim, x->ndim);
+    if (hc_node_attr(n, "axis") && hc_node_attr_int(n, "axis", 0) != x->ndim - y->ndim)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err,
+                            "legacy broadcast at axis %lld (B of rank %d, A of rank %d; only B "
+                            "as A's suffix, opset %d) is not supported",
+                            (long long)hc_node_attr_int(n, "axis", 0), y->ndim, x->ndim, n->opset);
+    return HC_OK;
 }
 
 /* ---- unary operators ---------------------------------------------------------------- */

@@ -41,6 +41,15 @@ static hc_status gemm_dims_of(const hc_node *n, gemm_dims *d, hc_error *err) {
 hc_status hc_nn_infer_gemm(hc_node *n, hc_error *err) {
     gemm_dims d = {0};
     if (gemm_dims_of(n, &d, err)) return err->status;
+    /* versions 1 and 6: C is required, and broadcasts only with broadcast=1 */
+    const hc_tensor *c = n->ninputs > 2 ? n->inputs[2] : NULL;
+    bool legacy = hc_node_attr(n, "legacy_broadcast") != NULL; /* marked by the importer */
+    if (legacy && !c)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "C is required before opset 7");
+    if (legacy && !hc_node_attr_int(n, "legacy_broadcast", 0) &&
+        (c->ndim != 2 || c->shape[0] != d.m || c->shape[1] != d.n))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "C must be %lldx%lld without broadcast=1 "
+                            "(opset %d)", (long long)d.m, (long long)d.n, n->opset);
     hc_node_set_output(n, 0, hc_nn_in(n, 0)->dtype, 2, (int64_t[]){d.m, d.n});
     return HC_OK;
 }

@@ -77,6 +77,11 @@ hc_status hc_nn_infer_batch_norm(hc_node *n, hc_error *err) {
     }
     if (hc_node_attr_int(n, "spatial", 1) != 1)
         return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "spatial=0 is not supported");
+    /* versions 1 and 6: training (the batch's statistics) unless is_test (default 0; the
+     * importer marks legacy_training) */
+    if (hc_node_attr_int(n, "legacy_training", 0))
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "is_test is 0 (training mode, opset %d; "
+                            "only inference is supported)", n->opset);
     for (int i = 1; i < n->noutputs; i++)
         if (hc_nn_out_present(n, i))
             return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "training-mode outputs (running mean "

@@ -786,6 +786,11 @@ hc_task *hc_shp_task_identity(hc_arena *a, const hc_node *n, hc_error *err) {
 
 hc_status hc_shp_infer_dropout(hc_node *n, hc_error *err) {
     const hc_tensor *x = n->inputs[0];
+    /* versions 1 and 6: training unless is_test (default 0; the importer marks it) */
+    if (hc_node_attr_int(n, "legacy_training", 0) &&
+        hc_node_attr_float(n, "ratio", 0.5) != 0)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "is_test is 0 with a nonzero ratio "
+                            "(training; opset %d; only inference is supported)", n->opset);
     if (n->opset >= 12 && hc_shp_in(n, 2)) {
         double train = 0;
         int cnt;

@@ -37,7 +37,7 @@ static const op_versions table[] = {
     V(EINSUM, 12, 28),
     V(RELU, 1, 6, 13, 14),
     V(LEAKY_RELU, 1, 6, 16),
-    V(PRELU, 1, 6, 7, 9, 16),
+    V(PRELU, NO(1), NO(6), 7, 9, 16), /* 1, 6: slope per channel, not broadcast */
     V(SIGMOID, 1, 6, 13),
     V(HARD_SIGMOID, 1, 6, 22),
     V(HARD_SWISH, 14, 22),
@@ -142,7 +142,7 @@ static const op_versions table[] = {
     V(SQUEEZE, 1, 11, 13, 21, 23, 24, 25),
     V(UNSQUEEZE, 1, 11, 13, 21, 23, 24, 25),
     V(EXPAND, 8, 13),
-    V(TILE, 1, 6, 13),
+    V(TILE, NO(1), 6, 13), /* 1: tiles and axis inputs */
     V(PAD, 1, 2, 11, 13, 18, 19, 21, 23, 24, 25),
     V(RESIZE, 10, 11, 13, 18, 19),
     V(UPSAMPLE, 1, 7, 9, 10),
@@ -169,7 +169,7 @@ static const op_versions table[] = {
     V(DYNAMIC_QUANTIZE_LINEAR, 11),
     V(IF, 1, 11, 13, 16, 19, 21, 23, 24, 25), /* 11: branches' shapes may differ; the rest types */
     V(LOOP, NO(1), 11, 13, 16, 19, 21, 23, 24, 25), /* 11: M and cond optional; the rest types */
-    V(SCAN, NO(8), 9, 11, 16, 19, 21, 23, 24, 25), /* 8: batch dim and sequence_lens */
+    V(SCAN, 8, 9, 11, 16, 19, 21, 23, 24, 25), /* 8: batch dim and sequence_lens (loop.c) */
     V(NLL_LOSS, 12, 13, 22),                 /* 13: bfloat16 dropped / f64; 22: bfloat16 */
     V(SOFTMAX_CROSS_ENTROPY_LOSS, 12, 13),
     V(MATMUL_INTEGER, 10),

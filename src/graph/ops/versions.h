@@ -8,7 +8,7 @@
 #include "graph/ops.h"
 
 /* The default-domain opsets the importer accepts (opset 28: ONNX 1.23). */
-#define HC_ONNX_MIN_OPSET 7
+#define HC_ONNX_MIN_OPSET 1
 #define HC_ONNX_MAX_OPSET 28
 
 /* The version of `op` that `opset` selects: its largest since-version <= opset; 0 when
