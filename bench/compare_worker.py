@@ -1,20 +1,32 @@
-"""A worker of bench/compare: one system (ONNX Runtime or PyTorch) in its own process,
-driven one request at a time over stdin/stdout, the protocol of `hidetc bench --serve`:
+"""A worker of bench/compare: one system (ONNX Runtime, PyTorch or OpenVINO) in its own
+process, driven one request at a time over stdin/stdout, the protocol of
+`hidetc bench --serve`:
 
     python compare_worker.py ort MODEL.onnx INPUT_DIR --threads T [--pin]
     python compare_worker.py torch NAME BATCH INPUT_DIR --threads T
+    python compare_worker.py ov MODEL.onnx INPUT_DIR --threads T [--pin] [--perf-counts]
 
-prints "ready" once loaded, then answers each line read from stdin:
+prints "ready" once loaded (the ov worker first prints "NAME: VALUE" lines, the compiled
+model's properties, as hidetc bench prints its header), then answers each line read from
+stdin:
     run       -> "ms X"  (one timed inference, perf_counter around the call)
     save DIR  -> "ok"    (outputs written as DIR/out<i>.npy in the model's output order)
+    perf FILE SKIP -> "ok" (ov --perf-counts only: per-layer times of the runs after the
+                 first SKIP, medians, written to FILE as markdown)
     quit/EOF  -> exit 0
 Nothing else is written to stdout (messages go to stderr).
 
 ort: CPUExecutionProvider, intra_op_num_threads=T, inter_op_num_threads=1, sequential
 execution, ORT_ENABLE_ALL (as bench/ort_bench.py). torch: the module of
 tests/models/export.py (same builder, same seed, so the same random weights as the ONNX
-file), eval mode, torch.set_num_threads(T), torch.inference_mode. Inputs: INPUT_DIR/*.npy,
-the files the ONNX model was exported with.
+file), eval mode, torch.set_num_threads(T), torch.inference_mode. ov: pip openvino,
+Core().read_model(MODEL.onnx), compile_model on "CPU" with INFERENCE_NUM_THREADS=T,
+INFERENCE_PRECISION_HINT=f32 (the CPU plugin's default is bf16 where the CPU has bf16
+instructions), PERFORMANCE_HINT=LATENCY, ENABLE_CPU_PINNING=(--pin given): OpenVINO's
+pinning places the calling thread, which takes part in a synchronous inference, on the
+first CPU and its worker threads one per CPU after it, like hidetc and `ort --pin`;
+--perf-counts adds PERF_COUNT=YES. Inputs: INPUT_DIR/*.npy, the files the ONNX model was
+exported with.
 """
 
 import json
@@ -56,6 +68,84 @@ def make_ort(args, threads):
     return lambda: sess.run(None, feeds)
 
 
+def make_ov(args, threads):
+    pin, perf = "--pin" in args, "--perf-counts" in args
+    model, input_dir = [x for x in args if x not in ("--pin", "--perf-counts")]
+    import openvino as ov
+    import openvino.properties as props
+    import openvino.properties.hint as hints
+    core = ov.Core()
+    config = {
+        props.inference_num_threads(): threads,
+        hints.inference_precision(): ov.Type.f32,
+        hints.performance_mode(): hints.PerformanceMode.LATENCY,
+        hints.enable_cpu_pinning(): pin,
+        props.enable_profiling(): perf,
+    }
+    compiled = core.compile_model(core.read_model(model), "CPU", config)
+    for k in ("NUM_STREAMS", "INFERENCE_NUM_THREADS", "INFERENCE_PRECISION_HINT",
+              "PERFORMANCE_HINT", "ENABLE_CPU_PINNING", "ENABLE_HYPER_THREADING",
+              "PERF_COUNT"):
+        v = compiled.get_property(k)
+        v = ({True: "YES", False: "NO"}[v] if isinstance(v, bool) else
+             v.get_type_name() if isinstance(v, ov.Type) else str(v).split(".")[-1])
+        print("%s: %s" % (k, v), flush=True)
+    meta = json.load(open(os.path.join(input_dir, "..", "meta.json")))
+    req = compiled.create_infer_request()
+    # the inputs are set once, sharing the arrays' memory (as ORT reads its feeds in place)
+    for name, arr in zip(meta["inputs"], load_inputs(input_dir, meta["inputs"])):
+        req.set_tensor(compiled.input(name),
+                       ov.Tensor(np.ascontiguousarray(arr), shared_memory=True))
+    outs = []  # in meta.json's order (the ONNX graph's), by name where OpenVINO kept it
+    for i, name in enumerate(meta["outputs"]):
+        try:
+            outs.append(compiled.output(name))
+        except RuntimeError:
+            outs.append(compiled.outputs[i])
+    profiles, executed = [], ov.ProfilingInfo.Status.EXECUTED
+
+    def run():
+        req.infer(share_outputs=True)  # no copy: the request's output tensors, read at save
+        if perf:
+            profiles.append({(p.node_name, p.node_type, p.exec_type):
+                             p.real_time.total_seconds() * 1e3
+                             for p in req.profiling_info if p.status == executed})
+        return [req.get_tensor(o).data for o in outs]
+
+    run.perf = (lambda path, skip: write_perf(path, profiles[skip:])) if perf else None
+    return run
+
+
+def write_perf(path, profiles):
+    """Per-layer medians (ms) over the runs in `profiles`, by layer and by type."""
+    if not profiles:
+        raise RuntimeError("no profiled runs")
+    layers = {}
+    for prof in profiles:
+        for k, ms in prof.items():
+            layers.setdefault(k, []).append(ms)
+    med = {k: float(np.median(v + [0.0] * (len(profiles) - len(v)))) for k, v in layers.items()}
+    total = sum(med.values()) or 1.0
+    by_type = {}
+    for (_, ntype, etype), ms in med.items():
+        t = by_type.setdefault((ntype, etype), [0, 0.0])
+        t[0] += 1
+        t[1] += ms
+    L = ["Median over %d runs of each executed layer's real_time (PERF_COUNT); sum of the "
+         "medians: %.3f ms." % (len(profiles), total), "",
+         "| layer type | implementation | layers | ms per run | share |",
+         "|---|---|---:|---:|---:|"]
+    for (ntype, etype), (n, ms) in sorted(by_type.items(), key=lambda x: -x[1][1]):
+        L.append("| %s | %s | %d | %.3f | %.1f%% |" % (ntype, etype, n, ms, 100 * ms / total))
+    L += ["", "| layer | type | implementation | ms per run | share |",
+          "|---|---|---|---:|---:|"]
+    for (name, ntype, etype), ms in sorted(med.items(), key=lambda x: -x[1]):
+        L.append("| %s | %s | %s | %.3f | %.1f%% |" % (name.replace("|", "/"), ntype, etype,
+                                                      ms, 100 * ms / total))
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
 def make_torch(args, threads):
     name, _batch, input_dir = args
     import torch
@@ -76,14 +166,15 @@ def make_torch(args, threads):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("ort", "torch") or "--threads" not in sys.argv:
+    makers = {"ort": make_ort, "torch": make_torch, "ov": make_ov}
+    if len(sys.argv) < 4 or sys.argv[1] not in makers or "--threads" not in sys.argv:
         print(__doc__, file=sys.stderr)
         return 2
     argv = sys.argv[2:]
     t = argv.index("--threads")
     threads = int(argv[t + 1])
     args = argv[:t] + argv[t + 2:]
-    run = (make_ort if sys.argv[1] == "ort" else make_torch)(args, threads)
+    run = makers[sys.argv[1]](args, threads)
     outputs = None
     print("ready", flush=True)
     for line in sys.stdin:
@@ -97,6 +188,10 @@ def main():
         elif req.startswith("save ") and outputs is not None:
             for i, o in enumerate(outputs):
                 np.save(os.path.join(req[5:], "out%d.npy" % i), np.asarray(o))
+            print("ok", flush=True)
+        elif req.startswith("perf ") and getattr(run, "perf", None):
+            path, skip = req[5:].rsplit(" ", 1)
+            run.perf(path, int(skip))
             print("ok", flush=True)
         else:
             print("error unknown request %r" % req, flush=True)
