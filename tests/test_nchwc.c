@@ -1338,6 +1338,26 @@ static hc_graph *build_chain(uint64_t seed) {
     return g;
 }
 
+/* (g) A QDQ chain between two convs, as the lowered QuantizeLinear / DequantizeLinear
+ * pairs of a statically quantized model look (passes/quant.c): Relu -> Div -> Round ->
+ * Add -> Clip -> Cast(int8) -> Cast(float) -> Sub -> Mul; it stays blocked end to end. */
+static hc_graph *build_qdq(uint64_t seed) {
+    hc_rng r = {seed};
+    hc_graph *g = hc_graph_new("qdq", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 32, 5, 7});
+    hc_tensor *y = infer(OP(g, RELU, conv(g, &r, x, 48, 3, 1, 1, 1, true)));
+    hc_attr to8[1] = {int_attr("to", 3)}, to32[1] = {int_attr("to", 1)};
+    y = infer(OP(g, DIV, y, scalar(g, 0.05f)));
+    y = infer(OP(g, ROUND, y));
+    y = infer(OP(g, ADD, y, scalar(g, 3.0f)));
+    y = infer(OP(g, CLIP, y, scalar(g, -128.0f), scalar(g, 127.0f)));
+    y = infer(OPA(g, CAST, to8, 1, y));
+    y = infer(OPA(g, CAST, to32, 1, y));
+    y = infer(OP(g, MUL, infer(OP(g, SUB, y, scalar(g, 3.0f))), scalar(g, 0.05f)));
+    hc_graph_add_output(g, conv(g, &r, y, 16, 1, 1, 0, 1, true));
+    return g;
+}
+
 /* (b) Inception-like: a stem conv, four branches (1x1; 1x1 -> 3x3; Pad -> AveragePool ->
  * 1x1; MaxPool 3x3 pad 1) concatenated on the channels, then a MaxPool 3x3 stride 2 and an
  * AveragePool 3x3 stride 2 pad 1 (ceil_mode, count_include_pad) of the concat */
@@ -1471,6 +1491,7 @@ static const gcase graph_cases[] = {
     {"per_channel", build_per_channel,  {1,   0,  0,   1,  1,  4,  1,  0,   0,   0,   0,   0}},
     /* x feeds two convs: TO_NCHWC not pinned (one per conv today, one would do) */
     {"misc", build_misc,                {3,   0,  1,  -1,  3,  2,  0,  1,   0,   0,   0,   1}},
+    {"qdq", build_qdq,                  {2,   0,  0,   1,  1,  4,  0,  0,   0,   0,   0,   0}},
 };
 
 static int count_ew(const hc_graph *g, int ndim) {

@@ -185,6 +185,10 @@ static bool unary_elementwise(hc_op_kind op) {
     case HC_OPK_SOFTSIGN: case HC_OPK_ELU: case HC_OPK_SELU: case HC_OPK_CELU:
     case HC_OPK_THRESHOLDED_RELU: case HC_OPK_SHRINK: case HC_OPK_CLIP: case HC_OPK_SQRT:
     case HC_OPK_EXP: case HC_OPK_LOG: case HC_OPK_NEG: case HC_OPK_ABS: case HC_OPK_IDENTITY:
+    /* and what the quantized ops are lowered to (passes/quant.c): a QDQ model's
+     * QuantizeLinear -> DequantizeLinear pairs between convs stay blocked */
+    case HC_OPK_ROUND: case HC_OPK_CAST: case HC_OPK_FLOOR: case HC_OPK_CEIL:
+    case HC_OPK_RECIPROCAL: case HC_OPK_SIGN:
         return true;
     default:
         return false;
