@@ -193,6 +193,94 @@ if [ -x "$NVCC" ]; then
     done
     targets="$targets, CUDA C compiled for sm_80/sm_90"
 fi
+# QDQ convs as quantize_static writes them (int8 or uint8 activations, per-channel int8
+# weights, int32 biases dequantized): on CPUs with AVX2 or AVX-512 they run as int8 convs
+# (CONV_NCHWC_Q8, src/passes/qconv.c: sums exact in int32), --no-int8 in f32. Both against
+# numpy's f64 convs of the dequantized values: equal up to a quantization step where a
+# rounding of the requantized activations falls the other way.
+mkdir -p "$TMP/qconv"
+"$PY" - "$TMP/qconv" <<'EOF2' || fail "could not write the QDQ conv model"
+import os, sys
+import numpy as np
+import onnx
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+d = sys.argv[1]
+rng = np.random.default_rng(5)
+def conv(x, w, b, s, p):  # f64, x [N,C,H,W], w [M,C,kh,kw], pads p (t, l, b, r)
+    x = np.pad(x, [(0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])])
+    M, C, kh, kw = w.shape
+    oh, ow = (x.shape[2] - kh) // s + 1, (x.shape[3] - kw) // s + 1
+    y = np.zeros((x.shape[0], M, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum("nchw,mc->nmhw", x[:, :, i:i + s * oh:s, j:j + s * ow:s], w[:, :, i, j])
+    return y + b[None, :, None, None]
+nodes, inits = [], []
+x = rng.uniform(-1, 1, (1, 16, 11, 7)).astype(np.float32)
+def quant(name, t, sc, zp, dt):
+    inits.extend([nh.from_array(np.array(sc, np.float32), name + "_s"), nh.from_array(np.array(zp, dt), name + "_z")])
+    nodes.append(h.make_node("QuantizeLinear", [t, name + "_s", name + "_z"], [name + "_q"]))
+    nodes.append(h.make_node("DequantizeLinear", [name + "_q", name + "_s", name + "_z"], [name + "_d"]))
+    return name + "_d"
+def qref(v, sc, zp, lo, hi):
+    return (np.clip(np.rint(v / np.float32(sc)) + zp, lo, hi) - zp) * np.float64(np.float32(sc))
+cur, ref = quant("a0", "x", 0.01, 3, np.int8), qref(x.astype(np.float64), 0.01, 3, -128, 127)
+layers = [(32, 3, 1, (1, 1, 1, 1), np.uint8, 0.02, 128), (16, 1, 2, (0, 0, 0, 0), np.int8, 0.015, -5),
+          (32, 3, 2, (0, 1, 2, 0), np.uint8, 0.03, 100)]
+for i, (m, k, s, p, dt, asc, azp) in enumerate(layers):
+    c = ref.shape[1]
+    wq = rng.integers(-128, 128, (m, c, k, k)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.004, m).astype(np.float32)
+    bq = rng.integers(-2000, 2000, m).astype(np.int32)
+    xs = np.float32(layers[i - 1][5]) if i else np.float32(0.01)
+    bs = (xs * ws).astype(np.float32)
+    inits += [nh.from_array(wq, "w%d" % i), nh.from_array(ws, "ws%d" % i), nh.from_array(bq, "b%d" % i),
+              nh.from_array(bs, "bs%d" % i)]
+    nodes += [h.make_node("DequantizeLinear", ["w%d" % i, "ws%d" % i], ["wd%d" % i], axis=0),
+              h.make_node("DequantizeLinear", ["b%d" % i, "bs%d" % i], ["bd%d" % i], axis=0),
+              h.make_node("Conv", [cur, "wd%d" % i, "bd%d" % i], ["c%d" % i], kernel_shape=[k, k],
+                          strides=[s, s], pads=[p[0], p[1], p[2], p[3]]),
+              h.make_node("Relu", ["c%d" % i], ["r%d" % i])]
+    wd = wq.astype(np.float64) * ws.astype(np.float64)[:, None, None, None]
+    y = np.maximum(conv(ref, wd, bq * bs.astype(np.float64), s, p), 0)
+    lo, hi = (0, 255) if dt == np.uint8 else (-128, 127)
+    cur, ref = quant("a%d" % (i + 1), "r%d" % i, asc, azp, dt), qref(y, asc, azp, lo, hi)
+g = h.make_graph(nodes, "qconv", [h.make_tensor_value_info("x", T.FLOAT, x.shape)],
+                 [h.make_tensor_value_info(cur, T.FLOAT, ref.shape)], initializer=inits)
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)]); m.ir_version = 8
+onnx.save(m, os.path.join(d, "model.onnx"))
+np.save(os.path.join(d, "x.npy"), x)
+np.save(os.path.join(d, "ref.npy"), ref.astype(np.float32))
+np.save(os.path.join(d, "step.npy"), np.float32(layers[-1][5]))
+EOF2
+Q8=0
+for mode in int8 f32; do
+    flag=(); [ $mode = f32 ] && flag=(--no-int8)
+    rm -rf "$TMP/qo"
+    if ! "$HIDETC" run "$TMP/qconv/model.onnx" --input x="$TMP/qconv/x.npy" "${flag[@]}" \
+        --output-dir "$TMP/qo" >"$TMP/log" 2>&1; then
+        fail "qconv ($mode): $(tail -3 "$TMP/log")"
+        continue
+    fi
+    "$PY" - "$TMP/qconv" "$TMP/qo" <<'EOF2' || fail "qconv ($mode): outputs differ from numpy"
+import glob, sys
+import numpy as np
+ref, step = np.load(sys.argv[1] + "/ref.npy"), float(np.load(sys.argv[1] + "/step.npy"))
+got = np.load(glob.glob(sys.argv[2] + "/*.npy")[0])
+d = np.abs(got - ref) / step
+print("qconv: max difference %.2f steps, %.2f%% of the outputs differ" % (d.max(), 100 * np.mean(d > 0.5)))
+sys.exit(0 if got.shape == ref.shape and d.max() <= 2.01 and np.mean(d > 0.5) < 0.02 else 1)
+EOF2
+    n=$("$HIDETC" bench "$TMP/qconv/model.onnx" "${flag[@]}" --repeat 1 --warmup 0 --profile 50 2>&1 |
+        grep -c 'CONV_NCHWC_Q8')
+    [ $mode = int8 ] && Q8=$n
+    [ $mode = f32 ] && [ "$n" -ne 0 ] && fail "qconv: --no-int8 still ran $n int8 convs"
+done
+# every conv of the model is eligible: three int8 kernels where the CPU has AVX2 or AVX-512
+if grep -q -w -E 'avx2' /proc/cpuinfo; then
+    [ "$Q8" -eq 3 ] || fail "qconv: $Q8 int8 conv kernels, expected 3"
+fi
+
 if [ $fails -ne 0 ]; then
     echo "cli_quant: $fails failure(s)"
     exit 1

@@ -1729,6 +1729,163 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
     hc_model_free(m);
 }
 
+/* ---- CONV_NCHWC_Q8: the int8 template ----------------------------------------------- */
+typedef struct qcase {
+    const char *name;
+    int64_t n, cb, h, w, mb, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+    int64_t z; /* x_zero (the u8 value of a real 0) */
+} qcase;
+
+static const qcase q8_cases[] = {
+    /* name                   n cb  h   w mb kh kw sh sw dh dw pt pl pb pr    z */
+    {"q8_1x1_cb3_mb2_7x13",   1, 3, 7, 13, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 128},
+    {"q8_3x3_p1_cb2_mb3_5x11", 2, 2, 5, 11, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 7},
+    {"q8_3x3_s2_p1_1x1",      1, 1, 1, 1, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 255},
+    {"q8_3x3_s2_asym_13x7",   1, 2, 13, 7, 1, 3, 3, 2, 2, 1, 1, 0, 1, 2, 0, 0},
+    {"q8_3x3_d2_p2_cb1_9x9",  1, 1, 9, 9, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 200},
+    {"q8_1x1_s2_cb2_mb5_6x6", 3, 2, 6, 6, 5, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 128},
+    {"q8_5x1_p2_cb1_mb1_8x3", 1, 1, 8, 3, 1, 5, 1, 1, 1, 1, 1, 2, 0, 2, 0, 60},
+};
+
+/* One case on target tg: every level-0/1 program and a few hand configs, against the
+ * interpreter, X holding exact dequantized values (q - zx) * sx. */
+static void run_q8_case(const qcase *k, const hc_target *tg, const char *tname) {
+    hc_error err = {0};
+    int64_t b = hc_target_f32_lanes(tg);
+    hc_graph *g = hc_graph_new("conv_q8", 17);
+    hc_tensor *in[5];
+    in[0] = hc_graph_add_input(g, "X", HC_F32, 5, (int64_t[]){k->n, k->cb, k->h, k->w, b});
+    in[1] = hc_graph_add_input(g, "W", HC_I8, 7, (int64_t[]){k->mb, k->cb, k->kh, k->kw, b / 4, b, 4});
+    in[2] = hc_graph_add_input(g, "K", HC_I32, 2, (int64_t[]){k->mb, b});
+    in[3] = hc_graph_add_input(g, "S", HC_F32, 2, (int64_t[]){k->mb, b});
+    in[4] = hc_graph_add_input(g, "B", HC_F32, 2, (int64_t[]){k->mb, b});
+    const double sx = 0.0371;
+    hc_attr at[5] = {INTS("strides", k->sh, k->sw), INTS("dilations", k->dh, k->dw),
+                     INTS("pads", k->pt, k->pl, k->pb, k->pr),
+                     {.name = "x_scale", .kind = HC_ATTR_FLOAT, .f = sx}, INT("x_zero", k->z)};
+    hc_node *n = one_node(g, HC_OPK_CONV_NCHWC_Q8, k->name, 5, in, 5, at, &err);
+    CHECK_MSG(n != NULL, "%s: %s", k->name, err.msg);
+    if (!n) {
+        hc_graph_free(g);
+        return;
+    }
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_task *t = hc_op_get(HC_OPK_CONV_NCHWC_Q8)->task(&a, n, &err);
+    CHECK_MSG(t != NULL, "%s: task: %s", k->name, err.msg);
+    hc_conv_nchwc_shape s;
+    CHECK(hc_conv_q8_shape_of(n, &s, &err) == HC_OK);
+    kset ks = {0};
+    for (int level = 0; t && level <= 1; level++) {
+        int cnt = space_node(n, tg, level);
+        CHECK_MSG(cnt >= 1, "%s (%s): level %d space is empty", k->name, tname, level);
+        for (int c = 0; c < cnt; c++) {
+            hc_sched_opts o = {.level = level, .candidate = c, .write_once = true};
+            hc_func *f = schedule_node(&a, n, t, tg, hc_arena_printf(&a, "q8_l%d_c%d", level, c),
+                                     &o, &err);
+            CHECK_MSG(f != NULL, "%s (%s) level %d candidate %d: %s", k->name, tname, level, c,
+                      err.msg);
+            if (f) kset_add(&ks, f);
+        }
+    }
+    hc_conv_nchwc_config dc = hc_conv_q8_default_config(tg, &s), hand[4];
+    int nh = 0;
+    hand[nh++] = (hc_conv_nchwc_config){dc.lanes, 3, 2, 2, 3, 3};
+    hand[nh++] = (hc_conv_nchwc_config){dc.lanes, 1, 1, 3, 1, 2};
+    hand[nh++] = (hc_conv_nchwc_config){dc.lanes, 5, 1, 1, 2, 3};
+    float inv = (float)(1.0 / sx);
+    for (int i = 0; i < nh; i++) {
+        if (!hc_conv_q8_tile_fits(tg, hand[i].px, hand[i].ot)) continue;
+        hc_func *f = hc_conv_q8_cpu(&a, hc_arena_printf(&a, "q8_hand%d", i), &s, inv, k->z,
+                                    &hand[i], tg, &err);
+        CHECK_MSG(f != NULL, "%s hand %d: %s", k->name, i, err.msg);
+        if (f) kset_add(&ks, f);
+    }
+    /* inputs: X = (q - zx) * sx (zx = z, the u8 view), W random int8, K = -z * sum(W) */
+    int64_t nx = hc_tensor_numel(in[0]), nw = hc_tensor_numel(in[1]), nk = k->mb * b;
+    float *x = malloc(sizeof(float) * (size_t)nx), *sc = malloc(sizeof(float) * (size_t)nk),
+          *bi = malloc(sizeof(float) * (size_t)nk);
+    int8_t *w = malloc((size_t)nw);
+    int32_t *kk = calloc((size_t)nk, sizeof(int32_t));
+    for (int64_t i = 0; i < nx; i++)
+        x[i] = (float)((double)(hc_rng_next(&rng) % 256) - (double)k->z) * (float)sx;
+    for (int64_t i = 0; i < nw; i++) w[i] = (int8_t)(int)(hc_rng_next(&rng) % 256 - 128);
+    int64_t per = nw / k->mb; /* bytes per output block: [cb, kh, kw, b/4, b, 4] */
+    for (int64_t o = 0; o < k->mb; o++)
+        for (int64_t r = 0; r < per; r++) {
+            int64_t lane = (r / 4) % b; /* output lane m */
+            kk[o * b + lane] -= (int32_t)k->z * w[o * per + r];
+        }
+    for (int64_t i = 0; i < nk; i++) {
+        sc[i] = (float)hc_rng_uniform(&rng, 1e-4, 2e-3);
+        bi[i] = (float)hc_rng_uniform(&rng, -1, 1);
+    }
+    hc_jit_lib *lib = t && ks.n ? build_funcs(&a, k->name, tg, ks.n, ks.f) : NULL;
+    int64_t ny = hc_tensor_numel(n->outputs[0]);
+    float *ref = malloc(sizeof(float) * (size_t)ny), *out = malloc(sizeof(float) * (size_t)ny);
+    void *ins[5] = {x, w, kk, sc, bi};
+    if (lib && hc_interpret_task(t, ins, (void *[]){ref}, &err) != HC_OK) {
+        CHECK_MSG(false, "%s: interpreter: %s", k->name, err.msg);
+    } else if (lib) {
+        int wrong = 0;
+        for (int i = 0; i < ks.n; i++) {
+            for (int64_t j = 0; j < ny; j++) out[j] = NAN;
+            void *args[6] = {x, w, kk, sc, bi, out};
+            hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(
+                lib, hc_arena_printf(&a, "%s__packed", ks.f[i]->name));
+            CHECK(fn != NULL);
+            if (!fn) continue;
+            running_program = ks.f[i]->name;
+            fn(args);
+            running_program = NULL;
+            double e = max_rel_err(out, ref, ny);
+            if (e > 1e-6) {
+                wrong++;
+                fprintf(stderr, "%s (%s): %s: max relative error %g\n", k->name, tname,
+                        ks.f[i]->name, e);
+            }
+        }
+        CHECK_MSG(wrong == 0, "%s (%s): %d of %d programs wrong", k->name, tname, wrong, ks.n);
+        printf("%-26s %-16s %2d programs\n", k->name, tname, ks.n);
+    }
+    if (lib) hc_jit_close(lib);
+    free(x), free(sc), free(bi), free(w), free(kk), free(ref), free(out);
+    kset_free(&ks);
+    hc_arena_free(&a);
+    hc_graph_free(g);
+}
+
+/* On each runnable vector ISA: the host's int8 dot product (VNNI where it has it) and the
+ * 16-bit emulation (an injected target without VNNI). */
+static void test_conv_q8(void) {
+    const hc_target *host = hc_target_host();
+    for (int isa = HC_ISA_AVX2; isa <= (int)host->caps.isa; isa++) {
+        hc_target own = *hc_target_cpu((hc_isa)isa);
+        hc_target emu = own;
+        emu.caps.int8_dot = 0;
+        char n1[32], n2[32];
+        snprintf(n1, sizeof n1, "%s dot%d", hc_isa_name((hc_isa)isa), own.caps.int8_dot);
+        snprintf(n2, sizeof n2, "%s emulated", hc_isa_name((hc_isa)isa));
+        for (size_t i = 0; i < HC_ARRAY_LEN(q8_cases); i++) {
+            run_q8_case(&q8_cases[i], &own, n1);
+            if (own.caps.int8_dot) run_q8_case(&q8_cases[i], &emu, n2);
+        }
+    }
+    /* the scalar target has no template: the auto-scheduler runs the Task */
+    hc_graph *g = hc_graph_new("q8", 17);
+    hc_error err = {0};
+    hc_tensor *in[5] = {
+        hc_graph_add_input(g, "X", HC_F32, 5, (int64_t[]){1, 1, 3, 3, 4}),
+        hc_graph_add_input(g, "W", HC_I8, 7, (int64_t[]){1, 1, 1, 1, 1, 4, 4}),
+        hc_graph_add_input(g, "K", HC_I32, 2, (int64_t[]){1, 4}),
+        hc_graph_add_input(g, "S", HC_F32, 2, (int64_t[]){1, 4}),
+        hc_graph_add_input(g, "B", HC_F32, 2, (int64_t[]){1, 4})};
+    hc_attr at[1] = {{.name = "x_scale", .kind = HC_ATTR_FLOAT, .f = 0.5}};
+    hc_node *n = one_node(g, HC_OPK_CONV_NCHWC_Q8, "q8s", 5, in, 1, at, &err);
+    CHECK(n != NULL && space_node(n, hc_target_cpu(HC_ISA_SCALAR), 0) == 0);
+    hc_graph_free(g);
+}
+
 int main(void) {
     setenv("HIDETC_VERIFY", "1", 1);
     signal(SIGSEGV, on_fault);
@@ -1746,6 +1903,7 @@ int main(void) {
         const hc_template *tp = hc_target_template(dflt, blocked[i]);
         CHECK_MSG(tp && tp->op == blocked[i] && tp->schedule, "op %d", (int)blocked[i]);
     }
+    test_conv_q8();
     test_contract_checker();
     test_space();
     test_conv_errors();

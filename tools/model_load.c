@@ -59,11 +59,11 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
     const hc_optimize_options *p = co ? &co->paths : NULL;
     if (co && (co->no_fusion || co->tune_level || co->no_prepack || p->no_winograd ||
                p->force_winograd || p->no_direct || p->force_direct || p->no_nchwc ||
-               p->wino_tile))
+               p->no_int8 || p->wino_tile))
         fprintf(stderr,
                 "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
                 "--no-winograd, --winograd-all, --winograd-tile, --no-direct, --direct-all, "
-                "--no-nchwc and --tune do not apply\n",
+                "--no-nchwc, --no-int8 and --tune do not apply\n",
                 spec);
     if (co && co->verbose)
         fprintf(stderr, "hidetc: loaded %s: %d kernels, %d programs, %d threads, %.0f ms\n",
@@ -132,6 +132,7 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         {"--no-winograd", &co->paths.no_winograd}, {"--winograd-all", &co->paths.force_winograd},
         {"--no-direct", &co->paths.no_direct},     {"--direct-all", &co->paths.force_direct},
         {"--no-nchwc", &co->paths.no_nchwc},
+        {"--no-int8", &co->paths.no_int8},
     };
     if (!strcmp(o, "--dim") || !strcmp(o, "--shape")) {
         bool dim = o[2] == 'd';

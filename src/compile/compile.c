@@ -287,6 +287,11 @@ static hc_status settle_options(hc_model *m, const hc_compile_options *opt, hc_e
         m->num_threads = 1;
     }
     int lanes = hc_target_f32_lanes(m->target); /* docs/nchwc.md */
+    /* the int8 conv template (conv_nchwc_cpu.c) needs AVX2 or AVX-512 */
+    m->opt.paths.int8_block = m->target->kind == HC_TARGET_CPU &&
+                                      m->target->caps.isa >= HC_ISA_AVX2 && !m->opt.paths.no_int8
+                                  ? lanes
+                                  : 0;
     if (m->opt.paths.no_nchwc) m->opt.paths.nchwc_block = 0;
     else if (m->opt.paths.nchwc_block == 0) m->opt.paths.nchwc_block = lanes;
     else if (m->opt.paths.nchwc_block != lanes)

@@ -195,6 +195,7 @@
     X(TO_NCHWC,                  "",                           1, 1, 1, 1, INJECTIVE)         \
     X(FROM_NCHWC,                "",                           1, 1, 1, 1, INJECTIVE)         \
     X(CONV_NCHWC,                "",                           2, 3, 1, 1, ANCHOR)            \
+    X(CONV_NCHWC_Q8,             "",                           5, 5, 1, 1, ANCHOR)            \
     X(WINO_INPUT_NCHWC,          "",                           1, 1, 1, 1, ANCHOR)            \
     X(WINO_OUTPUT_NCHWC,         "",                           1, 1, 1, 1, ANCHOR)            \
     X(MAX_POOL_NCHWC,            "",                           1, 1, 1, 1, ANCHOR)            \

@@ -252,6 +252,10 @@ const char *hc_unop_symbol(hc_unop op);
  *   VBROADCAST(x)          -> vector with every lane x
  *   VFMA(a, b, c)          -> a * b + c, lane-wise
  *   VREDUCE_ADD/MAX/MIN(v) -> scalar
+ *   VLOAD_BYTES(ptr)       -> i32 vector: the 4 * lanes bytes at ptr (a byte pointer), 4 per lane
+ *   VBROADCAST_BYTES(ptr)  -> i32 vector: the 4 bytes at ptr as one i32, in every lane
+ *   VDOT_U8S8(acc, a, b)   -> i32 vector: acc + per lane the sum over its 4 bytes k of
+ *                             u8(a's byte k) * s8(b's byte k), exact (AVX-512 VNNI's vpdpbusd)
  *  X(NAME, printed name, number of arguments, kind) kind: 0 math, 1 vector */
 #define HC_PRIMS(X)                                                                      \
     X(EXP, "exp", 1, 0)                                                                  \
@@ -291,7 +295,10 @@ const char *hc_unop_symbol(hc_unop op);
     X(PREFETCH, "prefetch", 1, 1) /* a hint: the cache line at the address, for reading */ \
     X(VREDUCE_ADD, "vreduce_add", 1, 1)                                                  \
     X(VREDUCE_MAX, "vreduce_max", 1, 1)                                                  \
-    X(VREDUCE_MIN, "vreduce_min", 1, 1)
+    X(VREDUCE_MIN, "vreduce_min", 1, 1)                                                  \
+    X(VLOAD_BYTES, "vload_bytes", 1, 1)                                                  \
+    X(VBROADCAST_BYTES, "vbroadcast_bytes", 1, 1)                                        \
+    X(VDOT_U8S8, "vdot_u8s8", 3, 1)
 
 typedef enum hc_prim {
 #define X(n, s, a, k) HC_PRIM_##n,

@@ -221,8 +221,8 @@ static void print_call(printer *p, const hc_expr *e) {
     hc_sb_puts(p->sb, hc_prim_name(pr));
     /* These results are not determined by the arguments' types, so the type is shown. */
     if (pr == HC_PRIM_VLOAD || pr == HC_PRIM_VLOAD_MASK || pr == HC_PRIM_VLOAD_RANGE ||
-        pr == HC_PRIM_VLOAD_STRIDED ||
-        pr == HC_PRIM_VBROADCAST) {
+        pr == HC_PRIM_VLOAD_STRIDED || pr == HC_PRIM_VBROADCAST || pr == HC_PRIM_VLOAD_BYTES ||
+        pr == HC_PRIM_VBROADCAST_BYTES) {
         hc_sb_putc(p->sb, '<');
         print_type(p, e->type);
         hc_sb_putc(p->sb, '>');

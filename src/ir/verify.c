@@ -242,6 +242,18 @@ static bool check_vector_prim(verifier *V, const hc_expr *e) {
             !hc_type_equal(p, a[2]->type) || !hc_type_equal(p, r))
             return fail_expr(V, e, "vfma needs three vectors of the same type");
         return true;
+    case HC_PRIM_VLOAD_BYTES:
+    case HC_PRIM_VBROADCAST_BYTES:
+        if (p->kind != HC_TY_POINTER || hc_dtype_size(p->pointee->dtype) != 1)
+            return fail_expr(V, e, "byte load of a non-byte pointer");
+        if (r->kind != HC_TY_VECTOR || r->dtype != HC_I32)
+            return fail_expr(V, e, "byte load result is not an i32 vector");
+        return true;
+    case HC_PRIM_VDOT_U8S8:
+        if (r->kind != HC_TY_VECTOR || r->dtype != HC_I32 || !hc_type_equal(p, r) ||
+            !hc_type_equal(a[1]->type, r) || !hc_type_equal(a[2]->type, r))
+            return fail_expr(V, e, "vdot_u8s8 needs three i32 vectors of the result's type");
+        return true;
     default: /* VREDUCE_* */
         if (p->kind != HC_TY_VECTOR || r->kind != HC_TY_SCALAR || r->dtype != p->dtype)
             return fail_expr(V, e, "vector reduction needs a vector and gives its element");

@@ -39,7 +39,15 @@ typedef struct hc_optimize_options {
                                (tests) */
     int wino_tile;          /* blocked Winograd output tile: 0 the rule
                                (hc_pass_winograd_tile), 2 or 4 forced (--winograd-tile) */
+    bool no_int8;           /* the runtime leaves int8_block at 0 (--no-int8) */
+    int int8_block;         /* >= 8: QDQ convs run as int8 convs in blocks of it
+                               (hc_pass_int8_conv, src/passes/qconv.c); 0: off */
 } hc_optimize_options;
+
+/* The int8 convs of QDQ models: Conv(DequantizeLinear(x), DequantizeLinear(w)) with 8-bit
+ * x and w becomes the channel-blocked int8 conv CONV_NCHWC_Q8 (src/passes/qconv.c). Runs
+ * before lower_quant; nothing to do unless opt->int8_block >= 8. */
+hc_status hc_pass_int8_conv(hc_graph *g, const hc_optimize_options *opt, hc_error *err);
 
 /* Conv (groups == 1) -> Im2Col + MatMul (+ bias Add), or for 3x3 stride-1 convs where it
  * pays, Winograd F(2x2, 3x3) (docs/winograd.md); Gemm -> MatMul + epilogue ops. */

@@ -82,6 +82,7 @@ hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc
     hc_status st = HC_OK;
     st = check(g, "infer_shapes", hc_pass_infer_shapes(g, err), err);
     if (st == HC_OK) st = check(g, "lower_rnn", hc_pass_lower_rnn(g, err), err);
+    if (st == HC_OK) st = check(g, "int8_conv", hc_pass_int8_conv(g, opt, err), err);
     if (st == HC_OK) st = check(g, "lower_quant", hc_pass_lower_quant(g, err), err);
     if (st == HC_OK) st = check(g, "lower_losses", hc_pass_lower_losses(g, err), err);
     if (st == HC_OK) st = check(g, "lower_attention", hc_pass_lower_attention(g, err), err);

@@ -25,6 +25,8 @@ typedef struct hc_target_caps {
     int num_cores;   /* cores the compiled program runs on (the run's threads) */
     int num_regs;    /* vector registers: 32 (AVX-512), 16 (AVX2/plain) */
     int64_t l1_bytes, l2_bytes, l3_bytes; /* data cache sizes per core (l3: shared) */
+    int int8_dot;    /* u8 x s8 dot products: 2 AVX-512 VNNI, 1 AVX-VNNI (ymm), 0 neither
+                      * (emulated with 16-bit multiplies) */
     /* GPU */
     int num_sms;
     int64_t smem_per_block; /* bytes of shared memory a block may use */

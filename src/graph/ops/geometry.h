@@ -22,6 +22,8 @@ typedef struct hc_conv_nchwc_shape {
 } hc_conv_nchwc_shape;
 /* The shape of a CONV_NCHWC node; errors name the node. */
 hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);
+/* CONV_NCHWC_Q8's (src/graph/ops/nchwc.c): block, sizes and geometry; bias is set. */
+hc_status hc_conv_q8_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);
 
 /* WINO_INPUT / WINO_OUTPUT and their NCHW{b}c forms (internal.c): the input transform's
  * pads [top, left, bottom, right] and the transform matrices of the node's tile. */

@@ -88,6 +88,8 @@ static hc_status pair(const hc_node *n, const char *name, int64_t *out, hc_error
     return HC_OK;
 }
 
+static hc_status geometry(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);
+
 /* The template's shape from the node (also the geometry infer and the Task use). */
 hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
     if (need_rank(n, 0, 5, err) || need_rank(n, 1, 6, err)) return err->status;
@@ -115,6 +117,15 @@ hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_er
                             (long long)w->shape[0], (long long)blk);
     if (x->dtype != w->dtype || (b && b->dtype != x->dtype) || !hc_dtype_is_float(x->dtype))
         return hc_node_fail(n, HC_ERR_INVALID, err, "inputs must share one float dtype");
+    *s = (hc_conv_nchwc_shape){.n = x->shape[0], .cb = x->shape[1], .h = x->shape[2],
+                               .w = x->shape[3], .mb = w->shape[0], .kh = w->shape[2],
+                               .kw = w->shape[3], .block = (int)blk, .bias = b != NULL,
+                               .depthwise = dw};
+    return geometry(n, s, err);
+}
+
+/* Strides, dilations, pads and the output size of s (its input and kernel sizes set). */
+static hc_status geometry(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
     int64_t st[2] = {1, 1}, dl[2] = {1, 1};
     if (pair(n, "strides", st, err) || pair(n, "dilations", dl, err)) return err->status;
     int cnt = 0;
@@ -123,12 +134,8 @@ hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_er
         return hc_node_fail(n, HC_ERR_INVALID, err, "pads has %d values, expected 4", cnt);
     int64_t pads[4] = {0, 0, 0, 0};
     for (int i = 0; p && i < 4; i++) pads[i] = p[i];
-    *s = (hc_conv_nchwc_shape){.n = x->shape[0], .cb = x->shape[1], .h = x->shape[2],
-                               .w = x->shape[3], .mb = w->shape[0], .kh = w->shape[2],
-                               .kw = w->shape[3], .sh = st[0], .sw = st[1], .dh = dl[0],
-                               .dw = dl[1], .pt = pads[0], .pl = pads[1], .pb = pads[2],
-                               .pr = pads[3], .block = (int)blk, .bias = b != NULL,
-                               .depthwise = dw};
+    s->sh = st[0], s->sw = st[1], s->dh = dl[0], s->dw = dl[1];
+    s->pt = pads[0], s->pl = pads[1], s->pb = pads[2], s->pr = pads[3];
     int64_t eh = (s->kh - 1) * s->dh + 1, ew = (s->kw - 1) * s->dw + 1;
     int64_t rh = s->h + s->pt + s->pb - eh, rw = s->w + s->pl + s->pr - ew;
     for (int i = 0; i < 4; i++)
@@ -202,9 +209,111 @@ static hc_task *task_conv_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
+/* ---- CONV_NCHWC_Q8: the int8 conv of a QDQ model (passes/qconv.c) -------------------- */
+/* X [N, CB, H, W, b] f32 (a DequantizeLinear's values: (q - zx) * sx), W [MB, CB, KH, KW,
+ * b/4, b, 4] i8 (W[o, ci, i, j, g, m, k] = weight (o*b + m, ci*b + 4g + k, i, j)), K, S, B
+ * [MB, b] (i32, f32, f32); attrs x_scale (sx), x_zero (z: the zero point, + 128 for int8
+ * activations), the conv's strides, dilations, pads:
+ *   u(x) = round_half_even(x * f32(1 / sx)) + z      (the u8 value; padding reads z)
+ *   Y[n, o, y, x, m] = S[o, m] * f32(K[o, m] + sum_{c, i, j} u(Xpad) * W) + B[o, m]
+ * with K = -z * sum(W[o, ...]): the sum over the taps inside X of (q - zx) * w, in int32. */
+hc_status hc_conv_q8_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
+    if (need_rank(n, 0, 5, err) || need_rank(n, 1, 7, err) || need_rank(n, 2, 2, err) ||
+        need_rank(n, 3, 2, err) || need_rank(n, 4, 2, err))
+        return err->status;
+    const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
+    int64_t blk = x->shape[4];
+    if (x->dtype != HC_F32 || w->dtype != HC_I8 || n->inputs[2]->dtype != HC_I32 ||
+        n->inputs[3]->dtype != HC_F32 || n->inputs[4]->dtype != HC_F32)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "inputs must be f32, i8, i32, f32, f32");
+    if (blk % 4 || w->shape[1] != x->shape[1] || w->shape[4] != blk / 4 || w->shape[5] != blk ||
+        w->shape[6] != 4)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "weight does not fit input blocks of %lld",
+                            (long long)blk);
+    for (int i = 2; i < 5; i++)
+        if (n->inputs[i]->shape[0] != w->shape[0] || n->inputs[i]->shape[1] != blk)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "input %d must be [%lld, %lld]", i,
+                                (long long)w->shape[0], (long long)blk);
+    if (!(hc_node_attr_float(n, "x_scale", 0) > 0))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "x_scale must be positive");
+    int64_t z = hc_node_attr_int(n, "x_zero", 0);
+    if (z < 0 || z > 255) return hc_node_fail(n, HC_ERR_INVALID, err, "x_zero %lld", (long long)z);
+    *s = (hc_conv_nchwc_shape){.n = x->shape[0], .cb = x->shape[1], .h = x->shape[2],
+                               .w = x->shape[3], .mb = w->shape[0], .kh = w->shape[2],
+                               .kw = w->shape[3], .block = (int)blk, .bias = true};
+    return geometry(n, s, err);
+}
+
+static hc_status infer_conv_q8(hc_node *n, hc_error *err) {
+    hc_conv_nchwc_shape s;
+    if (hc_conv_q8_shape_of(n, &s, err)) return err->status;
+    int64_t shape[5] = {s.n, s.mb, s.oh, s.ow, s.block};
+    hc_node_set_output(n, 0, HC_F32, 5, shape);
+    return HC_OK;
+}
+
+typedef struct q8_ctx {
+    const hc_tnode *x, *w, *k, *s, *b;
+    hc_conv_nchwc_shape g;
+    float inv;
+    int64_t z;
+    hc_var *const *o;
+} q8_ctx;
+
+/* r = (c, i, j): u(X) * W as i32 */
+static hc_expr *q8_term(hc_arena *a, hc_var *const *r, void *vctx) {
+    const q8_ctx *c = vctx;
+    const hc_conv_nchwc_shape *s = &c->g;
+    hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->block);
+    hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
+    hc_expr *pos[2], *ok = NULL;
+    const int64_t st[2] = {s->sh, s->sw}, dl[2] = {s->dh, s->dw}, pb[2] = {s->pt, s->pl};
+    const int64_t in[2] = {s->h, s->w};
+    for (int i = 0; i < 2; i++) {
+        hc_expr *p = hc_add(a, hc_mul(a, hc_ref(a, c->o[2 + i]), hc_int(a, st[i])),
+                            hc_mul(a, hc_ref(a, r[1 + i]), hc_int(a, dl[i])));
+        p = hc_sub(a, p, hc_int(a, pb[i]));
+        hc_expr *inside = hc_and(a, hc_le(a, hc_int(a, 0), p), hc_lt(a, p, hc_int(a, in[i])));
+        ok = ok ? hc_and(a, ok, inside) : inside;
+        pos[i] = hc_min(a, hc_max(a, p, hc_int(a, 0)), hc_int(a, in[i] - 1));
+    }
+    hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
+    hc_expr *q = hc_math(a, HC_PRIM_ROUND, hc_mul(a, hc_at(a, c->x, xi), hc_f32(a, c->inv)), NULL);
+    hc_expr *u = hc_add(a, hc_cast(a, hc_type_scalar(HC_I32), q), hc_const_num(a, HC_I32, (double)c->z));
+    u = hc_select(a, ok, u, hc_const_num(a, HC_I32, (double)c->z));
+    hc_expr *wi[7] = {hc_ref(a, c->o[1]), cb, hc_ref(a, r[1]), hc_ref(a, r[2]),
+                      hc_div(a, l, hc_int(a, 4)), hc_ref(a, c->o[4]), hc_mod(a, l, hc_int(a, 4))};
+    return hc_mul(a, u, hc_cast(a, hc_type_scalar(HC_I32), hc_at(a, c->w, wi)));
+}
+
+static hc_expr *q8_out(hc_arena *a, hc_var *const *axes, void *vctx) {
+    q8_ctx *c = vctx;
+    c->o = axes;
+    int64_t ext[3] = {c->g.cb * c->g.block, c->g.kh, c->g.kw};
+    hc_expr *om[2] = {hc_ref(a, axes[1]), hc_ref(a, axes[4])};
+    hc_expr *acc = hc_add(a, hc_reduce_expr(a, 3, ext, q8_term, c, HC_REDUCE_SUM),
+                          hc_at(a, c->k, om));
+    hc_expr *v = hc_mul(a, hc_at(a, c->s, om), hc_cast(a, hc_type_scalar(HC_F32), acc));
+    return hc_add(a, v, hc_at(a, c->b, om));
+}
+
+static hc_task *task_conv_q8(hc_arena *a, const hc_node *n, hc_error *err) {
+    q8_ctx c = {0};
+    if (hc_conv_q8_shape_of(n, &c.g, err)) return NULL;
+    int nin = 0;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    c.x = in[0], c.w = in[1], c.k = in[2], c.s = in[3], c.b = in[4];
+    c.inv = (float)(1.0 / hc_node_attr_float(n, "x_scale", 1));
+    c.z = hc_node_attr_int(n, "x_zero", 0);
+    const hc_tensor *y = n->outputs[0];
+    hc_tnode *out = hc_compute(a, y->name, 5, y->shape, q8_out, &c);
+    return hc_node_task(a, n, nin, in, 1, &out);
+}
+
 const hc_op_def hc_ops_nchwc[] = {
     {HC_OPK_TO_NCHWC, infer_to_nchwc, task_to_nchwc},
     {HC_OPK_FROM_NCHWC, infer_from_nchwc, task_from_nchwc},
     {HC_OPK_CONV_NCHWC, infer_conv_nchwc, task_conv_nchwc},
+    {HC_OPK_CONV_NCHWC_Q8, infer_conv_q8, task_conv_q8},
     {HC_OPK_COUNT, NULL, NULL},
 };

@@ -642,8 +642,81 @@ static void emit_vreduce(cg *c, hc_sb *sb, const hc_expr *e) {
     hc_sb_printf(sb, " _s%d; })", k);
 }
 
+/* ---- int8 dot products (the int8 conv template: conv_nchwc_cpu.c) -------------------- */
+/* Vector width of an i32 vector with intrinsics (512, 256) or 0: plain C. */
+static int i32_width(cg *c, const hc_type *vt) {
+    int w = 0;
+    if (vt->kind == HC_TY_VECTOR && vt->dtype == HC_I32) {
+        if (vt->lanes == 16 && c->t->caps.isa == HC_ISA_AVX512) w = 512;
+        else if (vt->lanes == 8 && c->t->caps.isa >= HC_ISA_AVX2) w = 256;
+    }
+    c->intrinsics |= w != 0;
+    return w;
+}
+
+static void emit_byte_prim(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_type *vt = e->type;
+    const char *vs = type_str(c, vt), *p = expr_str(c, e->u.call.args[0]);
+    int w = i32_width(c, vt), k = c->tmp++;
+    if (e->u.call.prim == HC_PRIM_VLOAD_BYTES) {
+        if (w == 512) hc_sb_printf(sb, "((%s)_mm512_loadu_si512((const void *)(%s)))", vs, p);
+        else if (w == 256)
+            hc_sb_printf(sb, "((%s)_mm256_loadu_si256((const __m256i *)(const void *)(%s)))", vs, p);
+        else
+            hc_sb_printf(sb, "({ %s _r%d; __builtin_memcpy(&_r%d, (const void *)(%s), sizeof _r%d); "
+                             "_r%d; })", vs, k, k, p, k, k);
+        return;
+    }
+    /* VBROADCAST_BYTES */
+    hc_sb_printf(sb, "({ int32_t _t%d; __builtin_memcpy(&_t%d, (const void *)(%s), 4); ", k, k, p);
+    if (w) hc_sb_printf(sb, "(%s)_mm%d_set1_epi32(_t%d); })", vs, w, k);
+    else
+        hc_sb_printf(sb, "%s _r%d; for (int _l%d = 0; _l%d < %d; _l%d++) _r%d[_l%d] = _t%d; "
+                         "_r%d; })", vs, k, k, k, vt->lanes, k, k, k, k, k);
+}
+
+/* acc + sum over 4 bytes of u8(a) * s8(b) per i32 lane: vpdpbusd where the target has VNNI
+ * (AVX-512 VNNI on zmm, AVX-VNNI on ymm), else exactly with 16-bit multiplies: the even
+ * and odd bytes widened to 16 bits (a zero-extended, b sign-extended), vpmaddwd adding
+ * pairs into 32 bits (no saturation, unlike vpmaddubsw). */
+static void emit_vdot(cg *c, hc_sb *sb, const hc_expr *e) {
+    const hc_type *vt = e->type;
+    const char *vs = type_str(c, vt);
+    const char *acc = expr_str(c, e->u.call.args[0]), *x = expr_str(c, e->u.call.args[1]),
+               *y = expr_str(c, e->u.call.args[2]);
+    int w = i32_width(c, vt), k = c->tmp++, dot = c->t->caps.int8_dot;
+    if (w == 512 && dot >= 2) {
+        hc_sb_printf(sb, "((%s)_mm512_dpbusd_epi32((__m512i)(%s), (__m512i)(%s), (__m512i)(%s)))",
+                     vs, acc, x, y);
+    } else if (w == 256 && dot >= 1) {
+        hc_sb_printf(sb, "((%s)_mm256_dpbusd_avx_epi32((__m256i)(%s), (__m256i)(%s), "
+                         "(__m256i)(%s)))", vs, acc, x, y);
+    } else if (w) {
+        const char *v = w == 512 ? "__m512i" : "__m256i";
+        hc_sb_printf(sb, "({ %s _a%d = (%s)(%s), _b%d = (%s)(%s); "
+                         "%s _ae%d = _mm%d_and_si%d(_a%d, _mm%d_set1_epi16(0xff)), "
+                         "_ao%d = _mm%d_srli_epi16(_a%d, 8), "
+                         "_be%d = _mm%d_srai_epi16(_mm%d_slli_epi16(_b%d, 8), 8), "
+                         "_bo%d = _mm%d_srai_epi16(_b%d, 8); "
+                         "(%s)_mm%d_add_epi32((%s)(%s), _mm%d_add_epi32(_mm%d_madd_epi16(_ae%d, "
+                         "_be%d), _mm%d_madd_epi16(_ao%d, _bo%d))); })",
+                     v, k, v, x, k, v, y, v, k, w, w, k, w, k, w, k, k, w, w, k, k, w, k, vs, w,
+                     v, acc, w, w, k, k, w, k, k);
+    } else {
+        hc_sb_printf(sb, "({ %s _r%d = %s, _a%d = %s, _b%d = %s; for (int _l%d = 0; _l%d < %d; "
+                         "_l%d++) for (int _k%d = 0; _k%d < 4; _k%d++) _r%d[_l%d] += "
+                         "(int32_t)(uint8_t)((uint32_t)_a%d[_l%d] >> (8 * _k%d)) * "
+                         "(int32_t)(int8_t)((uint32_t)_b%d[_l%d] >> (8 * _k%d)); _r%d; })",
+                     vs, k, acc, k, x, k, y, k, k, vt->lanes, k, k, k, k, k, k, k, k, k, k, k,
+                     k, k);
+    }
+}
+
 static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
     switch (e->u.call.prim) {
+    case HC_PRIM_VLOAD_BYTES:
+    case HC_PRIM_VBROADCAST_BYTES: emit_byte_prim(c, sb, e); return;
+    case HC_PRIM_VDOT_U8S8: emit_vdot(c, sb, e); return;
     case HC_PRIM_VLOAD: emit_vload(c, sb, e, false); return;
     case HC_PRIM_VLOAD_MASK: emit_vload(c, sb, e, true); return;
     case HC_PRIM_VLOAD_RANGE: emit_vload_range(c, sb, e); return;

@@ -226,6 +226,14 @@ static void detect(void) {
         set_isa(&targets[i], (hc_isa)i);
         emit_only[i] = targets[i];
     }
+    /* int8 dot products, as far as each ISA's compiler flags let the code use them */
+    for (int i = 1; i < 3; i++) {
+        uint64_t f = hc_cpu_features_for((hc_isa)i);
+        targets[i].caps.int8_dot = i == HC_ISA_AVX512 && (f >> FEAT_AVX512VNNI & 1) ? 2
+                                   : (f >> FEAT_AVXVNNI & 1)                          ? 1
+                                                                                      : 0;
+        emit_only[i].caps.int8_dot = targets[i].caps.int8_dot;
+    }
     cpu_isa = cpu;
     host_isa = apply_env_isa(cpu);
     /* A target above the CPU's ISA cannot run here: clamp requests to the CPU. */

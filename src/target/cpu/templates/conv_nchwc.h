@@ -62,4 +62,18 @@ void hc_conv_nchwc_config_print(hc_sb *sb, const hc_conv_nchwc_config *c);
 hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape *s,
                            const hc_conv_nchwc_config *c, const hc_target *t, hc_error *err);
 
+/* The int8 program of CONV_NCHWC_Q8 (src/graph/ops/nchwc.c; made from QDQ convs by
+ * passes/qconv.c): the same items, tiles and splits, but each item quantizes the input rows
+ * it reads into a u8 scratch (u = round(x * inv) + z, padding z) and the taps are
+ * vdot_u8s8 (vpdpbusd with VNNI) of 4 input channels against W's bytes, int32 accumulators
+ * starting at K, stored as S * f32(acc) + B. Params X, W (i8 [mb, cb, kh, kw, b/4, b, 4]), K
+ * (i32), S, B (f32 [mb, b]), Y. The tiles need 4 registers more without VNNI. */
+bool hc_conv_q8_tile_fits(const hc_target *t, int px, int ot);
+hc_conv_nchwc_config hc_conv_q8_default_config(const hc_target *t, const hc_conv_nchwc_shape *s);
+int hc_conv_q8_space(const hc_target *t, const hc_conv_nchwc_shape *s, int level,
+                     hc_conv_nchwc_config *out, int max);
+hc_func *hc_conv_q8_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape *s, float inv,
+                        int64_t z, const hc_conv_nchwc_config *c, const hc_target *t,
+                        hc_error *err);
+
 #endif

@@ -211,6 +211,13 @@ typedef struct nc {
     hc_expr *b0, *b1;        /* item: its output blocks [b0, b1) */
     int64_t scratch_shape[4]; /* per-thread scratch [cb, rows_in, wp, L] (padding only) */
     bool chan_tail;          /* a group of ot blocks may overhang its chunk */
+    /* int8 (CONV_NCHWC_Q8): the scratch holds u8 values quantized from X, the taps are
+     * vdot_u8s8 of 4 input channels' bytes and 4 bytes of W per output lane */
+    bool q8;
+    float inv;               /* f32(1 / x_scale) */
+    int64_t z;               /* x_zero: the u8 value of padding */
+    hc_var *K, *S;           /* [mb, L] i32 and f32 */
+    const hc_type *ivec, *uvec; /* i32 x L, u8 x L */
 } nc;
 
 static hc_expr *addr(nc *g, hc_var *buf, int nd, hc_expr **idx) {
@@ -219,10 +226,21 @@ static hc_expr *addr(nc *g, hc_var *buf, int nd, hc_expr **idx) {
 
 /* xs[c][r][j] (vectors of L) = padded input row ot0*sh - pt + r, column j - pl of channel
  * block c: zeros outside X. */
+/* The value copied into the scratch: x, or (q8) u(x) = round(x * inv) + z as u8. */
+static hc_expr *scratch_value(nc *g, hc_expr *x) {
+    if (!g->q8) return x;
+    hc_arena *a = g->a;
+    hc_expr *q = hc_math(a, HC_PRIM_ROUND, hc_mul(a, x, hc_f32(a, g->inv)), NULL);
+    hc_expr *i = hc_add(a, hc_cast(a, g->ivec, q), hc_const_num(a, HC_I32, (double)g->z));
+    return hc_cast(a, g->uvec, i);
+}
+
 static void copy_rows(nc *g) {
     const hc_conv_nchwc_shape *s = g->s;
     hc_arena *a = g->a;
-    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+    hc_expr *zero = g->q8 ? vcall(g, HC_PRIM_VBROADCAST, g->uvec, 1,
+                                  hc_const_num(a, HC_U8, (double)g->z), 0, 0)
+                          : vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
     hc_expr *need = let(g, "rin", hc_min(a, I(g, g->rin),
                                          ADD(MUL(SUB(g->rows, I(g, 1)), I(g, s->sh)),
                                              I(g, (s->kh - 1) * s->dh + 1))));
@@ -243,7 +261,7 @@ static void copy_rows(nc *g) {
                     vstore(g,
                            addr(g, g->xs, 4,
                                 (hc_expr *[]){R(g, c), R(g, r), ADD(R(g, j), I(g, s->pl)), I(g, 0)}),
-                           x);
+                           scratch_value(g, x));
                 }
                 for (int64_t j = s->pl + s->w; j < g->wp; j++)
                     vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}),
@@ -332,6 +350,87 @@ static void depthwise_taps_with(nc *g, hc_var *acc, hc_var *wv, hc_expr *const *
     }
 }
 
+/* The int8 tile: acc[q][o] (i32 x L) = K[ob[o]] + sum over ci, taps and the L/4 groups of
+ * 4 input channels of vdot_u8s8(the 4 scratch bytes of pixel q's tap, W's 4L bytes);
+ * stored as S[ob] * f32(acc) + B[ob]. */
+static void tile_q8(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *const *ob,
+                    hc_expr *const *prow, hc_expr *const *pcol, hc_expr *const *orow,
+                    hc_expr *const *ocol) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    int px = g->c->px, ot = g->c->ot;
+    hc_var *acc = hc_b_declare(
+        g->b, "acc",
+        hc_type_tensor_vec(a, HC_I32, g->L, 2, (hc_expr *[]){I(g, px), I(g, ot)}, NULL,
+                           HC_SCOPE_REGISTER),
+        NULL);
+    for (int o = 0; o < ot; o++) {
+        hc_var *kv = hc_b_declare(g->b, "kinit", g->ivec,
+                                  vcall(g, HC_PRIM_VLOAD, g->ivec, 1,
+                                        addr(g, g->K, 2, (hc_expr *[]){ob[o], I(g, 0)}), 0, 0));
+        for (int i = 0; i < px; i++)
+            hc_b_store(g->b, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}, R(g, kv));
+    }
+    hc_var *wv = hc_b_declare(
+        g->b, "wv",
+        hc_type_tensor_vec(a, HC_I32, g->L, 1, (hc_expr *[]){I(g, ot)}, NULL, HC_SCOPE_REGISTER),
+        NULL);
+    hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
+    HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
+        HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
+            HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
+                HC_FOR(g->b, l, "l4", I(g, g->L / 4), hc_serial()) {
+                    for (int o = 0; o < ot; o++) {
+                        hc_expr *idx[7] = {ob[o], R(g, ci), R(g, kh), R(g, kw), R(g, l), I(g, 0),
+                                           I(g, 0)};
+                        hc_b_store(g->b, wv, 1, (hc_expr *[]){I(g, o)},
+                                   vcall(g, HC_PRIM_VLOAD_BYTES, g->ivec, 1, addr(g, g->W, 7, idx),
+                                         0, 0));
+                    }
+                    hc_expr *dr = MUL(R(g, kh), I(g, s->dh)), *dc = MUL(R(g, kw), I(g, s->dw));
+                    for (int i = 0; i < px; i++) {
+                        hc_expr *row = ADD(prow[i], dr), *col = ADD(pcol[i], dc);
+                        hc_expr *p = addr(g, g->xs, 4,
+                                          (hc_expr *[]){R(g, ci), row, col, MUL(R(g, l), I(g, 4))});
+                        hc_var *xb = hc_b_declare(g->b, "xb", g->ivec,
+                                                  vcall(g, HC_PRIM_VBROADCAST_BYTES, g->ivec, 1, p,
+                                                        0, 0));
+                        for (int o = 0; o < ot; o++) {
+                            hc_expr *idx[2] = {I(g, i), I(g, o)};
+                            hc_b_store(g->b, acc, 2, idx,
+                                       vcall(g, HC_PRIM_VDOT_U8S8, g->ivec, 3,
+                                             hc_load(a, acc, 2, idx), R(g, xb),
+                                             hc_load(a, wv, 1, (hc_expr *[]){I(g, o)})));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    hc_expr *sv[HC_CONV_NCHWC_MAX_OT], *bv[HC_CONV_NCHWC_MAX_OT];
+    for (int o = 0; o < ot; o++) {
+        hc_expr *ix[2] = {ob[o], I(g, 0)};
+        sv[o] = hc_ref(a, hc_b_declare(g->b, "scale", g->vec,
+                                       vcall(g, HC_PRIM_VLOAD, g->vec, 1, addr(g, g->S, 2, ix), 0, 0)));
+        bv[o] = hc_ref(a, hc_b_declare(g->b, "bias", g->vec,
+                                       vcall(g, HC_PRIM_VLOAD, g->vec, 1, addr(g, g->B, 2, ix), 0, 0)));
+    }
+    for (int i = 0; i < px; i++) {
+        bool maybe_past = i > 0;
+        if (maybe_past) hc_b_if_begin(g->b, LT(ADD(q0, I(g, i)), npix));
+        for (int o = 0; o < ot; o++) {
+            bool ct = g->chan_tail && o > 0;
+            if (ct) hc_b_if_begin(g->b, LT(ADD(first, I(g, o)), g->b1));
+            hc_expr *v = hc_cast(a, g->vec, hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}));
+            v = vcall(g, HC_PRIM_VFMA, g->vec, 3, v, sv[o], bv[o]);
+            hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, orow[i]), ocol[i], I(g, 0)};
+            vstore(g, addr(g, g->Y, 5, idx), v);
+            if (ct) hc_b_end(g->b);
+        }
+        if (maybe_past) hc_b_end(g->b);
+    }
+}
+
 /* One register tile: pixels q0 .. q0+px of the item (clamped to its last pixel), output
  * blocks first .. first+ot (clamped to the chunk's last block). */
 static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
@@ -357,6 +456,10 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
     for (int o = 0; o < ot; o++) {
         hc_expr *k = ADD(first, I(g, o));
         ob[o] = chan_tail ? let(g, "ob", hc_min(a, k, SUB(g->b1, I(g, 1)))) : let(g, "ob", k);
+    }
+    if (g->q8) {
+        tile_q8(g, first, q0, npix, ob, prow, pcol, orow, ocol);
+        return;
     }
     hc_var *acc = hc_b_declare(
         g->b, "acc",
@@ -468,13 +571,17 @@ static void item(nc *g, hc_expr *w) {
 static void thread_setup(void *ctx) {
     nc *g = ctx;
     g->xs = hc_b_declare(g->b, "xs",
-                         hc_type_tensor_c(g->a, HC_F32, 4, g->scratch_shape, HC_SCOPE_GLOBAL),
+                         hc_type_tensor_c(g->a, g->q8 ? HC_U8 : HC_F32, 4, g->scratch_shape,
+                                          HC_SCOPE_GLOBAL),
                          NULL);
 }
 static void item_body(void *ctx, hc_expr *w) { item(ctx, w); }
 
+static hc_var *param_of(nc *g, const char *name, hc_dtype t, int nd, const int64_t *shape) {
+    return hc_var_new(g->a, name, hc_type_tensor_c(g->a, t, nd, shape, HC_SCOPE_GLOBAL));
+}
 static hc_var *param(nc *g, const char *name, int nd, const int64_t *shape) {
-    return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, nd, shape, HC_SCOPE_GLOBAL));
+    return param_of(g, name, HC_F32, nd, shape);
 }
 
 hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape *s,
@@ -522,4 +629,81 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
     return hc_func_new(a, name ? name : "conv_nchwc", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);
+}
+
+/* ---- the int8 program (CONV_NCHWC_Q8) --------------------------------------------------- */
+bool hc_conv_q8_tile_fits(const hc_target *t, int px, int ot) {
+    /* without VNNI each dot product needs 4 more registers (the widened bytes) */
+    int extra = t->caps.int8_dot >= (t->caps.isa == HC_ISA_AVX512 ? 2 : 1) ? 0 : 4;
+    return px * ot + ot + 1 + extra <= t->caps.num_regs;
+}
+
+hc_conv_nchwc_config hc_conv_q8_default_config(const hc_target *t, const hc_conv_nchwc_shape *s) {
+    hc_conv_nchwc_config c = hc_conv_nchwc_default_config(t, s);
+    while (c.px > 1 && !hc_conv_q8_tile_fits(t, c.px, c.ot)) c.px--;
+    return c;
+}
+
+int hc_conv_q8_space(const hc_target *t, const hc_conv_nchwc_shape *s, int level,
+                     hc_conv_nchwc_config *out, int max) {
+    hc_conv_nchwc_config all[256];
+    int n = hc_conv_nchwc_space(t, s, level, all, (int)HC_ARRAY_LEN(all)), m = 0;
+    all[0] = hc_conv_q8_default_config(t, s);
+    for (int i = 0; i < n && i < (int)HC_ARRAY_LEN(all); i++) {
+        if (!hc_conv_q8_tile_fits(t, all[i].px, all[i].ot)) continue;
+        bool dup = false;
+        for (int q = 0; q < m && !dup; q++) dup = same_config(&all[q], &all[i]);
+        if (dup) continue;
+        if (out && m < max) out[m] = all[i];
+        all[m++] = all[i];
+    }
+    return m;
+}
+
+hc_func *hc_conv_q8_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape *s, float inv,
+                        int64_t z, const hc_conv_nchwc_config *cfg, const hc_target *t,
+                        hc_error *err) {
+    if (hc_conv_nchwc_validate_shape(s, err) || hc_conv_nchwc_validate(cfg, err)) return NULL;
+    if (cfg->lanes != hc_target_f32_lanes(t) || cfg->lanes != s->block || s->block % 4 ||
+        s->depthwise || !s->bias) {
+        hc_error_set(err, HC_ERR_INVALID,
+                     "conv_q8 config: lanes %d, block %d, target %s has %d f32 lanes",
+                     cfg->lanes, s->block, t->name, hc_target_f32_lanes(t));
+        return NULL;
+    }
+    if (!hc_conv_q8_tile_fits(t, cfg->px, cfg->ot)) {
+        hc_error_set(err, HC_ERR_INVALID, "conv_q8 config: tile px %d x ot %d does not fit %d "
+                     "registers", cfg->px, cfg->ot, t->caps.num_regs);
+        return NULL;
+    }
+    hc_conv_nchwc_config c = clip(*cfg, s);
+    hc_builder b;
+    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = true, .q8 = true,
+            .inv = inv, .z = z};
+    g.vec = hc_type_vector(a, HC_F32, c.lanes);
+    g.ivec = hc_type_vector(a, HC_I32, c.lanes);
+    g.uvec = hc_type_vector(a, HC_U8, c.lanes);
+    g.wp = s->w + s->pl + s->pr;
+    g.rin = rows_in(s, c.rt);
+    g.nrt = row_tiles(s, &c);
+    g.chan_tail = s->mb % c.osplit != 0 || (s->mb / c.osplit) % c.ot != 0;
+    int64_t L = s->block, scratch = s->cb * g.rin * g.wp * L;
+    if (scratch > 4 * (int64_t)HC_CONV_NCHWC_MAX_SCRATCH) {
+        hc_error_set(err, HC_ERR_UNSUPPORTED, "conv_q8: scratch of %lld bytes per thread",
+                     (long long)scratch);
+        return NULL;
+    }
+    hc_builder_init(&b, a);
+    g.X = param(&g, "X", 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.W = param_of(&g, "W", HC_I8, 7, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L / 4, L, 4});
+    g.K = param_of(&g, "K", HC_I32, 2, (int64_t[]){s->mb, L});
+    g.S = param(&g, "S", 2, (int64_t[]){s->mb, L});
+    g.B = param(&g, "B", 2, (int64_t[]){s->mb, L});
+    g.Y = param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
+    g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
+    g.scratch_shape[3] = L;
+    hc_sched_split_items(&b, s->n * c.osplit * g.nrt, c.threads, thread_setup, item_body, &g);
+    hc_stmt *body = hc_builder_finish(&b);
+    hc_var *params[6] = {g.X, g.W, g.K, g.S, g.B, g.Y};
+    return hc_func_new(a, name ? name : "conv_q8", HC_FN_CPU_KERNEL, 6, params, body);
 }

@@ -31,3 +31,32 @@ static hc_func *schedule_conv_nchwc(hc_arena *a, const hc_node *n, const hc_task
 
 const hc_template hc_cpu_template_conv_nchwc = {"conv_nchwc", HC_OPK_CONV_NCHWC,
                                                 schedule_conv_nchwc, space_conv_nchwc, NULL};
+
+/* ---- CONV_NCHWC_Q8: the int8 program ------------------------------------------------- */
+static bool q8_shape(const hc_node *n, const hc_target *target, hc_conv_nchwc_shape *s) {
+    hc_error e = {0};
+    if (hc_conv_q8_shape_of(n, s, &e) != HC_OK || target->caps.isa < HC_ISA_AVX2) return false;
+    return s->block == hc_target_f32_lanes(target) && hc_conv_nchwc_validate_shape(s, &e) == HC_OK;
+}
+
+static int space_conv_q8(const hc_node *n, const hc_target *target, int level) {
+    hc_conv_nchwc_shape s;
+    if (!q8_shape(n, target, &s)) return 0;
+    return hc_conv_q8_space(target, &s, level, NULL, 0);
+}
+
+static hc_func *schedule_conv_q8(hc_arena *a, const hc_node *n, const hc_task *t,
+                                 const hc_target *target, const char *fname,
+                                 const hc_sched_opts *opts, hc_error *err) {
+    hc_conv_nchwc_shape s;
+    if (!q8_shape(n, target, &s) || t->ninputs != 5 || t->noutputs != 1) return NULL;
+    hc_conv_nchwc_config cfg = hc_conv_q8_default_config(target, &s);
+    if (!HC_CPU_SELECT_CONFIG(cfg, hc_conv_q8_space, target, &s, n, opts, err)) return NULL;
+    float inv = (float)(1.0 / hc_node_attr_float(n, "x_scale", 1));
+    hc_error e2 = {0};
+    return hc_conv_q8_cpu(a, fname, &s, inv, hc_node_attr_int(n, "x_zero", 0), &cfg, target,
+                          &e2); /* NULL: the auto-scheduler */
+}
+
+const hc_template hc_cpu_template_conv_q8 = {"conv_q8", HC_OPK_CONV_NCHWC_Q8, schedule_conv_q8,
+                                             space_conv_q8, NULL};

@@ -7,6 +7,7 @@
 extern const hc_template hc_cpu_template_matmul;
 extern const hc_template hc_cpu_template_conv;
 extern const hc_template hc_cpu_template_conv_nchwc;
+extern const hc_template hc_cpu_template_conv_q8;
 extern const hc_template hc_cpu_template_max_pool_nchwc;
 extern const hc_template hc_cpu_template_average_pool_nchwc;
 extern const hc_template hc_cpu_template_wino[4];
