@@ -10,6 +10,7 @@
 
 #include "frontend/onnx.h"
 #include "graph/ops/versions.h"
+#include "passes/passes.h"
 #include "onnx.pb-c.h"
 #include "test.h"
 
@@ -112,19 +113,32 @@ static Onnx__GraphProto *graph(void) {
     return g;
 }
 
-/* Serialize a model of graph g at `opset` (malloc'ed bytes). */
-static uint8_t *pack_model(Onnx__GraphProto *g, int64_t opset, size_t *size) {
+/* Serialize a model of graph g importing version versions[i] of domains[i] (malloc'ed
+ * bytes). */
+static uint8_t *pack_model_imports(Onnx__GraphProto *g, int n, const char *const *domains,
+                                   const int64_t *versions, size_t *size) {
     Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
-    Onnx__OperatorSetIdProto op = ONNX__OPERATOR_SET_ID_PROTO__INIT, *ops[1] = {&op};
-    op.domain = "";
-    op.has_version = 1, op.version = opset;
+    Onnx__OperatorSetIdProto op[4], *ops[4];
+    HC_ASSERT(n <= 4);
+    for (int i = 0; i < n; i++) {
+        onnx__operator_set_id_proto__init(&op[i]);
+        op[i].domain = (char *)domains[i];
+        op[i].has_version = 1, op[i].version = versions[i];
+        ops[i] = &op[i];
+    }
     m.has_ir_version = 1, m.ir_version = 8;
-    m.n_opset_import = 1, m.opset_import = ops;
+    m.n_opset_import = (size_t)n, m.opset_import = ops;
     m.graph = g;
     *size = onnx__model_proto__get_packed_size(&m);
     uint8_t *buf = malloc(*size + 1);
     onnx__model_proto__pack(&m, buf);
     return buf;
+}
+
+/* Serialize a model of graph g at `opset` (malloc'ed bytes). */
+static uint8_t *pack_model(Onnx__GraphProto *g, int64_t opset, size_t *size) {
+    const char *dflt = "";
+    return pack_model_imports(g, 1, &dflt, &opset, size);
 }
 
 static char *path_of(const char *rel) {
@@ -756,6 +770,117 @@ static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *
     return remove(p);
 }
 
+/* ---- other domains: ai.onnx.preview.training ------------------------------------------ */
+#define TRAINING "ai.onnx.preview.training"
+
+/* y = Adagrad(R, T, x, G, H) of domain `domain` (op_type `op`) on [3] tensors. */
+static Onnx__GraphProto *adagrad_graph(const char *domain, const char *op) {
+    int64_t d3[1] = {3};
+    Onnx__GraphProto *g = graph();
+    g->input[g->n_input++] = value("R", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 0, NULL);
+    g->input[g->n_input++] = value("T", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+    const char *names[3] = {"x", "G", "H"};
+    for (int i = 0; i < 3; i++)
+        g->input[g->n_input++] = value(names[i], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    Onnx__NodeProto *n = node(g, op, "ada", "R,T,x,G,H", "y,h");
+    n->domain = hc_arena_strdup(&A, domain);
+    g->output[g->n_output++] = value("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+    return g;
+}
+
+static hc_graph *load_imports(Onnx__GraphProto *g, int n, const char *const *domains,
+                              const int64_t *versions, hc_error *err) {
+    size_t size;
+    uint8_t *buf = pack_model_imports(g, n, domains, versions, &size);
+    const char *p = path_of("domains.onnx");
+    write_bytes(p, buf, size);
+    free(buf);
+    return load(p, err);
+}
+
+static void test_domains(void) {
+    hc_error err;
+    const char *both[2] = {"", TRAINING}, *train[1] = {TRAINING}, *dflt[1] = {""};
+    /* the domain alone (as ONNX's node tests): the default opset is the newest */
+    hc_graph *hg = load_imports(adagrad_graph(TRAINING, "Adagrad"), 1, train, (int64_t[]){1}, &err);
+    CHECK_MSG(hg != NULL, "%s", err.msg);
+    if (hg) {
+        CHECK_EQ_INT(hg->opset, HC_ONNX_MAX_OPSET);
+        CHECK_EQ_INT(hg->nodes.len, 1);
+        CHECK(hg->nodes.data[0]->op == HC_OPK_ADAGRAD);
+        CHECK_EQ_INT(hg->nodes.data[0]->opset, 1); /* the version of its domain */
+    }
+    hc_graph_free(hg);
+    hg = load_imports(adagrad_graph(TRAINING, "Adagrad"), 2, both, (int64_t[]){13, 1}, &err);
+    CHECK_MSG(hg && hg->opset == 13 && hg->nodes.data[0]->opset == 1, "%s", err.msg);
+    hc_graph_free(hg);
+    /* not imported; imported at another version */
+    hg = load_imports(adagrad_graph(TRAINING, "Adagrad"), 1, dflt, (int64_t[]){13}, &err);
+    CHECK(!hg && err.status == HC_ERR_INVALID);
+    CHECK(has(err.msg, "domains.onnx: node 'ada' (ai.onnx.preview.training.Adagrad): the model "
+                       "does not import the domain ai.onnx.preview.training (its opset_import has "
+                       "no version of it)"));
+    hc_graph_free(hg);
+    hg = load_imports(adagrad_graph(TRAINING, "Adagrad"), 2, both, (int64_t[]){13, 2}, &err);
+    CHECK(!hg && err.status == HC_ERR_UNSUPPORTED);
+    CHECK(has(err.msg, "node 'ada' (ai.onnx.preview.training.Adagrad): version 2 of the domain "
+                       "ai.onnx.preview.training is not supported (version 1 is)"));
+    hc_graph_free(hg);
+    /* an op of the domain hidetc lacks, Adagrad in the default domain, and the qualified
+     * name as a default-domain op_type: unsupported */
+    hg = load_imports(adagrad_graph(TRAINING, "Gradient"), 1, train, (int64_t[]){1}, &err);
+    CHECK(!hg && err.status == HC_ERR_UNSUPPORTED);
+    CHECK(has(err.msg, "domains.onnx: unsupported operator: ai.onnx.preview.training.Gradient "
+                       "(node 'ada')"));
+    hc_graph_free(hg);
+    hg = load_imports(adagrad_graph("", "Adagrad"), 2, both, (int64_t[]){13, 1}, &err);
+    CHECK(!hg && has(err.msg, "unsupported operator: Adagrad (node 'ada')"));
+    hc_graph_free(hg);
+    hg = load_imports(adagrad_graph("", TRAINING ".Adagrad"), 2, both, (int64_t[]){13, 1}, &err);
+    CHECK(!hg && has(err.msg, "unsupported operator: ai.onnx.preview.training.Adagrad (node 'ada')"));
+    hc_graph_free(hg);
+    /* a default-domain node needs the default domain imported */
+    Onnx__GraphProto *g = adagrad_graph(TRAINING, "Adagrad");
+    node(g, "Relu", "r", "y", "z");
+    hg = load_imports(g, 1, train, (int64_t[]){1}, &err);
+    CHECK(!hg && has(err.msg, "the model imports no opset of the default ONNX domain"));
+    hc_graph_free(hg);
+
+    /* a Loop body's nodes see the versions the model imports */
+    for (int imported = 1; imported >= 0; imported--) {
+        int64_t d3[1] = {3};
+        Onnx__GraphProto *body = graph();
+        body->input[body->n_input++] = value("i", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+        body->input[body->n_input++] = value("c", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+        body->input[body->n_input++] = value("v", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+        node(body, "Identity", "cid", "c", "c2");
+        Onnx__NodeProto *ad = node(body, "Adagrad", "step", "R,T,v,G,H", "v2");
+        ad->domain = TRAINING;
+        body->output[body->n_output++] = value("c2", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL, 0, NULL);
+        body->output[body->n_output++] = value("v2", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+        Onnx__GraphProto *lg = adagrad_graph(TRAINING, "Adagrad");
+        lg->n_node = 0, lg->n_output = 0;
+        Onnx__TensorProto *mt = tensor("M", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
+        raw(mt, (int64_t[]){2}, sizeof(int64_t));
+        lg->initializer[lg->n_initializer++] = mt;
+        Onnx__NodeProto *lp = node(lg, "Loop", "loop", "M,,x", "y");
+        Onnx__AttributeProto *ba = attr("body", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+        ba->g = body;
+        lp->attribute[lp->n_attribute++] = ba;
+        lg->output[lg->n_output++] = value("y", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, d3);
+        hg = load_imports(lg, 1 + imported, both, (int64_t[]){13, 1}, &err);
+        CHECK_MSG(hg != NULL, "%s", err.msg);
+        if (!hg) continue;
+        hc_status st = hc_pass_infer_shapes(hg, &err);
+        int steps = 0;
+        for (size_t k = 0; k < hg->nodes.len; k++) steps += hg->nodes.data[k]->op == HC_OPK_ADAGRAD;
+        if (imported) CHECK_MSG(st == HC_OK && steps == 2, "%s (%d steps)", err.msg, steps);
+        else CHECK(st != HC_OK && has(err.msg, "(ai.onnx.preview.training.Adagrad): the model does "
+                                              "not import the domain ai.onnx.preview.training"));
+        hc_graph_free(hg);
+    }
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/hc_test_onnx_XXXXXX");
     if (!mkdtemp(tmpdir)) return 1;
@@ -766,6 +891,7 @@ int main(void) {
     test_external_data();
     test_unsupported_listing();
     test_graph_errors();
+    test_domains();
     test_damaged_files();
     test_deep_nesting();
     test_load_tensor();

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "passes/pass_util.h"
+#include "runtime/runtime.h"
 #include "test.h"
 
 typedef hc_graph *(*build_fn)(void);
@@ -81,6 +82,12 @@ static void compare(const run_result *a, const run_result *b, double tol, const 
         CHECK_MSG(maxerr <= tol * fmax(1, maxref), "%s: max error %g (max |ref| %g)", what,
                   maxerr, maxref);
     }
+}
+
+static bool has_msg(const char *msg, const char *part) {
+    bool ok = strstr(msg, part) != NULL;
+    if (!ok) fprintf(stderr, "  message: %s\n  lacks: %s\n", msg, part);
+    return ok;
 }
 
 static int count_op(const hc_graph *g, hc_op_kind op) {
@@ -521,6 +528,191 @@ static void test_optimize(void) {
     hc_graph_free(g);
 }
 
+/* ---- lower_training: Adagrad, Adam, Momentum (ai.onnx.preview.training) --------------- */
+typedef struct train_case {
+    const char *name;
+    hc_op_kind op;
+    double norm, alpha, beta, eps, decay, post;
+    bool nesterov;
+} train_case;
+
+enum { TN = 2 }; /* two tensors in one node: [1] and [7] */
+static const int64_t train_len[TN] = {1, 7};
+
+static int train_per(hc_op_kind op) { return op == HC_OPK_ADAM ? 4 : 3; }
+
+/* R, T, X1, X2, G1, G2, then the accumulators; every output a graph output. */
+static hc_graph *build_train(const train_case *tc) {
+    hc_graph *g = hc_graph_new(tc->name, 13);
+    hc_tensor *in[2 + 4 * TN], *out[3 * TN];
+    in[0] = hc_graph_add_input(g, "R", HC_F32, 0, train_len); /* scalars */
+    in[1] = hc_graph_add_input(g, "T", HC_I64, 0, train_len);
+    static const char *const roles[2][4] = {{"X", "G", "A", ""}, {"X", "G", "V", "H"}};
+    int per = train_per(tc->op);
+    for (int k = 0; k < per; k++)
+        for (int i = 0; i < TN; i++) {
+            const char *nm = hc_arena_printf(&g->arena, "%s%d", roles[per == 4][k], i + 1);
+            in[2 + k * TN + i] = hc_graph_add_input(g, nm, HC_F32, 1, &train_len[i]);
+        }
+    for (int o = 0; o < (per - 1) * TN; o++)
+        out[o] = hc_graph_tensor(g, hc_arena_printf(&g->arena, "out%d", o), HC_F32, 0, NULL);
+    hc_attr at[6];
+    int na = 0;
+    at[na++] = (hc_attr){.name = "norm_coefficient", .kind = HC_ATTR_FLOAT, .f = tc->norm};
+    at[na++] = (hc_attr){.name = "epsilon", .kind = HC_ATTR_FLOAT, .f = tc->eps};
+    if (tc->op != HC_OPK_ADAGRAD) {
+        at[na++] = (hc_attr){.name = "alpha", .kind = HC_ATTR_FLOAT, .f = tc->alpha};
+        at[na++] = (hc_attr){.name = "beta", .kind = HC_ATTR_FLOAT, .f = tc->beta};
+    }
+    if (tc->op == HC_OPK_ADAGRAD)
+        at[na++] = (hc_attr){.name = "decay_factor", .kind = HC_ATTR_FLOAT, .f = tc->decay};
+    if (tc->op == HC_OPK_ADAM)
+        at[na++] = (hc_attr){.name = "norm_coefficient_post", .kind = HC_ATTR_FLOAT, .f = tc->post};
+    if (tc->op == HC_OPK_MOMENTUM)
+        at[na++] = (hc_attr){.name = "mode", .kind = HC_ATTR_STRING,
+                             .s = tc->nesterov ? "nesterov" : "standard"};
+    hc_node *n = hc_graph_add_node(g, tc->op, "opt", 2 + per * TN, in, (per - 1) * TN, out, na,
+                                   at, &err);
+    HC_ASSERT_MSG(n, err.msg);
+    for (int o = 0; o < (per - 1) * TN; o++) hc_graph_add_output(g, out[o]);
+    return g;
+}
+
+/* The reference's arithmetic, in f32, for tensor i: outputs into ref[] (graph order). */
+static void train_ref(const train_case *tc, void *const *in, float **ref) {
+    float R = *(const float *)in[0];
+    int64_t T = *(const int64_t *)in[1];
+    float norm = (float)tc->norm, alpha = (float)tc->alpha, beta = (float)tc->beta;
+    float eps = (float)tc->eps;
+    for (int i = 0; i < TN; i++) {
+        const float *x = in[2 + i], *gr = in[2 + TN + i], *a = in[2 + 2 * TN + i];
+        const float *h = tc->op == HC_OPK_ADAM ? in[2 + 3 * TN + i] : NULL;
+        float *xn = ref[i], *an = ref[TN + i], *hn = tc->op == HC_OPK_ADAM ? ref[2 * TN + i] : NULL;
+        for (int64_t e = 0; e < train_len[i]; e++) {
+            float g = norm * x[e] + gr[e];
+            if (tc->op == HC_OPK_ADAGRAD) {
+                float r = R / (1.0f + (float)T * (float)tc->decay);
+                an[e] = a[e] + g * g;
+                xn[e] = x[e] - r * g / (sqrtf(an[e]) + eps);
+            } else if (tc->op == HC_OPK_ADAM) {
+                an[e] = alpha * a[e] + (float)(1 - tc->alpha) * g;
+                hn[e] = beta * h[e] + (float)(1 - tc->beta) * (g * g);
+                float r = T > 0 ? R * sqrtf(1.0f - powf(beta, (float)T)) / (1.0f - powf(alpha, (float)T))
+                                : R;
+                float x1 = x[e] - r * (an[e] / (sqrtf(hn[e]) + eps));
+                xn[e] = (float)(1 - tc->post) * x1;
+            } else {
+                an[e] = alpha * a[e] + (T > 0 ? beta : 1.0f) * g;
+                xn[e] = x[e] - R * (tc->nesterov ? g + alpha * an[e] : an[e]);
+            }
+        }
+    }
+}
+
+static double train_err(const float *a, const float *b, int64_t n) {
+    double worst = 0;
+    for (int64_t e = 0; e < n; e++) worst = fmax(worst, fabs((double)a[e] - b[e]) / fmax(1, fabs(b[e])));
+    return worst;
+}
+
+static void test_lower_training(void) {
+    static const train_case cases[] = {
+        {"adagrad", HC_OPK_ADAGRAD, 0.001, 0, 0, 1e-5, 0.1, 0, false},
+        {"adam", HC_OPK_ADAM, 0.001, 0.95, 0.85, 1e-2, 0, 0.01, false},
+        {"momentum", HC_OPK_MOMENTUM, 0.01, 0.9, 0.6, 0, 0, 0, false},
+        {"nesterov", HC_OPK_MOMENTUM, 0.01, 0.9, 0.6, 0, 0, 0, true},
+    };
+    for (size_t ci = 0; ci < HC_ARRAY_LEN(cases); ci++) {
+        const train_case *tc = &cases[ci];
+        int per = train_per(tc->op), nin = 2 + per * TN, nout = (per - 1) * TN;
+        hc_graph *g = build_train(tc);
+        hc_status st = hc_graph_optimize(g, &err);
+        CHECK_MSG(st == HC_OK, "%s: optimize: %s", tc->name, err.msg);
+        CHECK_EQ_INT(count_op(g, tc->op), 0);
+        hc_model *m = NULL;
+        hc_status cst = hc_model_compile(build_train(tc), NULL, &m, &err);
+        CHECK_MSG(cst == HC_OK, "%s: compile: %s", tc->name, err.msg);
+        void *in[2 + 4 * TN], *out[3 * TN], *got[3 * TN];
+        float *ref[3 * TN];
+        hc_rng r = {41 + ci};
+        for (int k = 0; k < nin; k++) {
+            int64_t len = k < 2 ? 1 : train_len[(k - 2) % TN];
+            in[k] = malloc(8 * (size_t)len);
+            for (int64_t e = 0; e < len; e++) /* accumulators of squares (H) are >= 0 */
+                ((float *)in[k])[e] = (float)hc_rng_uniform(&r, (k - 2) / TN == per - 1 ? 0 : -1, 1);
+        }
+        for (int o = 0; o < nout; o++) {
+            size_t bytes = sizeof(float) * (size_t)train_len[o % TN];
+            out[o] = malloc(bytes), got[o] = malloc(bytes), ref[o] = malloc(bytes);
+        }
+        *(float *)in[0] = 0.1f;
+        for (int64_t T = 0; T <= 3 && st == HC_OK; T += 3) { /* no bias correction at T = 0 */
+            *(int64_t *)in[1] = T;
+            train_ref(tc, in, ref);
+            CHECK_MSG(hc_graph_eval_reference(g, in, out, &err) == HC_OK, "%s: %s", tc->name, err.msg);
+            for (int o = 0; o < nout; o++) {
+                double e = train_err(out[o], ref[o], train_len[o % TN]);
+                CHECK_MSG(e <= 1e-6, "%s T=%lld: output %d: error %g against the reference",
+                          tc->name, (long long)T, o, e);
+            }
+            if (cst != HC_OK) continue;
+            CHECK_MSG(hc_model_run(m, in, got, &err) == HC_OK, "%s: run: %s", tc->name, err.msg);
+            for (int o = 0; o < nout; o++) {
+                double e = train_err(got[o], out[o], train_len[o % TN]);
+                CHECK_MSG(e <= 1e-6, "%s T=%lld: output %d: compiled differs by %g", tc->name,
+                          (long long)T, o, e);
+            }
+        }
+        for (int k = 0; k < nin; k++) free(in[k]);
+        for (int o = 0; o < nout; o++) free(out[o]), free(got[o]), free(ref[o]);
+        hc_model_free(m);
+        hc_graph_free(g);
+    }
+
+    /* the checks of inference, each naming the node */
+    const train_case *ada = &cases[0], *mom = &cases[2];
+    hc_graph *g = build_train(ada);
+    hc_node *n = g->nodes.data[0];
+    CHECK(hc_pass_infer_node(n, &err) == HC_OK);
+    hc_tensor *in[16];
+    for (int k = 0; k < n->ninputs; k++) in[k] = n->inputs[k];
+    in[n->ninputs] = in[2];
+    hc_node *bad = hc_graph_add_node(g, HC_OPK_ADAGRAD, "odd", n->ninputs + 1, in, 1, NULL, 0, NULL, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "node 'odd' (ai.onnx.preview.training.Adagrad): 9 inputs: R, T, then X, "
+                           "G and H of each optimized tensor expected (2 + 3 per tensor)"));
+    hc_tensor *sw[8] = {in[0], in[1], in[2], in[3], in[5], in[4], in[6], in[7]}; /* G1, G2 swapped */
+    bad = hc_graph_add_node(g, HC_OPK_ADAGRAD, "swap", 8, sw, 2, NULL, 0, NULL, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "node 'swap' (ai.onnx.preview.training.Adagrad): input 4 ('G2', G_1) is "
+                           "f32 [7], X_1 ('X1') f32 [1]: they must have the same dtype and shape"));
+    hc_tensor *tt[8] = {in[0], in[0], in[2], in[3], in[4], in[5], in[6], in[7]}; /* T a float */
+    bad = hc_graph_add_node(g, HC_OPK_ADAGRAD, "tf", 8, tt, 2, NULL, 0, NULL, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "input 1 ('R', T) is f32, int64 expected"));
+    hc_tensor *mix[8] = {in[0], in[1], in[2], hc_graph_add_input(g, "Xd", HC_F64, 1, &train_len[1]),
+                         in[4], in[5], in[6], in[7]};
+    bad = hc_graph_add_node(g, HC_OPK_ADAGRAD, "mix", 8, mix, 2, NULL, 0, NULL, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "input 3 ('Xd', X_2) is f64, X_1 ('X1') f32: every tensor must have "
+                           "the same dtype"));
+    bad = hc_graph_add_node(g, HC_OPK_ADAGRAD, "outs", 8, in, 5, NULL, 0, NULL, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "5 outputs for 2 optimized tensors: at most 4"));
+    bad = hc_graph_add_node(g, HC_OPK_MOMENTUM, "nomode", 8, in, 2, NULL, 0, NULL, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "node 'nomode' (ai.onnx.preview.training.Momentum): attribute 'alpha' "
+                           "is required"));
+    hc_attr ma[4] = {{.name = "alpha", .kind = HC_ATTR_FLOAT, .f = mom->alpha},
+                     {.name = "beta", .kind = HC_ATTR_FLOAT, .f = mom->beta},
+                     {.name = "norm_coefficient", .kind = HC_ATTR_FLOAT, .f = 0},
+                     {.name = "mode", .kind = HC_ATTR_STRING, .s = "heavy_ball"}};
+    bad = hc_graph_add_node(g, HC_OPK_MOMENTUM, "mode", 8, in, 2, NULL, 4, ma, &err);
+    CHECK(bad && hc_pass_infer_node(bad, &err) == HC_ERR_INVALID);
+    CHECK(has_msg(err.msg, "mode 'heavy_ball' (standard or nesterov expected)"));
+    hc_graph_free(g);
+}
+
 static void test_eval_errors(void) {
     hc_graph *g = build_fold();
     float dummy[4];
@@ -539,6 +731,7 @@ int main(void) {
     test_lower_conv();
     test_lower_gemm();
     test_optimize();
+    test_lower_training();
     test_eval_errors();
     TEST_DONE();
 }

@@ -2,9 +2,9 @@
  *
  * Order of work: bound the nesting of the wire data, decode the file, refuse the model
  * when any operator is unsupported (one message listing them all), pick the default-
- * domain opset, then define every value (initializers, graph inputs, Constant nodes,
- * node outputs) before adding the nodes, so a node may name a value defined later;
- * hc_graph_toposort restores the order.
+ * domain opset and the versions of the other domains hidetc has operators of, then define
+ * every value (initializers, graph inputs, Constant nodes, node outputs) before adding the
+ * nodes, so a node may name a value defined later; hc_graph_toposort restores the order.
  *
  * Attribute defaults are not filled in here: op definitions read attributes with
  * hc_node_attr_*(node, name, default) and pass the ONNX spec's default for their opset.
@@ -19,6 +19,8 @@ typedef struct importer {
     const Onnx__GraphProto *gp;
     hc_graph *g;
     int opset;
+    /* The version the model imports of each domain of hc_onnx_domains (0: none). */
+    int64_t domain_opset[HC_ONNX_NUM_DOMAINS];
     const char **node_names; /* per node of gp: the given or made-up unique name */
     struct name_map *values; /* every value defined so far, by name */
     hc_error *err;
@@ -36,6 +38,25 @@ typedef struct importer {
 
 static bool is_default_domain(const char *d) {
     return !d || !*d || !strcmp(d, "ai.onnx");
+}
+
+/* A node's op kind: its op_type in the default domain, "<domain>.<op_type>" in a domain of
+ * hc_onnx_domains; HC_OPK_COUNT when the table has no such op (or a default-domain op_type
+ * is a qualified name). */
+static hc_op_kind node_op(const Onnx__NodeProto *np) {
+    if (is_default_domain(np->domain))
+        return np->op_type && strchr(np->op_type, '.') ? HC_OPK_COUNT : hc_op_from_onnx(np->op_type);
+    char q[512];
+    if (hc_onnx_domain_index(np->domain) < 0 || !np->op_type ||
+        snprintf(q, sizeof q, "%s.%s", np->domain, np->op_type) >= (int)sizeof q)
+        return HC_OPK_COUNT;
+    return hc_op_from_onnx(q);
+}
+
+/* The version of the node's domain: a node's `opset`. */
+static int node_opset(const importer *im, const Onnx__NodeProto *np) {
+    int d = hc_onnx_domain_index(np->domain);
+    return d < 0 ? im->opset : (int)im->domain_opset[d];
 }
 
 /* ---- opset ------------------------------------------------------------------------ */
@@ -58,28 +79,92 @@ static hc_status find_opset(importer *im, const Onnx__ModelProto *m) {
     return HC_OK;
 }
 
+static bool imports_default_domain(const Onnx__ModelProto *m) {
+    for (size_t i = 0; i < m->n_opset_import; i++)
+        if (is_default_domain(m->opset_import[i]->domain)) return true;
+    return false;
+}
+
+static bool uses_default_domain(const Onnx__GraphProto *gp) {
+    for (size_t i = 0; i < gp->n_node; i++)
+        if (is_default_domain(gp->node[i]->domain)) return true;
+    return false;
+}
+
+/* The versions of the domains of hc_onnx_domains the model imports, then the default
+ * domain's opset (find_opset). A model of other domains' nodes alone needs no default
+ * opset: the ops their lowerings make are read at the newest one. */
+static hc_status find_opsets(importer *im, const Onnx__ModelProto *m) {
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+        int d = hc_onnx_domain_index(o->domain);
+        if (d >= 0 && o->has_version && o->version > 0) im->domain_opset[d] = o->version;
+    }
+    if (m->n_opset_import && !imports_default_domain(m) && !uses_default_domain(im->gp)) {
+        im->opset = HC_ONNX_MAX_OPSET;
+        return HC_OK;
+    }
+    return find_opset(im, m);
+}
+
+/* A node of a domain of hc_onnx_domains: the model must import that domain at a version
+ * hidetc accepts. */
+static hc_status check_domain_version(importer *im, size_t i) {
+    const Onnx__NodeProto *np = im->gp->node[i];
+    int d = hc_onnx_domain_index(np->domain);
+    const hc_onnx_domain *dm = &hc_onnx_domains[d];
+    int64_t v = im->domain_opset[d];
+    if (!v)
+        return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s.%s): the model does not "
+                            "import the domain %s (its opset_import has no version of it)",
+                            im->src.path, im->node_names[i], np->domain, np->op_type, dm->name);
+    if (v < dm->min_version || v > dm->max_version) {
+        char have[64];
+        if (dm->min_version == dm->max_version)
+            snprintf(have, sizeof have, "version %d is", dm->min_version);
+        else
+            snprintf(have, sizeof have, "versions %d to %d are", dm->min_version, dm->max_version);
+        return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (%s.%s): version %lld of "
+                            "the domain %s is not supported (%s)", im->src.path,
+                            im->node_names[i], np->domain, np->op_type, (long long)v, dm->name,
+                            have);
+    }
+    return HC_OK;
+}
+
 /* Each node's operator must be defined at the model's opset, and the version that opset
  * selects (its latest since-version at or below it) must be one hidetc implements. */
 static hc_status check_versions(importer *im) {
     const Onnx__GraphProto *gp = im->gp;
     for (size_t i = 0; i < gp->n_node; i++) {
         const Onnx__NodeProto *np = gp->node[i];
-        if (!is_default_domain(np->domain)) continue;
-        hc_op_kind k = hc_op_from_onnx(np->op_type);
-        int v = hc_op_onnx_version(k, im->opset);
+        bool dflt = is_default_domain(np->domain);
+        if (!dflt) {
+            hc_status s = check_domain_version(im, i);
+            if (s) return s;
+        }
+        hc_op_kind k = node_op(np);
+        int opset = node_opset(im, np);
+        int v = hc_op_onnx_version(k, opset);
         if (v < 0 || hc_op_onnx_version_supported(k, v)) continue;
+        /* "opset 16" of the default domain; "version 1 of the domain D" of another one */
+        const char *label = dflt ? np->op_type : hc_op_onnx_name(k);
+        char in_set[300], first[300];
+        if (dflt) snprintf(in_set, sizeof in_set, "opset %d", opset);
+        else snprintf(in_set, sizeof in_set, "version %d of the domain %.200s", opset, np->domain);
+        snprintf(first, sizeof first, "%s %d", dflt ? "opset" : "version",
+                 hc_op_onnx_first_version(k));
         if (v == 0)
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): %s is not "
-                                "defined in opset %d (it was added in opset %d)", im->src.path,
-                                im->node_names[i], np->op_type, np->op_type, im->opset,
-                                hc_op_onnx_first_version(k));
+                                "defined in %s (it was added in %s)", im->src.path,
+                                im->node_names[i], label, label, in_set, first);
         hc_sb sb;
         hc_sb_init(&sb);
         hc_op_onnx_versions_print(&sb, k);
         hc_status s = hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: node '%s' (%s): version "
-                                   "%d of %s (selected by opset %d) is not supported "
+                                   "%d of %s (selected by %s) is not supported "
                                    "(versions %s are)", im->src.path, im->node_names[i],
-                                   np->op_type, v, np->op_type, im->opset, hc_sb_str(&sb));
+                                   label, v, label, in_set, hc_sb_str(&sb));
         hc_sb_free(&sb);
         return s;
     }
@@ -169,12 +254,12 @@ static void make_node_names(importer *im) {
 
 /* ---- unsupported operators ----------------------------------------------------------- */
 static bool node_supported(const Onnx__NodeProto *np) {
-    if (!is_default_domain(np->domain)) return false;
+    hc_op_kind k = node_op(np); /* another domain's: a row "<domain>.<op_type>" */
+    if (!is_default_domain(np->domain)) return k != HC_OPK_COUNT && hc_op_get(k) != NULL;
     if (!strcmp(np->op_type, "Constant")) return true; /* the importer folds it */
     if (!strcmp(np->op_type, "If")) return true;       /* the importer inlines it */
     if (!strcmp(np->op_type, "Loop") || !strcmp(np->op_type, "Scan"))
         return true; /* bodies kept, unrolled during shape inference (passes/loop.c) */
-    hc_op_kind k = hc_op_from_onnx(np->op_type);
     return k != HC_OPK_COUNT && hc_op_get(k) != NULL;
 }
 
@@ -562,7 +647,8 @@ static hc_status import_constant(importer *im, size_t index) {
 /* ---- nodes ------------------------------------------------------------------------------ */
 static hc_status define_outputs(importer *im, size_t index) {
     const Onnx__NodeProto *np = im->gp->node[index];
-    if (!strcmp(np->op_type, "Constant")) return import_constant(im, index);
+    if (!strcmp(np->op_type, "Constant") && is_default_domain(np->domain))
+        return import_constant(im, index);
     char what[300];
     snprintf(what, sizeof what, "an output of node '%.200s'", im->node_names[index]);
     for (size_t j = 0; j < np->n_output; j++) {
@@ -602,6 +688,7 @@ static hc_status legacy_adapt(importer *im, size_t index, hc_op_kind op, int *ni
                               hc_tensor ***ins, int *nattrs, hc_attr **attrs) {
     const Onnx__NodeProto *np = im->gp->node[index];
     const char *node = im->node_names[index], *path = im->src.path;
+    if (!is_default_domain(np->domain)) return HC_OK;
     int v = hc_op_onnx_version(op, im->opset);
     if (v <= 0 || v >= 7) return HC_OK;
     hc_arena *a = &im->g->arena;
@@ -690,9 +777,10 @@ static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor
 
 static hc_status add_node(importer *im, size_t index) {
     const Onnx__NodeProto *np = im->gp->node[index];
-    if (!strcmp(np->op_type, "Constant")) return HC_OK;
+    if (!strcmp(np->op_type, "Constant") && is_default_domain(np->domain)) return HC_OK;
     const char *node = im->node_names[index], *path = im->src.path;
     hc_arena *a = &im->g->arena;
+    const char *label = op_label(a, np);
     hc_tensor **ins = HC_NEW_ARRAY(a, hc_tensor *, np->n_input + 1);
     hc_tensor **outs = HC_NEW_ARRAY(a, hc_tensor *, np->n_output + 1);
     hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 1);
@@ -702,19 +790,19 @@ static hc_status add_node(importer *im, size_t index) {
         if (!ins[j])
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): input '%s' is not "
                                 "defined by any node, initializer or graph input", path, node,
-                                np->op_type, np->input[j]);
+                                label, np->input[j]);
     }
-    hc_op_kind op = hc_op_from_onnx(np->op_type);
+    hc_op_kind op = node_op(np);
     for (size_t j = 0; j < np->n_output; j++) {
         outs[j] = *np->output[j] ? lookup(im, np->output[j]) : NULL;
         if (!outs[j] && (int)j < hc_op_min_outputs(op))
             return hc_error_set(im->err, HC_ERR_INVALID, "%s: node '%s' (%s): required output "
-                                "%zu has no name", path, node, np->op_type, j);
+                                "%zu has no name", path, node, label, j);
     }
     if (op == HC_OPK_IF) return add_if(im, index, ins, outs);
     if (op == HC_OPK_LOOP || op == HC_OPK_SCAN) return add_loop(im, index, ins, outs);
     for (size_t j = 0; j < np->n_attribute; j++) {
-        hc_status s = convert_attr(im, node, np->op_type, np->attribute[j], &attrs[j]);
+        hc_status s = convert_attr(im, node, label, np->attribute[j], &attrs[j]);
         if (s) return s;
     }
     int nin = (int)np->n_input, nattrs = (int)np->n_attribute;
@@ -726,7 +814,7 @@ static hc_status add_node(importer *im, size_t index) {
     if (!n)
         return hc_error_set(im->err, e.status ? e.status : HC_ERR_INVALID, "%s: %s", path,
                             e.msg);
-    n->opset = im->opset;
+    n->opset = node_opset(im, np);
     return HC_OK;
 }
 
@@ -746,6 +834,7 @@ static hc_status import_branch(importer *im, const char *node, const char *tag,
     importer sub = {.src = im->src, .gp = gp, .g = im->g, .opset = im->opset, .values = &values,
                     .err = im->err, .parent = im, .depth = im->depth + 1,
                     .prefix = hc_arena_printf(&im->g->arena, "%s/%s/", node, tag)};
+    memcpy(sub.domain_opset, im->domain_opset, sizeof sub.domain_opset);
     make_node_names(&sub);
     hc_status s = check_operators(&sub);
     if (!s) s = check_versions(&sub);
@@ -849,7 +938,8 @@ static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor
     hc_arena *a = &im->g->arena;
     bool loop = !strcmp(op, "Loop");
     const Onnx__GraphProto *body = NULL;
-    hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 5);
+    /* body, captures, num_formal, domain_opsets, Scan-8's sequence_lens and batch_major */
+    hc_attr *attrs = HC_NEW_ARRAY(a, hc_attr, np->n_attribute + 6);
     int na = 0;
     for (size_t j = 0; j < np->n_attribute; j++) {
         const Onnx__AttributeProto *ap = np->attribute[j];
@@ -936,6 +1026,9 @@ static hc_status add_loop(importer *im, size_t index, hc_tensor **ins, hc_tensor
     attrs[na++] = (hc_attr){.name = "body", .kind = HC_ATTR_TENSOR, .t = bt};
     attrs[na++] = (hc_attr){.name = "captures", .kind = HC_ATTR_STRINGS, .n = (int)ncap, .strings = cap};
     attrs[na++] = (hc_attr){.name = "num_formal", .kind = HC_ATTR_INT, .i = nin};
+    /* the body's nodes of other domains need the versions the model imports */
+    attrs[na++] = (hc_attr){.name = "domain_opsets", .kind = HC_ATTR_INTS, .n = HC_ONNX_NUM_DOMAINS,
+                            .ints = hc_arena_memdup(a, im->domain_opset, sizeof im->domain_opset)};
     hc_error e = {0};
     hc_op_kind k = loop ? HC_OPK_LOOP : HC_OPK_SCAN;
     hc_node *n = hc_graph_add_node(im->g, k, node, nin + (int)ncap, in, (int)np->n_output, outs,
@@ -965,6 +1058,9 @@ hc_status hc_onnx_inline_body(hc_graph *g, const hc_node *n, const char *prefix,
     name_map values = {0};
     importer sub = {.src = {path, NULL}, .gp = gp, .g = g, .opset = n->opset, .values = &values,
                     .err = err, .depth = 1, .prefix = prefix};
+    int ndom = 0;
+    const int64_t *dom = hc_node_attr_ints(n, "domain_opsets", &ndom);
+    if (dom && ndom == HC_ONNX_NUM_DOMAINS) memcpy(sub.domain_opset, dom, sizeof sub.domain_opset);
     for (int i = 0; !s && i < nformal; i++) {
         const char *nm = gp->input[i]->name;
         if (!nm || !*nm || !name_map_put(&values, hc_arena_strdup(&g->arena, nm), formal[i]))
@@ -1094,7 +1190,7 @@ static hc_status import_graph(importer *im, const Onnx__ModelProto *m) {
     /* Operators first: a model of another domain's ops is "unsupported operators", not
      * "no default opset". */
     hc_status s = check_operators(im);
-    if (!s) s = find_opset(im, m);
+    if (!s) s = find_opsets(im, m);
     if (!s) im->g->opset = im->opset;
     if (!s) s = check_versions(im);
     if (!s) s = check_counts(im);

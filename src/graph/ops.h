@@ -1,5 +1,7 @@
 /* ops.h — the operator table. Every operator is one row; the enum, names and property
- * tables are derived from it (graph.c). `onnx` is the ONNX op_type ("" for internal ops).
+ * tables are derived from it (graph.c). `onnx` is the ONNX op_type ("" for internal ops);
+ * an op of another domain than the default one is named "<domain>.<op_type>" (the importer
+ * looks a node of a domain of hc_onnx_domains, graph/ops/versions.h, up so).
  * Arity: min/max inputs and outputs (HC_MANY = variadic). Kind (for fusion, DESIGN.md):
  *   ANCHOR     scheduled by a template (matmul, conv)
  *   REDUCE     non-injective, auto-scheduled (reductions, softmax, norms, pooling)
@@ -42,6 +44,12 @@
     /* losses: rewritten into existing ops by the lower_losses pass (src/passes/loss.c) */     \
     X(NLL_LOSS,                  "NegativeLogLikelihoodLoss",  2, 3, 1, 1, REDUCE)            \
     X(SOFTMAX_CROSS_ENTROPY_LOSS, "SoftmaxCrossEntropyLoss",   2, 3, 1, 2, REDUCE)            \
+    /* optimizers of the domain ai.onnx.preview.training (a row of another domain has the  \
+     * domain in its onnx name): rewritten into elementwise ops by the lower_training pass   \
+     * (src/passes/training.c) */                                                           \
+    X(ADAGRAD,                   "ai.onnx.preview.training.Adagrad", 5, HC_MANY, 1, HC_MANY, INJECTIVE) \
+    X(ADAM,                      "ai.onnx.preview.training.Adam", 6, HC_MANY, 1, HC_MANY, INJECTIVE) \
+    X(MOMENTUM,                  "ai.onnx.preview.training.Momentum", 5, HC_MANY, 1, HC_MANY, INJECTIVE) \
     /* control flow: If is inlined by the importer (both branches, IF_SELECT picks) */          \
     X(IF,                        "If",                         1, 1, 1, HC_MANY, REDUCE)      \
     /* Loop and Scan: bodies kept by the importer, unrolled during shape inference */          \

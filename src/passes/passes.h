@@ -67,6 +67,9 @@ hc_status hc_pass_lower_quant(hc_graph *g, hc_error *err);
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss rewritten into gathers, Where and
  * reductions (src/passes/loss.c). */
 hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err);
+/* The optimizers of ai.onnx.preview.training (Adagrad, Adam, Momentum) rewritten into
+ * elementwise ops (src/passes/training.c). */
+hc_status hc_pass_lower_training(hc_graph *g, hc_error *err);
 /* ONNX Attention brought to the fused ATTENTION_CORE op (src/passes/attention.c). */
 hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err);
 /* BatchNormalization with training_mode=1 rewritten into reductions (batchnorm.c). */

@@ -44,6 +44,10 @@ const hc_op_def hc_ops_nn[] = {
     /* quantized: lowered by the lower_quant pass (src/passes/quant.c) */
     {HC_OPK_NLL_LOSS, hc_nn_infer_loss, hc_nn_task_loss},
     {HC_OPK_SOFTMAX_CROSS_ENTROPY_LOSS, hc_nn_infer_loss, hc_nn_task_loss},
+    /* ai.onnx.preview.training: lowered by the lower_training pass (src/passes/training.c) */
+    {HC_OPK_ADAGRAD, hc_nn_infer_train, hc_nn_task_train},
+    {HC_OPK_ADAM, hc_nn_infer_train, hc_nn_task_train},
+    {HC_OPK_MOMENTUM, hc_nn_infer_train, hc_nn_task_train},
     {HC_OPK_QUANTIZE_LINEAR, hc_nn_infer_quantize, hc_nn_task_quantize},
     {HC_OPK_DEQUANTIZE_LINEAR, hc_nn_infer_dequantize, hc_nn_task_quantize},
     {HC_OPK_DYNAMIC_QUANTIZE_LINEAR, hc_nn_infer_dynamic_quantize, hc_nn_task_quantize},

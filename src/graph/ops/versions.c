@@ -8,10 +8,12 @@
  * when the tensors are read (the importer names the tensor and its type), and op
  * definitions refuse the attribute values they do not implement (naming the node). A
  * version written as NO(v) is known but not implemented. docs/onnx.md lists what changed
- * in each version and how it is handled. */
+ * in each version and how it is handled. The ops of another domain (hc_onnx_domains, at the
+ * end) list versions of their domain. */
 #include "graph/ops/versions.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define MAXV 12
 #define NO(v) (-(v))
@@ -183,7 +185,21 @@ static const op_versions table[] = {
     V(LSTM, NO(1), 7, 14, 22),
     V(COL2IM, 18),
     V(CENTER_CROP_PAD, 18),
+    /* ai.onnx.preview.training (versions of that domain) */
+    V(ADAGRAD, 1),
+    V(ADAM, 1),
+    V(MOMENTUM, 1),
 };
+
+const hc_onnx_domain hc_onnx_domains[HC_ONNX_NUM_DOMAINS] = {
+    {"ai.onnx.preview.training", 1, 1},
+};
+
+int hc_onnx_domain_index(const char *domain) {
+    for (int i = 0; domain && i < HC_ONNX_NUM_DOMAINS; i++)
+        if (!strcmp(hc_onnx_domains[i].name, domain)) return i;
+    return -1;
+}
 
 static const op_versions *find(hc_op_kind op) {
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
