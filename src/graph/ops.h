@@ -51,6 +51,8 @@
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \
     X(EINSUM,                    "Einsum",                     1, HC_MANY, 1, 1, ANCHOR)      \
+    /* linear algebra (nn_linalg.c) */                                                      \
+    X(DET,                       "Det",                        1, 1, 1, 1, REDUCE)            \
     /* activations */                                                                         \
     X(RELU,                      "Relu",                       1, 1, 1, 1, INJECTIVE)         \
     X(LEAKY_RELU,                "LeakyRelu",                  1, 1, 1, 1, INJECTIVE)         \
