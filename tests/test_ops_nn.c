@@ -878,6 +878,268 @@ static void test_compiled(void) {
     hc_graph_free(g23);
 }
 
+/* ---- Det and DFT ------------------------------------------------------------------------ */
+/* det by the Leibniz formula (a different algorithm from the Task's elimination) */
+static double det_leibniz(const float *a, int m) {
+    int perm[8];
+    for (int i = 0; i < m; i++) perm[i] = i;
+    double sum = 0;
+    for (;;) {
+        int inv = 0;
+        double p = 1;
+        for (int i = 0; i < m; i++) {
+            p *= a[i * m + perm[i]];
+            for (int j = i + 1; j < m; j++) inv += perm[i] > perm[j];
+        }
+        sum += inv % 2 ? -p : p;
+        int i = m - 2; /* next permutation in lexicographic order */
+        while (i >= 0 && perm[i] > perm[i + 1]) i--;
+        if (i < 0) break;
+        int j = m - 1;
+        while (perm[j] < perm[i]) j--;
+        int t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+        for (int l = i + 1, r = m - 1; l < r; l++, r--) t = perm[l], perm[l] = perm[r], perm[r] = t;
+    }
+    return sum;
+}
+
+/* The DFT of x [pre, n, post, c] along n into y [pre, k, post, 2] (1 for the IRFFT), in
+ * double from the definitions: the IRFFT through the full Hermitian spectrum. */
+static void dft_ref(const float *x, int64_t pre, int64_t n, int64_t post, int c, int64_t len,
+                    bool inverse, bool onesided, float *y) {
+    bool irfft = inverse && onesided;
+    int64_t nout = onesided && !inverse ? len / 2 + 1 : len;
+    int co = irfft ? 1 : 2;
+    double *re = malloc(sizeof(double) * (size_t)len), *im = malloc(sizeof(double) * (size_t)len);
+    for (int64_t p = 0; p < pre; p++)
+        for (int64_t q = 0; q < post; q++) {
+            for (int64_t m = 0; m < len; m++) {
+                int64_t src = m;
+                bool conj = false;
+                if (irfft && m > len / 2) src = len - m, conj = true;
+                bool in = src < n && (!irfft || src <= len / 2);
+                const float *e = x + ((p * n + src) * post + q) * c;
+                re[m] = in ? e[0] : 0;
+                im[m] = in && c == 2 ? (conj ? -e[1] : e[1]) : 0;
+                if (irfft && (m == 0 || 2 * m == len)) im[m] = 0;
+            }
+            for (int64_t k = 0; k < nout; k++) {
+                double sr = 0, si = 0, sg = inverse ? 1 : -1;
+                for (int64_t m = 0; m < len; m++) {
+                    double t = 2 * 3.14159265358979323846 * (double)((k * m) % len) / (double)len;
+                    sr += re[m] * cos(t) - sg * im[m] * sin(t);
+                    si += im[m] * cos(t) + sg * re[m] * sin(t);
+                }
+                if (inverse) sr /= (double)len, si /= (double)len;
+                float *o = y + ((p * nout + k) * post + q) * co;
+                o[0] = (float)sr;
+                if (co == 2) o[1] = (float)si;
+            }
+        }
+    free(re), free(im);
+}
+
+typedef struct lcase {
+    hc_node *n;
+    void *in[3]; /* the present inputs' data */
+    float *ref;
+    double tol;
+} lcase;
+
+static void test_det_dft(void) {
+    hc_graph *g = hc_graph_new("linalg", 22);
+    lcase cs[16];
+    int nc = 0;
+    /* Det: a 1 x 1, a batch of three 5 x 5 (primes), singular 4 x 4 ones */
+    hc_tensor *d1[1] = {input(g, "d1", SHAPE(1, 1))};
+    cs[nc].n = node(g, HC_OPK_DET, "det_1x1", 1, d1, 1, 0, NULL);
+    check_shape(cs[nc].n->outputs[0], 0, NULL);
+    cs[nc].in[0] = rand_buf(1);
+    cs[nc].ref = malloc(sizeof(float));
+    cs[nc].ref[0] = ((float *)cs[nc].in[0])[0];
+    cs[nc++].tol = 1e-6;
+    hc_tensor *d5[1] = {input(g, "d5", SHAPE(3, 5, 5))};
+    cs[nc].n = node(g, HC_OPK_DET, "det_5x5", 1, d5, 1, 0, NULL);
+    check_shape(cs[nc].n->outputs[0], SHAPE(3));
+    cs[nc].in[0] = rand_buf(75);
+    cs[nc].ref = malloc(sizeof(float) * 3);
+    for (int b = 0; b < 3; b++)
+        cs[nc].ref[b] = (float)det_leibniz((float *)cs[nc].in[0] + 25 * b, 5);
+    cs[nc++].tol = 1e-5;
+    /* row 3 = row 0 + row 1 (exact in floats); a zero first column (the zero-pivot guard:
+     * 0, not a NaN); all zeros; a permutation (pivoting swaps, det -1) */
+    static const float sing[4][16] = {
+        {1, 2, 3, 4, 2, -1, 0, 5, 7, 3, -2, 1, 3, 1, 3, 9},
+        {0, 2, 3, 4, 0, -1, 0, 5, 0, 3, -2, 1, 0, 1, 3, 9},
+        {0},
+        {0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0},
+    };
+    hc_tensor *d4[1] = {input(g, "d4", SHAPE(2, 2, 4, 4))};
+    cs[nc].n = node(g, HC_OPK_DET, "det_singular", 1, d4, 1, 0, NULL);
+    cs[nc].in[0] = malloc(sizeof sing);
+    memcpy(cs[nc].in[0], sing, sizeof sing);
+    cs[nc].ref = malloc(sizeof(float) * 4);
+    for (int b = 0; b < 4; b++) cs[nc].ref[b] = (float)det_leibniz(sing[b], 4);
+    CHECK(cs[nc].ref[0] == 0 && cs[nc].ref[1] == 0 && cs[nc].ref[3] == -1);
+    cs[nc++].tol = 1e-5;
+
+    /* DFT-17: a real prime-length (7) signal along axis 1 (of [2, 7, 3, 1]), onesided,
+     * inverse of a complex one */
+    hc_graph *g17 = hc_graph_new("dft17", 17);
+    hc_tensor *fr[1] = {input(g17, "fr", SHAPE(2, 7, 3, 1))};
+    hc_tensor *fc[1] = {input(g17, "fc", SHAPE(2, 7, 3, 2))};
+    float *xr = rand_buf(42), *xc = rand_buf(84);
+    cs[nc].n = node(g17, HC_OPK_DFT, "dft_real7", 1, fr, 1, 0, NULL);
+    check_shape(cs[nc].n->outputs[0], SHAPE(2, 7, 3, 2));
+    cs[nc].in[0] = xr;
+    cs[nc].ref = malloc(sizeof(float) * 84);
+    dft_ref(xr, 2, 7, 3, 1, 7, false, false, cs[nc].ref);
+    cs[nc++].tol = 1e-5;
+    hc_attr one[] = {INT("onesided", 1)};
+    cs[nc].n = node(g17, HC_OPK_DFT, "dft_onesided", 1, fr, 1, 1, one);
+    check_shape(cs[nc].n->outputs[0], SHAPE(2, 4, 3, 2));
+    cs[nc].in[0] = xr;
+    cs[nc].ref = malloc(sizeof(float) * 48);
+    dft_ref(xr, 2, 7, 3, 1, 7, false, true, cs[nc].ref);
+    cs[nc++].tol = 1e-5;
+    hc_attr inv[] = {INT("inverse", 1)};
+    cs[nc].n = node(g17, HC_OPK_DFT, "dft_inverse", 1, fc, 1, 1, inv);
+    cs[nc].in[0] = xc;
+    cs[nc].ref = malloc(sizeof(float) * 84);
+    dft_ref(xc, 2, 7, 3, 2, 7, true, false, cs[nc].ref);
+    cs[nc++].tol = 1e-5;
+    /* dft_length shorter (5: truncated) and longer (11: zero-padded) than N, along axis 2
+     * of a complex [2, 3, 7, 2] */
+    hc_tensor *fa[1] = {input(g17, "fa", SHAPE(2, 3, 7, 2))};
+    hc_attr ax2[] = {INT("axis", 2)};
+    for (int i = 0; i < 2; i++) {
+        int64_t len = i ? 11 : 5;
+        hc_tensor *in2[2] = {fa[0], hc_graph_constant(g17, i ? "len11" : "len5", HC_I64, 0,
+                                                      NULL, &len)};
+        cs[nc].n = node(g17, HC_OPK_DFT, i ? "dft_len11" : "dft_len5", 2, in2, 1, 1, ax2);
+        check_shape(cs[nc].n->outputs[0], SHAPE(2, 3, len, 2));
+        cs[nc].in[0] = xc;
+        cs[nc].in[1] = in2[1]->data;
+        cs[nc].ref = malloc(sizeof(float) * 12 * (size_t)len);
+        dft_ref(xc, 6, 7, 1, 2, len, false, false, cs[nc].ref);
+        cs[nc++].tol = 1e-5;
+    }
+    /* DFT-20: axis an input (-3 = 1); the IRFFT of a half spectrum of 4 bins, with the
+     * default length 6 and an odd dft_length 7 (an int32) */
+    hc_graph *g20 = hc_graph_new("dft20", 20);
+    hc_tensor *fh = input(g20, "fh", SHAPE(2, 4, 3, 2));
+    int64_t axm3 = -3;
+    int32_t len7 = 7;
+    hc_tensor *axt = hc_graph_constant(g20, "axm3", HC_I64, 1, (int64_t[]){1}, &axm3);
+    hc_tensor *l7 = hc_graph_constant(g20, "len7", HC_I32, 0, NULL, &len7);
+    hc_attr irf[] = {INT("inverse", 1), INT("onesided", 1)};
+    for (int i = 0; i < 2; i++) {
+        hc_tensor *in3[3] = {fh, i ? l7 : NULL, axt};
+        cs[nc].n = node(g20, HC_OPK_DFT, i ? "irfft_len7" : "irfft_len6", 3, in3, 1, 2, irf);
+        int64_t len = i ? 7 : 6;
+        check_shape(cs[nc].n->outputs[0], SHAPE(2, len, 3, 1));
+        cs[nc].in[0] = xc;
+        int k = 1;
+        if (i) cs[nc].in[k++] = l7->data;
+        cs[nc].in[k] = axt->data;
+        cs[nc].ref = malloc(sizeof(float) * 6 * (size_t)len);
+        dft_ref(xc, 2, 4, 3, 2, len, true, true, cs[nc].ref);
+        cs[nc++].tol = 1e-5;
+    }
+    HC_ASSERT(nc <= (int)HC_ARRAY_LEN(cs));
+
+    /* the interpreter against the references, then the auto-scheduled programs */
+    hc_arena a;
+    hc_arena_init(&a);
+    const hc_target *tg = hc_target_host();
+    hc_func *fs[HC_ARRAY_LEN(cs)];
+    for (int i = 0; i < nc; i++) {
+        hc_node *n = cs[i].n;
+        int64_t numel = hc_tensor_numel(n->outputs[0]);
+        float *out = calloc(1, hc_tensor_nbytes(n->outputs[0]) + 8);
+        void *outs[1] = {out};
+        CHECK(interp(n, cs[i].in, outs));
+        CHECK_MSG(max_rel_err(out, cs[i].ref, numel) <= cs[i].tol, "%s (interpreter): %g",
+                  n->name, max_rel_err(out, cs[i].ref, numel));
+        free(out);
+        hc_task *t = hc_op_get(n->op)->task(&a, n, &err);
+        HC_ASSERT_MSG(t, err.msg);
+        fs[i] = hc_auto_schedule(&a, t, tg, &err);
+        HC_ASSERT_MSG(fs[i], err.msg);
+    }
+    char *src = hc_codegen_c(&a, hc_module_new(&a, "ops_linalg", nc, fs), tg);
+    hc_jit_lib *lib = NULL;
+    CHECK(hc_jit_build(src, NULL, &lib, &err) == HC_OK);
+    free(src);
+    for (int i = 0; lib && i < nc; i++) {
+        hc_node *n = cs[i].n;
+        int64_t numel = hc_tensor_numel(n->outputs[0]);
+        float *out = malloc(hc_tensor_nbytes(n->outputs[0]) + 8);
+        for (int64_t k = 0; k < numel; k++) out[k] = NAN; /* garbage */
+        void *args[4];
+        int na = 0;
+        for (int k = 0; k < n->ninputs; k++)
+            if (n->inputs[k]) args[na] = cs[i].in[na], na++;
+        args[na] = out;
+        char sym[128];
+        snprintf(sym, sizeof sym, "%s__packed", fs[i]->name);
+        hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(lib, sym);
+        CHECK_MSG(fn != NULL, "%s", sym);
+        if (fn) fn(args);
+        CHECK_MSG(max_rel_err(out, cs[i].ref, numel) <= cs[i].tol, "%s (compiled): %g", n->name,
+                  max_rel_err(out, cs[i].ref, numel));
+        if (!strcmp(n->name, "det_singular")) /* exact zeros: the guard, no NaN */
+            CHECK(out[1] == 0 && out[2] == 0 && fabsf(out[0]) < 1e-5f && out[3] == -1);
+        free(out);
+    }
+    if (lib) hc_jit_close(lib);
+    hc_arena_free(&a);
+    for (int i = 0; i < nc; i++) {
+        if (cs[i].in[0] != xr && cs[i].in[0] != xc) free(cs[i].in[0]);
+        free(cs[i].ref);
+    }
+    free(xr), free(xc);
+
+    /* errors name the node and what is wrong */
+    hc_tensor *rect[1] = {input(g, "rect", SHAPE(2, 3, 4))};
+    CHECK(node(g, HC_OPK_DET, "det_rect", 1, rect, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "node 'det_rect' (Det): input 0 ('rect') must be [*, M, M]") != NULL);
+    hc_tensor *big[1] = {input(g, "big", SHAPE(65, 65))};
+    CHECK(node(g, HC_OPK_DET, "det_big", 1, big, 1, 0, NULL) == NULL);
+    CHECK(err.status == HC_ERR_UNSUPPORTED && strstr(err.msg, "at most 64 x 64") != NULL);
+    hc_tensor *d0[1] = {input(g, "d0", SHAPE(2, 0, 0))}; /* 0 x 0: 1, as numpy */
+    hc_node *n0 = node(g, HC_OPK_DET, "det_0x0", 1, d0, 1, 0, NULL);
+    float one0[2] = {0, 0};
+    void *in0[1] = {one0}, *out0[1] = {one0};
+    CHECK(n0 && interp(n0, in0, out0) && one0[0] == 1 && one0[1] == 1);
+    hc_tensor *h16[1] = {hc_graph_add_input(g, "h16", HC_F16, 3, (int64_t[]){4, 3, 3})};
+    hc_node *nh = node(g, HC_OPK_DET, "det_f16", 1, h16, 1, 0, NULL);
+    CHECK(nh && nh->outputs[0]->dtype == HC_F16);
+    hc_attr axl[] = {INT("axis", 3)};
+    CHECK(node(g17, HC_OPK_DFT, "dft_axis_last", 1, fr, 1, 1, axl) == NULL);
+    CHECK(strstr(err.msg, "node 'dft_axis_last' (DFT): axis 3 is not a signal dim") != NULL);
+    CHECK(node(g17, HC_OPK_DFT, "dft_onesided_c", 1, fc, 1, 1, one) == NULL);
+    CHECK(strstr(err.msg, "onesided=1 needs a real input 0 ('fc'") != NULL);
+    CHECK(node(g17, HC_OPK_DFT, "irfft_real", 1, fr, 1, 2, irf) == NULL);
+    CHECK(strstr(err.msg, "needs a complex input 0 ('fr'") != NULL);
+    hc_tensor *dyn[2] = {fr[0], hc_graph_add_input(g17, "dynlen", HC_I64, 0, NULL)};
+    CHECK(node(g17, HC_OPK_DFT, "dft_dynlen", 2, dyn, 1, 0, NULL) == NULL);
+    CHECK(err.status == HC_ERR_UNSUPPORTED &&
+          strstr(err.msg, "node 'dft_dynlen' (DFT): input 1 ('dynlen') must be a compile-time "
+                          "constant") != NULL);
+    hc_tensor *dax[3] = {fh, NULL, hc_graph_add_input(g20, "dynaxis", HC_I64, 0, NULL)};
+    CHECK(node(g20, HC_OPK_DFT, "dft_dynaxis", 3, dax, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "input 2 ('dynaxis') must be a compile-time constant") != NULL);
+    int64_t zero = 0;
+    hc_tensor *zl[2] = {fr[0], hc_graph_constant(g17, "len0", HC_I64, 0, NULL, &zero)};
+    CHECK(node(g17, HC_OPK_DFT, "dft_len0", 2, zl, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "dft_length 0 must be positive") != NULL);
+    hc_graph_free(g);
+    hc_graph_free(g17);
+    hc_graph_free(g20);
+}
+
 int main(void) {
     test_conv();
     test_conv_transpose();
@@ -891,5 +1153,6 @@ int main(void) {
     test_softmax();
     test_pools();
     test_compiled();
+    test_det_dft();
     TEST_DONE();
 }

@@ -59,6 +59,9 @@
     X(GEMM,                      "Gemm",                       2, 3, 1, 1, ANCHOR)            \
     X(MATMUL,                    "MatMul",                     2, 2, 1, 1, ANCHOR)            \
     X(EINSUM,                    "Einsum",                     1, HC_MANY, 1, 1, ANCHOR)      \
+    /* linear algebra and signal processing (nn_linalg.c, nn_dft.c) */                        \
+    X(DET,                       "Det",                        1, 1, 1, 1, REDUCE)            \
+    X(DFT,                       "DFT",                        1, 3, 1, 1, REDUCE)            \
     /* activations */                                                                         \
     X(RELU,                      "Relu",                       1, 1, 1, 1, INJECTIVE)         \
     X(LEAKY_RELU,                "LeakyRelu",                  1, 1, 1, 1, INJECTIVE)         \

@@ -37,6 +37,8 @@ static const op_versions table[] = {
     V(GEMM, 1, 6, 7, 9, 11, 13),
     V(MATMUL, 1, 9, 13),
     V(EINSUM, 12, 28),
+    V(DET, 11, 22),  /* 22: bfloat16 */
+    V(DFT, 17, 20),  /* 20: axis an input (default -2) instead of an attribute (default 1) */
     V(RELU, 1, 6, 13, 14),
     V(LEAKY_RELU, 1, 6, 16),
     V(PRELU, NO(1), NO(6), 7, 9, 16), /* 1, 6: slope per channel, not broadcast */
