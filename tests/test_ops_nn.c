@@ -708,6 +708,171 @@ static void test_rotary(void) {
     hc_graph_free(g);
 }
 
+/* ---- RoiAlign ----------------------------------------------------------------------- */
+typedef struct roi_p {
+    int64_t N, C, H, W, R, oh, ow, sr;
+    float scale;
+    bool half, max;
+} roi_p;
+
+/* The ONNX reference's loops (onnx/reference/ops/op_roi_align.py) in f32; a batch index
+ * outside [0, N) gives 0 (hidetc's rule; the reference reads out of bounds). */
+static void roi_ref(const roi_p *p, const float *x, const float *rois, const int64_t *bi,
+                    float *y) {
+    for (int64_t r = 0; r < p->R; r++) {
+        const float *b = rois + r * 4;
+        float off = p->half ? 0.5f : 0.0f;
+        float sw = b[0] * p->scale - off, sh = b[1] * p->scale - off;
+        float rw = (b[2] * p->scale - off) - sw, rh = (b[3] * p->scale - off) - sh;
+        if (!p->half) rw = 1.0f > rw ? 1.0f : rw, rh = 1.0f > rh ? 1.0f : rh;
+        float bh = rh / (float)p->oh, bw = rw / (float)p->ow;
+        int64_t gh = p->sr > 0 ? p->sr : (int64_t)ceilf(rh / (float)p->oh);
+        int64_t gw = p->sr > 0 ? p->sr : (int64_t)ceilf(rw / (float)p->ow);
+        int64_t count = gh * gw > 1 ? gh * gw : 1;
+        for (int64_t c = 0; c < p->C; c++)
+            for (int64_t ph = 0; ph < p->oh; ph++)
+                for (int64_t pw = 0; pw < p->ow; pw++) {
+                    float *out = y + ((r * p->C + c) * p->oh + ph) * p->ow + pw;
+                    if (bi[r] < 0 || bi[r] >= p->N) {
+                        *out = 0;
+                        continue;
+                    }
+                    const float *xp = x + (bi[r] * p->C + c) * p->H * p->W;
+                    double acc = 0;
+                    float best = 0;
+                    bool have = false;
+                    for (int64_t iy = 0; iy < gh; iy++) {
+                        float yy = sh + (float)ph * bh + ((float)iy + 0.5f) * bh / (float)gh;
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            float xx = sw + (float)pw * bw + ((float)ix + 0.5f) * bw / (float)gw;
+                            float v = 0;
+                            if (!(yy < -1 || yy > p->H || xx < -1 || xx > p->W)) {
+                                float fy = yy > 0 ? yy : 0, fx = xx > 0 ? xx : 0;
+                                int64_t yl = (int64_t)fy, xl = (int64_t)fx, yh, xh;
+                                if (yl >= p->H - 1) yh = yl = p->H - 1, fy = (float)yl;
+                                else yh = yl + 1;
+                                if (xl >= p->W - 1) xh = xl = p->W - 1, fx = (float)xl;
+                                else xh = xl + 1;
+                                float ly = fy - (float)yl, lx = fx - (float)xl, hy = 1 - ly, hx = 1 - lx;
+                                float t1 = hy * hx * xp[yl * p->W + xl], t2 = hy * lx * xp[yl * p->W + xh];
+                                float t3 = ly * hx * xp[yh * p->W + xl], t4 = ly * lx * xp[yh * p->W + xh];
+                                if (p->max) v = fmaxf(fmaxf(fmaxf(t1, t2), t3), t4);
+                                else v = t1 + t2 + t3 + t4;
+                            }
+                            acc += v;
+                            if (!have || v > best) best = v;
+                            have = true;
+                        }
+                    }
+                    *out = p->max ? best : (float)(acc / (double)count);
+                }
+    }
+}
+
+/* One RoiAlign node compiled (auto-scheduled, JIT) on (x, rois, bi) into y. */
+static bool roi_compiled(const hc_node *n, void *x, void *rois, void *bi, void *y) {
+    hc_arena a;
+    hc_arena_init(&a);
+    const hc_target *tg = hc_target_host();
+    hc_task *t = hc_op_get(n->op)->task(&a, n, &err);
+    hc_func *f = t ? hc_auto_schedule(&a, t, tg, &err) : NULL;
+    bool ok = false;
+    if (f) {
+        char *src = hc_codegen_c(&a, hc_module_new(&a, "ops_roi", 1, &f), tg);
+        hc_jit_lib *lib = NULL;
+        if (hc_jit_build(src, NULL, &lib, &err) == HC_OK) {
+            char sym[128];
+            snprintf(sym, sizeof sym, "%s__packed", f->name);
+            hc_packed_fn fn = (hc_packed_fn)hc_jit_symbol(lib, sym);
+            if (fn) fn((void *[]){x, rois, bi, y}), ok = true;
+            hc_jit_close(lib);
+        }
+        free(src);
+    }
+    if (!ok) fprintf(stderr, "%s: %s\n", n->name, err.msg);
+    hc_arena_free(&a);
+    return ok;
+}
+
+static void test_roi_align(void) {
+    /* 2 batches, C = 3 (prime), a 7 x 6 image; rois inside, partly outside (each side),
+     * tiny, inverted, taller and wider than the image (the adaptive window's second part),
+     * batch indices selecting both batches */
+    enum { N = 2, C = 3, H = 7, W = 6, R = 7 };
+    const float rois[R * 4] = {0.5f, 1.0f, 4.5f, 6.0f,   -2.0f, -1.5f, 3.0f, 4.0f,
+                               3.0f, 4.0f, 9.5f, 10.0f,  1.0f, 2.0f, 1.2f, 2.1f,
+                               -3.0f, -2.0f, 12.0f, 11.0f, 4.0f, 5.0f, 2.0f, 1.0f,
+                               -40.0f, -50.0f, 45.0f, 60.0f};
+    const int64_t bis[R] = {0, 1, 1, 0, 1, 0, 1};
+    float *x = rand_buf(N * C * H * W);
+    hc_graph *g = hc_graph_new("roi", 16), *g10 = hc_graph_new("roi10", 10);
+    hc_tensor *in[3] = {input(g, "rx", SHAPE(N, C, H, W)), input(g, "rr", SHAPE(R, 4)),
+                        hc_graph_add_input(g, "rb", HC_I64, 1, (int64_t[]){R})};
+    hc_tensor *in10[3] = {input(g10, "rx", SHAPE(N, C, H, W)), input(g10, "rr", SHAPE(R, 4)),
+                          hc_graph_add_input(g10, "rb", HC_I64, 1, (int64_t[]){R})};
+    enum { NY = R * C * 3 * 5 };
+    float y[NY], yc[NY], ref[NY];
+    for (int k = 0; k < 9; k++) {
+        bool mx = k & 1, half = k & 2, sr2 = k & 4, v10 = k == 8;
+        roi_p p = {N, C, H, W, R, 3, 5, sr2 ? 2 : 0, k == 3 || k == 4 ? 0.75f : 1.0f,
+                   half && !v10, mx && !v10};
+        char name[32];
+        snprintf(name, sizeof name, "roi%d", k);
+        hc_attr at[] = {STR("mode", p.max ? "max" : "avg"), INT("output_height", 3),
+                        INT("output_width", 5), INT("sampling_ratio", p.sr),
+                        FLT("spatial_scale", p.scale),
+                        STR("coordinate_transformation_mode", half ? "half_pixel" : "output_half_pixel")};
+        hc_node *n = node(v10 ? g10 : g, HC_OPK_ROI_ALIGN, name, 3, v10 ? in10 : in, 1, v10 ? 3 : 6,
+                          v10 ? at + 1 : at);
+        CHECK(n != NULL);
+        if (!n) continue;
+        check_shape(n->outputs[0], SHAPE(R, C, 3, 5));
+        roi_ref(&p, x, rois, bis, ref);
+        CHECK(interp(n, (void *[]){x, (void *)rois, (void *)bis}, (void *[]){y}));
+        CHECK_CLOSE(y, ref, NY, 1e-5);
+        CHECK(roi_compiled(n, x, (void *)rois, (void *)bis, yc));
+        CHECK_CLOSE(yc, y, NY, 1e-5);
+    }
+    /* batch indices out of [0, N): 0, reads clamped; default attributes (1 x 1, avg) */
+    const int64_t bad[R] = {2, -1, 1, 0, 7, 0, -5};
+    hc_node *n = node(g, HC_OPK_ROI_ALIGN, "roi_bad", 3, in, 1, 0, NULL);
+    float y1[R * C], y1c[R * C], r1[R * C];
+    roi_p p = {N, C, H, W, R, 1, 1, 0, 1.0f, true, false};
+    roi_ref(&p, x, rois, bad, r1);
+    CHECK(interp(n, (void *[]){x, (void *)rois, (void *)bad}, (void *[]){y1}));
+    CHECK(roi_compiled(n, x, (void *)rois, (void *)bad, y1c));
+    CHECK_CLOSE(y1, r1, R * C, 1e-5);
+    CHECK_CLOSE(y1c, y1, R * C, 1e-5);
+    CHECK(y1[0] == 0 && y1[C] == 0 && y1[2 * C] != 0);
+    /* an adaptive grid above 2^24 samples is NaN, not a silently truncated value */
+    const float huge[4] = {0, 0, 1e8f, 3};
+    hc_tensor *hin[3] = {in[0], input(g, "rh", SHAPE(1, 4)),
+                         hc_graph_add_input(g, "rhb", HC_I64, 1, (int64_t[]){1})};
+    hc_node *nh = node(g, HC_OPK_ROI_ALIGN, "roi_huge", 3, hin, 1, 0, NULL);
+    float yh[C];
+    CHECK(interp(nh, (void *[]){x, (void *)huge, (void *)bis}, (void *[]){yh}));
+    CHECK(isnan(yh[0]) && isnan(yh[2]));
+    /* errors name the node and the attribute or input */
+    hc_attr bm[] = {STR("mode", "sum")};
+    CHECK(node(g, HC_OPK_ROI_ALIGN, "roi_mode", 3, in, 1, 1, bm) == NULL);
+    CHECK(strstr(err.msg, "node 'roi_mode' (RoiAlign): mode 'sum'") != NULL);
+    hc_attr bc[] = {STR("coordinate_transformation_mode", "half_pixel")};
+    CHECK(node(g10, HC_OPK_ROI_ALIGN, "roi_ctm", 3, in10, 1, 1, bc) == NULL);
+    CHECK(strstr(err.msg, "coordinate_transformation_mode is an attribute from version 16") != NULL);
+    hc_attr bs[] = {INT("sampling_ratio", -1)};
+    CHECK(node(g, HC_OPK_ROI_ALIGN, "roi_sr", 3, in, 1, 1, bs) == NULL);
+    CHECK(strstr(err.msg, "sampling_ratio -1 is negative") != NULL);
+    hc_tensor *bad_in[3] = {in[0], input(g, "rr5", SHAPE(R, 5)), in[2]};
+    CHECK(node(g, HC_OPK_ROI_ALIGN, "roi_shape", 3, bad_in, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "rois 'rr5' must be [num_rois, 4]") != NULL);
+    hc_tensor *bad_bi[3] = {in[0], in[1], input(g, "rbf", SHAPE(R))};
+    CHECK(node(g, HC_OPK_ROI_ALIGN, "roi_bi", 3, bad_bi, 1, 0, NULL) == NULL);
+    CHECK(strstr(err.msg, "batch_indices 'rbf' must be i64") != NULL);
+    free(x);
+    hc_graph_free(g);
+    hc_graph_free(g10);
+}
+
 /* ---- scheduled programs vs the interpreter ------------------------------------------- */
 typedef struct jcase {
     hc_node *n;
@@ -1152,6 +1317,7 @@ int main(void) {
     test_einsum();
     test_softmax();
     test_pools();
+    test_roi_align();
     test_compiled();
     test_det_dft();
     TEST_DONE();

@@ -91,6 +91,7 @@
     X(LP_POOL,                   "LpPool",                     1, 1, 1, 1, REDUCE)            \
     X(GRID_SAMPLE,               "GridSample",                 2, 2, 1, 1, REDUCE)            \
     X(MAX_UNPOOL,                "MaxUnpool",                  2, 3, 1, 1, REDUCE)            \
+    X(ROI_ALIGN,                 "RoiAlign",                   3, 3, 1, 1, REDUCE)            \
     X(GLOBAL_AVERAGE_POOL,       "GlobalAveragePool",          1, 1, 1, 1, REDUCE)            \
     X(GLOBAL_MAX_POOL,           "GlobalMaxPool",              1, 1, 1, 1, REDUCE)            \
     /* reductions */                                                                          \

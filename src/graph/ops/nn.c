@@ -40,6 +40,7 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_GRID_SAMPLE, hc_nn_infer_grid_sample, hc_nn_task_grid_sample},
     {HC_OPK_COL2IM, hc_nn_infer_col2im, hc_nn_task_col2im},
     {HC_OPK_MAX_UNPOOL, hc_nn_infer_max_unpool, hc_nn_task_max_unpool},
+    {HC_OPK_ROI_ALIGN, hc_nn_infer_roi_align, hc_nn_task_roi_align},
     {HC_OPK_IF_SELECT, hc_nn_infer_if_select, hc_nn_task_if_select},
     {HC_OPK_GLOBAL_AVERAGE_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},
     {HC_OPK_GLOBAL_MAX_POOL, hc_nn_infer_global_pool, hc_nn_task_global_pool},

@@ -65,6 +65,7 @@ static const op_versions table[] = {
     V(LP_POOL, 1, 2, 11, 18, 22),
     V(GRID_SAMPLE, 16, 20, 22), /* 20: N-D, modes linear/cubic; 22: bfloat16 */
     V(MAX_UNPOOL, 9, 11, 22), /* 11: output_shape may be an input too; 22: bfloat16 */ /* 2: p an int; 11: auto_pad/pads; 18: ceil_mode, dilations */
+    V(ROI_ALIGN, 10, 16, 22), /* 16: coordinate_transformation_mode; 22: bfloat16 */
     V(GLOBAL_AVERAGE_POOL, 1, 22),
     V(GLOBAL_MAX_POOL, 1, 22),
     V(REDUCE_MEAN, 1, 11, 13, 18),
