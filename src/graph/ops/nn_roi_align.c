@@ -376,7 +376,7 @@ hc_task *hc_nn_task_roi_align(hc_arena *a, const hc_node *n, hc_error *err) {
     static const char *const names[2][6] = {{"roi_ylow", "roi_yfrac", "roi_gy", "roi_ny", "roi_nyfirst", "roi_losty"},
                                             {"roi_xlow", "roi_xfrac", "roi_gx", "roi_nx", "roi_nxfirst", "roi_lostx"}};
     count_ctx cc[2][2];
-    for (int k = 0; k < 2 && r->N * r->H * r->W; k++) {
+    for (int k = 0; k < 2 && r->N * r->H * r->W != 0; k++) {
         c.k = k;
         int64_t P = k ? r->ow : r->oh, tab[3] = {r->R, P, r->slots[k]};
         c.low[k] = hc_compute(a, names[k][0], 3, tab, low_value, &c);
