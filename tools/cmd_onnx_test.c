@@ -102,6 +102,8 @@ typedef struct test_run {
     int nbound;
     char **bound;
     hc_sb why; /* the reason of a FAIL or UNSUPPORTED */
+    test_opts own;    /* the options with a known defect's tolerance */
+    const char *note; /* that defect's reason, printed on a PASS */
 } test_run;
 
 static void test_run_free(test_run *t) {
@@ -412,6 +414,49 @@ static bool shapes_match(const test_run *t, const hc_model *m, dataset *ds) {
     return true;
 }
 
+/* ---- known defects of published test data ------------------------------------------ */
+/* Tests whose expected values are wrong or carry another implementation's rounding, each
+ * with the proof in `applies` (the defect is in this copy of the test) and the reason
+ * printed on its line: a skip (reported as UNSUPPORTED, never counted as passed) or the
+ * absolute tolerance it needs. docs/onnx.md lists them. */
+static bool adam_without_epsilon(const hc_graph *g) {
+    for (size_t i = 0; i < g->nodes.len; i++)
+        if (g->nodes.data[i]->op == HC_OPK_ADAM && !hc_node_attr(g->nodes.data[i], "epsilon"))
+            return true;
+    return false;
+}
+static bool always(const hc_graph *g) { return (void)g, true; }
+
+typedef struct known_defect {
+    const char *test;
+    bool (*applies)(const hc_graph *g);
+    double atol; /* 0: skip */
+    const char *reason;
+} known_defect;
+
+static const known_defect known_defects[] = {
+    {"test_adam_multiple", adam_without_epsilon, 0,
+     "known defect of the test data: the model has no epsilon attribute (the spec's default "
+     "1e-6 applies) but the expected outputs were computed with epsilon 1e-2 (ONNX 1.12's "
+     "generator; later releases set the attribute)"},
+    {"test_dft_inverse", always, 2e-7,
+     "the expected values carry numpy's float32 FFT rounding (1.9e-7 where the exact value is 0)"},
+    {"test_dft_inverse_opset19", always, 2e-7,
+     "the expected values carry numpy's float32 FFT rounding (1.9e-7 where the exact value is 0)"},
+};
+
+static const known_defect *defect_of(test_run *t) {
+    for (size_t i = 0; i < HC_ARRAY_LEN(known_defects); i++) {
+        if (strcmp(t->name, known_defects[i].test) != 0) continue;
+        hc_graph *g = NULL;
+        hc_error err = {0};
+        bool yes = hc_onnx_load(t->model_path, &g, &err) == HC_OK && known_defects[i].applies(g);
+        hc_graph_free(g);
+        return yes ? &known_defects[i] : NULL;
+    }
+    return NULL;
+}
+
 /* Compile once and run every data set; a data set with other input shapes, or any data
  * set when inputs are bound as constants, gets its own compile. */
 static outcome run_test(test_run *t) {
@@ -420,6 +465,17 @@ static outcome run_test(test_run *t) {
     hc_graph *g = NULL;
     outcome r = load_graph(t, &g);
     hc_graph_free(g);
+    const known_defect *kd = r == T_PASS ? defect_of(t) : NULL;
+    if (kd && !kd->atol) {
+        hc_sb_puts(&t->why, kd->reason);
+        return T_UNSUPPORTED;
+    }
+    if (kd && kd->atol > t->o->atol) {
+        t->own = *t->o;
+        t->own.atol = kd->atol;
+        t->o = &t->own;
+        t->note = kd->reason;
+    }
     if (r == T_PASS) r = load_datasets(t);
     hc_model *m = NULL;
     for (int i = 0; i < t->nsets && r == T_PASS; i++) {
@@ -454,6 +510,7 @@ static char *test_line(const char *dir, const test_opts *o, outcome *res) {
     static const char *const tags[] = {"PASS", "FAIL", "UNSUPPORTED"};
     hc_sb_printf(&line, "%s %s", tags[*res], t.name);
     if (*res != T_PASS) hc_sb_printf(&line, ": %s", hc_sb_str(&t.why));
+    else if (t.note) hc_sb_printf(&line, " (atol %g: %s)", t.o->atol, t.note);
     /* one line per test: fold any newline of a library message (compiler output), and
      * cut what would drown the other lines */
     for (char *p = line.buf; p && *p; p++)
