@@ -445,8 +445,32 @@ static void test_model_sources(void) {
         }
 }
 
+/* The GPU target's check hook: programs over the stage limit are an error, not an abort
+ * in the lowering (a 17-stage cubic Resize was one while the limit was 16). */
+static void test_stage_limit(void) {
+    hc_arena a;
+    hc_arena_init(&a);
+    for (int n = HC_GPU_MAX_STAGES - 1; n <= HC_GPU_MAX_STAGES + 1; n++) {
+        /* n + 1 stages: n grid-wide barriers between n + 1 statements */
+        hc_stmt **st = HC_NEW_ARRAY(&a, hc_stmt *, 2 * n + 2);
+        int k = 0;
+        hc_var *v = hc_var_new(&a, "t", hc_type_scalar(HC_INDEX_TYPE));
+        for (int i = 0; i <= n; i++) {
+            st[k++] = hc_declare(&a, v, hc_int(&a, i));
+            if (i < n) st[k++] = hc_barrier(&a, HC_SCOPE_GLOBAL);
+        }
+        hc_func *f = hc_func_new(&a, "stages", HC_FN_CUDA_KERNEL, 0, NULL, hc_seq(&a, k, st));
+        hc_error err = {0};
+        hc_status s = hc_gpu_check_program(f, NULL, &err);
+        CHECK_MSG((s == HC_OK) == (n + 1 <= HC_GPU_MAX_STAGES), "%d stages: %s", n + 1, err.msg);
+        if (s) CHECK(strstr(err.msg, "grid-wide stages") != NULL);
+    }
+    hc_arena_free(&a);
+}
+
 int main(void) {
     hc_error why = {0};
+    test_stage_limit();
     bool r80 = false, r90 = false;
     CHECK(hc_target_find("opencl", &ocl, &have_ocl, &why) == HC_OK);
     if (!have_ocl) printf("skipped: OpenCL runs: %s\n", why.msg);

@@ -140,6 +140,13 @@ static hc_status schedule_group(hc_model *m, const hc_target *target, hc_partiti
         return st;
     }
     hc_status st = hc_compile_check_params(&k, err);
+    hc_error ce = {0};
+    if (st == HC_OK && target->check && (st = target->check(k.func, target, &ce)) != HC_OK) {
+        char msg[sizeof ce.msg];
+        snprintf(msg, sizeof msg, "%s", ce.msg);
+        hc_error_set(err, st, "node '%s' (%s): %s", grp->anchor->name,
+                     hc_op_name(grp->anchor->op), msg);
+    }
     if (st == HC_OK) hc_vec_push(&m->kernels, k);
     return st;
 }

@@ -176,6 +176,10 @@ typedef struct hc_target {
     /* Target lowering of a module: mappings to loops, layouts to flat indices, and what the
      * target needs besides (the CPU: nothing more; GPUs: shared memory, barriers). */
     hc_module *(*lower)(hc_arena *a, const hc_module *m, const struct hc_target *t);
+    /* Optional: whether one scheduled program fits what lower and the runtime can take
+     * (GPUs: at most HC_GPU_MAX_STAGES grid-wide stages and HC_GPU_MAX_SCRATCH scratch
+     * tensors); an error otherwise (the compile names the node). NULL: every one fits. */
+    hc_status (*check)(const hc_func *f, const struct hc_target *t, hc_error *err);
     /* A lowered module as one source (malloc'ed). */
     char *(*emit)(hc_arena *a, const hc_module *lowered, const struct hc_target *t);
     /* Build n sources (or find them in the cache) with up to `jobs` parallel jobs. */

@@ -29,8 +29,13 @@
 
 typedef enum hc_gpu_dialect { HC_GPU_CUDA, HC_GPU_OPENCL } hc_gpu_dialect;
 
-#define HC_GPU_MAX_STAGES 16
-#define HC_GPU_MAX_SCRATCH 16
+#define HC_GPU_MAX_STAGES 32
+#define HC_GPU_MAX_SCRATCH 32
+/* Whether f's stages and scratch tensors fit the limits above (the target's check hook). */
+struct hc_func;
+struct hc_target;
+hc_status hc_gpu_check_program(const struct hc_func *f, const struct hc_target *t,
+                               hc_error *err);
 #define HC_GPU_NAME_MAX 128
 
 /* ---- the device layer: one per API (opencl_api.c, cuda_api.c) ----------------------- */

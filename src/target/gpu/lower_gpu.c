@@ -135,6 +135,40 @@ static hc_func *make_stage(hc_arena *a, const hc_func *f, int stage, int nscratc
     return hc_lower_func_with(a, k, true);
 }
 
+/* The stages and scratch tensors hc_gpu_lower makes of f (the same count). */
+static void count_stages(const hc_func *f, int *stages, int *scratch) {
+    stmt_vec top = {0};
+    flatten(f->body, &top);
+    int stage = 0, ns = 0;
+    bool cur = false;
+    for (size_t j = 0; j <= top.len; j++) {
+        hc_stmt *s = j < top.len ? top.data[j] : NULL;
+        if (s && is_scratch(s)) {
+            ns++;
+            continue;
+        }
+        if (s && !(s->kind == HC_S_BARRIER && s->u.barrier.scope == HC_SCOPE_GLOBAL)) {
+            cur = true;
+            continue;
+        }
+        if (cur || (!s && stage == 0)) stage++;
+        cur = false;
+    }
+    hc_vec_free(&top);
+    *stages = stage, *scratch = ns;
+}
+
+hc_status hc_gpu_check_program(const hc_func *f, const hc_target *t, hc_error *err) {
+    (void)t;
+    int stages, scratch;
+    count_stages(f, &stages, &scratch);
+    if (stages > HC_GPU_MAX_STAGES || scratch > HC_GPU_MAX_SCRATCH)
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "its GPU program has %d grid-wide stages "
+                            "and %d scratch tensors (at most %d and %d)", stages, scratch,
+                            HC_GPU_MAX_STAGES, HC_GPU_MAX_SCRATCH);
+    return HC_OK;
+}
+
 hc_module *hc_gpu_lower(hc_arena *a, const hc_module *m, const hc_target *t) {
     int warp = t->caps.warp_size > 0 ? t->caps.warp_size : 32;
     HC_VEC(hc_func *) out = {0};

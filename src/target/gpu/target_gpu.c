@@ -309,6 +309,7 @@ static void gpu_ops(hc_target *t, hc_gpu_dialect d) {
     t->find_template = hc_gpu_find_template;
     t->auto_schedule = hc_gpu_auto_schedule;
     t->lower = gpu_lower;
+    t->check = hc_gpu_check_program;
     t->emit = gpu_emit;
     t->build = gpu_build;
     t->build_one = gpu_build_one;
