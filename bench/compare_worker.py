@@ -2,12 +2,13 @@
 process, driven one request at a time over stdin/stdout, the protocol of
 `hidetc bench --serve`:
 
-    python compare_worker.py ort MODEL.onnx INPUT_DIR --threads T [--pin]
+    python compare_worker.py ort MODEL.onnx INPUT_DIR --threads T [--pin] [--op-counts]
     python compare_worker.py torch NAME BATCH INPUT_DIR --threads T
     python compare_worker.py ov MODEL.onnx INPUT_DIR --threads T [--pin] [--perf-counts]
 
 prints "ready" once loaded (the ov worker first prints "NAME: VALUE" lines, the compiled
-model's properties, as hidetc bench prints its header), then answers each line read from
+model's properties and "ops: ..." (its compute layers, below), as hidetc bench prints its
+header; the ort worker prints "ops: ..." with --op-counts), then answers each line read from
 stdin:
     run       -> "ms X"  (one timed inference, perf_counter around the call)
     save DIR  -> "ok"    (outputs written as DIR/out<i>.npy in the model's output order)
@@ -27,11 +28,22 @@ pinning places the calling thread, which takes part in a synchronous inference, 
 first CPU and its worker threads one per CPU after it, like hidetc and `ort --pin`;
 --perf-counts adds PERF_COUNT=YES. Inputs: INPUT_DIR/*.npy, the files the ONNX model was
 exported with.
+
+What runs (for quantized models: int8 kernels or not):
+  ov  "ops: " the compiled model's compute layers (Convolution, FullyConnected, MatMul, ...)
+      from its runtime model, counted by layer type, primitive type (the implementation,
+      e.g. brgconv_avx512_1x1_f32 or brgconv_avx512_amx_I8) and the precisions of the
+      activations and the weights read (the source layers' output precisions);
+  ort --op-counts: the session is created with profiling on, run once, and "ops: " counts
+      the nodes of that run by op type (QLinearConv, Conv, ...) from the profile; for a
+      worker of its own (profiling stays on for the later runs).
 """
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -39,9 +51,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def ort_session(model, threads, pin=False):
+def ort_session(model, threads, pin=False, profile_prefix=None):
     import onnxruntime as ort
     so = ort.SessionOptions()
+    if profile_prefix:
+        so.enable_profiling = True
+        so.profile_file_prefix = profile_prefix
     if pin:  # intra-op thread k (the caller's thread is 0, not listed) on processor k + 1
         so.add_session_config_entry("session.intra_op_thread_affinities",
                                     ";".join(str(k + 1) for k in range(1, threads)))
@@ -60,12 +75,56 @@ def load_inputs(input_dir, names):
 
 
 def make_ort(args, threads):
-    pin = "--pin" in args
-    model, input_dir = [x for x in args if x != "--pin"]
-    sess = ort_session(model, threads, pin)
+    pin, op_counts = "--pin" in args, "--op-counts" in args
+    model, input_dir = [x for x in args if x not in ("--pin", "--op-counts")]
+    tmp = tempfile.mkdtemp(prefix="compare-ort-prof-") if op_counts else None
+    sess = ort_session(model, threads, pin, tmp and os.path.join(tmp, "ort"))
     names = [i.name for i in sess.get_inputs()]
     feeds = dict(zip(names, load_inputs(input_dir, names)))
+    if op_counts:
+        sess.run(None, feeds)
+        print("ops: " + ort_op_counts(sess.end_profiling()), flush=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return lambda: sess.run(None, feeds)
+
+
+def ort_op_counts(profile):
+    """The nodes of the profiled run by op type, e.g. "QLinearConv 33, Conv 20, ..."."""
+    counts = {}
+    for e in json.load(open(profile)):
+        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
+            op = e.get("args", {}).get("op_name", "?")
+            counts[op] = counts.get(op, 0) + 1
+    return ", ".join("%s %d" % kv for kv in sorted(counts.items(), key=lambda x: (-x[1], x[0])))
+
+
+OV_COMPUTE = ("Convolution", "GroupConvolution", "Deconvolution", "FullyConnected", "MatMul",
+              "Gemm")
+
+
+def ov_compute_layers(compiled):
+    """The compiled model's compute layers by type, implementation and the precisions of
+    their first two inputs (activations, weights), e.g. "Convolution brgconv_avx512_f32
+    (in f32, weights i8) x17, ..."."""
+    def rt(node, key):
+        info = node.get_rt_info()
+        return info[key].astype(str) if key in info else "?"
+    counts = {}
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        ltype = rt(op, "layerType")
+        if ltype not in OV_COMPUTE:
+            continue
+        precs = []
+        for port in list(op.inputs())[:2]:
+            src = port.get_source_output()
+            p = rt(src.get_node(), "outputPrecisions").split(",")
+            # a layer with more outputs may list one precision only: the port's type then
+            precs.append(p[src.get_index()].strip() if src.get_index() < len(p) else
+                         src.get_element_type().get_type_name())
+        key = "%s %s (in %s)" % (ltype, rt(op, "primitiveType"), ", weights ".join(precs))
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join("%s x%d" % kv for kv in sorted(counts.items(), key=lambda x: -x[1])) \
+        or "none"
 
 
 def make_ov(args, threads):
@@ -90,6 +149,11 @@ def make_ov(args, threads):
         v = ({True: "YES", False: "NO"}[v] if isinstance(v, bool) else
              v.get_type_name() if isinstance(v, ov.Type) else str(v).split(".")[-1])
         print("%s: %s" % (k, v), flush=True)
+    try:
+        ops = ov_compute_layers(compiled)
+    except Exception as e:  # an informative line only: never a reason to fail the worker
+        ops = "unknown (%s)" % str(e).splitlines()[0][:100]
+    print("ops: " + ops, flush=True)
     meta = json.load(open(os.path.join(input_dir, "..", "meta.json")))
     req = compiled.create_infer_request()
     # the inputs are set once, sharing the arrays' memory (as ORT reads its feeds in place)
