@@ -691,6 +691,34 @@ static void test_constants(void) {
     CHECK(shape_is(n->outputs[0], 1, (int64_t[]){4})); /* ceil(3 / 0.75) */
     if (c) CHECK(((float *)c->out[0])[3] == -1.25f);
 
+    /* Hann, Hamming and Blackman windows: periodic and symmetric, a prime size, size 1
+     * (symmetric: the single value a0 - a1 + a2) and 0, double output */
+    {
+        static const hc_op_kind wops[3] = {HC_OPK_HANN_WINDOW, HC_OPK_HAMMING_WINDOW,
+                                           HC_OPK_BLACKMAN_WINDOW};
+        static const double coef[3][3] = {{0.5, 0.5, 0}, {25.0 / 46, 21.0 / 46, 0}, {0.42, 0.5, 0.08}};
+        for (int k = 0; k < 3; k++)
+            for (int periodic = 0; periodic < 2; periodic++)
+                for (int64_t size = 0; size <= 7; size += size == 1 ? 6 : 1) {
+                    hc_attr wa[2] = {attr_i("periodic", periodic), attr_i("output_datatype", 11)};
+                    n = node(wops[k], 1, (hc_tensor *[]){scalar("sz", HC_I64, &size)}, 1, 2, wa);
+                    c = run(n, NULL);
+                    CHECK(shape_is(n->outputs[0], 1, &size) && n->outputs[0]->dtype == HC_F64);
+                    double np = periodic ? (double)size : (double)size - 1;
+                    for (int64_t i = 0; c && i < size; i++) {
+                        double th = np > 0 ? 2 * M_PI * (double)i / np : 0;
+                        double want = coef[k][0] - coef[k][1] * cos(th) + coef[k][2] * cos(2 * th);
+                        double got = ((const double *)c->out[0])[i];
+                        CHECK_MSG(fabs(got - want) < 1e-12, "window %d periodic %d size %lld [%lld]: "
+                                  "%g, want %g", k, periodic, (long long)size, (long long)i, got, want);
+                    }
+                }
+        int64_t neg = -3;
+        hc_error we = {0};
+        n = node(HC_OPK_HANN_WINDOW, 1, (hc_tensor *[]){scalar("sz", HC_I64, &neg)}, 1, 0, NULL);
+        CHECK(infer(n, &we) == HC_ERR_INVALID && strstr(we.msg, "size -3"));
+    }
+
     /* Cast truncates toward zero; to bool is != 0 */
     hc_tensor *f = input("f", HC_F32, 1, (int64_t[]){4});
     float fvals[4] = {-2.7f, 0.0f, 3.9f, 0.25f};

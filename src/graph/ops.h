@@ -196,6 +196,9 @@
     X(CONSTANT,                  "Constant",                   0, 0, 1, 1, SOURCE)            \
     X(CONSTANT_OF_SHAPE,         "ConstantOfShape",            1, 1, 1, 1, SOURCE)            \
     X(RANGE,                     "Range",                      3, 3, 1, 1, SOURCE)            \
+    X(HANN_WINDOW,               "HannWindow",                 1, 1, 1, 1, SOURCE)            \
+    X(HAMMING_WINDOW,            "HammingWindow",              1, 1, 1, 1, SOURCE)            \
+    X(BLACKMAN_WINDOW,           "BlackmanWindow",             1, 1, 1, 1, SOURCE)            \
     X(IDENTITY,                  "Identity",                   1, 1, 1, 1, INJECTIVE)         \
     X(DROPOUT,                   "Dropout",                    1, 3, 1, 2, INJECTIVE)         \
     /* internal ops produced by graph passes */                                               \

@@ -264,3 +264,64 @@ hc_task *hc_shp_task_range(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), 1, &len, ax, val);
     return hc_shp_task1(a, n, y);
 }
+
+/* ---- HannWindow, HammingWindow, BlackmanWindow (17) ------------------------------------ */
+/* y[i] = a0 - a1 cos(2 pi i / N') + a2 cos(4 pi i / N') for i < size, N' = size (periodic,
+ * the default) or size - 1 (symmetric): Hann 0.5, 0.5, 0; Hamming 25/46, 21/46, 0 (the
+ * spec's alpha and beta); Blackman 0.42, 0.5, 0.08. The size must be a compile-time
+ * constant (the output's shape); the values are computed in f64, then cast to
+ * output_datatype (default float). */
+static hc_status window_args(const hc_node *n, int64_t *len, hc_dtype *t, hc_error *err) {
+    double v;
+    int cnt;
+    hc_status st = hc_shp_const_doubles(n, 0, &v, 1, &cnt, err);
+    if (st) return st;
+    if (cnt != 1 || (n->inputs[0]->dtype != HC_I32 && n->inputs[0]->dtype != HC_I64))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "size must be one int32 or int64 value");
+    if (!(v >= 0 && v <= 1e9))
+        return hc_node_fail(n, v < 0 ? HC_ERR_INVALID : HC_ERR_UNSUPPORTED, err,
+                            "size %g is not in [0, 1e9]", v);
+    int64_t code = hc_node_attr_int(n, "output_datatype", 1);
+    *t = hc_shp_onnx_dtype(code);
+    if (*t == HC_DTYPE_COUNT || *t == HC_BOOL)
+        return hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "output_datatype %lld (%s) is not "
+                            "supported", (long long)code, hc_shp_onnx_type_name(code));
+    *len = (int64_t)v;
+    return HC_OK;
+}
+
+hc_status hc_shp_infer_window(hc_node *n, hc_error *err) {
+    int64_t len;
+    hc_dtype t;
+    hc_status st = window_args(n, &len, &t, err);
+    if (st) return st;
+    hc_node_set_output(n, 0, t, 1, &len);
+    return HC_OK;
+}
+
+hc_task *hc_shp_task_window(hc_arena *a, const hc_node *n, hc_error *err) {
+    int64_t len;
+    hc_dtype t;
+    if (window_args(n, &len, &t, err)) return NULL;
+    double a0 = 0.5, a1 = 0.5, a2 = 0;
+    if (n->op == HC_OPK_HAMMING_WINDOW) a0 = 25.0 / 46, a1 = 21.0 / 46;
+    if (n->op == HC_OPK_BLACKMAN_WINDOW) a0 = 0.42, a1 = 0.5, a2 = 0.08;
+    bool periodic = hc_node_attr_int(n, "periodic", 1) != 0;
+    double np = periodic ? (double)len : (double)len - 1;
+    hc_var *ax[1];
+    hc_shp_make_axes(a, 1, ax);
+    hc_expr *i = hc_cast(a, hc_type_scalar(HC_F64), hc_ref(a, ax[0]));
+    /* symmetric with size 1: N' = 0, the one value is a0 - a1 + a2 (the reference's 0/0
+     * becomes a cosine of 0 here: the angle's factor is 0) */
+    double w = np > 0 ? 2 * M_PI / np : 0;
+    hc_expr *th = hc_mul(a, i, hc_const_num(a, HC_F64, w));
+    hc_expr *v = hc_sub(a, hc_const_num(a, HC_F64, a0),
+                        hc_mul(a, hc_const_num(a, HC_F64, a1), hc_math(a, HC_PRIM_COS, th, NULL)));
+    if (a2 != 0)
+        v = hc_add(a, v, hc_mul(a, hc_const_num(a, HC_F64, a2),
+                                hc_math(a, HC_PRIM_COS, hc_mul(a, th, hc_const_num(a, HC_F64, 2)),
+                                        NULL)));
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), 1, &len, ax,
+                                       hc_cast(a, hc_type_scalar(t), v));
+    return hc_shp_task1(a, n, y);
+}

@@ -23,6 +23,8 @@ hc_status hc_shp_const_doubles(const hc_node *n, int i, double *out, int max, in
 /* ONNX TensorProto.DataType code -> dtype; HC_DTYPE_COUNT for strings, complex and
  * unknown codes. */
 hc_dtype hc_shp_onnx_dtype(int64_t code);
+hc_status hc_shp_infer_window(hc_node *n, hc_error *err);
+hc_task *hc_shp_task_window(hc_arena *a, const hc_node *n, hc_error *err);
 /* The ONNX name of a TensorProto data type code ("float8e4m3fn"); also for types hidetc
  * has no dtype for. */
 const char *hc_shp_onnx_type_name(int64_t code);
