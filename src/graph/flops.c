@@ -68,6 +68,11 @@ double hc_node_flops(const hc_node *n) {
         return known(n->inputs[1]) && n->inputs[1]->ndim == 6
                    ? 2 * numel(n->outputs[0]) * prod(n->inputs[1]->shape + 1, 4)
                    : 0;
+    case HC_OPK_CONV_NCHWC_Q8: /* W [MB, CB, KH, KW, b/4, b, 4]: CB*KH*KW*b per output */
+        return known(n->inputs[1]) && n->inputs[1]->ndim == 7
+                   ? 2 * numel(n->outputs[0]) * prod(n->inputs[1]->shape + 1, 3) *
+                         n->inputs[1]->shape[5]
+                   : 0;
     case HC_OPK_MAX_POOL: case HC_OPK_AVERAGE_POOL: case HC_OPK_MAX_POOL_NCHWC:
     case HC_OPK_AVERAGE_POOL_NCHWC:
         return pool_flops(n);
