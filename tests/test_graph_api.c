@@ -211,7 +211,8 @@ static void test_errors(void) {
     CHECK(hidetc_graph_input(g, "z", (hidetc_dtype)99, 1, (int64_t[]){1}) == -1);
     CHECK(hidetc_graph_input(g, "z", HIDETC_F32, 9, (int64_t[9]){0}) == -1);
     CHECK(hidetc_graph_input(g, "z", HIDETC_F32, 1, (int64_t[]){-2}) == -1);
-    CHECK(hidetc_graph_set_opset(g, 3) == HIDETC_ERR_UNSUPPORTED);
+    CHECK(hidetc_graph_set_opset(g, 0) == HIDETC_ERR_UNSUPPORTED);
+    CHECK(hidetc_graph_set_opset(g, 29) == HIDETC_ERR_UNSUPPORTED);
     CHECK(hidetc_graph_set_opset(g, 13) == HIDETC_OK);
     hidetc_attr nameless = {.kind = HIDETC_ATTR_INT};
     CHECK(hidetc_graph_op(g, "Relu", 1, &x, 1, &nameless, 1, &y) == HIDETC_ERR_INVALID);

@@ -42,11 +42,13 @@ static hc_status check_class(const hc_node *n, int i, const hc_tensor *t, int cl
  * or the axis that makes B a suffix of A, numpy's rules compute the same. Another axis is
  * refused. */
 static hc_status check_legacy_broadcast(const hc_node *n, hc_error *err) {
-    if (!hc_node_attr(n, "legacy_broadcast") || n->ninputs != 2 || !n->inputs[0] ||
-        !n->inputs[1])
-        return HC_OK;
+    /* marked by the importer, or a node built at opset 1-6 with the attribute itself (the
+     * graph API); the nodes passes derive inherit the opset but not the attribute */
+    const hc_attr *mark = hc_node_attr(n, "legacy_broadcast");
+    if (!mark && n->opset > 0 && n->opset < 7) mark = hc_node_attr(n, "broadcast");
+    if (!mark || n->ninputs != 2 || !n->inputs[0] || !n->inputs[1]) return HC_OK;
     const hc_tensor *x = n->inputs[0], *y = n->inputs[1];
-    if (!hc_node_attr_int(n, "legacy_broadcast", 0)) {
+    if (!(mark->kind == HC_ATTR_INT && mark->i != 0)) {
         if (x->ndim != y->ndim || memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim))
         {
             hc_sb sb;
