@@ -62,6 +62,7 @@
     /* linear algebra and signal processing (nn_linalg.c, nn_dft.c) */                        \
     X(DET,                       "Det",                        1, 1, 1, 1, REDUCE)            \
     X(DFT,                       "DFT",                        1, 3, 1, 1, REDUCE)            \
+    X(STFT,                      "STFT",                       2, 4, 1, 1, REDUCE)            \
     /* activations */                                                                         \
     X(RELU,                      "Relu",                       1, 1, 1, 1, INJECTIVE)         \
     X(LEAKY_RELU,                "LeakyRelu",                  1, 1, 1, 1, INJECTIVE)         \

@@ -67,6 +67,8 @@ hc_status hc_pass_lower_quant(hc_graph *g, hc_error *err);
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss rewritten into gathers, Where and
  * reductions (src/passes/loss.c). */
 hc_status hc_pass_lower_losses(hc_graph *g, hc_error *err);
+/* STFT as a Gather of its frames, the window's Mul and a DFT (src/passes/stft.c). */
+hc_status hc_pass_lower_stft(hc_graph *g, hc_error *err);
 /* The optimizers of ai.onnx.preview.training (Adagrad, Adam, Momentum) rewritten into
  * elementwise ops (src/passes/training.c). */
 hc_status hc_pass_lower_training(hc_graph *g, hc_error *err);

@@ -85,6 +85,7 @@ hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc
     if (st == HC_OK) st = check(g, "int8_conv", hc_pass_int8_conv(g, opt, err), err);
     if (st == HC_OK) st = check(g, "lower_quant", hc_pass_lower_quant(g, err), err);
     if (st == HC_OK) st = check(g, "lower_losses", hc_pass_lower_losses(g, err), err);
+    if (st == HC_OK) st = check(g, "lower_stft", hc_pass_lower_stft(g, err), err);
     if (st == HC_OK) st = check(g, "lower_training", hc_pass_lower_training(g, err), err);
     if (st == HC_OK) st = check(g, "lower_attention", hc_pass_lower_attention(g, err), err);
     if (st == HC_OK)

@@ -28,6 +28,7 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_EINSUM, hc_nn_infer_einsum, hc_nn_task_einsum},
     {HC_OPK_DET, hc_nn_infer_det, hc_nn_task_det},
     {HC_OPK_DFT, hc_nn_infer_dft, hc_nn_task_dft},
+    {HC_OPK_STFT, hc_nn_infer_stft, hc_nn_task_stft},
     {HC_OPK_SOFTMAX, hc_nn_infer_softmax, hc_nn_task_softmax},
     {HC_OPK_LOG_SOFTMAX, hc_nn_infer_softmax, hc_nn_task_softmax},
     {HC_OPK_HARDMAX, hc_nn_infer_softmax, hc_nn_task_softmax},

@@ -168,3 +168,64 @@ hc_task *hc_nn_task_dft(hc_arena *a, const hc_node *n, hc_error *err) {
     hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, dft_fn, &c);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
+
+/* ---- STFT (17) ------------------------------------------------------------------------ */
+/* signal [B, S, 1 or 2], frame_step (a constant), window [L] (optional), frame_length (a
+ * constant, optional; L when both are given): Y [B, F, K, 2] with F = (S - L) / step + 1
+ * frames and K = L / 2 + 1 bins (onesided, the default; real signals only) or L:
+ *   Y[b, f, k] = sum_{n < L} x[b, f * step + n] w[n] e^{-2 pi i k n / L}
+ * Lowered (passes/stft.c) into a Gather of the frames, the window's Mul and a DFT. */
+hc_status hc_nn_stft_params(const hc_node *n, int64_t *step, int64_t *len, int64_t *frames,
+                            hc_error *err) {
+    const hc_tensor *x = hc_nn_in(n, 0), *w = hc_nn_in(n, 2);
+    hc_status st = hc_nn_need_float(n, 0, err);
+    if (st) return st;
+    if (x->ndim != 3 || (x->shape[2] != 1 && x->shape[2] != 2))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "signal ('%s') must be [batch, length, 1 or "
+                            "2], not of rank %d", x->name, x->ndim);
+    if ((st = const_int_input(n, 1, "frame_step", step, err))) return st;
+    if (*step < 1)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "frame_step %lld must be positive",
+                            (long long)*step);
+    *len = -1;
+    if (w) {
+        if (w->ndim != 1 || w->dtype != x->dtype)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "window ('%s') must be 1-D of the "
+                                "signal's type", w->name);
+        *len = w->shape[0];
+    }
+    if (hc_nn_in(n, 3)) {
+        int64_t fl;
+        if ((st = const_int_input(n, 3, "frame_length", &fl, err))) return st;
+        if (*len >= 0 && fl != *len)
+            return hc_node_fail(n, HC_ERR_INVALID, err, "frame_length %lld differs from the "
+                                "window's %lld", (long long)fl, (long long)*len);
+        *len = fl;
+    }
+    if (*len < 0)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "neither a window nor a frame_length");
+    if (*len < 1 || *len > x->shape[1])
+        return hc_node_fail(n, HC_ERR_INVALID, err, "frame length %lld is not in [1, %lld] (the "
+                            "signal's length)", (long long)*len, (long long)x->shape[1]);
+    if (hc_node_attr_int(n, "onesided", 1) && x->shape[2] == 2)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "onesided=1 needs a real signal");
+    *frames = (x->shape[1] - *len) / *step + 1;
+    return HC_OK;
+}
+
+hc_status hc_nn_infer_stft(hc_node *n, hc_error *err) {
+    int64_t step, len, frames;
+    hc_status st = hc_nn_stft_params(n, &step, &len, &frames, err);
+    if (st) return st;
+    const hc_tensor *x = hc_nn_in(n, 0);
+    int64_t bins = hc_node_attr_int(n, "onesided", 1) ? len / 2 + 1 : len;
+    hc_node_set_output(n, 0, x->dtype, 4, (int64_t[]){x->shape[0], frames, bins, 2});
+    return HC_OK;
+}
+
+hc_task *hc_nn_task_stft(hc_arena *a, const hc_node *n, hc_error *err) {
+    (void)a;
+    hc_node_fail(n, HC_ERR_UNSUPPORTED, err, "STFT has no Task of its own: the lower_stft pass "
+                 "rewrites it into Gather, Mul and DFT first");
+    return NULL;
+}

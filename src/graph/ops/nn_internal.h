@@ -107,4 +107,10 @@ hc_status hc_nn_infer_qlinear_matmul(hc_node *n, hc_error *err);
 hc_status hc_nn_infer_conv_integer(hc_node *n, hc_error *err);
 hc_status hc_nn_infer_qlinear_conv(hc_node *n, hc_error *err);
 #undef NN_DECL
+/* STFT (nn_dft.c): its constants; the lowering (passes/stft.c) uses them too. */
+hc_status hc_nn_stft_params(const hc_node *n, int64_t *step, int64_t *len, int64_t *frames,
+                            hc_error *err);
+hc_status hc_nn_infer_stft(hc_node *n, hc_error *err);
+hc_task *hc_nn_task_stft(hc_arena *a, const hc_node *n, hc_error *err);
+
 #endif

@@ -38,6 +38,7 @@ static const op_versions table[] = {
     V(MATMUL, 1, 9, 13),
     V(EINSUM, 12, 28),
     V(DET, 11, 22),  /* 22: bfloat16 */
+    V(STFT, 17),
     V(DFT, 17, 20),  /* 20: axis an input (default -2) instead of an attribute (default 1) */
     V(RELU, 1, 6, 13, 14),
     V(LEAKY_RELU, 1, 6, 16),
