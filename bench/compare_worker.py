@@ -156,10 +156,12 @@ def make_ov(args, threads):
     print("ops: " + ops, flush=True)
     meta = json.load(open(os.path.join(input_dir, "..", "meta.json")))
     req = compiled.create_infer_request()
-    # the inputs are set once, sharing the arrays' memory (as ORT reads its feeds in place)
-    for name, arr in zip(meta["inputs"], load_inputs(input_dir, meta["inputs"])):
-        req.set_tensor(compiled.input(name),
-                       ov.Tensor(np.ascontiguousarray(arr), shared_memory=True))
+    # the inputs are set once, sharing the arrays' memory (as ORT reads its feeds in place);
+    # the arrays must outlive the request: `keep` holds them (without it they were freed after
+    # this loop and the request read freed memory: BERT's and GPT-2's outputs were wrong)
+    keep = [np.ascontiguousarray(a) for a in load_inputs(input_dir, meta["inputs"])]
+    for name, arr in zip(meta["inputs"], keep):
+        req.set_tensor(compiled.input(name), ov.Tensor(arr, shared_memory=True))
     outs = []  # in meta.json's order (the ONNX graph's), by name where OpenVINO kept it
     for i, name in enumerate(meta["outputs"]):
         try:
@@ -169,6 +171,7 @@ def make_ov(args, threads):
     profiles, executed = [], ov.ProfilingInfo.Status.EXECUTED
 
     def run():
+        assert keep  # the shared input arrays stay alive as long as run does
         req.infer(share_outputs=True)  # no copy: the request's output tensors, read at save
         if perf:
             profiles.append({(p.node_name, p.node_type, p.exec_type):
