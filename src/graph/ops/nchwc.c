@@ -160,24 +160,32 @@ typedef struct conv_ctx {
     hc_var *const *o;
 } conv_ctx;
 
+/* Output pixel (o[2], o[3])'s tap (r[1], r[2]) in the input: whether it lies inside (the
+ * result) and its position clamped into the input (pos), so that the read is in bounds
+ * where a select discards it. Shared by CONV_NCHWC's and CONV_NCHWC_Q8's Tasks. */
+static hc_expr *tap_pos(hc_arena *a, const hc_conv_nchwc_shape *s, hc_var *const *o,
+                        hc_var *const *r, hc_expr **pos) {
+    hc_expr *ok = NULL;
+    const int64_t st[2] = {s->sh, s->sw}, dl[2] = {s->dh, s->dw}, pb[2] = {s->pt, s->pl};
+    const int64_t in[2] = {s->h, s->w};
+    for (int i = 0; i < 2; i++) {
+        hc_expr *p = hc_add(a, hc_mul(a, hc_ref(a, o[2 + i]), hc_int(a, st[i])),
+                            hc_mul(a, hc_ref(a, r[1 + i]), hc_int(a, dl[i])));
+        p = hc_sub(a, p, hc_int(a, pb[i]));
+        hc_expr *inside = hc_and(a, hc_le(a, hc_int(a, 0), p), hc_lt(a, p, hc_int(a, in[i])));
+        ok = ok ? hc_and(a, ok, inside) : inside;
+        pos[i] = hc_min(a, hc_max(a, p, hc_int(a, 0)), hc_int(a, in[i] - 1));
+    }
+    return ok;
+}
+
 /* r = (c, i, j): input channel c (block c / b, lane c % b), tap (i, j) */
 static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
     const conv_ctx *c = vctx;
     const hc_conv_nchwc_shape *s = &c->s;
     hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->block);
     hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
-    hc_expr *pos[2], *ok = NULL;
-    const int64_t st[2] = {s->sh, s->sw}, dl[2] = {s->dh, s->dw}, pb[2] = {s->pt, s->pl};
-    const int64_t in[2] = {s->h, s->w};
-    for (int i = 0; i < 2; i++) {
-        hc_expr *p = hc_add(a, hc_mul(a, hc_ref(a, c->o[2 + i]), hc_int(a, st[i])),
-                            hc_mul(a, hc_ref(a, r[1 + i]), hc_int(a, dl[i])));
-        p = hc_sub(a, p, hc_int(a, pb[i]));
-        hc_expr *inside = hc_and(a, hc_le(a, hc_int(a, 0), p), hc_lt(a, p, hc_int(a, in[i])));
-        ok = ok ? hc_and(a, ok, inside) : inside;
-        /* clamped, so that the read is in bounds where the select discards it */
-        pos[i] = hc_min(a, hc_max(a, p, hc_int(a, 0)), hc_int(a, in[i] - 1));
-    }
+    hc_expr *pos[2], *ok = tap_pos(a, s, c->o, r, pos);
     hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
     hc_expr *wi[6] = {hc_ref(a, c->o[1]), cb, hc_ref(a, r[1]), hc_ref(a, r[2]), l,
                       hc_ref(a, c->o[4])};
@@ -266,17 +274,7 @@ static hc_expr *q8_term(hc_arena *a, hc_var *const *r, void *vctx) {
     const hc_conv_nchwc_shape *s = &c->g;
     hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->block);
     hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
-    hc_expr *pos[2], *ok = NULL;
-    const int64_t st[2] = {s->sh, s->sw}, dl[2] = {s->dh, s->dw}, pb[2] = {s->pt, s->pl};
-    const int64_t in[2] = {s->h, s->w};
-    for (int i = 0; i < 2; i++) {
-        hc_expr *p = hc_add(a, hc_mul(a, hc_ref(a, c->o[2 + i]), hc_int(a, st[i])),
-                            hc_mul(a, hc_ref(a, r[1 + i]), hc_int(a, dl[i])));
-        p = hc_sub(a, p, hc_int(a, pb[i]));
-        hc_expr *inside = hc_and(a, hc_le(a, hc_int(a, 0), p), hc_lt(a, p, hc_int(a, in[i])));
-        ok = ok ? hc_and(a, ok, inside) : inside;
-        pos[i] = hc_min(a, hc_max(a, p, hc_int(a, 0)), hc_int(a, in[i] - 1));
-    }
+    hc_expr *pos[2], *ok = tap_pos(a, s, c->o, r, pos);
     hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
     hc_expr *q = hc_math(a, HC_PRIM_ROUND, hc_mul(a, hc_at(a, c->x, xi), hc_f32(a, c->inv)), NULL);
     hc_expr *u = hc_add(a, hc_cast(a, hc_type_scalar(HC_I32), q), hc_const_num(a, HC_I32, (double)c->z));

@@ -278,7 +278,8 @@ static void copy_rows(nc *g) {
 }
 
 static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr *npix,
-                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol);
+                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol,
+                       hc_expr *const *sv, hc_expr *const *bv);
 
 /* Depthwise: acc[q][o] += X[n, ob[o], pixel q's tap (i, j), :] * W[ob[o], 0, i, j, 0, :]
  * over the taps; a tap outside the image is a masked load of no lanes (zeros) at a clamped
@@ -415,20 +416,7 @@ static void tile_q8(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *
         bv[o] = hc_ref(a, hc_b_declare(g->b, "bias", g->vec,
                                        vcall(g, HC_PRIM_VLOAD, g->vec, 1, addr(g, g->B, 2, ix), 0, 0)));
     }
-    for (int i = 0; i < px; i++) {
-        bool maybe_past = i > 0;
-        if (maybe_past) hc_b_if_begin(g->b, LT(ADD(q0, I(g, i)), npix));
-        for (int o = 0; o < ot; o++) {
-            bool ct = g->chan_tail && o > 0;
-            if (ct) hc_b_if_begin(g->b, LT(ADD(first, I(g, o)), g->b1));
-            hc_expr *v = hc_cast(a, g->vec, hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}));
-            v = vcall(g, HC_PRIM_VFMA, g->vec, 3, v, sv[o], bv[o]);
-            hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, orow[i]), ocol[i], I(g, 0)};
-            vstore(g, addr(g, g->Y, 5, idx), v);
-            if (ct) hc_b_end(g->b);
-        }
-        if (maybe_past) hc_b_end(g->b);
-    }
+    store_tile(g, acc, first, q0, npix, ob, orow, ocol, sv, bv);
 }
 
 /* One register tile: pixels q0 .. q0+px of the item (clamped to its last pixel), output
@@ -481,7 +469,7 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
     hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
     if (s->depthwise) {
         depthwise_taps(g, acc, wv, ob, prow, pcol);
-        store_tile(g, acc, first, q0, npix, ob, orow, ocol);
+        store_tile(g, acc, first, q0, npix, ob, orow, ocol, NULL, NULL);
         return;
     }
     HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
@@ -514,13 +502,15 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
             }
         }
     }
-    store_tile(g, acc, first, q0, npix, ob, orow, ocol);
+    store_tile(g, acc, first, q0, npix, ob, orow, ocol, NULL, NULL);
 }
 
-/* Y[n, ob[o], pixel i] = acc[i][o]: pixels past the item and blocks past the chunk not
+/* Y[n, ob[o], pixel i] = acc[i][o] (int8: S[ob] * f32(acc[i][o]) + B[ob], sv and bv the
+ * S and B vectors; NULL for f32): pixels past the item and blocks past the chunk not
  * stored. */
 static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr *npix,
-                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol) {
+                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol,
+                       hc_expr *const *sv, hc_expr *const *bv) {
     hc_arena *a = g->a;
     int px = g->c->px, ot = g->c->ot;
     bool chan_tail = g->chan_tail;
@@ -530,9 +520,10 @@ static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr 
         for (int o = 0; o < ot; o++) {
             bool ct = chan_tail && o > 0;
             if (ct) hc_b_if_begin(g->b, LT(ADD(first, I(g, o)), g->b1));
+            hc_expr *v = hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)});
+            if (sv) v = vcall(g, HC_PRIM_VFMA, g->vec, 3, hc_cast(a, g->vec, v), sv[o], bv[o]);
             hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, orow[i]), ocol[i], I(g, 0)};
-            vstore(g, addr(g, g->Y, 5, idx),
-                   hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)}));
+            vstore(g, addr(g, g->Y, 5, idx), v);
             if (ct) hc_b_end(g->b);
         }
         if (maybe_past) hc_b_end(g->b);
