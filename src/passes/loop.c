@@ -170,14 +170,24 @@ static hc_status unroll_loop(u_ctx *c, int nformal) {
     return HC_OK;
 }
 
+/* A Scan's counts: Kin scan inputs (num_scan_inputs), Nst states before them, Kout scan
+ * outputs after the Nst final states (Scan-8 and Scan-9 alike). */
+static hc_status scan_counts(u_ctx *c, int nformal, int64_t *Kin, int *Nst, int *Kout) {
+    hc_node *n = c->n;
+    *Kin = hc_node_attr_int(n, "num_scan_inputs", -1);
+    *Nst = nformal - (int)*Kin;
+    if (*Kin < 1 || *Nst < 0 || *Nst > n->noutputs)
+        return hc_node_fail(n, HC_ERR_INVALID, c->err, "num_scan_inputs %lld does not fit %d inputs",
+                            (long long)*Kin, nformal);
+    *Kout = n->noutputs - *Nst;
+    return HC_OK;
+}
+
 static hc_status unroll_scan(u_ctx *c, int nformal) {
     hc_node *n = c->n;
-    int64_t Kin = hc_node_attr_int(n, "num_scan_inputs", -1);
-    int Nst = nformal - (int)Kin;
-    if (Kin < 1 || Nst < 0 || Nst > n->noutputs)
-        return hc_node_fail(n, HC_ERR_INVALID, c->err, "num_scan_inputs %lld does not fit %d inputs",
-                            (long long)Kin, nformal);
-    int Kout = n->noutputs - Nst, cnt;
+    int64_t Kin;
+    int Nst, Kout, cnt;
+    if (scan_counts(c, nformal, &Kin, &Nst, &Kout)) return c->err->status;
     const int64_t *ia = hc_node_attr_ints(n, "scan_input_axes", &cnt);
     if (ia && cnt != Kin) return hc_node_fail(n, HC_ERR_INVALID, c->err, "scan_input_axes length");
     const int64_t *id = hc_node_attr_ints(n, "scan_input_directions", &cnt);
@@ -250,12 +260,9 @@ static hc_tensor *take(u_ctx *c, hc_tensor *x, int64_t i) {
  * sequence_lens (the importer's attribute) must be T for every entry. */
 static hc_status unroll_scan8(u_ctx *c, int nformal) {
     hc_node *n = c->n;
-    int64_t Kin = hc_node_attr_int(n, "num_scan_inputs", -1);
-    int Nst = nformal - (int)Kin;
-    if (Kin < 1 || Nst < 0 || Nst > n->noutputs)
-        return hc_node_fail(n, HC_ERR_INVALID, c->err, "num_scan_inputs %lld does not fit %d inputs",
-                            (long long)Kin, nformal);
-    int Kout = n->noutputs - Nst, cnt;
+    int64_t Kin;
+    int Nst, Kout, cnt;
+    if (scan_counts(c, nformal, &Kin, &Nst, &Kout)) return c->err->status;
     const int64_t *dir = hc_node_attr_ints(n, "directions", &cnt);
     if (dir && cnt != Kin) return hc_node_fail(n, HC_ERR_INVALID, c->err, "directions length");
     int64_t B = -1, T = -1;
