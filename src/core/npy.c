@@ -26,14 +26,16 @@ static const char *dtype_code(hc_dtype t) {
 
 /* Saturates at INT64_MAX (dimensions up to 2^48 each: their product overflows int64; the
  * npy fuzzer found it), which no file's data size matches. */
-int64_t hc_npy_numel(const hc_npy *n) {
+static int64_t shape_numel(int ndim, const int64_t *shape) {
     int64_t k = 1;
-    for (int i = 0; i < n->ndim; i++) {
-        if (n->shape[i] == 0) return 0;
-        if (__builtin_mul_overflow(k, n->shape[i], &k)) k = INT64_MAX;
-    }
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (__builtin_mul_overflow(k, shape[i], &k)) return INT64_MAX;
     return k;
 }
+
+int64_t hc_npy_numel(const hc_npy *n) { return shape_numel(n->ndim, n->shape); }
 
 void hc_npy_free(hc_npy *n) {
     free(n->data);
@@ -228,15 +230,22 @@ char *hc_npy_encode(hc_dtype dtype, int ndim, const int64_t *shape, const void *
         hc_error_set(err, HC_ERR_INVALID, "npy: %d dimensions (at most %d)", ndim, HC_MAX_DIMS);
         return NULL;
     }
+    /* a zero dimension anywhere makes the array empty, whatever the others (the npy
+     * fuzzer found (2^48, 2^48, 0): multiplying in order overflowed before the 0) */
+    int64_t numel = shape_numel(ndim, shape);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0) numel = -1;
+    if (numel < 0 || numel == INT64_MAX ||
+        (uint64_t)numel > SIZE_MAX / 2 / (size_t)hc_dtype_size(dtype)) {
+        hc_error_set(err, HC_ERR_INVALID, "npy: shape of %d dimensions has no valid size", ndim);
+        return NULL;
+    }
     hc_sb h;
     hc_sb_init(&h);
     char order = hc_dtype_size(dtype) == 1 ? '|' : '<';
     hc_sb_printf(&h, "{'descr': '%c%s', 'fortran_order': False, 'shape': (", order, code);
-    int64_t numel = 1;
-    for (int i = 0; i < ndim; i++) {
+    for (int i = 0; i < ndim; i++)
         hc_sb_printf(&h, "%lld%s", (long long)shape[i], ndim == 1 ? "," : i + 1 < ndim ? ", " : "");
-        numel *= shape[i];
-    }
     hc_sb_puts(&h, "), }");
     /* pad with spaces so that the data starts on a 64-byte boundary; end with '\n' */
     int lenbytes = h.len + 1 + 10 > 65535 ? 4 : 2;
