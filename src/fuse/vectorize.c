@@ -106,6 +106,18 @@ static hc_expr *as_vec(vec *v, hc_expr *e, bool isvec) {
     return hc_call3(v->a, HC_PRIM_VBROADCAST, v->vt, 1, e, NULL, NULL);
 }
 
+/* The range of an integer type of at most 16 bits (i32 lanes and f32 hold all its values
+ * exactly; an i32's limits are not f32 values). */
+static bool int_range(hc_dtype t, double *lo, double *hi) {
+    switch (t) {
+    case HC_I8: *lo = -128, *hi = 127; return true;
+    case HC_U8: *lo = 0, *hi = 255; return true;
+    case HC_I16: *lo = -32768, *hi = 32767; return true;
+    case HC_U16: *lo = 0, *hi = 65535; return true;
+    default: return false;
+    }
+}
+
 static bool uses_lane(vec *v, const hc_expr *e) {
     return hc_expr_mentions(e, v->L) || (v->vs && hc_expr_mentions(e, v->vs));
 }
@@ -196,10 +208,28 @@ static hc_expr *vectorize(vec *v, hc_expr *e, bool *isvec) {
         *isvec = true;
         return hc_select(a, c, as_vec(v, t, vt), as_vec(v, f, vf));
     }
-    case HC_E_CAST:
-        if (!hc_type_is_scalar(e->type, HC_F32) || !hc_type_is_scalar(e->u.cast.a->type, HC_F32))
+    case HC_E_CAST: {
+        if (!hc_type_is_scalar(e->type, HC_F32)) break;
+        const hc_expr *in = e->u.cast.a;
+        if (hc_type_is_scalar(in->type, HC_F32)) return vectorize(v, (hc_expr *)in, isvec);
+        /* f32(T(x)) with x f32 and T an integer type of at most 16 bits: the quantize /
+         * dequantize chain of a QDQ epilogue (round, clamp, cast to i8/u8, back to f32).
+         * As vectors: x saturated to T's range, truncated through i32 lanes and converted
+         * back; the same value as the scalar casts wherever those are defined (x within T's
+         * range, as QuantizeLinear's clamp makes it). */
+        double lo, hi;
+        if (in->kind != HC_E_CAST || in->type->kind != HC_TY_SCALAR ||
+            !hc_type_is_scalar(in->u.cast.a->type, HC_F32) || !int_range(in->type->dtype, &lo, &hi))
             break;
-        return vectorize(v, e->u.cast.a, isvec);
+        bool vx;
+        hc_expr *x = vectorize(v, in->u.cast.a, &vx);
+        if (v->bad) return e;
+        if (!vx) return hc_cast(a, e->type, hc_cast(a, in->type, x));
+        x = hc_max(a, hc_min(a, x, as_vec(v, hc_f32(a, (float)hi), false)),
+                   as_vec(v, hc_f32(a, (float)lo), false));
+        *isvec = true;
+        return hc_cast(a, v->vt, hc_cast(a, hc_type_vector(a, HC_I32, v->lanes), x));
+    }
     case HC_E_CALL: {
         hc_prim p = e->u.call.prim;
         if (hc_prim_is_vector(p) || p == HC_PRIM_ISNAN || p == HC_PRIM_ISINF) break;
