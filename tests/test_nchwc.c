@@ -1886,6 +1886,42 @@ static void test_conv_q8(void) {
     hc_graph_free(g);
 }
 
+/* The default register tile follows the target's registers (an injected ISA, not the
+ * host): with 16 (AVX2) 3 x 4 where 3 divides the output blocks, 2 x 6 where it does not
+ * (4 x 2, 8 accumulators, was the old default there), with 32 (AVX-512) 4 x 6 where 4
+ * divides them, 3 x 9 where only 3 does; depthwise 12 chains (3 x 4, 4 x 3). Every
+ * default tile fits. */
+static void test_default_tiles(void) {
+    static const struct {
+        hc_isa isa;
+        int64_t mb;
+        bool dw;
+        int ot, px;
+    } want[] = {
+        {HC_ISA_AVX2, 48, false, 3, 4},  {HC_ISA_AVX2, 8, false, 2, 6},
+        {HC_ISA_AVX2, 4, false, 2, 6},   {HC_ISA_AVX2, 1, false, 1, 14},
+        {HC_ISA_AVX2, 18, true, 3, 4},   {HC_ISA_AVX2, 8, true, 2, 6},
+        {HC_ISA_AVX512, 24, false, 4, 6}, {HC_ISA_AVX512, 6, false, 3, 9},
+        {HC_ISA_AVX512, 2, false, 2, 14}, {HC_ISA_AVX512, 36, true, 4, 3},
+        {HC_ISA_AVX512, 6, true, 3, 4},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
+        const hc_target *tg = hc_target_cpu_emit_only(want[i].isa);
+        int b = hc_target_f32_lanes(tg);
+        int64_t cb = want[i].dw ? want[i].mb : 5, k = want[i].dw ? 3 : 1;
+        hc_conv_nchwc_shape s = {.n = 1, .cb = cb, .h = 14, .w = 14, .mb = want[i].mb,
+                                 .kh = k, .kw = k, .sh = 1, .sw = 1, .dh = 1, .dw = 1,
+                                 .pt = k / 2, .pl = k / 2, .pb = k / 2, .pr = k / 2,
+                                 .oh = 14, .ow = 14, .block = b, .depthwise = want[i].dw};
+        hc_conv_nchwc_config c = hc_conv_nchwc_default_config(tg, &s);
+        CHECK_MSG(c.ot == want[i].ot && c.px == want[i].px,
+                  "default tile %zu (%s, mb %lld%s): %d x %d, want %d x %d", i, tg->name,
+                  (long long)want[i].mb, want[i].dw ? ", depthwise" : "", c.ot, c.px,
+                  want[i].ot, want[i].px);
+        CHECK(hc_conv_nchwc_tile_fits(tg, c.px, c.ot));
+    }
+}
+
 int main(void) {
     setenv("HIDETC_VERIFY", "1", 1);
     signal(SIGSEGV, on_fault);
@@ -1906,6 +1942,7 @@ int main(void) {
     test_conv_q8();
     test_contract_checker();
     test_space();
+    test_default_tiles();
     test_conv_errors();
     const hc_target *host = hc_target_host();
     for (size_t i = 0; i < HC_ARRAY_LEN(conv_cases); i++) run_conv_case(&conv_cases[i], host, 2);

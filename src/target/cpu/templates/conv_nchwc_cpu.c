@@ -139,16 +139,39 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
     fit_rows_to_l2(t, s, c);
 }
 
+/* The register tile of the default config: ot output blocks x px pixels, from the
+ * target's vector registers (px * ot accumulators + ot weight vectors + 1 broadcast).
+ *
+ * Dense: the tile with the most FMAs per load (px * ot / (px + ot): each inner step
+ * loads ot weight vectors and px broadcasts for px * ot FMAs), weighted by the square of
+ * the fraction of the computed blocks that are real (a group of ot blocks overhanging mb
+ * computes clamped copies), at most 4 blocks and 14 pixels; on ties the wider ot. With 32
+ * registers that is 4 x 6 (24 accumulators, measured with bench/nchwc_1x1.c) where 4
+ * divides mb, 3 x 9 where 3 does; with 16 (AVX2) 3 x 4, or 2 x 6 where 3 does not divide
+ * mb: the tiles that `--tune 2` picks for MobileNet-V2's 1x1 convs on AVX2 (the former
+ * default, 4 x 2, had 8 accumulators).
+ * Depthwise: every tap is a load per FMA, so the tile only needs enough independent FMA
+ * chains: 12 (3 x 4 with 16 registers, 4 x 3 with 32: the tuner's picks on both), the
+ * widest ot that fits, the same waste weighting. */
+static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int *px_out,
+                         int *ot_out) {
+    int regs = t->caps.num_regs > 0 ? t->caps.num_regs : 16;
+    double best = -1;
+    int bpx = 1, bot = 1;
+    for (int ot = (int)HC_MIN(s->mb, 4); ot >= 1; ot--) {
+        int px = s->depthwise ? 12 / ot : HC_MIN((regs - ot - 1) / ot, 14);
+        if (px < 1 || !hc_conv_nchwc_tile_fits(t, px, ot)) continue;
+        double used = (double)s->mb / (double)(hc_cdiv(s->mb, ot) * ot);
+        double score = (s->depthwise ? 1.0 : (double)(px * ot) / (px + ot)) * used * used;
+        if (score > best + 1e-9) best = score, bpx = px, bot = ot;
+    }
+    *px_out = bpx, *ot_out = bot;
+}
+
 hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
                                                   const hc_conv_nchwc_shape *s) {
     hc_conv_nchwc_config c = {.lanes = hc_target_f32_lanes(t)};
-    /* 4 output blocks x 6 pixels (24 accumulators, measured with bench/nchwc_1x1.c);
-     * fewer output blocks: more pixels */
-    c.ot = (int)HC_MIN(s->mb, 4);
-    c.px = (t->caps.num_regs - c.ot - 1) / c.ot;
-    if (c.px > 14) c.px = 14;
-    if (s->depthwise) c.ot = 1, c.px = 8; /* loads bound it: 8 independent FMA chains */
-    if (c.px < 1) c.px = 1;
+    default_tile(t, s, &c.px, &c.ot);
     int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->kh * s->kw *
                    (s->depthwise ? 1 : s->cb * s->block);
     c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->caps.num_cores, 1);
