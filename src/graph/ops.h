@@ -205,6 +205,7 @@
     /* internal ops produced by graph passes */                                               \
     X(IM2COL,                    "",                           1, 1, 1, 1, INJECTIVE)         \
     X(ATTENTION_CORE,            "",                           1, 3, 1, 1, REDUCE)            \
+    X(ATTENTION_FUSED,           "",                           3, 5, 1, 1, ANCHOR)            \
     X(IF_SELECT,                 "",                           3, 3, 1, 1, INJECTIVE)         \
     X(WINO_INPUT,                "",                           1, 1, 1, 1, ANCHOR)            \
     X(WINO_OUTPUT,               "",                           1, 1, 1, 1, ANCHOR)            \

@@ -5,11 +5,18 @@
  * of Q as [B, Hkv, grp * Sq, D] (so both products are the matmul template's, K's transpose and
  * the scalings fused into it), a bool mask made 0 / -inf and padded with -inf to the total
  * sequence, P = ATTENTION_CORE(S, mask, nonpad), Y = P @ V (P viewed the same way); one more
- * ATTENTION_CORE for qk_matmul_output when that output is wanted. */
+ * ATTENTION_CORE for qk_matmul_output when that output is wanted.
+ *
+ * Where the target has a template for ATTENTION_FUSED that takes the node (the CPU's, for
+ * f32: src/target/cpu/templates/attention_cpu.c), Y is instead one ATTENTION_FUSED(Q, K, V,
+ * mask, nonpad) node: one kernel, no score matrix in memory (the scores of qk_matmul_output,
+ * when wanted, still take the two-kernel path above). GPU targets keep the three kernels:
+ * their auto-scheduler would run the fused op's Task as one unblocked kernel. */
 #include <math.h>
 #include <string.h>
 
 #include "passes/pass_util.h"
+#include "target/target.h"
 
 typedef hc_rewrite a_ctx;
 
@@ -18,7 +25,9 @@ static const char *fresh(a_ctx *c, const char *suffix) { return hc_rw_fresh(c, s
 static hc_tensor *emit(a_ctx *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
                        const hc_attr *attrs) {
     for (int i = 0; i < nin; i++)
-        if (!in[i] && !(op == HC_OPK_ATTENTION_CORE && i >= 1)) return NULL;
+        if (!in[i] && !(op == HC_OPK_ATTENTION_CORE && i >= 1) &&
+            !(op == HC_OPK_ATTENTION_FUSED && i >= 3))
+            return NULL;
     hc_node *m = hc_pass_add_node(c->g, op, fresh(c, "a"), nin, in, nattrs, attrs, c->err);
     return m ? m->outputs[0] : NULL;
 }
@@ -77,7 +86,20 @@ static hc_tensor *bias_of(a_ctx *c, hc_tensor *mask, hc_dtype dt, int64_t T) {
 
 static hc_status replace(a_ctx *c, int i, hc_tensor *y) { return hc_rw_replace(c, i, y); }
 
-static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
+/* Y as one ATTENTION_FUSED node where the target's template takes it, else NULL (a node
+ * the template refuses is left unused: remove_dead drops it). */
+static hc_tensor *fused(a_ctx *c, const hc_target *target, hc_tensor *const *in, int nattrs,
+                        const hc_attr *attrs) {
+    const hc_template *tp = hc_target_template(target, HC_OPK_ATTENTION_FUSED);
+    if (!tp || !tp->space || in[0]->dtype != HC_F32) return NULL;
+    int nin = in[4] ? 5 : in[3] ? 4 : 3;
+    hc_node *m = hc_pass_add_node(c->g, HC_OPK_ATTENTION_FUSED, fresh(c, "a"), nin, in, nattrs,
+                                  attrs, c->err);
+    if (!m) return NULL;
+    return tp->space(m, target, 0) > 0 ? m->outputs[0] : NULL;
+}
+
+static hc_status lower_one(hc_graph *g, hc_node *n, const hc_target *target, hc_error *err) {
     a_ctx c = {.g = g, .n = n, .err = err};
     hc_tensor *in[7] = {NULL};
     for (int i = 0; i < n->ninputs && i < 7; i++) in[i] = n->inputs[i];
@@ -121,7 +143,18 @@ static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
     };
     hc_tensor *core[3] = {scores, bias, in[6]};
     int ncore = in[6] ? 3 : bias ? 2 : 1;
+    hc_tensor *fy = NULL;
     if (n->outputs[0]) {
+        hc_attr fa[6] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = scale}, at[0], at[1],
+                         at[2], at[3], at[4]};
+        hc_tensor *fin[5] = {q, k, v, bias, in[6]};
+        fy = fused(&c, target, fin, 6, fa);
+        if (!fy && err->status != HC_OK) return err->status;
+    }
+    if (fy) {
+        if (three) fy = reshape(&c, transpose0213(&c, fy), 3, (int64_t[]){B, Sq, Hq * Dv});
+        if (replace(&c, 0, fy)) return err->status;
+    } else if (n->outputs[0]) {
         hc_tensor *p = emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, 6, at);
         hc_tensor *pv[2] = {reshape(&c, p, 4, (int64_t[]){B, Hk, grp * Sq, T}), v};
         hc_tensor *y = reshape(&c, emit(&c, HC_OPK_MATMUL, 2, pv, 0, NULL), 4,
@@ -137,8 +170,24 @@ static hc_status lower_one(hc_graph *g, hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-static bool is_attention(const hc_node *n) { return n->op == HC_OPK_ATTENTION; }
-
 hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err) {
-    return hc_pass_lower_each(g, is_attention, lower_one, err);
+    return hc_pass_lower_attention_with(g, NULL, err);
+}
+
+hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *opt,
+                                       hc_error *err) {
+    const hc_target *target = opt && opt->target ? opt->target : hc_target_default();
+    size_t n0 = g->nodes.len;
+    bool any = false;
+    for (size_t k = 0; k < n0; k++) {
+        hc_node *n = g->nodes.data[k];
+        if (n->op != HC_OPK_ATTENTION) continue;
+        hc_status st = lower_one(g, n, target, err);
+        if (st != HC_OK) return st;
+        any = true;
+    }
+    if (!any) return HC_OK;
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
 }

@@ -74,6 +74,10 @@ hc_status hc_pass_lower_stft(hc_graph *g, hc_error *err);
 hc_status hc_pass_lower_training(hc_graph *g, hc_error *err);
 /* ONNX Attention brought to the fused ATTENTION_CORE op (src/passes/attention.c). */
 hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err);
+/* The same for opt->target (NULL: the default target): Y as one ATTENTION_FUSED node where
+ * that target's template takes it. */
+hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *opt,
+                                       hc_error *err);
 /* BatchNormalization with training_mode=1 rewritten into reductions (batchnorm.c). */
 hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err);
 /* Loop or Scan node n unrolled into g by the importer's body hook (src/passes/loop.c): the

@@ -87,7 +87,7 @@ hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc
     if (st == HC_OK) st = check(g, "lower_losses", hc_pass_lower_losses(g, err), err);
     if (st == HC_OK) st = check(g, "lower_stft", hc_pass_lower_stft(g, err), err);
     if (st == HC_OK) st = check(g, "lower_training", hc_pass_lower_training(g, err), err);
-    if (st == HC_OK) st = check(g, "lower_attention", hc_pass_lower_attention(g, err), err);
+    if (st == HC_OK) st = check(g, "lower_attention", hc_pass_lower_attention_with(g, opt, err), err);
     if (st == HC_OK)
         st = check(g, "lower_batchnorm_training", hc_pass_lower_batchnorm_training(g, err), err);
     if (st == HC_OK) st = check(g, "simplify", hc_pass_simplify(g, err), err);

@@ -17,6 +17,7 @@ const hc_op_def hc_ops_nn[] = {
     {HC_OPK_ROTARY_EMBEDDING, hc_nn_infer_rotary, hc_nn_task_rotary},
     {HC_OPK_ATTENTION, hc_nn_infer_attention, hc_nn_task_attention},
     {HC_OPK_ATTENTION_CORE, hc_nn_infer_attention_core, hc_nn_task_attention_core},
+    {HC_OPK_ATTENTION_FUSED, hc_nn_infer_attention_fused, hc_nn_task_attention_fused},
     {HC_OPK_RNN, hc_nn_infer_rnn, hc_nn_task_rnn},
     {HC_OPK_GRU, hc_nn_infer_rnn, hc_nn_task_rnn},
     {HC_OPK_LSTM, hc_nn_infer_rnn, hc_nn_task_rnn},

@@ -204,6 +204,79 @@ static void map4(hc_arena *a, hc_var **ax) {
     for (int d = 0; d < 4; d++) ax[d] = hc_axis(a, "i");
 }
 
+/* The attention probabilities (or, with mode >= 0, the qk_matmul_output of that mode) of
+ * the scores s [B, Hq, Sq, T]: softcapped, biased and masked, softmax over the keys. In
+ * the compute type; `pname` names P. */
+static hc_tnode *core_of(att *t, const hc_tnode *s, double softcap, int64_t mode,
+                         const char *pname, hc_error *err) {
+    hc_arena *a = t->a;
+    const int64_t *shape = s->shape;
+    hc_var *ax[4];
+    /* the scores in the compute type, softcapped */
+    map4(a, ax);
+    hc_expr *sv = to_ct(t, hc_at_axes(a, s, ax));
+    if (softcap > 0)
+        sv = hc_mul(a, hc_math(a, HC_PRIM_TANH, hc_div(a, sv, cnum(t, softcap)), NULL),
+                    cnum(t, softcap));
+    hc_tnode *sc = hc_compute_with_axes(a, "capped", 4, shape, ax, sv);
+    /* z = scores + bias; the bias's own row maximum tells a fully masked row */
+    bool any_bias = t->bias || t->np || t->causal || t->left >= 0 || t->right >= 0;
+    hc_tnode *bias = NULL, *z = sc;
+    if (any_bias) {
+        map4(a, ax);
+        bias = hc_compute_with_axes(a, "bias", 4, shape, ax,
+                                    bias_at(t, hc_ref(a, ax[0]), hc_ref(a, ax[1]),
+                                            hc_ref(a, ax[2]), hc_ref(a, ax[3])));
+        z = hc_compute_binop(a, "z", HC_OP_ADD, sc, bias, err);
+        if (!z) return NULL;
+    }
+    if (mode == 0 || mode == 1) return sc;
+    if (mode == 2) return z;
+    /* per row: safe = (max == -inf ? 0 : max); e = exp(z - safe); rinv = (fully
+     * masked ? 0 : 1 / (sum == 0 ? 1 : sum)); p = e * rinv. The row values are nodes
+     * of their own (materialized: read once per key), so the loops over the keys are
+     * the plain vector loops of a softmax. */
+    hc_tnode *m = hc_compute_reduce(a, "max", z, 1, (int[]){3}, true, HC_REDUCE_MAX, err);
+    if (!m) return NULL;
+    const int64_t rshape[4] = {shape[0], shape[1], shape[2], 1};
+    map4(a, ax);
+    /* max(max, lowest finite): the reference's 0 for a row of -inf gives the same 0s
+     * (every exp is exp(-inf)), without a select over a load */
+    double lowest = t->ct->dtype == HC_F64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
+    hc_tnode *safe = hc_compute_with_axes(a, "safe_max", 4, rshape, ax,
+                                          hc_max(a, hc_at_axes(a, m, ax), cnum(t, lowest)));
+    map4(a, ax);
+    hc_expr *row[4] = {hc_ref(a, ax[0]), hc_ref(a, ax[1]), hc_ref(a, ax[2]), hc_int(a, 0)};
+    hc_tnode *e = hc_compute_with_axes(
+        a, "exp", 4, shape, ax,
+        hc_math(a, HC_PRIM_EXP, hc_sub(a, hc_at_axes(a, z, ax), hc_at(a, safe, row)), NULL));
+    hc_tnode *l = hc_compute_reduce(a, "sum", e, 1, (int[]){3}, true, HC_REDUCE_SUM, err);
+    if (!l) return NULL;
+    map4(a, ax);
+    /* 1 / (sum == 0 ? 1 : sum), as sum + (sum == 0); sum is 0 or in [1, T] */
+    hc_expr *lv = hc_at_axes(a, l, ax);
+    hc_expr *r = hc_div(a, cnum(t, 1), hc_add(a, lv, hc_cast(a, t->ct, hc_eq(a, lv, cnum(t, 0)))));
+    if (any_bias) {
+        hc_tnode *bm = hc_compute_reduce(a, "bmax", bias, 1, (int[]){3}, true, HC_REDUCE_MAX, err);
+        if (!bm) return NULL;
+        hc_expr *bv = hc_at_axes(a, bm, ax);
+        hc_expr *dead = hc_and(a, hc_math(a, HC_PRIM_ISINF, bv, NULL), hc_lt(a, bv, cnum(t, 0)));
+        r = hc_mul(a, r, hc_select(a, dead, cnum(t, 0), cnum(t, 1))); /* r is finite */
+    }
+    hc_tnode *rinv = hc_compute_with_axes(a, "rinv", 4, rshape, ax, r);
+    map4(a, ax);
+    hc_expr *prow[4] = {hc_ref(a, ax[0]), hc_ref(a, ax[1]), hc_ref(a, ax[2]), hc_int(a, 0)};
+    hc_expr *pv = hc_mul(a, hc_at_axes(a, e, ax), hc_at(a, rinv, prow));
+    return hc_compute_with_axes(a, pname, 4, shape, ax, pv);
+}
+
+/* The attributes the core shares with the fused op. */
+static void att_attrs(att *t, const hc_node *n) {
+    t->causal = hc_node_attr_int(n, "causal", 0) != 0;
+    t->offset = hc_node_attr_int(n, "offset", 0);
+    t->left = hc_node_attr_int(n, "left", -1), t->right = hc_node_attr_int(n, "right", -1);
+}
+
 hc_task *hc_nn_task_attention_core(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
@@ -215,75 +288,98 @@ hc_task *hc_nn_task_attention_core(hc_arena *a, const hc_node *n, hc_error *err)
     hc_dtype dt = s->dtype;
     t.ct = hc_type_scalar(dt == HC_F64 ? HC_F64 : HC_F32);
     t.Sq = s->shape[2];
-    double softcap = hc_node_attr_float(n, "softcap", 0);
-    t.causal = hc_node_attr_int(n, "causal", 0) != 0;
-    t.offset = hc_node_attr_int(n, "offset", 0);
-    t.left = hc_node_attr_int(n, "left", -1), t.right = hc_node_attr_int(n, "right", -1);
+    att_attrs(&t, n);
     int64_t mode = hc_node_attr_int(n, "qk_mode", -1);
-    const int64_t *shape = s->shape;
-    hc_var *ax[4];
-    /* the scores in the compute type, softcapped */
-    map4(a, ax);
-    hc_expr *sv = to_ct(&t, hc_at_axes(a, s, ax));
-    if (softcap > 0)
-        sv = hc_mul(a, hc_math(a, HC_PRIM_TANH, hc_div(a, sv, cnum(&t, softcap)), NULL),
-                    cnum(&t, softcap));
-    hc_tnode *sc = hc_compute_with_axes(a, "capped", 4, shape, ax, sv);
-    /* z = scores + bias; the bias's own row maximum tells a fully masked row */
-    bool any_bias = t.bias || t.np || t.causal || t.left >= 0 || t.right >= 0;
-    hc_tnode *bias = NULL, *z = sc;
-    if (any_bias) {
-        map4(a, ax);
-        bias = hc_compute_with_axes(a, "bias", 4, shape, ax,
-                                    bias_at(&t, hc_ref(a, ax[0]), hc_ref(a, ax[1]),
-                                            hc_ref(a, ax[2]), hc_ref(a, ax[3])));
-        z = hc_compute_binop(a, "z", HC_OP_ADD, sc, bias, err);
-        if (!z) return NULL;
-    }
-    hc_tnode *out;
-    if (mode == 0 || mode == 1) out = sc;
-    else if (mode == 2) out = z;
-    else {
-        /* per row: safe = (max == -inf ? 0 : max); e = exp(z - safe); rinv = (fully
-         * masked ? 0 : 1 / (sum == 0 ? 1 : sum)); p = e * rinv. The row values are nodes
-         * of their own (materialized: read once per key), so the loops over the keys are
-         * the plain vector loops of a softmax. */
-        hc_tnode *m = hc_compute_reduce(a, "max", z, 1, (int[]){3}, true, HC_REDUCE_MAX, err);
-        if (!m) return NULL;
-        const int64_t rshape[4] = {shape[0], shape[1], shape[2], 1};
-        map4(a, ax);
-        /* max(max, lowest finite): the reference's 0 for a row of -inf gives the same 0s
-         * (every exp is exp(-inf)), without a select over a load */
-        double lowest = t.ct->dtype == HC_F64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
-        hc_tnode *safe = hc_compute_with_axes(a, "safe_max", 4, rshape, ax,
-                                              hc_max(a, hc_at_axes(a, m, ax), cnum(&t, lowest)));
-        map4(a, ax);
-        hc_expr *row[4] = {hc_ref(a, ax[0]), hc_ref(a, ax[1]), hc_ref(a, ax[2]), hc_int(a, 0)};
-        hc_tnode *e = hc_compute_with_axes(
-            a, "exp", 4, shape, ax,
-            hc_math(a, HC_PRIM_EXP, hc_sub(a, hc_at_axes(a, z, ax), hc_at(a, safe, row)), NULL));
-        hc_tnode *l = hc_compute_reduce(a, "sum", e, 1, (int[]){3}, true, HC_REDUCE_SUM, err);
-        if (!l) return NULL;
-        map4(a, ax);
-        /* 1 / (sum == 0 ? 1 : sum), as sum + (sum == 0); sum is 0 or in [1, T] */
-        hc_expr *lv = hc_at_axes(a, l, ax);
-        hc_expr *r = hc_div(a, cnum(&t, 1), hc_add(a, lv, hc_cast(a, t.ct, hc_eq(a, lv, cnum(&t, 0)))));
-        if (any_bias) {
-            hc_tnode *bm = hc_compute_reduce(a, "bmax", bias, 1, (int[]){3}, true, HC_REDUCE_MAX, err);
-            if (!bm) return NULL;
-            hc_expr *bv = hc_at_axes(a, bm, ax);
-            hc_expr *dead = hc_and(a, hc_math(a, HC_PRIM_ISINF, bv, NULL), hc_lt(a, bv, cnum(&t, 0)));
-            r = hc_mul(a, r, hc_select(a, dead, cnum(&t, 0), cnum(&t, 1))); /* r is finite */
-        }
-        hc_tnode *rinv = hc_compute_with_axes(a, "rinv", 4, rshape, ax, r);
-        map4(a, ax);
-        hc_expr *prow[4] = {hc_ref(a, ax[0]), hc_ref(a, ax[1]), hc_ref(a, ax[2]), hc_int(a, 0)};
-        hc_expr *pv = hc_mul(a, hc_at_axes(a, e, ax), hc_at(a, rinv, prow));
-        out = hc_compute_with_axes(a, dt == t.ct->dtype ? n->outputs[0]->name : "probs", 4,
-                                   shape, ax, pv);
-    }
+    hc_tnode *out = core_of(&t, s, hc_node_attr_float(n, "softcap", 0), mode,
+                            dt == t.ct->dtype ? n->outputs[0]->name : "probs", err);
+    if (!out) return NULL;
     hc_tnode *y = out->dtype == dt && mode == 3 ? out
                   : out->dtype == dt && mode < 0 ? out
                                                  : hc_compute_cast(a, n->outputs[0]->name, out, dt);
+    return hc_node_task(a, n, nin, in, 1, &y);
+}
+
+/* ---- ATTENTION_FUSED ------------------------------------------------------------------ */
+hc_status hc_nn_infer_attention_fused(hc_node *n, hc_error *err) {
+    const hc_tensor *q = hc_nn_in(n, 0), *k = hc_nn_in(n, 1), *v = hc_nn_in(n, 2);
+    const hc_tensor *bias = hc_nn_in(n, 3), *np = hc_nn_in(n, 4);
+    if (!q || !k || !v || q->ndim != 4 || k->ndim != 4 || v->ndim != 4 ||
+        !hc_dtype_is_float(q->dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "Q, K and V must be 4-D floats of one dtype");
+    int64_t B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2], D = q->shape[3];
+    int64_t Hk = k->shape[1], T = k->shape[2];
+    if (k->shape[0] != B || v->shape[0] != B || v->shape[1] != Hk || v->shape[2] != T ||
+        k->shape[3] != D || Hk <= 0 || Hq % Hk)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "K [%lld, %lld, %lld, %lld] and V do not fit "
+                            "Q [%lld, %lld, %lld, %lld]", (long long)k->shape[0],
+                            (long long)Hk, (long long)T, (long long)k->shape[3], (long long)B,
+                            (long long)Hq, (long long)Sq, (long long)D);
+    const int64_t full[4] = {B, Hq, Sq, T};
+    if (bias) {
+        bool ok = bias->ndim == 4 && bias->dtype == q->dtype;
+        for (int d = 0; ok && d < 4; d++) ok = bias->shape[d] == 1 || bias->shape[d] == full[d];
+        if (!ok) return hc_node_fail(n, HC_ERR_INVALID, err, "bias must broadcast to the scores");
+    }
+    if (np && (np->ndim != 1 || np->shape[0] != B || np->dtype != HC_I64))
+        return hc_node_fail(n, HC_ERR_INVALID, err, "nonpad must be i64 [%lld]", (long long)B);
+    hc_node_set_output(n, 0, q->dtype, 4, (int64_t[]){B, Hq, Sq, v->shape[3]});
+    return HC_OK;
+}
+
+typedef struct fused_ctx {
+    const att *t;
+    const hc_tnode *x, *y; /* the product's operands: Q and K, or P and V */
+    int64_t grp;           /* query heads per KV head */
+    int64_t len;           /* the reduced extent */
+    bool second;           /* P @ V (else Q K^T) */
+    double scale;          /* of Q K^T */
+    hc_var *const *o;      /* the output axes */
+} fused_ctx;
+
+/* Q[b, h, i, r] * K[b, h / grp, j, r], or P[b, h, i, r] * V[b, h / grp, r, e]. */
+static hc_expr *fused_term(hc_arena *a, hc_var *const *r, void *vctx) {
+    const fused_ctx *c = vctx;
+    hc_expr *b = hc_ref(a, c->o[0]), *h = hc_ref(a, c->o[1]), *i = hc_ref(a, c->o[2]);
+    hc_expr *j = hc_ref(a, c->o[3]), *k = hc_ref(a, r[0]);
+    hc_expr *kh = hc_div(a, h, hc_int(a, c->grp));
+    hc_expr *x = to_ct(c->t, hc_at(a, c->x, (hc_expr *[]){b, h, i, k}));
+    hc_expr *y = c->second ? hc_at(a, c->y, (hc_expr *[]){b, kh, k, j})
+                           : hc_at(a, c->y, (hc_expr *[]){b, kh, j, k});
+    return hc_mul(a, x, to_ct(c->t, y));
+}
+
+static hc_expr *fused_out(hc_arena *a, hc_var *const *axes, void *vctx) {
+    fused_ctx *c = vctx;
+    c->o = axes;
+    hc_expr *sum = hc_reduce_expr(a, 1, &c->len, fused_term, c, HC_REDUCE_SUM);
+    return c->second ? sum : hc_mul(a, sum, cnum(c->t, c->scale));
+}
+
+/* Y = softmax-core(scale * Q K^T) V, as ATTENTION_CORE computes the middle: the reference
+ * interpreter and the auto-schedulers (GPU targets) run this; the CPU template
+ * (src/target/cpu/templates/attention_cpu.c) computes the same in one kernel. */
+hc_task *hc_nn_task_attention_fused(hc_arena *a, const hc_node *n, hc_error *err) {
+    int nin;
+    hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
+    const hc_tnode *q = in[0], *k = in[1], *v = in[2];
+    att t = {.a = a};
+    int next = 3;
+    if (hc_nn_in(n, 3)) t.bias = in[next++];
+    if (hc_nn_in(n, 4)) t.np = in[next++];
+    hc_dtype dt = q->dtype;
+    t.ct = hc_type_scalar(dt == HC_F64 ? HC_F64 : HC_F32);
+    t.Sq = q->shape[2];
+    att_attrs(&t, n);
+    int64_t grp = q->shape[1] / k->shape[1];
+    const int64_t sshape[4] = {q->shape[0], q->shape[1], q->shape[2], k->shape[2]};
+    fused_ctx c1 = {&t, q, k, grp, q->shape[3], false, hc_node_attr_float(n, "scale", 1), NULL};
+    hc_tnode *scores = hc_compute(a, "scores", 4, sshape, fused_out, &c1);
+    hc_tnode *p = core_of(&t, scores, hc_node_attr_float(n, "softcap", 0), -1, "probs", err);
+    if (!p) return NULL;
+    fused_ctx c2 = {&t, p, v, grp, k->shape[2], true, 1, NULL};
+    const int64_t yshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
+    bool same = dt == t.ct->dtype;
+    hc_tnode *y = hc_compute(a, same ? n->outputs[0]->name : "y", 4, yshape, fused_out, &c2);
+    if (!same) y = hc_compute_cast(a, n->outputs[0]->name, y, dt);
     return hc_node_task(a, n, nin, in, 1, &y);
 }

@@ -98,6 +98,7 @@ NN_DECL(loss)
 NN_DECL(train)
 NN_DECL(attention)
 NN_DECL(attention_core)
+NN_DECL(attention_fused)
 NN_DECL(quantize)
 /* the other quantized ops: inference only (hc_nn_task_quantize refuses them all) */
 hc_status hc_nn_infer_dequantize(hc_node *n, hc_error *err);

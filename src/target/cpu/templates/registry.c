@@ -9,6 +9,7 @@ const hc_template *hc_cpu_find_template(const hc_target *t, hc_op_kind op) {
         &hc_cpu_template_average_pool_nchwc, &hc_cpu_template_wino[0],
         &hc_cpu_template_wino[1],         &hc_cpu_template_wino[2],
         &hc_cpu_template_wino[3],         &hc_cpu_template_conv_q8,
+        &hc_cpu_template_attention,
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]->op == op) return all[i];

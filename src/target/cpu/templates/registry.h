@@ -11,5 +11,6 @@ extern const hc_template hc_cpu_template_conv_q8;
 extern const hc_template hc_cpu_template_max_pool_nchwc;
 extern const hc_template hc_cpu_template_average_pool_nchwc;
 extern const hc_template hc_cpu_template_wino[4];
+extern const hc_template hc_cpu_template_attention;
 
 #endif
