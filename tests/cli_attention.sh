@@ -2,9 +2,12 @@
 # cli_attention.sh HIDETC SOURCE_DIR — ONNX Attention (passes/attention.c, ATTENTION_CORE) on
 # awkward shapes against a numpy port of the ONNX reference (onnx/reference/ops/
 # op_attention.py): GQA with a KV cache and a causal float mask, a 3-D decode step with a
-# short bool mask, softcap and scale, a single key, every qk_matmul_output mode; on the CPU
-# and (where PoCL is installed) the OpenCL target. Models written with Debian's
-# python3-onnx; skipped (77) without it.
+# short bool mask, softcap and scale, a single key, every qk_matmul_output mode, BERT-like
+# heads with a key-padding mask, a causal prompt of a prime length and a GQA decode step
+# over 131 keys; on the CPU and (where PoCL is installed) the OpenCL target. On the CPU, an
+# f32 Attention without qk_matmul_output is one kernel (ATTENTION_FUSED's template): the
+# profile of `hidetc bench` lists exactly one. Models written with Debian's python3-onnx;
+# skipped (77) without it.
 set -u
 HIDETC=$1
 PY=${HIDETC_PYTHON:-/usr/bin/python3}
@@ -107,7 +110,30 @@ mask = np.where(np.arange(17)[:, None] % 3 == 0, -np.inf, 0).astype(np.float32)
 r = reference(Q, K, V, mask, mode=2)
 save("one_key_masked_rows", {"Q": Q, "K": K, "V": V, "attn_mask": mask},
      {"qk_matmul_output_mode": 2}, [r[0], r[1], r[2], r[3]])
+# 4. BERT-like heads (64 wide) with a key-padding mask: the second batch's last 9 keys off
+Q, K, V = f32(2, 4, 33, 64), f32(2, 4, 33, 64), f32(2, 4, 33, 64)
+mask = np.zeros((2, 1, 1, 33), np.float32)
+mask[1, ..., 24:] = -np.inf
+save("bert_padding_mask", {"Q": Q, "K": K, "V": V, "attn_mask": mask}, {},
+     reference(Q, K, V, mask)[:1])
+# 5. a causal prompt of 37 queries over 37 keys, head size 17 (a tail of every vector width)
+Q, K, V = f32(1, 3, 37, 17), f32(1, 3, 37, 17), f32(1, 3, 37, 17)
+save("causal_prompt_37", {"Q": Q, "K": K, "V": V}, {"is_causal": 1},
+     reference(Q, K, V, causal=1)[:1])
+# 6. a GQA decode step (8 query heads on 2 KV heads) over a cache of 130 plus one new key
+Q, K, V = f32(1, 8, 1, 64), f32(1, 2, 1, 64), f32(1, 2, 1, 64)
+pk, pv = f32(1, 2, 130, 64), f32(1, 2, 130, 64)
+save("gqa_decode_131", {"Q": Q, "K": K, "V": V, "past_key": pk, "past_value": pv},
+     {"is_causal": 1}, reference(Q, K, V, None, pk, pv, causal=1)[:3])
 EOF
+
+# one kernel on the CPU where the model asks for Y alone (f32)
+for name in bert_padding_mask causal_prompt_37; do
+    "$HIDETC" bench "$TMP/models/$name/model.onnx" --target cpu --warmup 1 --repeat 2 --profile 5 \
+        >"$TMP/bench.log" 2>&1 || { fail "$name: bench: $(head -c 600 "$TMP/bench.log")"; continue; }
+    grep -q '^kernels: 1$' "$TMP/bench.log" && grep -q 'ATTENTION_FUSED, template' "$TMP/bench.log" ||
+        fail "$name: not one fused kernel: $(grep -E 'kernels:|ms ' "$TMP/bench.log" | head -5)"
+done
 
 targets="cpu"
 "$HIDETC" run builtin:resnet18-tiny --target opencl >/dev/null 2>&1 && targets="cpu opencl"

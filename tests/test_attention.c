@@ -11,7 +11,11 @@
  *  2. the space (default first, no duplicates, all valid, `max` bounds the writes) and
  *     the hook's fallbacks (f64, the plain-C target: no template);
  *  3. the lower_attention pass: ONNX Attention becomes one ATTENTION_FUSED node on the CPU
- *     (f32) and keeps the two matmuls around ATTENTION_CORE on f64 and on a GPU target. */
+ *     (f32) and keeps the two matmuls around ATTENTION_CORE on f64 and on a GPU target;
+ *  4. the fuse_attention pass: MatMul(Q, Transpose(K)) / c + mask -> Softmax -> MatMul(P, V)
+ *     (and Mul by a scalar, no mask, the mask first) becomes one ATTENTION_FUSED node, the
+ *     reference evaluator agreeing before and after; a probability read elsewhere, a
+ *     softmax over another axis, a non-constant scale and f64 are left alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +26,7 @@
 #include "target/cpu/cpu.h"
 #include "target/cpu/jit.h"
 #include "target/cpu/templates/attention.h"
+#include "passes/pass_util.h"
 #include "test.h"
 
 static hc_rng rng = {19};
@@ -212,6 +217,11 @@ static void run_case(const acase *k, const hc_target *tg, const char *tname) {
 }
 
 /* ---- 2. the space and the fallbacks ------------------------------------------------------ */
+static bool cfg_eq(const hc_attn_config *x, const hc_attn_config *y) {
+    return x->lanes == y->lanes && x->pack == y->pack && x->rq == y->rq && x->kv == y->kv &&
+           x->dv == y->dv && x->rows == y->rows && x->threads == y->threads;
+}
+
 static void test_space(const hc_target *tg) {
     const acase *k = &cases[0];
     hc_attn_shape s = {.B = 1, .Hq = 12, .Hk = 12, .Sq = 128, .T = 128, .D = 64, .Dv = 64,
@@ -225,12 +235,12 @@ static void test_space(const hc_target *tg) {
         CHECK_EQ_INT(hc_attn_space(tg, &s, level, all, n), n);
         CHECK(all[n].rq == -7);
         hc_attn_config d = hc_attn_default_config(tg, &s);
-        CHECK(memcmp(&all[0], &d, sizeof d) == 0);
+        CHECK(cfg_eq(&all[0], &d));
         for (int i = 0; i < n; i++) {
             hc_error e = {0};
             CHECK_MSG(hc_attn_validate(&all[i], &e) == HC_OK && hc_attn_tile_fits(tg, &all[i]),
                       "level %d candidate %d: %s", level, i, e.msg);
-            for (int j = 0; j < i; j++) CHECK(memcmp(&all[i], &all[j], sizeof d) != 0);
+            for (int j = 0; j < i; j++) CHECK(!cfg_eq(&all[i], &all[j]));
         }
         free(all);
     }
@@ -321,6 +331,99 @@ static void test_pass(void) {
     }
 }
 
+/* ---- 4. the fuse_attention pass ------------------------------------------------------------ */
+typedef struct mcase {
+    const char *name;
+    int scale;       /* 0 none, 1 Div by a constant, 2 Mul by a constant (first), 3 Div by an input */
+    int mask;        /* 0 none, 1 Add(S, M [B, 1, 1, T]), 2 Add(M [Sq, T], S) */
+    bool p_output;   /* P is a graph output too */
+    int64_t axis;    /* the softmax's */
+    hc_dtype dt;
+    bool fuses;
+} mcase;
+
+static void run_match_case(const mcase *k) {
+    hc_error err = {0};
+    const int64_t B = 2, H = 3, Sq = 5, T = 7, D = 8;
+    hc_graph *g = hc_graph_new("match", 17);
+    hc_tensor *q = hc_graph_add_input(g, "Q", k->dt, 4, (int64_t[]){B, H, Sq, D});
+    /* the keys as the exports have them: [B, T, H, D], transposed by (0, 2, 3, 1) */
+    hc_tensor *kx = hc_graph_add_input(g, "K", k->dt, 4, (int64_t[]){B, T, H, D});
+    hc_tensor *v = hc_graph_add_input(g, "V", k->dt, 4, (int64_t[]){B, H, T, D});
+    hc_tensor *m = NULL, *c = NULL;
+    if (k->mask == 1) m = hc_graph_add_input(g, "M", k->dt, 4, (int64_t[]){B, 1, 1, T});
+    if (k->mask == 2) m = hc_graph_add_input(g, "M", k->dt, 2, (int64_t[]){Sq, T});
+    if (k->scale == 3) c = hc_graph_add_input(g, "c", k->dt, 1, (int64_t[]){1});
+    else c = hc_pass_const_float(g, "c", k->dt, 0, NULL, (double[]){2.5});
+    hc_attr perm = {.name = "perm", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t[]){0, 2, 3, 1}};
+    hc_node *kt = hc_graph_add_node(g, HC_OPK_TRANSPOSE, "kt", 1, &kx, 0, NULL, 1, &perm, &err);
+    hc_node *s = hc_graph_add_node(g, HC_OPK_MATMUL, "qk", 2, (hc_tensor *[]){q, kt->outputs[0]},
+                                   0, NULL, 0, NULL, &err);
+    hc_tensor *z = s->outputs[0];
+    if (k->scale == 1 || k->scale == 3)
+        z = hc_graph_add_node(g, HC_OPK_DIV, "div", 2, (hc_tensor *[]){z, c}, 0, NULL, 0, NULL, &err)->outputs[0];
+    if (k->scale == 2)
+        z = hc_graph_add_node(g, HC_OPK_MUL, "mul", 2, (hc_tensor *[]){c, z}, 0, NULL, 0, NULL, &err)->outputs[0];
+    if (k->mask == 1)
+        z = hc_graph_add_node(g, HC_OPK_ADD, "add", 2, (hc_tensor *[]){z, m}, 0, NULL, 0, NULL, &err)->outputs[0];
+    if (k->mask == 2)
+        z = hc_graph_add_node(g, HC_OPK_ADD, "add", 2, (hc_tensor *[]){m, z}, 0, NULL, 0, NULL, &err)->outputs[0];
+    hc_attr ax = {.name = "axis", .kind = HC_ATTR_INT, .i = k->axis};
+    hc_tensor *p = hc_graph_add_node(g, HC_OPK_SOFTMAX, "sm", 1, &z, 0, NULL, 1, &ax, &err)->outputs[0];
+    hc_tensor *y = hc_graph_add_node(g, HC_OPK_MATMUL, "pv", 2, (hc_tensor *[]){p, v}, 0, NULL, 0,
+                                     NULL, &err)->outputs[0];
+    hc_graph_add_output(g, y);
+    if (k->p_output) hc_graph_add_output(g, p);
+    CHECK_MSG(hc_pass_infer_shapes(g, &err) == HC_OK, "%s: %s", k->name, err.msg);
+    /* the reference before */
+    int nin = (int)g->inputs.len, nout = (int)g->outputs.len;
+    void *in[8], *want[2], *got[2];
+    int64_t ny[2];
+    size_t es = hc_dtype_size(k->dt);
+    for (int i = 0; i < nin; i++) {
+        hc_tensor *t = g->inputs.data[i];
+        int64_t n = hc_tensor_numel(t);
+        in[i] = malloc(es * (size_t)(n + 1));
+        for (int64_t e = 0; e < n; e++) {
+            double x = hc_rng_uniform(&rng, -2, 2);
+            if (t == m && e % 5 == 1 && k->axis != 2) x = -INFINITY; /* no column all -inf */
+            if (t == c) x = 0.7;
+            hc_elem_set(in[i], k->dt, e, x);
+        }
+    }
+    for (int o = 0; o < nout; o++) {
+        ny[o] = hc_tensor_numel(g->outputs.data[o]);
+        want[o] = calloc((size_t)ny[o] + 1, es), got[o] = calloc((size_t)ny[o] + 1, es);
+    }
+    CHECK_MSG(hc_graph_eval_reference(g, in, want, &err) == HC_OK, "%s: %s", k->name, err.msg);
+    hc_optimize_options o = {.target = hc_target_cpu(HC_ISA_AVX2)};
+    CHECK_MSG(hc_graph_optimize_with(g, &o, &err) == HC_OK, "%s: %s", k->name, err.msg);
+    int fused = count_op(g, HC_OPK_ATTENTION_FUSED), sm = count_op(g, HC_OPK_SOFTMAX);
+    CHECK_MSG(k->fuses ? fused == 1 && sm == 0 : fused == 0 && sm == 1, "%s: %d fused, %d softmax",
+              k->name, fused, sm);
+    CHECK_MSG(hc_graph_eval_reference(g, in, got, &err) == HC_OK, "%s: %s", k->name, err.msg);
+    for (int oi = 0; oi < nout && k->dt == HC_F32; oi++) {
+        double e = max_rel_err(got[oi], want[oi], ny[oi]);
+        CHECK_MSG(e < 1e-5, "%s: output %d differs by %g", k->name, oi, e);
+    }
+    for (int i = 0; i < nin; i++) free(in[i]);
+    for (int oi = 0; oi < nout; oi++) free(want[oi]), free(got[oi]);
+    hc_graph_free(g);
+}
+
+static void test_match(void) {
+    static const mcase mc[] = {
+        {"div_mask", 1, 1, false, -1, HC_F32, true},
+        {"mul_first_no_mask", 2, 0, false, 3, HC_F32, true},
+        {"no_scale_mask_first_2d", 0, 2, false, -1, HC_F32, true},
+        {"probs_read_elsewhere", 1, 1, true, -1, HC_F32, false},
+        {"softmax_axis_2", 1, 1, false, 2, HC_F32, false},
+        {"scale_not_constant", 3, 1, false, -1, HC_F32, false},
+        {"f64", 1, 1, false, -1, HC_F64, false},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(mc); i++) run_match_case(&mc[i]);
+}
+
 int main(void) {
     setenv("HIDETC_VERIFY", "1", 1);
     const hc_target *host = hc_target_host();
@@ -328,6 +431,7 @@ int main(void) {
     const char *names[2] = {"avx512", "avx2"};
     test_fallbacks();
     test_pass();
+    test_match();
     for (int i = 0; i < 2; i++) {
         if (tg[i]->caps.isa > host->caps.isa) {
             printf("attention: %s skipped (the host cannot run it)\n", names[i]);

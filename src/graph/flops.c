@@ -73,6 +73,13 @@ double hc_node_flops(const hc_node *n) {
                    ? 2 * numel(n->outputs[0]) * prod(n->inputs[1]->shape + 1, 3) *
                          n->inputs[1]->shape[5]
                    : 0;
+    case HC_OPK_ATTENTION_FUSED: { /* Q K^T and P V: 2 * B*Hq*Sq * T * (D + Dv) */
+        const hc_tensor *q = n->inputs[0], *k = n->inputs[1];
+        if (!known(q) || !known(k) || q->ndim != 4 || k->ndim != 4) return 0;
+        const hc_tensor *y = n->outputs[0];
+        return 2 * numel(q) / (double)q->shape[3] * (double)k->shape[2] *
+               (double)(q->shape[3] + y->shape[3]);
+    }
     case HC_OPK_MAX_POOL: case HC_OPK_AVERAGE_POOL: case HC_OPK_MAX_POOL_NCHWC:
     case HC_OPK_AVERAGE_POOL_NCHWC:
         return pool_flops(n);

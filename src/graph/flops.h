@@ -6,6 +6,7 @@
  *   Gemm            2 * M * N * K
  *   Conv            2 * numel(Y) * Cin/group * KH * KW   (any number of spatial dims)
  *   ConvTranspose   2 * numel(X) * Cout/group * KH * KW
+ *   fused attention 2 * B * Hq * Sq * T * (D + Dv)   (the two products)
  *   pools           numel(Y) * window
  *   other reductions (softmax, norms, reduce, ...)   numel of the largest input
  *   elementwise arithmetic                           numel(Y)

@@ -78,6 +78,11 @@ hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err);
  * that target's template takes it. */
 hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *opt,
                                        hc_error *err);
+/* The attention of exported transformers, MatMul(Q, K^T) -> [scale] -> [+ mask] -> Softmax
+ * -> MatMul(P, V), as one ATTENTION_FUSED node where opt->target's template takes it
+ * (src/passes/attention_match.c). HIDETC_NO_FUSE_ATTENTION=1 turns it off (measurements of
+ * the three-kernel form: bench/attention.sh). */
+hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc_error *err);
 /* BatchNormalization with training_mode=1 rewritten into reductions (batchnorm.c). */
 hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err);
 /* Loop or Scan node n unrolled into g by the importer's body hook (src/passes/loop.c): the

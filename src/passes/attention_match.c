@@ -1,0 +1,167 @@
+/* attention_match.c — the fuse_attention pass: the attention that exported transformers
+ * (BERT, GPT-2 through PyTorch, src/models/bert.c) write as separate ops,
+ *
+ *   S = MatMul(Q, Kt);  S = S / c  or  S * c  (c a constant scalar; optional);
+ *   S = S + M  (either order; optional);  P = Softmax(S) over the last axis;  Y = MatMul(P, V)
+ *
+ * with Q [B, H, Sq, D], Kt [B, H, D, T], V [B, H, T, Dv] (4-D, f32, no broadcast between
+ * them) and M broadcast to the scores, becomes Y = ATTENTION_FUSED(Q, K, V, M) with scale
+ * 1 / c (or c) and K = Kt's transpose: composed with the Transpose that made Kt where there
+ * is one, so that K is one Transpose of the heads (the exported graphs transpose the keys
+ * by (0, 2, 3, 1) from [B, T, H, D]). Only where the target's template takes the node (the
+ * fused op's Task alone, the auto-scheduler's one kernel, is slower than three kernels,
+ * src/passes/attention.c) and where S, its scaled and masked forms and P have no other
+ * reader. M stays as it is (a padding mask [B, 1, 1, T] is read once per row). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_util.h"
+#include "target/target.h"
+
+static int uses(const hc_graph *g, const hc_tensor *t) {
+    int c = hc_pass_is_graph_output(g, t) ? 2 : 0; /* an output has a reader outside */
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        const hc_node *n = g->nodes.data[i];
+        for (int k = 0; k < n->ninputs; k++) c += n->inputs[k] == t;
+    }
+    return c;
+}
+
+static bool single_use(const hc_graph *g, const hc_tensor *t) { return t && uses(g, t) == 1; }
+
+/* The value of a constant f32 scalar (any shape of one element). */
+static bool const_scalar(const hc_tensor *t, double *v) {
+    if (!t || !t->data || t->dtype != HC_F32 || hc_tensor_numel(t) != 1) return false;
+    *v = ((const float *)t->data)[0];
+    return true;
+}
+
+static bool is_4d_f32(const hc_tensor *t) { return t && t->ndim == 4 && t->dtype == HC_F32; }
+
+/* t = MatMul(Q, Kt) [* c | / c]: the MatMul node and the scale; every step single-use. */
+static hc_node *scores_of(const hc_graph *g, const hc_tensor *t, double *scale) {
+    *scale = 1;
+    hc_node *p = t->producer;
+    if (!p || !single_use(g, t)) return NULL;
+    double c;
+    if (p->op == HC_OPK_MUL || p->op == HC_OPK_DIV) {
+        hc_tensor *x = p->inputs[0], *y = p->inputs[1];
+        if (p->op == HC_OPK_MUL && const_scalar(x, &c)) x = p->inputs[1];
+        else if (!const_scalar(y, &c)) return NULL;
+        if (c == 0 || !single_use(g, x) || !x->producer) return NULL;
+        *scale = p->op == HC_OPK_MUL ? c : 1.0 / c;
+        p = x->producer;
+        if (memcmp(x->shape, t->shape, sizeof(int64_t) * 4)) return NULL; /* no broadcast */
+    }
+    return p->op == HC_OPK_MATMUL ? p : NULL;
+}
+
+/* Whether m (rank <= 4) broadcasts to the scores' shape without growing it. */
+static bool mask_fits(const hc_tensor *m, const int64_t *full) {
+    if (!m || m->dtype != HC_F32 || m->ndim < 1 || m->ndim > 4) return false;
+    for (int d = 0; d < m->ndim; d++) {
+        int64_t md = m->shape[d], want = full[4 - m->ndim + d];
+        if (md != 1 && md != want) return false;
+    }
+    return true;
+}
+
+static hc_tensor *add(hc_graph *g, const hc_node *n, hc_op_kind op, const char *suffix, int nin,
+                      hc_tensor *const *in, int nattrs, const hc_attr *attrs, hc_error *err) {
+    hc_node *m = hc_pass_add_node(g, op, hc_arena_printf(&g->arena, "%s_%s", n->name, suffix),
+                                  nin, in, nattrs, attrs, err);
+    return m ? m->outputs[0] : NULL;
+}
+
+/* Rewrites the attention ending in MatMul(P, V) at node mv; *done says whether it did. */
+static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bool *done,
+                           hc_error *err) {
+    *done = false;
+    hc_tensor *p = mv->inputs[0], *v = mv->inputs[1];
+    hc_node *sm = p->producer;
+    if (!sm || sm->op != HC_OPK_SOFTMAX || !single_use(g, p) || !is_4d_f32(p) || !is_4d_f32(v))
+        return HC_OK;
+    int64_t axis = hc_node_attr_int(sm, "axis", -1);
+    if (axis != -1 && axis != 3) return HC_OK;
+    hc_tensor *z = sm->inputs[0], *mask = NULL;
+    double scale = 1;
+    hc_node *qk = NULL;
+    if (z->producer && z->producer->op == HC_OPK_ADD && single_use(g, z)) {
+        hc_node *ad = z->producer;
+        for (int side = 0; side < 2 && !qk; side++) {
+            hc_tensor *s = ad->inputs[side], *m = ad->inputs[1 - side];
+            if (s->ndim == 4 && !memcmp(s->shape, z->shape, sizeof(int64_t) * 4) &&
+                mask_fits(m, z->shape) && (qk = scores_of(g, s, &scale)))
+                mask = m;
+        }
+    } else {
+        qk = z->producer ? scores_of(g, z, &scale) : NULL;
+        if (qk && !single_use(g, z)) qk = NULL;
+    }
+    if (!qk) return HC_OK;
+    hc_tensor *q = qk->inputs[0], *kt = qk->inputs[1];
+    if (!is_4d_f32(q) || !is_4d_f32(kt)) return HC_OK;
+    int64_t B = q->shape[0], H = q->shape[1], Sq = q->shape[2], D = q->shape[3], T = kt->shape[3];
+    if (kt->shape[0] != B || kt->shape[1] != H || kt->shape[2] != D || v->shape[0] != B ||
+        v->shape[1] != H || v->shape[2] != T || z->shape[2] != Sq || z->shape[3] != T)
+        return HC_OK;
+    /* K = transpose(Kt, (0, 1, 3, 2)), composed with Kt's own Transpose */
+    hc_tensor *src = kt;
+    int64_t perm[4] = {0, 1, 3, 2};
+    hc_node *kp = kt->producer;
+    const hc_attr *pa = kp && kp->op == HC_OPK_TRANSPOSE ? hc_node_attr(kp, "perm") : NULL;
+    if (pa && pa->kind == HC_ATTR_INTS && pa->n == 4 && single_use(g, kt)) {
+        int64_t composed[4] = {pa->ints[0], pa->ints[1], pa->ints[3], pa->ints[2]};
+        memcpy(perm, composed, sizeof perm);
+        src = kp->inputs[0];
+    }
+    hc_attr ta = {.name = "perm", .kind = HC_ATTR_INTS, .n = 4, .ints = perm};
+    hc_tensor *k = add(g, mv, HC_OPK_TRANSPOSE, "keys", 1, &src, 1, &ta, err);
+    if (!k) return err->status;
+    if (mask && mask->ndim < 4) {
+        int64_t sh[4] = {1, 1, 1, 1};
+        for (int d = 0; d < mask->ndim; d++) sh[4 - mask->ndim + d] = mask->shape[d];
+        hc_tensor *in[2] = {mask, hc_pass_const_i64(g, hc_arena_printf(&g->arena, "%s_mshape",
+                                                                       mv->name), 4, sh)};
+        mask = add(g, mv, HC_OPK_RESHAPE, "mask4", 2, in, 0, NULL, err);
+        if (!mask) return err->status;
+    }
+    hc_attr at[6] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = scale},
+                     {.name = "softcap", .kind = HC_ATTR_FLOAT, .f = 0},
+                     {.name = "causal", .kind = HC_ATTR_INT, .i = 0},
+                     {.name = "offset", .kind = HC_ATTR_INT, .i = 0},
+                     {.name = "left", .kind = HC_ATTR_INT, .i = -1},
+                     {.name = "right", .kind = HC_ATTR_INT, .i = -1}};
+    hc_tensor *in[4] = {q, k, v, mask};
+    hc_node *f = hc_pass_add_node(g, HC_OPK_ATTENTION_FUSED,
+                                  hc_arena_printf(&g->arena, "%s_attention", mv->name),
+                                  mask ? 4 : 3, in, 6, at, err);
+    if (!f) return err->status;
+    const hc_template *tp = hc_target_template(target, HC_OPK_ATTENTION_FUSED);
+    /* a node the template refuses stays unused: remove_dead drops it with K's transpose */
+    if (tp && tp->space && tp->space(f, target, 0) > 0 && hc_pass_bypass(g, mv->outputs[0], f->outputs[0]))
+        *done = true;
+    return HC_OK;
+}
+
+hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
+    const char *off = getenv("HIDETC_NO_FUSE_ATTENTION"); /* measurements: bench/attention.sh */
+    if (off && strcmp(off, "1") == 0) return HC_OK;
+    const hc_target *target = opt && opt->target ? opt->target : hc_target_default();
+    const hc_template *tp = hc_target_template(target, HC_OPK_ATTENTION_FUSED);
+    if (!tp || !tp->space) return HC_OK;
+    size_t n0 = g->nodes.len;
+    bool any = false;
+    for (size_t i = 0; i < n0; i++) {
+        hc_node *n = g->nodes.data[i];
+        if (n->op != HC_OPK_MATMUL) continue;
+        bool done;
+        hc_status st = match_one(g, n, target, &done, err);
+        if (st != HC_OK) return st;
+        any |= done;
+    }
+    if (!any) return HC_OK;
+    hc_status st = hc_graph_toposort(g, err);
+    if (st == HC_OK) hc_graph_remove_dead(g);
+    return st;
+}
