@@ -345,7 +345,9 @@ typedef struct mcase {
 static void run_match_case(const mcase *k) {
     hc_error err = {0};
     const int64_t B = 2, H = 3, Sq = 5, T = 7, D = 8;
-    hc_graph *g = hc_graph_new("match", 17);
+    /* axis 99: no axis attribute, opset 11 (default axis 1) */
+    bool old = strncmp(k->name, "opset11", 7) == 0;
+    hc_graph *g = hc_graph_new("match", old ? 11 : 17);
     hc_tensor *q = hc_graph_add_input(g, "Q", k->dt, 4, (int64_t[]){B, H, Sq, D});
     /* the keys as the exports have them: [B, T, H, D], transposed by (0, 2, 3, 1) */
     hc_tensor *kx = hc_graph_add_input(g, "K", k->dt, 4, (int64_t[]){B, T, H, D});
@@ -369,7 +371,8 @@ static void run_match_case(const mcase *k) {
     if (k->mask == 2)
         z = hc_graph_add_node(g, HC_OPK_ADD, "add", 2, (hc_tensor *[]){m, z}, 0, NULL, 0, NULL, &err)->outputs[0];
     hc_attr ax = {.name = "axis", .kind = HC_ATTR_INT, .i = k->axis};
-    hc_tensor *p = hc_graph_add_node(g, HC_OPK_SOFTMAX, "sm", 1, &z, 0, NULL, 1, &ax, &err)->outputs[0];
+    hc_tensor *p = hc_graph_add_node(g, HC_OPK_SOFTMAX, "sm", 1, &z, 0, NULL, k->axis == 99 ? 0 : 1,
+                                     &ax, &err)->outputs[0];
     hc_tensor *y = hc_graph_add_node(g, HC_OPK_MATMUL, "pv", 2, (hc_tensor *[]){p, v}, 0, NULL, 0,
                                      NULL, &err)->outputs[0];
     hc_graph_add_output(g, y);
@@ -386,7 +389,7 @@ static void run_match_case(const mcase *k) {
         in[i] = malloc(es * (size_t)(n + 1));
         for (int64_t e = 0; e < n; e++) {
             double x = hc_rng_uniform(&rng, -2, 2);
-            if (t == m && e % 5 == 1 && k->axis != 2) x = -INFINITY; /* no column all -inf */
+            if (t == m && e % 5 == 1 && (k->axis == -1 || k->axis == 3)) x = -INFINITY; /* no column all -inf */
             if (t == c) x = 0.7;
             hc_elem_set(in[i], k->dt, e, x);
         }
@@ -420,6 +423,8 @@ static void test_match(void) {
         {"softmax_axis_2", 1, 1, false, 2, HC_F32, false},
         {"scale_not_constant", 3, 1, false, -1, HC_F32, false},
         {"f64", 1, 1, false, -1, HC_F64, false},
+        {"opset11_default_axis", 1, 1, false, 99, HC_F32, false},
+        {"opset11_axis_3", 1, 1, false, 3, HC_F32, true},
     };
     for (size_t i = 0; i < HC_ARRAY_LEN(mc); i++) run_match_case(&mc[i]);
 }

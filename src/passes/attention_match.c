@@ -81,7 +81,9 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
     hc_node *sm = p->producer;
     if (!sm || sm->op != HC_OPK_SOFTMAX || !single_use(g, p) || !is_4d_f32(p) || !is_4d_f32(v))
         return HC_OK;
-    int64_t axis = hc_node_attr_int(sm, "axis", -1);
+    /* before opset 13 the default axis is 1 (and the input is coerced to 2-D there: the
+     * last axis still means per row) */
+    int64_t axis = hc_node_attr_int(sm, "axis", sm->opset >= 13 ? -1 : 1);
     if (axis != -1 && axis != 3) return HC_OK;
     hc_tensor *z = sm->inputs[0], *mask = NULL;
     double scale = 1;
