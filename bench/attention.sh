@@ -5,7 +5,8 @@
 # so that the fuse_attention pass leaves it as three kernels), at BERT-base shapes
 # (batch 1, 12 heads, head size 64): a 128-token prompt, the same with a key-padding mask,
 # a decode step over 512 keys and a 512-token prompt. Interleaved rounds (machine noise
-# hits both alike), medians over rounds of `hidetc bench` medians. Models written with
+# hits both alike), medians over rounds of `hidetc bench` medians; then the builtin BERT
+# (12 layers at seq 128) with the fuse_attention pass on and off. Models written with
 # python3-onnx into $BUILD/attention-models. BUILD defaults to build-bench (a Release
 # build of the hidetc program). Writes bench/results/attention.md.
 set -u
@@ -85,6 +86,15 @@ for s in s128 s128_mask decode s512; do
          "the same through fuse_attention $mp ms ($kp kernel): x$ratio"
     rows+=("| $s | $ka | $ma | $ku | $mu | $kp | $mp | $ratio |")
 done
+# the builtin BERT: its attention is MatMul + Mul + Add + Softmax + MatMul per layer
+bk=$(kernels builtin:bert) bu=$(kernels builtin:bert HIDETC_NO_FUSE_ATTENTION=1)
+bf=() bn=()
+for r in $(seq "$rounds"); do
+    bf+=("$("$HIDETC" bench builtin:bert --threads "$threads" --warmup 3 --repeat 20 | sed -n 's/^median_ms: \([^ ]*\).*/\1/p')")
+    bn+=("$(HIDETC_NO_FUSE_ATTENTION=1 "$HIDETC" bench builtin:bert --threads "$threads" --warmup 3 --repeat 20 | sed -n 's/^median_ms: \([^ ]*\).*/\1/p')")
+done
+mbf=$(printf '%s\n' "${bf[@]}" | median) mbn=$(printf '%s\n' "${bn[@]}" | median)
+echo "builtin:bert: $mbf ms ($bk kernels) against $mbn ms ($bu kernels) without fuse_attention"
 {
     echo "# Attention: one fused kernel against MatMul + Softmax + MatMul"
     echo
@@ -101,5 +111,9 @@ done
     echo "| shape | Attention kernels | Attention ms | unfused kernels | unfused ms | matched kernels | matched ms | unfused / Attention |"
     echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     printf '%s\n' "${rows[@]}"
+    echo
+    echo "The builtin BERT (\`hidetc bench builtin:bert --threads $threads --warmup 3 --repeat 20\`, medians of"
+    echo "$rounds interleaved rounds): $mbf ms with fuse_attention ($bk kernels), $mbn ms with"
+    echo "HIDETC_NO_FUSE_ATTENTION=1 ($bu kernels)."
 } > "$OUT"
 echo "wrote $OUT"
