@@ -8,6 +8,7 @@
  *     whose bias is all -inf, nonpad (0, partial, full); outputs pre-filled with NaN;
  *     on injected AVX-512 (16 lanes) and AVX2 (8 lanes) targets (the AVX-512 one only
  *     where the host runs it);
+ *     the op's Task itself also through the CPU auto-scheduler (plain C);
  *  2. the space (default first, no duplicates, all valid, `max` bounds the writes) and
  *     the hook's fallbacks (f64, the plain-C target: no template);
  *  3. the lower_attention pass: ONNX Attention becomes one ATTENTION_FUSED node on the CPU
@@ -15,7 +16,8 @@
  *  4. the fuse_attention pass: MatMul(Q, Transpose(K)) / c + mask -> Softmax -> MatMul(P, V)
  *     (and Mul by a scalar, no mask, the mask first) becomes one ATTENTION_FUSED node, the
  *     reference evaluator agreeing before and after; a probability read elsewhere, a
- *     softmax over another axis, a non-constant scale and f64 are left alone. */
+ *     softmax over another axis, a non-constant scale and f64 are left alone.
+ * tests/test_gpu.c runs the Task's GPU program (the auto-scheduler's) on PoCL. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,6 +214,39 @@ static void run_case(const acase *k, const hc_target *tg, const char *tname) {
     int64_t ny = k->B * k->Hq * k->Sq * k->Dv;
     check_programs(&a, label, tg, t, t->ninputs, in, ny, nf, f);
     for (int i = 0; i < t->ninputs; i++) free(in[i]);
+    hc_arena_free(&a);
+    hc_graph_free(g);
+}
+
+/* The Task itself through the CPU auto-scheduler (what a target without the template runs),
+ * on the plain-C target. */
+static void run_task_case(const acase *k) {
+    hc_error err = {0};
+    hc_graph *g = hc_graph_new("attention", 23);
+    hc_node *n = attn_node(g, k, HC_F32, 0.3, &err);
+    hc_arena a;
+    hc_arena_init(&a);
+    hc_task *t = n ? hc_op_get(HC_OPK_ATTENTION_FUSED)->task(&a, n, &err) : NULL;
+    const hc_target *sc = hc_target_cpu(HC_ISA_SCALAR);
+    hc_func *f = t ? sc->auto_schedule(&a, t, sc, &err) : NULL;
+    CHECK_MSG(f != NULL, "%s: auto-scheduler: %s", k->name, err.msg);
+    if (f) {
+        void *in[5];
+        for (int i = 0; i < t->ninputs; i++) {
+            int64_t numel = hc_tnode_numel(t->inputs[i]);
+            if (t->inputs[i]->dtype == HC_I64) {
+                int64_t *np = malloc(sizeof(int64_t) * (size_t)numel);
+                for (int64_t b = 0; b < numel; b++) np[b] = (b * 5) % (k->T + 1);
+                in[i] = np;
+            } else {
+                in[i] = rand_floats(numel);
+            }
+        }
+        char label[96];
+        snprintf(label, sizeof label, "%s auto-scheduled", k->name);
+        check_programs(&a, label, sc, t, t->ninputs, in, hc_tnode_numel(t->outputs[0]), 1, &f);
+        for (int i = 0; i < t->ninputs; i++) free(in[i]);
+    }
     hc_arena_free(&a);
     hc_graph_free(g);
 }
@@ -437,6 +472,9 @@ int main(void) {
     test_fallbacks();
     test_pass();
     test_match();
+    run_task_case(&cases[5]);  /* GQA, causal with an offset */
+    run_task_case(&cases[9]);  /* softcap, -inf rows */
+    run_task_case(&cases[11]); /* nonpad */
     for (int i = 0; i < 2; i++) {
         if (tg[i]->caps.isa > host->caps.isa) {
             printf("attention: %s skipped (the host cannot run it)\n", names[i]);

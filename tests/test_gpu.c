@@ -415,6 +415,25 @@ static void test_auto_scheduler(void) {
     g = graph1(1, (int64_t[]){1000}, &x);
     y = OP(g, TANH, x);
     finish_node(g, OP(g, ERF, y), "tanh . erf");
+    /* the fused attention op's Task (the CPU's template has its own checks): GQA, causal
+     * with an offset, a broadcast bias with -inf rows, nonpad */
+    g = graph1(4, (int64_t[]){2, 4, 5, 8}, &x);
+    {
+        hc_tensor *k = hc_graph_add_input(g, "k", HC_F32, 4, (int64_t[]){2, 2, 7, 8});
+        hc_tensor *v = hc_graph_add_input(g, "v", HC_F32, 4, (int64_t[]){2, 2, 7, 3});
+        hc_tensor *m = hc_graph_add_input(g, "m", HC_F32, 4, (int64_t[]){2, 1, 5, 7});
+        hc_tensor *np = hc_graph_add_input(g, "np", HC_I64, 1, (int64_t[]){2});
+        hc_attr at[4] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = 0.35},
+                         {.name = "softcap", .kind = HC_ATTR_FLOAT, .f = 1.5}, int_attr("causal", 1),
+                         int_attr("offset", 2)};
+        finish_node(g, OPA(g, ATTENTION_FUSED, at, 4, x, k, v, m, np), "attention fused");
+        g = graph1(4, (int64_t[]){1, 3, 9, 16}, &x);
+        k = hc_graph_add_input(g, "k", HC_F32, 4, (int64_t[]){1, 3, 11, 16});
+        v = hc_graph_add_input(g, "v", HC_F32, 4, (int64_t[]){1, 3, 11, 16});
+        hc_attr wa[3] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = 0.25}, int_attr("left", 2),
+                         int_attr("right", 1)};
+        finish_node(g, OPA(g, ATTENTION_FUSED, wa, 3, x, k, v), "attention fused window");
+    }
 }
 
 /* The auto-scheduled and templated programs of the built-in tiny models, as CUDA C for
