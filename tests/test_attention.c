@@ -370,7 +370,9 @@ static void test_pass(void) {
 typedef struct mcase {
     const char *name;
     int scale;       /* 0 none, 1 Div by a constant, 2 Mul by a constant (first), 3 Div by an input */
-    int mask;        /* 0 none, 1 Add(S, M [B, 1, 1, T]), 2 Add(M [Sq, T], S) */
+    int mask;        /* 0 none, 1 Add(S, M [B, 1, 1, T]), 2 Add(M [Sq, T], S), Where(cond, S,
+                        fill) with a constant cond: 3 causal [1, 1, Sq, T] fill finfo.min,
+                        4 random [Sq, T] fill finfo.min, 5 random fill -inf, 6 causal fill -inf */
     bool p_output;   /* P is a graph output too */
     int64_t axis;    /* the softmax's */
     hc_dtype dt;
@@ -405,6 +407,21 @@ static void run_match_case(const mcase *k) {
         z = hc_graph_add_node(g, HC_OPK_ADD, "add", 2, (hc_tensor *[]){z, m}, 0, NULL, 0, NULL, &err)->outputs[0];
     if (k->mask == 2)
         z = hc_graph_add_node(g, HC_OPK_ADD, "add", 2, (hc_tensor *[]){m, z}, 0, NULL, 0, NULL, &err)->outputs[0];
+    if (k->mask >= 3) { /* GPT-2's form */
+        bool causal = k->mask == 3 || k->mask == 6;
+        uint8_t cv[5 * 7];
+        for (int64_t i = 0; i < Sq; i++)
+            for (int64_t j = 0; j < T; j++)
+                cv[i * T + j] = causal ? j <= i + T - Sq : hc_rng_uniform(&rng, 0, 1) < 0.6;
+        for (int64_t j = 0; k->mask == 4 && j < T; j++) cv[j] = 0; /* row 0 masked whole */
+        for (int64_t i = 0; k->mask == 5 && i < Sq; i++) cv[i * T] = 1; /* none (NaN there) */
+        hc_tensor *cond = causal ? hc_graph_constant(g, "cond", HC_BOOL, 4, (int64_t[]){1, 1, Sq, T}, cv)
+                                 : hc_graph_constant(g, "cond", HC_BOOL, 2, (int64_t[]){Sq, T}, cv);
+        double fv = k->mask >= 5 ? -INFINITY : -3.4028234663852886e38;
+        hc_tensor *fill = hc_pass_const_float(g, "fill", k->dt, 0, NULL, &fv);
+        z = hc_graph_add_node(g, HC_OPK_WHERE, "where", 3, (hc_tensor *[]){cond, z, fill}, 0, NULL, 0,
+                              NULL, &err)->outputs[0];
+    }
     hc_attr ax = {.name = "axis", .kind = HC_ATTR_INT, .i = k->axis};
     hc_tensor *p = hc_graph_add_node(g, HC_OPK_SOFTMAX, "sm", 1, &z, 0, NULL, k->axis == 99 ? 0 : 1,
                                      &ax, &err)->outputs[0];
@@ -439,6 +456,14 @@ static void run_match_case(const mcase *k) {
     int fused = count_op(g, HC_OPK_ATTENTION_FUSED), sm = count_op(g, HC_OPK_SOFTMAX);
     CHECK_MSG(k->fuses ? fused == 1 && sm == 0 : fused == 0 && sm == 1, "%s: %d fused, %d softmax",
               k->name, fused, sm);
+    for (size_t i = 0; i < g->nodes.len; i++) { /* a causal cond is the causal attribute */
+        const hc_node *f = g->nodes.data[i];
+        if (f->op != HC_OPK_ATTENTION_FUSED) continue;
+        bool causal = k->mask == 3 || k->mask == 6;
+        CHECK_MSG(hc_node_attr_int(f, "causal", 0) == causal && (!causal || (f->ninputs == 3 &&
+                  hc_node_attr_int(f, "offset", -1) == T - Sq)), "%s: causal %lld", k->name,
+                  (long long)hc_node_attr_int(f, "causal", 0));
+    }
     CHECK_MSG(hc_graph_eval_reference(g, in, got, &err) == HC_OK, "%s: %s", k->name, err.msg);
     for (int oi = 0; oi < nout && k->dt == HC_F32; oi++) {
         double e = max_rel_err(got[oi], want[oi], ny[oi]);
@@ -460,6 +485,10 @@ static void test_match(void) {
         {"f64", 1, 1, false, -1, HC_F64, false},
         {"opset11_default_axis", 1, 1, false, 99, HC_F32, false},
         {"opset11_axis_3", 1, 1, false, 3, HC_F32, true},
+        {"gpt2_causal_where", 1, 3, false, -1, HC_F32, true},
+        {"where_random_min", 2, 4, false, -1, HC_F32, true},
+        {"where_random_inf", 1, 5, false, -1, HC_F32, false},
+        {"where_causal_inf", 1, 6, false, -1, HC_F32, true},
     };
     for (size_t i = 0; i < HC_ARRAY_LEN(mc); i++) run_match_case(&mc[i]);
 }

@@ -2,7 +2,8 @@
  * (BERT, GPT-2 through PyTorch, src/models/bert.c) write as separate ops,
  *
  *   S = MatMul(Q, Kt);  S = S / c  or  S * c  (c a constant scalar; optional);
- *   S = S + M  (either order; optional);  P = Softmax(S) over the last axis;  Y = MatMul(P, V)
+ *   S = S + M  (either order) or Where(cond, S, fill) (optional);
+ *   P = Softmax(S) over the last axis;  Y = MatMul(P, V)
  *
  * with Q [B, H, Sq, D], Kt [B, H, D, T], V [B, H, T, Dv] (4-D, f32, no broadcast between
  * them) and M broadcast to the scores, becomes Y = ATTENTION_FUSED(Q, K, V, M) with scale
@@ -11,7 +12,13 @@
  * by (0, 2, 3, 1) from [B, T, H, D]). Only where the target's template takes the node (the
  * fused op's Task alone, the auto-scheduler's one kernel, is slower than three kernels,
  * src/passes/attention.c) and where S, its scaled and masked forms and P have no other
- * reader. M stays as it is (a padding mask [B, 1, 1, T] is read once per row). */
+ * reader. M stays as it is (a padding mask [B, 1, 1, T] is read once per row). GPT-2's
+ * Where(cond, S, finfo.min) with a constant causal cond becomes the causal attribute (the
+ * kernel then skips the keys past each tile's last row); another cond, the bias
+ * Where(cond, 0, fill), for fills of at most -1e30 (which swallow any score: the same
+ * probabilities, a row masked whole uniform in both), or -inf with the causal cond only
+ * (no row masked whole: Softmax gives NaN there, the fused op 0). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +63,32 @@ static hc_node *scores_of(const hc_graph *g, const hc_tensor *t, double *scale) 
     return p->op == HC_OPK_MATMUL ? p : NULL;
 }
 
-/* Whether m (rank <= 4) broadcasts to the scores' shape without growing it. */
+/* Whether m (rank 1 to 4) broadcasts to the scores' shape without growing it. */
+static bool shape_fits(const hc_tensor *m, const int64_t *full) {
+    if (!m || m->ndim < 1 || m->ndim > 4) return false;
+    for (int d = 0; d < m->ndim; d++) {
+        int64_t md = m->shape[d], want = full[4 - m->ndim + d];
+        if (md != 1 && md != want) return false;
+    }
+    return true;
+}
+
+/* Whether the constant bool c is the causal mask of Sq queries over T keys (only its last
+ * two dims above 1): key j visible to query i iff j <= i + T - Sq, the offset. */
+static bool causal_of(const hc_tensor *c, int64_t Sq, int64_t T, int64_t *offset) {
+    if (!c->data || c->ndim < 2 || c->shape[c->ndim - 2] != Sq || c->shape[c->ndim - 1] != T ||
+        T < Sq)
+        return false;
+    for (int d = 0; d < c->ndim - 2; d++)
+        if (c->shape[d] != 1) return false;
+    *offset = T - Sq;
+    for (int64_t i = 0; i < Sq; i++)
+        for (int64_t j = 0; j < T; j++)
+            if ((hc_elem_get(c->data, HC_BOOL, i * T + j) != 0) != (j <= i + *offset)) return false;
+    return true;
+}
+
+/* Whether m (rank <= 4, f32) broadcasts to the scores' shape without growing it. */
 static bool mask_fits(const hc_tensor *m, const int64_t *full) {
     if (!m || m->dtype != HC_F32 || m->ndim < 1 || m->ndim > 4) return false;
     for (int d = 0; d < m->ndim; d++) {
@@ -87,6 +119,8 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
     if (axis != -1 && axis != 3) return HC_OK;
     hc_tensor *z = sm->inputs[0], *mask = NULL;
     double scale = 1;
+    bool causal = false;
+    int64_t offset = 0;
     hc_node *qk = NULL;
     if (z->producer && z->producer->op == HC_OPK_ADD && single_use(g, z)) {
         hc_node *ad = z->producer;
@@ -95,6 +129,28 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
             if (s->ndim == 4 && !memcmp(s->shape, z->shape, sizeof(int64_t) * 4) &&
                 mask_fits(m, z->shape) && (qk = scores_of(g, s, &scale)))
                 mask = m;
+        }
+    } else if (z->producer && z->producer->op == HC_OPK_WHERE && single_use(g, z)) {
+        /* Where(cond, S, fill), fill a huge negative constant (GPT-2: finfo.min) */
+        hc_node *w = z->producer;
+        hc_tensor *cond = w->inputs[0], *s = w->inputs[1];
+        double fill;
+        if (const_scalar(w->inputs[2], &fill) && fill <= -1e30 && cond->dtype == HC_BOOL &&
+            s->ndim == 4 && !memcmp(s->shape, z->shape, sizeof(int64_t) * 4) &&
+            shape_fits(cond, z->shape) && (qk = scores_of(g, s, &scale))) {
+            if (causal_of(cond, z->shape[2], z->shape[3], &offset)) {
+                causal = true;
+            } else if (isinf(fill)) {
+                qk = NULL; /* a row masked whole is NaN there, 0 here */
+            } else {
+                /* S + (cond ? 0 : fill): fill swallows any score (|S| is far below its
+                 * unit in the last place), so a row masked whole is uniform in both */
+                const char *zn = hc_arena_printf(&g->arena, "%s_zero", mv->name);
+                hc_tensor *wi[3] = {cond, hc_pass_const_float(g, zn, HC_F32, 0, NULL, (double[]){0}),
+                                    w->inputs[2]};
+                mask = add(g, mv, HC_OPK_WHERE, "bias", 3, wi, 0, NULL, err);
+                if (!mask) return err->status;
+            }
         }
     } else {
         qk = z->producer ? scores_of(g, z, &scale) : NULL;
@@ -130,8 +186,8 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
     }
     hc_attr at[6] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = scale},
                      {.name = "softcap", .kind = HC_ATTR_FLOAT, .f = 0},
-                     {.name = "causal", .kind = HC_ATTR_INT, .i = 0},
-                     {.name = "offset", .kind = HC_ATTR_INT, .i = 0},
+                     {.name = "causal", .kind = HC_ATTR_INT, .i = causal},
+                     {.name = "offset", .kind = HC_ATTR_INT, .i = offset},
                      {.name = "left", .kind = HC_ATTR_INT, .i = -1},
                      {.name = "right", .kind = HC_ATTR_INT, .i = -1}};
     hc_tensor *in[4] = {q, k, v, mask};
