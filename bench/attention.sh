@@ -6,7 +6,8 @@
 # (batch 1, 12 heads, head size 64): a 128-token prompt, the same with a key-padding mask,
 # a decode step over 512 keys and a 512-token prompt. Interleaved rounds (machine noise
 # hits both alike), medians over rounds of `hidetc bench` medians; then the builtin BERT
-# (12 layers at seq 128) with the fuse_attention pass on and off. Models written with
+# (12 layers at seq 128) with the fuse_attention pass on and off, and an exported GPT-2 where
+# GPT2_MODEL names one (bench/compare's gpt2-b1/model.onnx). Models written with
 # python3-onnx into $BUILD/attention-models. BUILD defaults to build-bench (a Release
 # build of the hidetc program). Writes bench/results/attention.md.
 set -u
@@ -95,6 +96,18 @@ for r in $(seq "$rounds"); do
 done
 mbf=$(printf '%s\n' "${bf[@]}" | median) mbn=$(printf '%s\n' "${bn[@]}" | median)
 echo "builtin:bert: $mbf ms ($bk kernels) against $mbn ms ($bu kernels) without fuse_attention"
+gline=""
+if [ -n "${GPT2_MODEL:-}" ] && [ -f "$GPT2_MODEL" ]; then
+    gk=$(kernels "$GPT2_MODEL") gu=$(kernels "$GPT2_MODEL" HIDETC_NO_FUSE_ATTENTION=1)
+    gf=() gn=()
+    for r in $(seq "$rounds"); do
+        gf+=("$("$HIDETC" bench "$GPT2_MODEL" --threads "$threads" --warmup 3 --repeat 20 | sed -n 's/^median_ms: \([^ ]*\).*/\1/p')")
+        gn+=("$(HIDETC_NO_FUSE_ATTENTION=1 "$HIDETC" bench "$GPT2_MODEL" --threads "$threads" --warmup 3 --repeat 20 | sed -n 's/^median_ms: \([^ ]*\).*/\1/p')")
+    done
+    mgf=$(printf '%s\n' "${gf[@]}" | median) mgn=$(printf '%s\n' "${gn[@]}" | median)
+    gline="An exported GPT-2 ($(basename "$(dirname "$GPT2_MODEL")")/$(basename "$GPT2_MODEL"), 12 layers at seq 128, its causal mask a constant Where): $mgf ms with fuse_attention ($gk kernels), $mgn ms without ($gu kernels)."
+    echo "$gline"
+fi
 {
     echo "# Attention: one fused kernel against MatMul + Softmax + MatMul"
     echo
@@ -115,5 +128,6 @@ echo "builtin:bert: $mbf ms ($bk kernels) against $mbn ms ($bu kernels) without 
     echo "The builtin BERT (\`hidetc bench builtin:bert --threads $threads --warmup 3 --repeat 20\`, medians of"
     echo "$rounds interleaved rounds): $mbf ms with fuse_attention ($bk kernels), $mbn ms with"
     echo "HIDETC_NO_FUSE_ATTENTION=1 ($bu kernels)."
+    [ -z "$gline" ] || { echo; echo "$gline"; }
 } > "$OUT"
 echo "wrote $OUT"
