@@ -27,7 +27,7 @@
     X(GROUP_NORMALIZATION,       "GroupNormalization",         3, 3, 1, 1, REDUCE)            \
     X(RMS_NORMALIZATION,         "RMSNormalization",           2, 2, 1, 1, REDUCE)            \
     X(ROTARY_EMBEDDING,          "RotaryEmbedding",            3, 4, 1, 1, INJECTIVE)         \
-    /* attention: lowered to ATTENTION_CORE by the lower_attention pass (passes/attention.c) */ \
+    /* attention: lowered to ATTENTION_FUSED or ATTENTION_CORE (passes/attention.c) */        \
     X(ATTENTION,                 "Attention",                  3, 7, 1, 4, REDUCE)            \
     /* recurrent: unrolled by the lower_rnn pass (src/passes/rnn.c) */                          \
     X(RNN,                       "RNN",                        3, 6, 0, 2, REDUCE)            \

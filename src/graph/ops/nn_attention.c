@@ -22,7 +22,14 @@
  * Inputs of ATTENTION_CORE: S [B, Hq, Sq, T], bias (optional: S's dtype, rank 4, each dim
  * 1 or the full size), nonpad (optional: i64 [B]). Attributes: softcap, causal, offset
  * (the causal frontier: j <= i + offset, the cache length; ignored with nonpad: its
- * nonpad[b] - Sq), left, right (window sizes, -1: unbounded), qk_mode. */
+ * nonpad[b] - Sq), left, right (window sizes, -1: unbounded), qk_mode.
+ *
+ * ATTENTION_FUSED(Q [B, Hq, Sq, D], K [B, Hk, T, D], V [B, Hk, T, Dv], bias, nonpad) is all
+ * of it in one op: Y = core(scale * Q K^T) V with ATTENTION_CORE's attributes plus scale
+ * (query head h reads KV head h / (Hq / Hk)). Its Task is the three steps above composed
+ * (the reference, and the auto-schedulers of targets without its template); the CPU's
+ * template (src/target/cpu/templates/attention_cpu.c) is the one-kernel program that the
+ * lower_attention and fuse_attention passes make it for. */
 #include <math.h>
 #include <string.h>
 
