@@ -126,17 +126,18 @@ static int default_rows(const hc_attn_shape *s, int threads, int rq) {
 hc_attn_config hc_attn_default_config(const hc_target *t, const hc_attn_shape *s) {
     int regs = t->caps.num_regs;
     hc_attn_config c = {.lanes = hc_target_f32_lanes(t)};
-    /* K^T packed once per item costs T x D moves against rows x T x D / lanes FMAs; with
-     * vectors along D, each score costs a horizontal sum instead: packing pays from a few
-     * rows on (decode steps, one row, do not pack) */
-    c.pack = s->Sq >= 4;
+    /* K^T packed once per item costs T x D scalar moves; with vectors along D each score
+     * costs a horizontal sum instead (a few instructions, whatever D): packing pays from
+     * Sq ~ 3 D / 8 rows on. Measured (--tune 1, B1 H12 T512 D64, AVX-512, 2 threads): the
+     * vectors along D won at Sq 1 to 16, the packed K^T at 32 and 64 (and at Sq = T = 128) */
+    c.pack = 8 * s->Sq >= 3 * s->D;
     if (c.pack) {
         c.rq = 6; /* 6 x 4 vectors (AVX-512), as the matmul's micro-kernel */
         c.kv = 4;
         while (c.kv > 1 && !qk_fits(regs, true, c.rq, c.kv)) c.kv--;
     } else {
-        c.rq = (int)HC_MIN(s->Sq, 3);
-        c.kv = 8;
+        c.rq = (int)HC_MIN(s->Sq, 4); /* 4 x 4 keys: the tuner's pick at Sq 4 to 16 */
+        c.kv = 4;
         while (c.kv > 1 && !qk_fits(regs, false, c.rq, c.kv)) c.kv--;
     }
     c.rq = (int)HC_MIN(c.rq, s->Sq);
