@@ -155,11 +155,16 @@ static int64_t dim_count(const hc_nn_window *w, int i, int64_t o, bool include_p
     return cnt;
 }
 
-/* The divisor when it is the same for every output, else 0. */
+/* The divisor when it is the same for every output, else 0 (the Task then divides by the
+ * counting reduction, which is right for any window). The check costs out x kernel steps
+ * per dim, so dims beyond 2^20 of them are not checked: a fuzzed AveragePool with a pad of
+ * 2^25 and an output 2^25 wide spent seconds here. */
 static int64_t constant_count(const hc_nn_window *w, bool include_pad) {
     int64_t total = 1;
     for (int i = 0; i < w->nsp; i++) {
+        if (w->out[i] > ((int64_t)1 << 20) / HC_MAX(w->kernel[i], 1)) return 0;
         int64_t c0 = dim_count(w, i, 0, include_pad);
+        if (c0 == 0) return 0; /* the product would be 0: no constant divisor */
         for (int64_t o = 1; o < w->out[i]; o++)
             if (dim_count(w, i, o, include_pad) != c0) return 0;
         total *= c0;
