@@ -170,6 +170,12 @@ static hc_status lower_one(hc_graph *g, hc_node *n, const hc_target *target, hc_
     return HC_OK;
 }
 
+static bool is_attention(const hc_node *n) { return n->op == HC_OPK_ATTENTION; }
+
+static hc_status lower_attention_node(hc_graph *g, hc_node *n, void *target, hc_error *err) {
+    return lower_one(g, n, target, err);
+}
+
 hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err) {
     return hc_pass_lower_attention_with(g, NULL, err);
 }
@@ -177,17 +183,5 @@ hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err) {
 hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *opt,
                                        hc_error *err) {
     const hc_target *target = opt && opt->target ? opt->target : hc_target_default();
-    size_t n0 = g->nodes.len;
-    bool any = false;
-    for (size_t k = 0; k < n0; k++) {
-        hc_node *n = g->nodes.data[k];
-        if (n->op != HC_OPK_ATTENTION) continue;
-        hc_status st = lower_one(g, n, target, err);
-        if (st != HC_OK) return st;
-        any = true;
-    }
-    if (!any) return HC_OK;
-    hc_status st = hc_graph_toposort(g, err);
-    if (st == HC_OK) hc_graph_remove_dead(g);
-    return st;
+    return hc_pass_lower_each_ctx(g, is_attention, lower_attention_node, (void *)target, err);
 }

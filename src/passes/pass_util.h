@@ -65,6 +65,11 @@ hc_status hc_rw_replace(hc_rewrite *c, int i, hc_tensor *y);
 hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
                              hc_status (*lower)(hc_graph *g, hc_node *n, hc_error *err),
                              hc_error *err);
+/* The same with a context for lower (the attention lowering's target). */
+hc_status hc_pass_lower_each_ctx(hc_graph *g, bool (*match)(const hc_node *n),
+                                 hc_status (*lower)(hc_graph *g, hc_node *n, void *ctx,
+                                                    hc_error *err),
+                                 void *ctx, hc_error *err);
 /* Drop the nodes flagged in remove[] (indexed like g->nodes), keeping order. */
 void hc_pass_remove_nodes(hc_graph *g, const char *remove);
 

@@ -102,15 +102,16 @@ void hc_pass_remove_nodes(hc_graph *g, const char *remove) {
     g->nodes.len = w;
 }
 
-hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
-                             hc_status (*lower)(hc_graph *g, hc_node *n, hc_error *err),
-                             hc_error *err) {
+hc_status hc_pass_lower_each_ctx(hc_graph *g, bool (*match)(const hc_node *n),
+                                 hc_status (*lower)(hc_graph *g, hc_node *n, void *ctx,
+                                                    hc_error *err),
+                                 void *ctx, hc_error *err) {
     size_t n0 = g->nodes.len;
     bool any = false;
     for (size_t k = 0; k < n0; k++) {
         hc_node *n = g->nodes.data[k];
         if (!match(n)) continue;
-        hc_status st = lower(g, n, err);
+        hc_status st = lower(g, n, ctx, err);
         if (st != HC_OK) return st;
         any = true;
     }
@@ -118,6 +119,22 @@ hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
     hc_status st = hc_graph_toposort(g, err);
     if (st == HC_OK) hc_graph_remove_dead(g);
     return st;
+}
+
+typedef hc_status (*plain_lower)(hc_graph *g, hc_node *n, hc_error *err);
+typedef struct plain_ctx {
+    plain_lower fn;
+} plain_ctx;
+
+static hc_status call_plain(hc_graph *g, hc_node *n, void *ctx, hc_error *err) {
+    return ((plain_ctx *)ctx)->fn(g, n, err);
+}
+
+hc_status hc_pass_lower_each(hc_graph *g, bool (*match)(const hc_node *n),
+                             hc_status (*lower)(hc_graph *g, hc_node *n, hc_error *err),
+                             hc_error *err) {
+    plain_ctx c = {lower};
+    return hc_pass_lower_each_ctx(g, match, call_plain, &c, err);
 }
 
 const char *hc_rw_fresh(hc_rewrite *c, const char *suffix) {
