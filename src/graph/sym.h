@@ -13,9 +13,20 @@
  *
  * Every expression handed out is a polynomial (a constant has no terms). Division and
  * modulo follow Python: floor division, a remainder with the divisor's sign. Symbols are
- * assumed >= 1 by the simplifier where it says so (min/max of a symbol and 0 or 1).
+ * assumed >= 1 by the simplifier where it says so (min/max of a symbol and 0 or 1; more
+ * generally min/max where x - y is a polynomial in symbols whose coefficients have one
+ * sign and whose value at all symbols 1 has it too), and a monomial divisor is assumed
+ * nonzero (floor(m*q / (c*m)) is floor(q / c)).
  * Simplification is exact, never approximate: floor((4*s + 8) / 4) is s + 2,
- * floor(6*b*s / (2*s)) is 3*b, floor((2*s + 1) / 2) stays an atom.
+ * floor(6*b*s / (2*s)) is 3*b, floor((2*s + 1) / 2) is s, floor((s + 1) / 2) stays an
+ * atom.
+ *
+ * Constructors given a NULL argument return NULL. A coefficient that would overflow int64,
+ * or an expansion beyond a size limit (sym.c), is not folded: the operands are kept
+ * inside a floor(p / 1) atom, which is exact (eval fails where a value overflows) but not
+ * canonical. A result may share parts of its arguments; hc_sym_subst rebuilds all of it
+ * in its arena. Simplification keeps the value wherever the original is defined; it may
+ * drop a division whose divisor could be zero (0 // y is 0, (s*x) // s is x).
  *
  * Expressions live in an arena and are immutable; symbols are compared by name (strcmp),
  * so expressions of different arenas compare and combine. */
@@ -68,7 +79,8 @@ const hc_sym *hc_sym_mul_c(hc_arena *ar, const hc_sym *x, int64_t c);
 /* floor(x / y), x mod y (Python semantics). NULL when y is the constant 0. */
 const hc_sym *hc_sym_floordiv(hc_arena *ar, const hc_sym *x, const hc_sym *y);
 const hc_sym *hc_sym_mod(hc_arena *ar, const hc_sym *x, const hc_sym *y);
-/* ceil(x / y) = -floor(-x / y). NULL when y is the constant 0. */
+/* ceil(x / y) = -floor(-x / y) (built as floor((x + y - 1) / y) for a constant y > 0).
+ * NULL when y is the constant 0. */
 const hc_sym *hc_sym_ceildiv(hc_arena *ar, const hc_sym *x, const hc_sym *y);
 const hc_sym *hc_sym_min(hc_arena *ar, const hc_sym *x, const hc_sym *y);
 const hc_sym *hc_sym_max(hc_arena *ar, const hc_sym *x, const hc_sym *y);
