@@ -74,9 +74,33 @@ static void print_tensors(const char *title, hc_tensor *const *ts, size_t n) {
         hc_sb sb;
         hc_sb_init(&sb);
         if (ts[i]->shape_known || ts[i]->data || ts[i]->ndim)
-            hc_print_shape(&sb, ts[i]->ndim, ts[i]->shape);
+            hc_print_tensor_shape(&sb, ts[i]);
         else hc_sb_puts(&sb, "[?]");
         printf("  %s: %s %s\n", ts[i]->name, hc_dtype_name(ts[i]->dtype), hc_sb_str(&sb));
+        hc_sb_free(&sb);
+    }
+}
+
+/* "symbols: batch (hint 16), seq (hint 24)", then the constraints ops put on them. */
+static void print_symbols(const hc_graph *g) {
+    printf("symbols:");
+    for (size_t i = 0; i < g->sym_names.len; i++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_sym_print(&sb, hc_sym_var(&((hc_graph *)g)->arena, g->sym_names.data[i]));
+        printf("%s %s (hint %lld)", i ? "," : "", hc_sb_str(&sb),
+               (long long)g->sym_hints.data[i]);
+        hc_sb_free(&sb);
+    }
+    printf("\n");
+    if (!g->constraints.len) return;
+    printf("constraints:\n");
+    for (size_t i = 0; i < g->constraints.len; i++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_constraint(&sb, &g->constraints.data[i]);
+        printf("  %s  (node '%s': %s)\n", hc_sb_str(&sb), g->constraints.data[i].node,
+               g->constraints.data[i].what);
         hc_sb_free(&sb);
     }
 }
@@ -295,7 +319,7 @@ int cmd_inspect(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     hc_error err = {0};
     hc_graph *g;
-    if (cli_load_model(r.model, &g, &err) != HC_OK) {
+    if (cli_load_model_symbolic(r.model, &g, &err) != HC_OK) {
         fprintf(stderr, "hidetc inspect: %s\n", err.msg);
         return 1;
     }
@@ -311,6 +335,8 @@ int cmd_inspect(int argc, char **argv) {
     }
     print_tensors("inputs", g->inputs.data, g->inputs.len);
     print_tensors("outputs", g->outputs.data, g->outputs.len);
+    bool symbolic = hc_graph_has_symbols(g);
+    if (symbolic) print_symbols(g);
     print_histogram(count, nnodes);
     printf("parameters: %lld\n", (long long)params);
     int skipped;
@@ -319,9 +345,16 @@ int cmd_inspect(int argc, char **argv) {
            "step, 1 per element of elementwise arithmetic, 0 for data movement",
            flops, flops / 1e9);
     if (skipped) printf("; %d nodes without a Task not counted", skipped);
+    if (symbolic) printf("; at the symbols' hint values");
     printf(")\n");
     if (r.dot) rc = write_dot(r.dot, g);
     hc_graph_free(g);
+    if (!rc && symbolic && (r.fusion || r.tune_space || r.co.dump_stage)) {
+        fprintf(stderr, "hidetc inspect: --fusion, --tune-space and --dump-ir schedule the "
+                "model, and kernels are built for fixed shapes only: fix the symbols with "
+                "--dim NAME=N or --shape INPUT=D0,D1,... (docs/dynamic.md)\n");
+        return 1;
+    }
     if (!rc && (r.fusion || r.tune_space || r.co.dump_stage)) rc = inspect_schedule(&r);
     return rc;
 }

@@ -15,8 +15,22 @@ static hc_onnx_dim g_dims[CLI_MAX_OVERRIDES];
 static hc_onnx_shape g_shapes[CLI_MAX_OVERRIDES];
 static char g_dim_names[CLI_MAX_OVERRIDES][256], g_shape_names[CLI_MAX_OVERRIDES][256];
 static int g_ndims, g_nshapes;
+/* --dim-hint NAME=N: the hint values of symbols that stay symbolic (docs/dynamic.md) */
+static hc_onnx_dim g_hints[CLI_MAX_OVERRIDES];
+static char g_hint_names[CLI_MAX_OVERRIDES][256];
+static int g_nhints;
+
+static hc_status load_model(const char *spec, bool symbolic, hc_graph **out, hc_error *err);
 
 hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
+    return load_model(spec, false, out, err);
+}
+
+hc_status cli_load_model_symbolic(const char *spec, hc_graph **out, hc_error *err) {
+    return load_model(spec, true, out, err);
+}
+
+static hc_status load_model(const char *spec, bool symbolic, hc_graph **out, hc_error *err) {
     *out = NULL;
     size_t np = strlen(BUILTIN_PREFIX);
     if (!strncmp(spec, BUILTIN_PREFIX, np)) {
@@ -25,7 +39,7 @@ hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
                                 "files (a built-in model's shapes are fixed)", spec);
         return hc_builtin_model(spec + np, out, err);
     }
-    hc_onnx_options o = {g_ndims, g_dims, g_nshapes, g_shapes};
+    hc_onnx_options o = {g_ndims, g_dims, g_nshapes, g_shapes, symbolic, g_nhints, g_hints};
     return hc_onnx_load_with(spec, &o, out, err);
 }
 
@@ -134,6 +148,20 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         {"--no-nchwc", &co->paths.no_nchwc},
         {"--no-int8", &co->paths.no_int8},
     };
+    if (!strcmp(o, "--dim-hint")) {
+        hc_error e = {0};
+        if (g_nhints >= CLI_MAX_OVERRIDES) {
+            fprintf(stderr, "hidetc %s: at most %d %s options\n", cmd, CLI_MAX_OVERRIDES, o);
+            return -1;
+        }
+        if (!val || !hc_onnx_parse_dim(val, &g_hints[g_nhints], g_hint_names[g_nhints],
+                                       sizeof g_hint_names[0], &e)) {
+            fprintf(stderr, "hidetc %s: %s\n", cmd, val ? e.msg : "--dim-hint expects NAME=N");
+            return -1;
+        }
+        g_nhints++;
+        return 2;
+    }
     if (!strcmp(o, "--dim") || !strcmp(o, "--shape")) {
         bool dim = o[2] == 'd';
         hc_error e = {0};

@@ -8,6 +8,9 @@
 
 /* MODEL is "builtin:NAME" (hc_builtin_model) or the path of an ONNX file. */
 hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err);
+/* The same, keeping the dimensions that --dim / --shape do not fix as symbols (their hint
+ * values from --dim-hint NAME=N). */
+hc_status cli_load_model_symbolic(const char *spec, hc_graph **out, hc_error *err);
 
 /* Open a MODEL argument as a runnable model: a file written by `hidetc compile` (told by
  * its magic bytes, whatever its name) is loaded without compiling; anything else is

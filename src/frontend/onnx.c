@@ -401,8 +401,22 @@ static const hc_onnx_dim *dim_override(importer *im, const char *sym) {
     return NULL;
 }
 
+/* The hint of symbol `sym` (hc_onnx_options.hints, else 16 + 8 * its index), and the
+ * symbol added to the graph. */
+static int64_t symbol_hint(importer *im, const char *sym) {
+    size_t index = im->g->sym_names.len;
+    for (size_t j = 0; j < im->g->sym_names.len; j++)
+        if (!strcmp(im->g->sym_names.data[j], sym)) index = j;
+    int64_t hint = 16 + 8 * (int64_t)index;
+    for (int j = 0; j < im->over->nhints; j++)
+        if (!strcmp(im->over->hints[j].name, sym)) hint = im->over->hints[j].value;
+    hc_graph_symbol(im->g, sym, hint);
+    return im->g->sym_hints.data[index];
+}
+
+/* keep[d]: the symbol dimension d stays (hc_onnx_options.symbolic), else NULL. */
 static hc_status input_dims(importer *im, const char *name, const Onnx__TensorShapeProto *sp,
-                            int64_t *shape, int *ndim, const char **syms) {
+                            int64_t *shape, int *ndim, const char **syms, const char **keep) {
     const char *path = im->src.path;
     const hc_onnx_shape *so = shape_override(im, name);
     if (!sp && !so)
@@ -428,6 +442,7 @@ static hc_status input_dims(importer *im, const char *name, const Onnx__TensorSh
                                 "dimension (%lld at index %zu)", path, name,
                                 (long long)d->dim_value, i);
         syms[i] = sym ? d->dim_param : NULL;
+        keep[i] = NULL;
         const hc_onnx_dim *dov = sym ? dim_override(im, d->dim_param) : NULL;
         if (so) {
             if (fixed && so->dims[i] != d->dim_value)
@@ -445,12 +460,18 @@ static hc_status input_dims(importer *im, const char *name, const Onnx__TensorSh
             shape[i] = d->dim_value;
         } else if (dov) {
             shape[i] = dov->value;
+        } else if (sym && im->over && im->over->symbolic) {
+            shape[i] = symbol_hint(im, d->dim_param);
+            keep[i] = d->dim_param;
         } else if (sym) {
             return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has a symbolic "
                                 "dimension '%s' (dimension %zu); " HC_DYNAMIC_HINT, path, name,
                                 d->dim_param, i);
         } else if (d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             shape[i] = 0; /* an empty dimension, as the file says */
+        } else if (im->over && im->over->symbolic) {
+            keep[i] = hc_arena_printf(&im->g->arena, "%s_d%zu", name, i);
+            shape[i] = symbol_hint(im, keep[i]);
         } else {
             return hc_error_set(im->err, HC_ERR_UNSUPPORTED, "%s: input '%s' has an unknown "
                                 "dimension (dimension %zu); " HC_DYNAMIC_HINT, path, name, i);
@@ -481,9 +502,9 @@ static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoP
                             "which is not supported", path, name,
                             hc_onnx_dtype_name(tt->has_elem_type ? tt->elem_type : 0, buf));
     int64_t shape[HC_MAX_DIMS];
-    const char *syms[HC_MAX_DIMS];
+    const char *syms[HC_MAX_DIMS], *keep[HC_MAX_DIMS];
     int nd = 0;
-    hc_status s = input_dims(im, name, tt->shape, shape, &nd, syms);
+    hc_status s = input_dims(im, name, tt->shape, shape, &nd, syms, keep);
     if (s) return s;
     for (int i = 1; i <= nd && hc_shape_too_large(dt, nd, shape); i++) /* which dimension */
         if (hc_shape_too_large(dt, i, shape))
@@ -499,6 +520,14 @@ static hc_status import_input(importer *im, size_t index, const Onnx__ValueInfoP
         for (int i = 0; i < nd; i++)
             t->dim_names[i] = syms[i] ? hc_arena_strdup(&im->g->arena, syms[i]) : NULL;
     }
+    const hc_sym *dims[HC_MAX_DIMS];
+    bool symbolic = false;
+    for (int i = 0; i < nd; i++) {
+        symbolic |= keep[i] != NULL;
+        dims[i] = keep[i] ? hc_sym_var(&im->g->arena, hc_graph_symbol(im->g, keep[i], 0))
+                          : hc_sym_const(&im->g->arena, shape[i]);
+    }
+    if (symbolic && !hc_tensor_set_sym_shape(t, nd, dims)) hc_unreachable();
     define(im, t);
     return HC_OK;
 }
@@ -1160,6 +1189,23 @@ static hc_status check_overrides_used(importer *im) {
                              "inputs have no symbolic dimension '%s' (they have: %s)", im->src.path,
                              o->dims[j].name, o->dims[j].name, have.len ? have.buf : "none");
     }
+    for (int j = 0; j < o->nhints && !s; j++) {
+        const char *nm = o->hints[j].name;
+        bool used = false;
+        for (size_t i = 0; i < gp->n_input && !used; i++) {
+            const Onnx__TypeProto *tp = gp->input[i]->type;
+            const Onnx__TensorShapeProto *sp =
+                tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+            for (size_t d = 0; sp && d < sp->n_dim && !used; d++)
+                used = sp->dim[d]->value_case ==
+                           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                       sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, nm);
+        }
+        if (!used)
+            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: dim hint %s=...: the model's inputs "
+                             "have no symbolic dimension '%s' (they have: %s)", im->src.path,
+                             nm, nm, have.len ? have.buf : "none");
+    }
     for (int j = 0; j < o->nshapes && !s; j++) {
         bool used = false;
         for (size_t i = 0; i < gp->n_input && !used; i++) {
@@ -1245,7 +1291,7 @@ hc_status hc_onnx_load_memory_with(const void *bytes, size_t size, const char *p
                             "decoding failed: truncated or malformed file)", path);
     name_map values = {0};
     importer im = {.src = {path, NULL}, .gp = m->graph, .values = &values, .err = err,
-                   .over = o && (o->ndims || o->nshapes) ? o : NULL};
+                   .over = o && (o->ndims || o->nshapes || o->symbolic) ? o : NULL};
     if (!m->graph)
         s = hc_error_set(err, HC_ERR_INVALID, "%s: not an ONNX model (no graph)", path);
     if (!s) {

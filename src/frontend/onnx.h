@@ -10,7 +10,7 @@
  * folder). A model with unsupported operators is refused with one message listing every
  * unsupported op type with a node name. Malformed or truncated files give a clear error.
  * Graph inputs must have static shapes (a symbolic dimension is an error naming the
- * input and the dimension). */
+ * input and the dimension) unless hc_onnx_options.symbolic keeps them as symbols. */
 hc_status hc_onnx_load(const char *path, hc_graph **out, hc_error *err);
 
 /* Symbolic input dimensions fixed at import (ONNX Runtime's free-dimension overrides):
@@ -32,6 +32,14 @@ typedef struct hc_onnx_options {
     const hc_onnx_dim *dims;
     int nshapes;
     const hc_onnx_shape *shapes;
+    /* Keep the dimensions that no override fixes as symbols (docs/dynamic.md): a
+     * dim_param is the symbol of that name, a dimension without value or name the symbol
+     * "INPUT_dD". false: such a dimension is an error (the compiler builds static kernels). */
+    bool symbolic;
+    /* Hint values of symbols (the binding at which symbolic shapes are also computed
+     * concretely); a symbol without one gets 16 + 8 * (its index). */
+    int nhints;
+    const hc_onnx_dim *hints;
 } hc_onnx_options;
 /* The Loop / Scan body hook (hc_graph.inline_body, src/graph/graph.h). */
 hc_status hc_onnx_inline_body(hc_graph *g, const hc_node *n, const char *prefix, int nformal,

@@ -183,6 +183,9 @@ void hc_graph_free(hc_graph *g) {
     hc_vec_free(&g->nodes);
     hc_vec_free(&g->inputs);
     hc_vec_free(&g->outputs);
+    hc_vec_free(&g->sym_names);
+    hc_vec_free(&g->sym_hints);
+    hc_vec_free(&g->constraints);
     hc_arena_free(&g->arena);
     free(g);
 }
@@ -229,6 +232,7 @@ hc_tensor *hc_graph_tensor(hc_graph *g, const char *name, hc_dtype dtype, int nd
     }
     t->dtype = dtype;
     t->ndim = ndim;
+    t->graph = g;
     if (shape) {
         memcpy(t->shape, shape, sizeof(int64_t) * (size_t)ndim);
         t->shape_known = true;
@@ -267,6 +271,8 @@ static hc_tensor *copy_tensor_attr(hc_graph *g, const hc_tensor *src) {
     t->name = hc_arena_strdup(&g->arena, src->name ? src->name : "");
     t->producer = NULL;
     t->id = -1;
+    t->graph = g;
+    t->sym = t->symval = NULL; /* attribute tensors are constants */
     if (src->data) {
         size_t nbytes = hc_tensor_nbytes(src);
         t->data = hc_arena_alloc(&g->arena, nbytes ? nbytes : 1);

@@ -13,6 +13,7 @@
 #define HC_GRAPH_H
 
 #include "graph/ops.h"
+#include "graph/sym.h"
 #include "ir/ir.h"
 #include "task/task.h"
 
@@ -32,6 +33,15 @@ typedef struct hc_tensor {
     /* A graph input's ONNX symbols: dim_names[d] the dim_param dimension d came from
      * (fixed at import by an override), NULL entries for the others; NULL: none. */
     const char **dim_names;
+    /* Dynamic shapes (src/graph/sym.h, docs/dynamic.md). sym: per dimension, the
+     * expression of a symbolic one (shape[d] then holds its value at the graph's hint
+     * binding, for heuristics and checks) and NULL for a fixed one; NULL when no dimension
+     * is symbolic. symval: a small integer tensor whose value is an expression of the
+     * symbols (a shape computation: Shape, Gather, Concat of them), one expression per
+     * element; its data stays NULL, for the value is no constant. NULL: none. */
+    const hc_sym **sym;
+    const hc_sym **symval;
+    struct hc_graph *graph; /* the graph that made it (its arena holds the expressions) */
 } hc_tensor;
 
 int64_t hc_tensor_numel(const hc_tensor *t);
@@ -48,6 +58,61 @@ int64_t hc_tensor_const_ints(const hc_tensor *t, int64_t *out, int64_t max);
 /* Read element i of a constant numeric tensor as a double. */
 double hc_tensor_const_at(const hc_tensor *t, int64_t i);
 void hc_print_shape(hc_sb *sb, int ndim, const int64_t *shape); /* [1, 3, 224, 224] */
+
+/* ---- dynamic shapes (docs/dynamic.md) ------------------------------------------------ */
+/* A relation between symbol expressions that an op needs (a Slice of a table of 1024
+ * rows ending at `seq` needs seq <= 1024). */
+typedef enum hc_symc_kind {
+    HC_SYMC_EQ,      /* a == b */
+    HC_SYMC_LE,      /* a <= b */
+    HC_SYMC_BCAST,   /* b == a or b == 1: b broadcasts to a (the result is a) */
+    HC_SYMC_DIVIDES, /* a mod b == 0 */
+    HC_SYMC_NE,      /* a != b */
+} hc_symc_kind;
+typedef struct hc_sym_constraint {
+    hc_symc_kind kind;
+    const hc_sym *a, *b;
+    const char *node; /* the node that imposes it */
+    const char *what; /* what it is about: "input 1, dimension 2" */
+} hc_sym_constraint;
+/* Whether any dimension of t is symbolic. */
+static inline bool hc_tensor_is_symbolic(const hc_tensor *t) { return t && t->sym; }
+/* Dimension d of t as an expression (a constant when fixed), in t's graph's arena. */
+const hc_sym *hc_tensor_dim(const hc_tensor *t, int d);
+/* Element i of a shape-like tensor as an expression: its symval, or its constant value;
+ * NULL when it is neither. */
+const hc_sym *hc_tensor_value_sym(const hc_tensor *t, int64_t i);
+/* Set t's shape from expressions (ndim of them): sym for the symbolic ones, shape[] their
+ * values at the hint binding. false when one cannot be evaluated there (an expression of
+ * an unknown symbol, a division by zero). */
+bool hc_tensor_set_sym_shape(hc_tensor *t, int ndim, const hc_sym *const *dims);
+/* "[batch, 3, 224, 224]": symbolic dimensions by their expressions. */
+void hc_print_tensor_shape(hc_sb *sb, const hc_tensor *t);
+/* The symbol `name` of g (added with this hint when new; an existing one keeps its
+ * hint): the interned name. */
+const char *hc_graph_symbol(hc_graph *g, const char *name, int64_t hint);
+bool hc_graph_has_symbols(const hc_graph *g);
+/* The hint binding of g's symbols (valid until a symbol is added). */
+hc_sym_binding hc_graph_hint_binding(const hc_graph *g);
+/* Record a constraint (deduplicated). One that is decidable now (both sides constant, or
+ * equal) and false is an error naming the node; true ones are not kept. */
+hc_status hc_graph_add_constraint(hc_graph *g, hc_symc_kind kind, const hc_sym *a,
+                                  const hc_sym *b, const char *node, const char *what,
+                                  hc_error *err);
+/* Check every constraint of g under binding b; the first one broken is an error that names
+ * its node, what it is about, the expressions and their values. */
+hc_status hc_graph_check_binding(const hc_graph *g, const hc_sym_binding *b,
+                                 hc_error *err);
+/* "seq <= 1024" */
+void hc_print_constraint(hc_sb *sb, const hc_sym_constraint *c);
+/* Symbolic shape inference (src/graph/ops/sym_infer.c). Whether n reads a tensor with
+ * symbolic dimensions or values; the op's own inference at the hint binding (symbolic
+ * values attached as data for it); then the symbolic dims (and values) of n's outputs,
+ * checked against the op's inference at the hint binding and at a second one. Errors name
+ * the node: an op without a rule, an output size that depends on data. */
+bool hc_node_reads_symbols(const hc_node *n);
+hc_status hc_node_infer_concrete(hc_node *n, hc_error *err);
+hc_status hc_node_infer_symbolic(hc_node *n, hc_error *err);
 
 /* ---- attributes ------------------------------------------------------------------- */
 typedef enum hc_attr_kind {
@@ -108,6 +173,12 @@ struct hc_graph {
     /* Every name hc_graph_add_node gave a node (removed nodes' too): a miss there is a
      * name no node has, so unique names cost no scan of the nodes (100k-node models). */
     struct hc_name_set *node_names;
+    /* Dynamic shapes: the symbols (names interned in the arena) and their hint values,
+     * the binding at which shape[] of symbolic tensors is computed; the constraints that
+     * ops impose on the symbols, checked for every binding (hc_graph_check_binding). */
+    HC_VEC(const char *) sym_names;
+    HC_VEC(int64_t) sym_hints;
+    HC_VEC(struct hc_sym_constraint) constraints;
     /* Loop and Scan bodies (hc_inline_body_fn, below): the importer's hook; NULL: none */
     hc_status (*inline_body)(hc_graph *g, const hc_node *n, const char *prefix, int nformal,
                              hc_tensor *const *formal, int nout, hc_tensor **outs,

@@ -30,6 +30,16 @@ static int64_t outputs_numel(const hc_node *n) {
     return s;
 }
 
+static bool all_outputs_data(const hc_node *n) {
+    int present = 0;
+    for (int i = 0; i < n->noutputs; i++) {
+        if (!n->outputs[i]) continue;
+        if (!n->outputs[i]->data) return false;
+        present++;
+    }
+    return present > 0;
+}
+
 /* Shape and Size depend on their input's shape only. */
 static bool reads_shape_only(const hc_node *n) {
     return n->op == HC_OPK_SHAPE || n->op == HC_OPK_SIZE;
@@ -38,7 +48,7 @@ static bool reads_shape_only(const hc_node *n) {
 static bool foldable(const hc_node *n, int64_t limit) {
     for (int i = 0; i < n->noutputs; i++)
         if (n->outputs[i] && !n->outputs[i]->shape_known) return false;
-    if (reads_shape_only(n)) return true;
+    if (reads_shape_only(n)) return !n->inputs[0]->sym; /* symbolic: its symval */
     /* ops without a Task of their own (lowered by a pass: RNN, quantized, losses,
      * Attention) fold once lowered */
     if (!inputs_const(n) || hc_op_is_recurrent(n->op) || hc_op_is_quantized(n->op) ||
@@ -213,6 +223,13 @@ static hc_status run(hc_graph *g, bool infer, int64_t limit, hc_error *err) {
             if (!failed.len) first = *err;
             hc_vec_push(&failed, n);
             st = HC_OK;
+            continue;
+        }
+        /* symbolic inference found the outputs constant (a Shape of fixed dimensions) */
+        if (st == HC_OK && infer && hc_node_reads_symbols(n) && all_outputs_data(n)) {
+            for (int i = 0; i < n->noutputs; i++)
+                if (n->outputs[i]) n->outputs[i]->producer = NULL;
+            folded[k] = 1;
             continue;
         }
         if (st != HC_OK || !foldable(n, limit)) continue;

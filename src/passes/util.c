@@ -10,7 +10,10 @@ hc_status hc_pass_infer_node(hc_node *n, hc_error *err) {
         return hc_error_set(err, HC_ERR_UNSUPPORTED, "node '%s': operator %s is not supported",
                             n->name, *on ? on : hc_op_name(n->op));
     }
-    hc_status st = def->infer(n, err);
+    bool sym = hc_node_reads_symbols(n);
+    for (int i = 0; i < n->noutputs; i++)
+        if (n->outputs[i]) n->outputs[i]->sym = n->outputs[i]->symval = NULL;
+    hc_status st = sym ? hc_node_infer_concrete(n, err) : def->infer(n, err);
     if (st != HC_OK) return st;
     for (int i = 0; i < n->noutputs; i++) {
         const hc_tensor *t = n->outputs[i];
@@ -29,7 +32,7 @@ hc_status hc_pass_infer_node(hc_node *n, hc_error *err) {
             return st;
         }
     }
-    return HC_OK;
+    return sym ? hc_node_infer_symbolic(n, err) : HC_OK;
 }
 
 bool hc_pass_is_graph_output(const hc_graph *g, const hc_tensor *t) {

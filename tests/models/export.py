@@ -124,11 +124,13 @@ class Bert(nn.Module):
         self.ln = nn.LayerNorm(hidden, eps=1e-12)
         self.layers = nn.ModuleList(BertLayer(hidden, heads, ffn) for _ in range(layers))
         self.pooler = nn.Linear(hidden, hidden)
-        self.register_buffer("position_ids", torch.arange(seq).unsqueeze(0))
+        # the table's length, sliced to the input's: one export serves any sequence length
+        self.register_buffer("position_ids", torch.arange(512).unsqueeze(0))
 
     def forward(self, input_ids, attention_mask):
         token_types = torch.zeros_like(input_ids)
-        x = self.word(input_ids) + self.position(self.position_ids) + self.token_type(token_types)
+        pos = self.position_ids[:, :input_ids.shape[1]]
+        x = self.word(input_ids) + self.position(pos) + self.token_type(token_types)
         x = self.ln(x)
         mask = (1.0 - attention_mask[:, None, None, :].to(torch.float32)) * -10000.0
         for layer in self.layers:
@@ -152,7 +154,8 @@ class Gpt2Attention(nn.Module):
         self.heads, self.head_dim, self.hidden = heads, hidden // heads, hidden
         self.c_attn = nn.Linear(hidden, 3 * hidden)
         self.c_proj = nn.Linear(hidden, hidden)
-        causal = torch.tril(torch.ones(seq, seq, dtype=torch.bool)).view(1, 1, seq, seq)
+        # as long as the position table (GPT-2's "bias"), sliced to the input's length
+        causal = torch.tril(torch.ones(1024, 1024, dtype=torch.bool)).view(1, 1, 1024, 1024)
         self.register_buffer("causal", causal)
 
     def split(self, x):
@@ -190,10 +193,10 @@ class Gpt2(nn.Module):
         self.wpe = nn.Embedding(1024, hidden)
         self.blocks = nn.ModuleList(Gpt2Block(hidden, heads, seq) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden, eps=1e-5)
-        self.register_buffer("position_ids", torch.arange(seq).unsqueeze(0))
+        self.register_buffer("position_ids", torch.arange(1024).unsqueeze(0))
 
     def forward(self, input_ids):
-        x = self.wte(input_ids) + self.wpe(self.position_ids)
+        x = self.wte(input_ids) + self.wpe(self.position_ids[:, :input_ids.shape[1]])
         for block in self.blocks:
             x = block(x)
         return torch.matmul(self.ln_f(x), self.wte.weight.t())  # tied LM head
@@ -316,11 +319,24 @@ def export_mode(opset):
     return dict(training=torch.onnx.TrainingMode.EVAL, do_constant_folding=True)
 
 
-def export_model(name, build, small, opsets, out_dir):
+# --dynamic: the symbolic axes of each model's inputs and outputs (torch.onnx.export's
+# dynamic_axes), so that one file serves every batch size and sequence length.
+DYNAMIC_AXES = {
+    "resnet50": {"input": {0: "batch"}, "logits": {0: "batch"}},
+    "mobilenet_v2": {"input": {0: "batch"}, "logits": {0: "batch"}},
+    "inception_v3": {"input": {0: "batch"}, "logits": {0: "batch"}},
+    "bert": {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
+             "last_hidden_state": {0: "batch", 1: "seq"}, "pooler_output": {0: "batch"}},
+    "gpt2": {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}},
+    "tagger": {"x": {0: "batch", 1: "seq"}, "tags": {0: "batch", 1: "seq"}, "h": {1: "batch"}},
+}
+
+
+def export_model(name, build, small, opsets, out_dir, dynamic=False):
     torch.manual_seed(SEED)  # per model: a model does not depend on which others are exported
     model, inputs, in_names, out_names, config = build(small)
     model.eval()
-    folder = os.path.join(out_dir, name + ("-small" if small else ""))
+    folder = os.path.join(out_dir, name + ("-small" if small else "") + ("-dyn" if dynamic else ""))
     os.makedirs(os.path.join(folder, "inputs"), exist_ok=True)
     os.makedirs(os.path.join(folder, "expected"), exist_ok=True)
     with torch.no_grad():
@@ -336,9 +352,11 @@ def export_model(name, build, small, opsets, out_dir):
         with torch.no_grad():
             torch.onnx.export(model, tuple(inputs), path, opset_version=opset,
                               input_names=in_names, output_names=out_names,
+                              dynamic_axes=DYNAMIC_AXES[name] if dynamic else None,
                               **export_mode(opset))
         check_onnx(path, opset, in_names, out_names)
     meta = {"model": name, "small": small, "seed": SEED, "opsets": opsets,
+            "dynamic_axes": DYNAMIC_AXES[name] if dynamic else None,
             "inputs": in_names, "outputs": out_names, "config": config,
             "torch": torch.__version__, "torchvision": torchvision.__version__}
     with open(os.path.join(folder, "meta.json"), "w") as f:
@@ -366,6 +384,8 @@ def main():
     size.add_argument("--full", action="store_true", help="full-size models")
     p.add_argument("--opset", type=int, nargs="+", default=[13, 17])
     p.add_argument("--models", nargs="+", choices=sorted(MODELS), default=list(MODELS))
+    p.add_argument("--dynamic", action="store_true",
+                   help="symbolic batch (and sequence) axes (folders NAME[-small]-dyn)")
     args = p.parse_args()
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     out = os.path.abspath(args.out_dir)
@@ -375,7 +395,7 @@ def main():
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     for name in args.models:
         t0 = time.time()
-        folder = export_model(name, MODELS[name], not args.full, args.opset, out)
+        folder = export_model(name, MODELS[name], not args.full, args.opset, out, args.dynamic)
         print("exported %s (%.1f s)" % (folder, time.time() - t0), flush=True)
 
 

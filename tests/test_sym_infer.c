@@ -1,0 +1,349 @@
+/* test_sym_infer.c — symbolic shape inference (src/graph/ops/sym_infer.c) against the
+ * ops' own inference at fixed shapes.
+ *
+ * Without arguments: small graphs built here (each op family, shape subgraphs, the
+ * constraints and errors), each inferred with symbols and then, for several bindings,
+ * built again with those values fixed: every tensor's symbolic shape evaluated at the
+ * binding must be the fixed graph's shape, and every symbolic value the fixed graph's
+ * constant.
+ *
+ *   test_sym_infer MODEL.onnx NAME=V[,NAME=V...] ...
+ * does the same for an ONNX file (tests/cli_dynamic.sh: models exported with dynamic
+ * axes): imported with its symbols, and once per binding with them fixed (--dim). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend/onnx.h"
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+#include "test.h"
+
+static hc_error err;
+
+/* ---- comparing a symbolic graph with fixed ones ----------------------------------------- */
+/* Every tensor of `fixed` that `sym` has (by name) against sym's expressions at b. */
+static int compare_graphs(const hc_graph *sym, const hc_graph *fixed, const hc_sym_binding *b,
+                          const char *label) {
+    int compared = 0;
+    for (size_t i = 0; i < fixed->tensors.len; i++) {
+        const hc_tensor *f = fixed->tensors.data[i];
+        if (!f->shape_known) continue;
+        const hc_tensor *s = hc_graph_find_tensor(sym, f->name);
+        if (!s || !s->shape_known) continue;
+        bool ok = s->ndim == f->ndim;
+        for (int d = 0; ok && d < f->ndim; d++) {
+            int64_t v;
+            ok = hc_sym_eval(hc_tensor_dim(s, d), b, &v) && v == f->shape[d];
+        }
+        hc_sb a, c;
+        hc_sb_init(&a), hc_sb_init(&c);
+        hc_print_tensor_shape(&a, s), hc_print_shape(&c, f->ndim, f->shape);
+        CHECK_MSG(ok, "%s: tensor '%s': symbolic %s, fixed %s", label, f->name, a.buf, c.buf);
+        hc_sb_free(&a), hc_sb_free(&c);
+        if (ok && s->symval && f->data) { /* symbolic values against the folded constant */
+            int64_t n = hc_tensor_numel(f);
+            for (int64_t k = 0; k < n; k++) {
+                int64_t v;
+                bool vok = hc_sym_eval(s->symval[k], b, &v) &&
+                           v == (int64_t)hc_elem_get(f->data, f->dtype, k);
+                CHECK_MSG(vok, "%s: tensor '%s' element %lld: %s vs %g", label, f->name,
+                          (long long)k, hc_sym_str((hc_arena *)&sym->arena, s->symval[k]),
+                          hc_elem_get(f->data, f->dtype, k));
+            }
+        }
+        compared++;
+    }
+    return compared;
+}
+
+/* ---- ONNX files ------------------------------------------------------------------------- */
+static void check_model(const char *path, int nb, char **bindings) {
+    hc_graph *g = NULL;
+    hc_onnx_options so = {.symbolic = true};
+    hc_status st = hc_onnx_load_with(path, &so, &g, &err);
+    CHECK_MSG(st == HC_OK, "%s: %s", path, err.msg);
+    if (st) return;
+    st = hc_pass_infer_shapes(g, &err);
+    CHECK_MSG(st == HC_OK, "%s: symbolic inference: %s", path, err.msg);
+    CHECK_MSG(hc_graph_has_symbols(g), "%s: no symbols", path);
+    for (size_t i = 0; st == HC_OK && i < g->outputs.len; i++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_tensor_shape(&sb, g->outputs.data[i]);
+        printf("%s: output %s %s\n", path, g->outputs.data[i]->name, sb.buf);
+        hc_sb_free(&sb);
+    }
+    for (int k = 0; st == HC_OK && k < nb; k++) {
+        /* NAME=V,NAME=V */
+        hc_onnx_dim dims[16];
+        char names[16][64];
+        const char *nm[16];
+        int64_t vals[16];
+        int nd = 0;
+        char *copy = strdup(bindings[k]);
+        for (char *tok = strtok(copy, ","); tok && nd < 16; tok = strtok(NULL, ",")) {
+            char *eq = strchr(tok, '=');
+            HC_ASSERT(eq);
+            *eq = 0;
+            snprintf(names[nd], sizeof names[nd], "%s", tok);
+            dims[nd] = (hc_onnx_dim){names[nd], atoll(eq + 1)};
+            nm[nd] = names[nd], vals[nd] = dims[nd].value;
+            nd++;
+        }
+        hc_sym_binding b = {nd, nm, vals};
+        CHECK_MSG(hc_graph_check_binding(g, &b, &err) == HC_OK, "%s at %s: %s", path,
+                  bindings[k], err.msg);
+        hc_onnx_options fo = {.ndims = nd, .dims = dims};
+        hc_graph *f = NULL;
+        st = hc_onnx_load_with(path, &fo, &f, &err);
+        CHECK_MSG(st == HC_OK, "%s at %s: %s", path, bindings[k], err.msg);
+        if (st == HC_OK) st = hc_pass_infer_shapes(f, &err);
+        CHECK_MSG(st == HC_OK, "%s at %s: fixed inference: %s", path, bindings[k], err.msg);
+        if (st == HC_OK) {
+            int n = compare_graphs(g, f, &b, bindings[k]);
+            printf("%s at %s: %d tensors compared\n", path, bindings[k], n);
+            CHECK(n > 0);
+        }
+        hc_graph_free(f);
+        free(copy);
+    }
+    hc_graph_free(g);
+}
+
+/* ---- graphs built here ------------------------------------------------------------------- */
+typedef struct sym_in {
+    const char *name;
+    int ndim;
+    const char *dims[HC_MAX_DIMS]; /* a symbol name, or digits */
+} sym_in;
+
+/* An input whose dims are symbols (names) or fixed (digits), symbols bound by `b` when b
+ * is given (a fixed graph), else symbolic with the given hints. */
+static hc_tensor *input(hc_graph *g, const sym_in *in, const hc_sym_binding *b) {
+    int64_t shape[HC_MAX_DIMS] = {0};
+    const hc_sym *d[HC_MAX_DIMS];
+    bool symbolic = false;
+    for (int k = 0; k < in->ndim; k++) {
+        const char *s = in->dims[k];
+        if (s[0] >= '0' && s[0] <= '9') {
+            shape[k] = atoll(s);
+            d[k] = hc_sym_const(&g->arena, shape[k]);
+            continue;
+        }
+        int64_t v = 0;
+        for (int j = 0; b && j < b->n; j++)
+            if (!strcmp(b->names[j], s)) v = b->values[j];
+        if (b) {
+            shape[k] = v;
+            d[k] = hc_sym_const(&g->arena, v);
+            continue;
+        }
+        symbolic = true;
+        /* hints: 16, 24, ... by order of appearance (as the importer gives them) */
+        const char *nm = hc_graph_symbol(g, s, 16 + 8 * (int64_t)g->sym_names.len);
+        d[k] = hc_sym_var(&g->arena, nm);
+        shape[k] = 1;
+    }
+    hc_tensor *t = hc_graph_add_input(g, in->name, HC_F32, in->ndim, shape);
+    if (symbolic) CHECK(hc_tensor_set_sym_shape(t, in->ndim, d));
+    return t;
+}
+
+static hc_tensor *node(hc_graph *g, hc_op_kind op, const char *name, int nin, hc_tensor **in,
+                       int nattrs, const hc_attr *attrs) {
+    hc_node *n = hc_graph_add_node(g, op, name, nin, in, 0, NULL, nattrs, attrs, &err);
+    CHECK_MSG(n != NULL, "%s: %s", name, err.msg);
+    if (!n) abort();
+    n->outputs[0]->name = hc_arena_printf(&g->arena, "%s_out", name);
+    return n->outputs[0];
+}
+
+static hc_tensor *ci64(hc_graph *g, int n, const int64_t *v) {
+    return hc_pass_const_i64(g, NULL, n, v);
+}
+
+static hc_attr a_int(const char *name, int64_t v) {
+    return (hc_attr){.name = name, .kind = HC_ATTR_INT, .i = v};
+}
+static hc_attr a_ints(const char *name, int n, const int64_t *v) {
+    return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
+}
+
+typedef void (*build_fn)(hc_graph *g, const hc_sym_binding *b);
+
+static hc_tensor *rand_weights(hc_graph *g, hc_rng *rng) { /* [8, 3, 3, 3] */
+    float w[8 * 3 * 3 * 3];
+    for (int i = 0; i < 8 * 27; i++) w[i] = (float)hc_rng_uniform(rng, -1, 1);
+    return hc_graph_constant(g, "Wconv", HC_F32, 4, (int64_t[]){8, 3, 3, 3}, w);
+}
+
+/* A transformer-style block with a Reshape from Shape ops: x [batch, seq, 12] ->
+ * MatMul -> split heads by Shape/Gather/Concat/Reshape -> Transpose -> Softmax ->
+ * merge back; a causal-mask Slice of a 64x64 table by seq; a Flatten, a ReduceMean. */
+static void build_attention(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {5};
+    sym_in xi = {"x", 3, {"batch", "seq", "12"}};
+    hc_tensor *x = input(g, &xi, b);
+    float w[12 * 12];
+    for (int i = 0; i < 144; i++) w[i] = (float)hc_rng_uniform(&rng, -1, 1);
+    hc_tensor *W = hc_graph_constant(g, "W", HC_F32, 2, (int64_t[]){12, 12}, w);
+    hc_tensor *q = node(g, HC_OPK_MATMUL, "q", 2, (hc_tensor *[]){x, W}, 0, NULL);
+    hc_tensor *shp = node(g, HC_OPK_SHAPE, "shape", 1, (hc_tensor *[]){x}, 0, NULL);
+    hc_attr ax0 = a_int("axis", 0);
+    hc_tensor *b0 = node(g, HC_OPK_GATHER, "g0", 2,
+                         (hc_tensor *[]){shp, hc_graph_constant(g, "i0", HC_I64, 0, NULL,
+                                                                (int64_t[]){0})},
+                         1, &ax0);
+    hc_tensor *s1 = node(g, HC_OPK_GATHER, "g1", 2,
+                         (hc_tensor *[]){shp, hc_graph_constant(g, "i1", HC_I64, 0, NULL,
+                                                                (int64_t[]){1})},
+                         1, &ax0);
+    hc_tensor *u0 = node(g, HC_OPK_UNSQUEEZE, "u0", 2, (hc_tensor *[]){b0, ci64(g, 1, (int64_t[]){0})}, 0, NULL);
+    hc_tensor *u1 = node(g, HC_OPK_UNSQUEEZE, "u1", 2, (hc_tensor *[]){s1, ci64(g, 1, (int64_t[]){0})}, 0, NULL);
+    hc_tensor *cat = node(g, HC_OPK_CONCAT, "cat", 3,
+                          (hc_tensor *[]){u0, u1, ci64(g, 2, (int64_t[]){3, 4})}, 1, &ax0);
+    hc_tensor *r = node(g, HC_OPK_RESHAPE, "split_heads", 2, (hc_tensor *[]){q, cat}, 0, NULL);
+    int64_t perm[4] = {0, 2, 1, 3};
+    hc_attr pa = a_ints("perm", 4, perm);
+    hc_tensor *t = node(g, HC_OPK_TRANSPOSE, "t", 1, (hc_tensor *[]){r}, 1, &pa);
+    int64_t perm2[4] = {0, 1, 3, 2};
+    hc_attr pb = a_ints("perm", 4, perm2);
+    hc_tensor *kt = node(g, HC_OPK_TRANSPOSE, "kt", 1, (hc_tensor *[]){t}, 1, &pb);
+    hc_tensor *sc = node(g, HC_OPK_MATMUL, "scores", 2, (hc_tensor *[]){t, kt}, 0, NULL);
+    /* mask = table[:seq, :seq] of a 64x64 constant */
+    float *tab = calloc(64 * 64, sizeof(float));
+    hc_tensor *table = hc_graph_constant(g, "table", HC_F32, 4, (int64_t[]){1, 1, 64, 64}, tab);
+    free(tab);
+    hc_tensor *se = node(g, HC_OPK_UNSQUEEZE, "se", 2, (hc_tensor *[]){s1, ci64(g, 1, (int64_t[]){0})}, 0, NULL);
+    hc_tensor *ends = node(g, HC_OPK_CONCAT, "ends", 2, (hc_tensor *[]){se, se}, 1, &ax0);
+    hc_tensor *mask = node(g, HC_OPK_SLICE, "mask", 4,
+                           (hc_tensor *[]){table, ci64(g, 2, (int64_t[]){0, 0}), ends,
+                                           ci64(g, 2, (int64_t[]){2, 3})},
+                           0, NULL);
+    hc_tensor *sm = node(g, HC_OPK_ADD, "masked", 2, (hc_tensor *[]){sc, mask}, 0, NULL);
+    hc_attr axl = a_int("axis", -1);
+    hc_tensor *p = node(g, HC_OPK_SOFTMAX, "p", 1, (hc_tensor *[]){sm}, 1, &axl);
+    hc_tensor *o = node(g, HC_OPK_MATMUL, "pv", 2, (hc_tensor *[]){p, t}, 0, NULL);
+    hc_tensor *back = node(g, HC_OPK_TRANSPOSE, "back", 1, (hc_tensor *[]){o}, 1, &pa);
+    hc_tensor *merged = node(g, HC_OPK_RESHAPE, "merge", 2,
+                             (hc_tensor *[]){back, ci64(g, 3, (int64_t[]){0, 0, -1})}, 0, NULL);
+    hc_attr ax1 = a_int("axis", 1);
+    hc_tensor *fl = node(g, HC_OPK_FLATTEN, "flat", 1, (hc_tensor *[]){merged}, 1, &ax1);
+    hc_attr kd = a_int("keepdims", 0);
+    hc_tensor *mean = node(g, HC_OPK_REDUCE_MEAN, "mean", 2,
+                           (hc_tensor *[]){fl, ci64(g, 1, (int64_t[]){1})}, 1, &kd);
+    hc_graph_add_output(g, merged);
+    hc_graph_add_output(g, mean);
+}
+
+/* A CNN block: Conv (stride 2, pads) -> Relu -> MaxPool -> GlobalAveragePool -> Flatten ->
+ * Gemm over x [batch, 3, h, w]: symbolic spatial sizes too. */
+static void build_cnn(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {9};
+    sym_in xi = {"x", 4, {"batch", "3", "h", "w"}};
+    hc_tensor *x = input(g, &xi, b);
+    hc_tensor *w = rand_weights(g, &rng);
+    int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    hc_attr ca[3] = {a_ints("kernel_shape", 2, k3), a_ints("strides", 2, s2),
+                     a_ints("pads", 4, p1)};
+    hc_tensor *c = node(g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 3, ca);
+    hc_tensor *r = node(g, HC_OPK_RELU, "relu", 1, (hc_tensor *[]){c}, 0, NULL);
+    hc_tensor *mp = node(g, HC_OPK_MAX_POOL, "pool", 1, (hc_tensor *[]){r}, 3, ca);
+    hc_tensor *gp = node(g, HC_OPK_GLOBAL_AVERAGE_POOL, "gap", 1, (hc_tensor *[]){mp}, 0, NULL);
+    hc_tensor *fl = node(g, HC_OPK_FLATTEN, "flat", 1, (hc_tensor *[]){gp}, 0, NULL);
+    float wf[8 * 5];
+    for (int i = 0; i < 40; i++) wf[i] = (float)hc_rng_uniform(&rng, -1, 1);
+    hc_tensor *W = hc_graph_constant(g, "Wfc", HC_F32, 2, (int64_t[]){8, 5}, wf);
+    hc_tensor *fc = node(g, HC_OPK_GEMM, "fc", 2, (hc_tensor *[]){fl, W}, 0, NULL);
+    hc_graph_add_output(g, fc);
+    hc_graph_add_output(g, mp);
+}
+
+static void check_build(const char *label, build_fn build, int nb, const char *const *names,
+                        const int64_t (*vals)[4]) {
+    hc_graph *g = hc_graph_new(label, 17);
+    build(g, NULL);
+    hc_status st = hc_pass_infer_shapes(g, &err);
+    CHECK_MSG(st == HC_OK, "%s: %s", label, err.msg);
+    for (int k = 0; st == HC_OK && k < nb; k++) {
+        hc_sym_binding b = {(int)g->sym_names.len, names, vals[k]};
+        CHECK_MSG(hc_graph_check_binding(g, &b, &err) == HC_OK, "%s binding %d: %s", label, k,
+                  err.msg);
+        hc_graph *f = hc_graph_new(label, 17);
+        build(f, &b);
+        hc_status fs = hc_pass_infer_shapes(f, &err);
+        CHECK_MSG(fs == HC_OK, "%s binding %d: %s", label, k, err.msg);
+        if (fs == HC_OK) CHECK(compare_graphs(g, f, &b, label) > 5);
+        hc_graph_free(f);
+    }
+    hc_graph_free(g);
+}
+
+static void test_built(void) {
+    const char *bs[] = {"batch", "seq"};
+    const int64_t bv[][4] = {{1, 1}, {3, 7}, {2, 64}, {5, 13}};
+    check_build("attention", build_attention, 4, bs, bv);
+    const char *cs[] = {"batch", "h", "w"};
+    const int64_t cv[][4] = {{1, 8, 8}, {2, 17, 9}, {3, 31, 64}};
+    check_build("cnn", build_cnn, 3, cs, cv);
+}
+
+/* The constraints: a Slice of a 64-row table by seq needs seq <= 64; checked per binding,
+ * with the node named. */
+static void test_constraints(void) {
+    hc_graph *g = hc_graph_new("c", 17);
+    build_attention(g, NULL);
+    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+    const char *names[] = {"batch", "seq"};
+    int64_t ok[] = {2, 64}, bad[] = {2, 65};
+    hc_sym_binding b1 = {2, names, ok}, b2 = {2, names, bad};
+    CHECK(hc_graph_check_binding(g, &b1, &err) == HC_OK);
+    CHECK(hc_graph_check_binding(g, &b2, &err) != HC_OK);
+    CHECK_MSG(strstr(err.msg, "node 'mask'") && strstr(err.msg, "seq <= 64") &&
+                  strstr(err.msg, "seq = 65"),
+              "%s", err.msg);
+    /* the merged output is [batch, seq, 12] exactly */
+    const hc_tensor *m = hc_graph_find_tensor(g, "merge_out");
+    CHECK(m && m->sym);
+    if (m) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_print_tensor_shape(&sb, m);
+        CHECK_STR(sb.buf, "[batch, seq, 12]");
+        hc_sb_free(&sb);
+    }
+    hc_graph_free(g);
+}
+
+/* Errors name the node: an output size that depends on data (TopK with a computed k), an
+ * op without a rule. */
+static void test_errors(void) {
+    hc_graph *g = hc_graph_new("e", 17);
+    sym_in xi = {"x", 2, {"batch", "10"}};
+    hc_tensor *x = input(g, &xi, NULL);
+    hc_tensor *k = hc_graph_add_input(g, "k", HC_I64, 1, (int64_t[]){1});
+    hc_attr ax = a_int("axis", 1);
+    hc_node *n = hc_graph_add_node(g, HC_OPK_TOP_K, "topk", 2, (hc_tensor *[]){x, k}, 0, NULL,
+                                   1, &ax, &err);
+    CHECK(n != NULL);
+    hc_graph_add_output(g, n->outputs[0]);
+    CHECK(hc_pass_infer_shapes(g, &err) != HC_OK);
+    CHECK_MSG(strstr(err.msg, "node 'topk'") != NULL, "%s", err.msg);
+    hc_graph_free(g);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) {
+        for (int i = 1; i < argc;) {
+            int j = i + 1;
+            while (j < argc && !strstr(argv[j], ".onnx")) j++;
+            check_model(argv[i], j - i - 1, argv + i + 1);
+            i = j;
+        }
+        TEST_DONE();
+    }
+    test_built();
+    test_constraints();
+    test_errors();
+    TEST_DONE();
+}
