@@ -1,6 +1,7 @@
 /* fuzz_onnx.c — the ONNX import: protobuf-c decoding, the importer, shape inference and
  * the graph passes, fusion partitioning and scheduling (hc_model_compile with
- * schedule_only: no code is generated, compiled or loaded). Any bytes give a graph or an
+ * schedule_only: no code is generated, compiled or loaded); for a model with symbolic
+ * dimensions, symbolic shape inference (src/graph/ops/sym_infer.c). Any bytes give a graph or an
  * error with a message; so does its compile. External data resolves against a folder
  * that does not exist. */
 #include "fuzz.h"
@@ -25,8 +26,18 @@ FUZZ_ENTRY(onnx) {
     hc_graph *g = NULL;
     hc_error err = {0};
     const char *name = "/nonexistent/fuzz/model.onnx";
-    if (hc_onnx_load_memory(data, size, name, &g, &err) != HC_OK) {
+    /* with symbols kept: a model that has some gets symbolic shape inference (what
+     * `hidetc inspect` runs); one that has none is the static import, compiled below */
+    hc_onnx_options so = {.symbolic = true};
+    if (hc_onnx_load_memory_with(data, size, name, &so, &g, &err) != HC_OK) {
         FUZZ_CHECK_ERROR(err, name);
+        return 0;
+    }
+    if (hc_graph_has_symbols(g)) {
+        err = (hc_error){0};
+        if (hc_pass_infer_shapes(g, &err) != HC_OK)
+            FUZZ_CHECK(err.msg[0], "symbolic inference failed with no message");
+        hc_graph_free(g);
         return 0;
     }
     hc_compile_options opt = {.schedule_only = true, .num_threads = 2,

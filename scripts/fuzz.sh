@@ -48,9 +48,35 @@ if [ ! -d "$SEEDS" ]; then
             [ $((i % 8)) -eq 0 ] && [ "$(stat -c %s "$f")" -lt 65536 ] &&
                 cp "$f" "$SEEDS.tmp/pb-$(basename "$(dirname "$(dirname "$f")")").pb"
         done
-        for f in "$ROOT"/build*/models-*/*.onnx; do
+        for f in "$ROOT"/build*/models-*/*.onnx "$ROOT"/build*/models-*/*/*.onnx; do
             [ -f "$f" ] && [ "$(stat -c %s "$f")" -lt 1048576 ] && cp "$f" "$SEEDS.tmp/" || true
         done
+        # tiny transformers and a CNN exported with dynamic axes (symbolic shape inference,
+        # exporters' Shape -> Gather -> Concat -> Reshape subgraphs), when PyTorch is here
+        /usr/bin/python3 - "$SEEDS.tmp" "$ROOT/tests/models" <<'PY' 2>/dev/null || true
+import sys, warnings
+warnings.filterwarnings("ignore")
+sys.path.insert(0, sys.argv[2])
+import torch, export as ex
+d = sys.argv[1]
+torch.manual_seed(0)
+for name, m, args, ins, outs, axes in [
+        ("bert", ex.Bert(1, 8, 2, 16, 11, 4), (torch.zeros(1, 4, dtype=torch.int64),
+                                              torch.ones(1, 4, dtype=torch.int64)),
+         ["input_ids", "attention_mask"], ["h", "p"],
+         {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}),
+        ("gpt2", ex.Gpt2(1, 8, 2, 11, 4, max_pos=16), (torch.zeros(1, 4, dtype=torch.int64),),
+         ["input_ids"], ["logits"], {"input_ids": {0: "batch", 1: "seq"}}),
+        ("cnn", torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, 2, 1), torch.nn.ReLU(),
+                                    torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                    torch.nn.Linear(16, 5)),
+         (torch.zeros(1, 3, 8, 8),), ["x"], ["y"], {"x": {0: "batch"}})]:
+    m.eval()
+    for op in (13, 17):
+        torch.onnx.export(m, args, "%s/dyn-%s-op%d.onnx" % (d, name, op), opset_version=op,
+                          input_names=ins, output_names=outs, dynamic_axes=axes,
+                          do_constant_folding=op > 13)
+PY
         ;;
     npy)
         /usr/bin/python3 - "$SEEDS.tmp" <<'PY'

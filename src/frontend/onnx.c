@@ -1156,6 +1156,14 @@ static hc_status check_counts(importer *im) {
 
 /* Every override must name a symbol or an input of the model: a typo is an error, not a
  * silently ignored option. */
+/* The shape of a tensor-typed value, NULL for any other type (the type is a oneof: its
+ * tensor_type member is valid only when value_case says so). */
+static const Onnx__TensorShapeProto *value_shape(const Onnx__TypeProto *tp) {
+    return tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
+               ? tp->tensor_type->shape
+               : NULL;
+}
+
 static hc_status check_overrides_used(importer *im) {
     const hc_onnx_options *o = im->over;
     if (!o) return HC_OK;
@@ -1165,7 +1173,7 @@ static hc_status check_overrides_used(importer *im) {
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
         const Onnx__TypeProto *tp = vi->type;
-        const Onnx__TensorShapeProto *sp = tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+        const Onnx__TensorShapeProto *sp = value_shape(tp);
         for (size_t d = 0; sp && d < sp->n_dim; d++)
             if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                 sp->dim[d]->dim_param && *sp->dim[d]->dim_param &&
@@ -1178,7 +1186,7 @@ static hc_status check_overrides_used(importer *im) {
         for (size_t i = 0; i < gp->n_input && !used; i++) {
             const Onnx__TypeProto *tp = gp->input[i]->type;
             const Onnx__TensorShapeProto *sp =
-                tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+                value_shape(tp);
             for (size_t d = 0; sp && d < sp->n_dim && !used; d++)
                 used = sp->dim[d]->value_case ==
                            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
@@ -1195,7 +1203,7 @@ static hc_status check_overrides_used(importer *im) {
         for (size_t i = 0; i < gp->n_input && !used; i++) {
             const Onnx__TypeProto *tp = gp->input[i]->type;
             const Onnx__TensorShapeProto *sp =
-                tp && tp->tensor_type ? tp->tensor_type->shape : NULL;
+                value_shape(tp);
             for (size_t d = 0; sp && d < sp->n_dim && !used; d++)
                 used = sp->dim[d]->value_case ==
                            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&

@@ -149,13 +149,14 @@ def gelu_tanh(x):
 
 
 class Gpt2Attention(nn.Module):
-    def __init__(self, hidden, heads, seq):
+    def __init__(self, hidden, heads, seq, max_pos=1024):
         super().__init__()
         self.heads, self.head_dim, self.hidden = heads, hidden // heads, hidden
         self.c_attn = nn.Linear(hidden, 3 * hidden)
         self.c_proj = nn.Linear(hidden, hidden)
         # as long as the position table (GPT-2's "bias"), sliced to the input's length
-        causal = torch.tril(torch.ones(1024, 1024, dtype=torch.bool)).view(1, 1, 1024, 1024)
+        causal = torch.tril(torch.ones(max_pos, max_pos, dtype=torch.bool))
+        causal = causal.view(1, 1, max_pos, max_pos)
         self.register_buffer("causal", causal)
 
     def split(self, x):
@@ -173,10 +174,10 @@ class Gpt2Attention(nn.Module):
 
 
 class Gpt2Block(nn.Module):
-    def __init__(self, hidden, heads, seq):
+    def __init__(self, hidden, heads, seq, max_pos=1024):
         super().__init__()
         self.ln_1 = nn.LayerNorm(hidden, eps=1e-5)
-        self.attn = Gpt2Attention(hidden, heads, seq)
+        self.attn = Gpt2Attention(hidden, heads, seq, max_pos)
         self.ln_2 = nn.LayerNorm(hidden, eps=1e-5)
         self.c_fc = nn.Linear(hidden, 4 * hidden)
         self.c_proj = nn.Linear(4 * hidden, hidden)
@@ -187,13 +188,13 @@ class Gpt2Block(nn.Module):
 
 
 class Gpt2(nn.Module):
-    def __init__(self, layers, hidden, heads, vocab, seq):
+    def __init__(self, layers, hidden, heads, vocab, seq, max_pos=1024):
         super().__init__()
         self.wte = nn.Embedding(vocab, hidden)
-        self.wpe = nn.Embedding(1024, hidden)
-        self.blocks = nn.ModuleList(Gpt2Block(hidden, heads, seq) for _ in range(layers))
+        self.wpe = nn.Embedding(max_pos, hidden)
+        self.blocks = nn.ModuleList(Gpt2Block(hidden, heads, seq, max_pos) for _ in range(layers))
         self.ln_f = nn.LayerNorm(hidden, eps=1e-5)
-        self.register_buffer("position_ids", torch.arange(1024).unsqueeze(0))
+        self.register_buffer("position_ids", torch.arange(max_pos).unsqueeze(0))
 
     def forward(self, input_ids):
         x = self.wte(input_ids) + self.wpe(self.position_ids[:, :input_ids.shape[1]])
