@@ -7,7 +7,11 @@
 #    the symbols fixed (--dim), at three bindings each; the constraints hold there;
 #  - `hidetc inspect` prints the symbolic inputs, outputs, symbols and constraints;
 #  - a binding that breaks a constraint is refused naming the node; --dim-hint sets hints;
-#  - compiling still needs fixed symbols: the error says how.
+#  - `hidetc run` with --input files: their shapes fix the symbols (kernels for that shape),
+#    outputs against PyTorch's at two bindings other than the export's; wrong shapes (rank,
+#    a fixed dimension, `seq` differing between inputs, a broken constraint) are errors
+#    naming the input, the dimension and the expected value;
+#  - compiling without inputs still needs fixed symbols: the error says how.
 # Exits 77 without PyTorch (like the model tests).
 set -u
 HIDETC=$1 SRC=$2
@@ -73,6 +77,56 @@ grep -qF "symbolic dimension 'batch'" "$TMP/err" || fail "run: $(head -c 400 "$T
 # and with them fixed it runs
 "$HIDETC" run "$OUT/resnet50-small-dyn/model_op17.onnx" --dim batch=2 >"$TMP/out" 2>"$TMP/err" ||
     fail "run --dim batch=2: $(head -c 400 "$TMP/err")"
+
+# run: the --input files fix the symbols (kernels for that shape), against PyTorch's
+# outputs at two bindings other than the export's
+meta() { "$PY" -c 'import json,sys; m=json.load(open(sys.argv[1])); print(*m[sys.argv[2]])' "$1" "$2"; }
+for m in resnet50 bert gpt2 tagger; do
+    d=$OUT/$m-small-dyn
+    for sh in $(meta "$d/meta.json" shapes); do
+        ins=()
+        for i in $(meta "$d/meta.json" inputs); do ins+=(--input "$i=$d/shapes/$sh/inputs/$i.npy"); done
+        rm -rf "$TMP/got" && mkdir -p "$TMP/got"
+        "$HIDETC" run "$d/model_op17.onnx" "${ins[@]}" --output-dir "$TMP/got" --verbose \
+            >"$TMP/out" 2>"$TMP/err" || { fail "run $m at $sh: $(tail -c 400 "$TMP/err")"; continue; }
+        grep -qF "the inputs fix" "$TMP/err" || fail "run $m at $sh: no binding note"
+        "$PY" "$SRC/tests/models/compare.py" "$d/shapes/$sh/expected" "$TMP/got" \
+            $(meta "$d/meta.json" outputs) >"$TMP/cmp" 2>&1 || fail "run $m at $sh: $(cat "$TMP/cmp")"
+    done
+done
+# wrong input shapes: the input, the dimension and the expected value named
+B=$OUT/bert-small-dyn
+"$PY" - "$TMP" <<'PY'
+import sys, numpy as np
+d = sys.argv[1]
+np.save(d + "/ids_2x7.npy", np.zeros((2, 7), np.int64))
+np.save(d + "/mask_2x5.npy", np.ones((2, 5), np.int64))
+np.save(d + "/ids_3d.npy", np.zeros((2, 7, 1), np.int64))
+np.save(d + "/ids_2x600.npy", np.zeros((2, 600), np.int64))
+np.save(d + "/mask_2x600.npy", np.ones((2, 600), np.int64))
+np.save(d + "/img_1ch.npy", np.zeros((2, 1, 64, 64), np.float32))
+PY
+rerr() { # PATTERN -- ARGS: hidetc run ARGS fails with PATTERN on stderr
+    local p=$1
+    shift 2
+    "$HIDETC" run "$@" >"$TMP/out" 2>"$TMP/err" && fail "run $* passed"
+    grep -qF -- "$p" "$TMP/err" || fail "run $*: no '$p' in: $(head -c 400 "$TMP/err")"
+}
+rerr "input 'attention_mask', dimension 1 ('seq'): 5 given, but 'seq' is 7 from input 'input_ids', dimension 1" -- \
+    "$B/model_op17.onnx" --input input_ids="$TMP/ids_2x7.npy" --input attention_mask="$TMP/mask_2x5.npy"
+rerr "input 'input_ids' has 3 dimensions, the model's has 2: [batch, seq]" -- \
+    "$B/model_op17.onnx" --input input_ids="$TMP/ids_3d.npy" --input attention_mask="$TMP/mask_2x5.npy"
+rerr "needs seq <= 512, but seq = 600" -- \
+    "$B/model_op17.onnx" --input input_ids="$TMP/ids_2x600.npy" --input attention_mask="$TMP/mask_2x600.npy"
+# one input fixes both symbols; the other input is random at that shape
+"$HIDETC" run "$B/model_op17.onnx" --input input_ids="$TMP/ids_2x7.npy" >"$TMP/out" 2>"$TMP/err" ||
+    fail "run with input_ids only: $(head -c 400 "$TMP/err")"
+grep -qF "input attention_mask: i64 [2, 7] random" "$TMP/out" ||
+    fail "run with input_ids only: $(head -c 400 "$TMP/out")"
+grep -qF "output last_hidden_state: f32 [2, 7, 768]" "$TMP/out" ||
+    fail "run with input_ids only: $(head -c 400 "$TMP/out")"
+rerr "input 'input', dimension 1: 1 given, the model's is 3" -- \
+    "$OUT/resnet50-small-dyn/model_op17.onnx" --input input="$TMP/img_1ch.npy"
 
 if [ $fails -ne 0 ]; then
     echo "cli_dynamic: $fails failure(s)"

@@ -332,6 +332,42 @@ static void test_errors(void) {
     hc_graph_free(g);
 }
 
+/* Binding the symbols from input shapes, and its errors. */
+static void test_bind(void) {
+    hc_graph *g = hc_graph_new("b", 17);
+    build_attention(g, NULL);
+    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+    const char *names[] = {"x"};
+    int nd[] = {3};
+    int64_t shp[1][HC_MAX_DIMS] = {{2, 7, 12}}, vals[4];
+    CHECK(hc_graph_bind_inputs(g, 1, names, nd, (const int64_t(*)[HC_MAX_DIMS])shp, vals,
+                               &err) == HC_OK);
+    CHECK_EQ_INT(vals[0], 2);
+    CHECK_EQ_INT(vals[1], 7);
+    CHECK(hc_graph_bind_inputs(g, 0, names, nd, (const int64_t(*)[HC_MAX_DIMS])shp, vals,
+                               &err) == HC_OK);
+    CHECK_EQ_INT(vals[0], -1); /* no input given: unbound */
+    shp[0][2] = 11;
+    CHECK(hc_graph_bind_inputs(g, 1, names, nd, (const int64_t(*)[HC_MAX_DIMS])shp, vals,
+                               &err) != HC_OK);
+    CHECK_MSG(strstr(err.msg, "input 'x', dimension 2: 11 given, the model's is 12"), "%s",
+              err.msg);
+    shp[0][2] = 12, shp[0][1] = 65; /* seq <= 64: the mask's Slice */
+    CHECK(hc_graph_bind_inputs(g, 1, names, nd, (const int64_t(*)[HC_MAX_DIMS])shp, vals,
+                               &err) != HC_OK);
+    CHECK_MSG(strstr(err.msg, "seq <= 64"), "%s", err.msg);
+    nd[0] = 2;
+    CHECK(hc_graph_bind_inputs(g, 1, names, nd, (const int64_t(*)[HC_MAX_DIMS])shp, vals,
+                               &err) != HC_OK);
+    CHECK_MSG(strstr(err.msg, "has 2 dimensions, the model's has 3: [batch, seq, 12]"), "%s",
+              err.msg);
+    const char *bad[] = {"y"};
+    CHECK(hc_graph_bind_inputs(g, 1, bad, nd, (const int64_t(*)[HC_MAX_DIMS])shp, vals,
+                               &err) != HC_OK);
+    CHECK_MSG(strstr(err.msg, "no input 'y' (its inputs: x)"), "%s", err.msg);
+    hc_graph_free(g);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) {
         for (int i = 1; i < argc;) {
@@ -345,5 +381,6 @@ int main(int argc, char **argv) {
     test_built();
     test_constraints();
     test_errors();
+    test_bind();
     TEST_DONE();
 }

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "core/npy.h"
+#include "passes/passes.h"
 #include "model_load.h"
 
 #define MAX_INPUT_ARGS 64
@@ -229,6 +230,78 @@ static int run_model(const run_args *r, hc_model *m, hc_npy *npys) {
     return rc;
 }
 
+/* A model file with symbolic dimensions that --dim/--shape leave open: the --input files
+ * fix them (their shapes bind the symbols, checked against the model: rank, fixed
+ * dimensions, the same symbol on several inputs, the ops' constraints), as if given
+ * with --dim. Kernels are built for fixed shapes (docs/dynamic.md). 0: done (or nothing
+ * to do), else the exit code. */
+static int bind_from_inputs(const run_args *r) {
+    if (!strncmp(r->model, "builtin:", 8) || hc_model_file_is(r->model)) return 0;
+    hc_graph *g = NULL;
+    hc_error err = {0};
+    if (cli_load_model_symbolic(r->model, &g, &err) != HC_OK) return 0; /* reported later */
+    int rc = 0;
+    if (!hc_graph_has_symbols(g)) goto done;
+    if (hc_pass_infer_shapes(g, &err) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        rc = 1;
+        goto done;
+    }
+    const char *names[MAX_INPUT_ARGS];
+    int ndims[MAX_INPUT_ARGS];
+    int64_t (*shapes)[HC_MAX_DIMS] = hc_xcalloc(MAX_INPUT_ARGS + 1, sizeof *shapes);
+    int n = 0;
+    for (int i = 0; i < r->ninputs && !rc; i++) {
+        hc_npy npy = {0};
+        if (hc_npy_read(r->input_files[i], &npy, &err) != HC_OK) {
+            fprintf(stderr, "hidetc run: input '%s': %s\n", r->input_names[i], err.msg);
+            rc = 1;
+            break;
+        }
+        names[n] = r->input_names[i], ndims[n] = npy.ndim;
+        memcpy(shapes[n], npy.shape, sizeof(int64_t) * (size_t)npy.ndim);
+        n++;
+        hc_npy_free(&npy);
+    }
+    int64_t values[64];
+    size_t ns = g->sym_names.len;
+    if (!rc && ns > 64) rc = 1, fprintf(stderr, "hidetc run: more than 64 symbols\n");
+    if (!rc && hc_graph_bind_inputs(g, n, names, ndims, (const int64_t(*)[HC_MAX_DIMS])shapes,
+                                    values, &err) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        rc = 1;
+    }
+    free(shapes);
+    for (size_t k = 0; !rc && k < ns; k++) {
+        if (values[k] >= 0) continue;
+        const char *where = "";
+        for (size_t i = 0; i < g->inputs.len && !*where; i++)
+            for (int d = 0; d < g->inputs.data[i]->ndim && !*where; d++) {
+                const hc_sym *e = g->inputs.data[i]->sym ? g->inputs.data[i]->sym[d] : NULL;
+                if (e && hc_sym_mentions(e, g->sym_names.data[k]))
+                    where = hc_arena_printf(&g->arena, " (input '%s', dimension %d)",
+                                            g->inputs.data[i]->name, d);
+            }
+        fprintf(stderr, "hidetc run: the inputs given do not fix the symbolic dimension '%s'%s: "
+                "give that input with --input, or --dim %s=N (docs/dynamic.md)\n",
+                g->sym_names.data[k], where, g->sym_names.data[k]);
+        rc = 1;
+    }
+    if (!rc && r->verbose) fprintf(stderr, "hidetc: the inputs fix");
+    for (size_t k = 0; !rc && k < ns; k++) {
+        if (!cli_fix_dim(g->sym_names.data[k], values[k])) {
+            fprintf(stderr, "hidetc run: too many symbols\n");
+            rc = 1;
+        }
+        if (!rc && r->verbose)
+            fprintf(stderr, " %s=%lld", g->sym_names.data[k], (long long)values[k]);
+    }
+    if (!rc && r->verbose) fprintf(stderr, " (kernels for this shape: docs/dynamic.md)\n");
+done:
+    hc_graph_free(g);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv) {
     run_args r;
     int rc = parse_args(argc, argv, &r);
@@ -237,6 +310,7 @@ int cmd_run(int argc, char **argv) {
     hc_compile_options opt = r.co;
     opt.num_threads = (int)r.threads, opt.verbose = r.verbose;
     hc_model *m;
+    if (r.ninputs && (rc = bind_from_inputs(&r))) return rc;
     if (cli_open_model(r.model, &opt, &m, &err) != HC_OK) {
         fprintf(stderr, "hidetc run: %s\n", err.msg);
         return 1;

@@ -30,6 +30,14 @@ hc_status cli_load_model_symbolic(const char *spec, hc_graph **out, hc_error *er
     return load_model(spec, true, out, err);
 }
 
+bool cli_fix_dim(const char *name, int64_t value) {
+    if (g_ndims >= CLI_MAX_OVERRIDES) return false;
+    snprintf(g_dim_names[g_ndims], sizeof g_dim_names[0], "%s", name);
+    g_dims[g_ndims] = (hc_onnx_dim){g_dim_names[g_ndims], value};
+    g_ndims++;
+    return true;
+}
+
 static hc_status load_model(const char *spec, bool symbolic, hc_graph **out, hc_error *err) {
     *out = NULL;
     size_t np = strlen(BUILTIN_PREFIX);

@@ -11,6 +11,8 @@ hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err);
 /* The same, keeping the dimensions that --dim / --shape do not fix as symbols (their hint
  * values from --dim-hint NAME=N). */
 hc_status cli_load_model_symbolic(const char *spec, hc_graph **out, hc_error *err);
+/* Add a --dim NAME=V override (false: too many). */
+bool cli_fix_dim(const char *name, int64_t value);
 
 /* Open a MODEL argument as a runnable model: a file written by `hidetc compile` (told by
  * its magic bytes, whatever its name) is loaded without compiling; anything else is

@@ -103,6 +103,16 @@ hc_status hc_graph_add_constraint(hc_graph *g, hc_symc_kind kind, const hc_sym *
  * its node, what it is about, the expressions and their values. */
 hc_status hc_graph_check_binding(const hc_graph *g, const hc_sym_binding *b,
                                  hc_error *err);
+/* Bind g's symbols from the shapes of some of its inputs (names[i] of rank ndims[i] and
+ * dims shapes[i]): values[k] for symbol k (g->sym_names order), -1 where no given input
+ * fixes it. Errors name the input, the dimension and what was expected: a wrong rank, a
+ * fixed dimension of another size, a symbol given two values (`seq` is 7 from
+ * input_ids but attention_mask's dimension 1 is 5), an expression dimension that does
+ * not evaluate to the size given; then, when every symbol is bound, the constraints. An
+ * input name g lacks is an error listing its inputs. */
+hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *names,
+                               const int *ndims, const int64_t (*shapes)[HC_MAX_DIMS],
+                               int64_t *values, hc_error *err);
 /* "seq <= 1024" */
 void hc_print_constraint(hc_sb *sb, const hc_sym_constraint *c);
 /* Symbolic shape inference (src/graph/ops/sym_infer.c). Whether n reads a tensor with

@@ -175,3 +175,99 @@ hc_status hc_graph_check_binding(const hc_graph *g, const hc_sym_binding *b, hc_
     }
     return HC_OK;
 }
+
+static const hc_tensor *graph_input(const hc_graph *g, const char *name) {
+    for (size_t i = 0; i < g->inputs.len; i++)
+        if (!strcmp(g->inputs.data[i]->name, name)) return g->inputs.data[i];
+    return NULL;
+}
+
+static void print_input(hc_sb *sb, const hc_tensor *t) {
+    hc_print_tensor_shape(sb, t);
+}
+
+hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *names,
+                               const int *ndims, const int64_t (*shapes)[HC_MAX_DIMS],
+                               int64_t *values, hc_error *err) {
+    size_t ns = g->sym_names.len;
+    /* where each symbol got its value: input index and dimension */
+    int *from_in = hc_xmalloc(sizeof(int) * (ns + 1)), *from_dim = hc_xmalloc(sizeof(int) * (ns + 1));
+    for (size_t k = 0; k < ns; k++) values[k] = -1, from_in[k] = -1, from_dim[k] = -1;
+    hc_status st = HC_OK;
+    hc_sb sb;
+    hc_sb_init(&sb);
+    for (int pass = 0; pass < 2 && st == HC_OK; pass++) {
+        for (int i = 0; i < n && st == HC_OK; i++) {
+            const hc_tensor *t = graph_input(g, names[i]);
+            if (!t) {
+                for (size_t j = 0; j < g->inputs.len; j++)
+                    hc_sb_printf(&sb, "%s%s", j ? ", " : "", g->inputs.data[j]->name);
+                st = hc_error_set(err, HC_ERR_INVALID, "the model has no input '%s' (its inputs: "
+                                  "%s)", names[i], g->inputs.len ? hc_sb_str(&sb) : "none");
+                break;
+            }
+            if (ndims[i] != t->ndim) {
+                print_input(&sb, t);
+                st = hc_error_set(err, HC_ERR_INVALID, "input '%s' has %d dimensions, the model's "
+                                  "has %d: %s", t->name, ndims[i], t->ndim, hc_sb_str(&sb));
+                break;
+            }
+            for (int d = 0; d < t->ndim && st == HC_OK; d++) {
+                int64_t got = shapes[i][d];
+                const hc_sym *e = t->sym ? t->sym[d] : NULL;
+                const char *v = e ? hc_sym_as_var(e) : NULL;
+                if (pass == 0 && !e && got != t->shape[d]) {
+                    hc_sb_free(&sb);
+                    hc_sb_init(&sb);
+                    print_input(&sb, t);
+                    st = hc_error_set(err, HC_ERR_INVALID, "input '%s', dimension %d: %lld given, "
+                                      "the model's is %lld (%s)", t->name, d, (long long)got,
+                                      (long long)t->shape[d], hc_sb_str(&sb));
+                    break;
+                }
+                if (pass == 0 && !e) continue;
+                if (pass == 0 && v) {
+                    size_t k = 0;
+                    while (k < ns && strcmp(g->sym_names.data[k], v)) k++;
+                    HC_ASSERT(k < ns);
+                    if (values[k] < 0) {
+                        values[k] = got, from_in[k] = i, from_dim[k] = d;
+                    } else if (values[k] != got) {
+                        st = hc_error_set(err, HC_ERR_INVALID, "input '%s', dimension %d ('%s'): "
+                                          "%lld given, but '%s' is %lld from input '%s', dimension "
+                                          "%d", t->name, d, v, (long long)got, v,
+                                          (long long)values[k], names[from_in[k]], from_dim[k]);
+                    }
+                }
+                if (pass == 1 && e && !v) { /* an expression: checked once symbols are bound */
+                    hc_sym_binding b = {(int)ns, g->sym_names.data, values};
+                    int64_t want;
+                    bool bound = true;
+                    const char *vs[16];
+                    int nv = 0;
+                    hc_sym_vars(e, vs, &nv, 16);
+                    for (int j = 0; j < nv; j++)
+                        for (size_t k = 0; k < ns; k++)
+                            if (!strcmp(g->sym_names.data[k], vs[j]) && values[k] < 0) bound = false;
+                    if (bound && (!hc_sym_eval(e, &b, &want) || want != got)) {
+                        hc_sb_free(&sb);
+                        hc_sb_init(&sb);
+                        hc_sym_print(&sb, e);
+                        st = hc_error_set(err, HC_ERR_INVALID, "input '%s', dimension %d: %lld "
+                                          "given, the model's is %s = %lld", t->name, d,
+                                          (long long)got, hc_sb_str(&sb), (long long)want);
+                    }
+                }
+            }
+        }
+    }
+    bool all = true;
+    for (size_t k = 0; k < ns; k++) all &= values[k] >= 0;
+    if (st == HC_OK && all) {
+        hc_sym_binding b = {(int)ns, g->sym_names.data, values};
+        st = hc_graph_check_binding(g, &b, err);
+    }
+    hc_sb_free(&sb);
+    free(from_in), free(from_dim);
+    return st;
+}

@@ -333,6 +333,41 @@ DYNAMIC_AXES = {
 }
 
 
+# --dynamic: PyTorch's outputs at other values of the symbols too, in
+# shapes/batchB_seqS/{inputs,expected} (one export serves them all).
+DYNAMIC_BINDINGS = [{"batch": 2, "seq": 7}, {"batch": 3, "seq": 17}]
+
+
+def export_dynamic_references(name, model, inputs, in_names, out_names, config, folder):
+    done = []
+    for k, b in enumerate(DYNAMIC_BINDINGS):
+        torch.manual_seed(SEED + 1 + k)
+        new = []
+        for n, t in zip(in_names, inputs):
+            shape = list(t.shape)
+            for axis, sym in DYNAMIC_AXES[name].get(n, {}).items():
+                shape[axis] = b[sym]
+            if t.dtype.is_floating_point:
+                new.append(torch.randn(*shape, dtype=t.dtype))
+            elif n == "attention_mask":  # padding at the end, as a tokenizer makes
+                m = torch.ones(*shape, dtype=t.dtype)
+                m[..., shape[-1] * 3 // 4 + 1:] = 0
+                new.append(m)
+            else:
+                new.append(torch.randint(0, config.get("vocab", 100), shape, dtype=t.dtype))
+        with torch.no_grad():
+            outs = model(*new)
+        if isinstance(outs, torch.Tensor):
+            outs = (outs,)
+        sub = "batch%d_seq%d" % (b["batch"], b["seq"])
+        for kind, names, ts in (("inputs", in_names, new), ("expected", out_names, outs)):
+            os.makedirs(os.path.join(folder, "shapes", sub, kind), exist_ok=True)
+            for n, t in zip(names, ts):
+                np.save(os.path.join(folder, "shapes", sub, kind, n + ".npy"), t.numpy())
+        done.append(sub)
+    return done
+
+
 def export_model(name, build, small, opsets, out_dir, dynamic=False):
     torch.manual_seed(SEED)  # per model: a model does not depend on which others are exported
     model, inputs, in_names, out_names, config = build(small)
@@ -356,8 +391,10 @@ def export_model(name, build, small, opsets, out_dir, dynamic=False):
                               dynamic_axes=DYNAMIC_AXES[name] if dynamic else None,
                               **export_mode(opset))
         check_onnx(path, opset, in_names, out_names)
+    shapes = export_dynamic_references(name, model, inputs, in_names, out_names, config,
+                                       folder) if dynamic else []
     meta = {"model": name, "small": small, "seed": SEED, "opsets": opsets,
-            "dynamic_axes": DYNAMIC_AXES[name] if dynamic else None,
+            "dynamic_axes": DYNAMIC_AXES[name] if dynamic else None, "shapes": shapes,
             "inputs": in_names, "outputs": out_names, "config": config,
             "torch": torch.__version__, "torchvision": torchvision.__version__}
     with open(os.path.join(folder, "meta.json"), "w") as f:
