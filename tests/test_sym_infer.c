@@ -259,8 +259,37 @@ static void build_cnn(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, mp);
 }
 
+/* Attention (ONNX 23, 4-D) with a past of symbolic length and a padding mask; Resize by
+ * scales 2 and 0.5 of symbolic image sizes, and by sizes computed from a Shape. */
+static void build_attn_resize(hc_graph *g, const hc_sym_binding *b) {
+    sym_in qi = {"q", 4, {"batch", "2", "seq", "8"}}, pi = {"past", 4, {"batch", "2", "past_len", "8"}};
+    sym_in mi = {"mask", 4, {"batch", "1", "1", "total"}};
+    hc_tensor *q = input(g, &qi, b), *past = input(g, &pi, b), *mask = input(g, &mi, b);
+    hc_node *n = hc_graph_add_node(g, HC_OPK_ATTENTION, "attn", 6,
+                                   (hc_tensor *[]){q, q, q, mask, past, past}, 3, NULL, 0, NULL,
+                                   &err);
+    CHECK_MSG(n != NULL, "%s", err.msg);
+    if (!n) abort();
+    for (int i = 0; i < 3; i++) {
+        n->outputs[i]->name = hc_arena_printf(&g->arena, "attn_out%d", i);
+        hc_graph_add_output(g, n->outputs[i]);
+    }
+    sym_in xi = {"img", 4, {"batch", "3", "h", "w"}};
+    hc_tensor *x = input(g, &xi, b);
+    float sc[4] = {1, 1, 2, 0.5f};
+    hc_tensor *scales = hc_graph_constant(g, "scales", HC_F32, 1, (int64_t[]){4}, sc);
+    hc_tensor *empty = hc_graph_constant(g, "roi", HC_F32, 1, (int64_t[]){0}, NULL);
+    hc_tensor *up = node(g, HC_OPK_RESIZE, "up", 3, (hc_tensor *[]){x, empty, scales}, 0, NULL);
+    hc_tensor *shp = node(g, HC_OPK_SHAPE, "img_shape", 1, (hc_tensor *[]){x}, 0, NULL);
+    hc_tensor *two = ci64(g, 4, (int64_t[]){1, 1, 3, 2});
+    hc_tensor *sz = node(g, HC_OPK_MUL, "sizes", 2, (hc_tensor *[]){shp, two}, 0, NULL);
+    hc_tensor *up2 = node(g, HC_OPK_RESIZE, "up2", 4, (hc_tensor *[]){x, empty, NULL, sz}, 0, NULL);
+    hc_graph_add_output(g, up);
+    hc_graph_add_output(g, up2);
+}
+
 static void check_build(const char *label, build_fn build, int nb, const char *const *names,
-                        const int64_t (*vals)[4]) {
+                        const int64_t (*vals)[8]) {
     hc_graph *g = hc_graph_new(label, 17);
     build(g, NULL);
     hc_status st = hc_pass_infer_shapes(g, &err);
@@ -281,11 +310,14 @@ static void check_build(const char *label, build_fn build, int nb, const char *c
 
 static void test_built(void) {
     const char *bs[] = {"batch", "seq"};
-    const int64_t bv[][4] = {{1, 1}, {3, 7}, {2, 64}, {5, 13}};
+    const int64_t bv[][8] = {{1, 1}, {3, 7}, {2, 64}, {5, 13}};
     check_build("attention", build_attention, 4, bs, bv);
     const char *cs[] = {"batch", "h", "w"};
-    const int64_t cv[][4] = {{1, 8, 8}, {2, 17, 9}, {3, 31, 64}};
+    const int64_t cv[][8] = {{1, 8, 8}, {2, 17, 9}, {3, 31, 64}};
     check_build("cnn", build_cnn, 3, cs, cv);
+    const char *as[] = {"batch", "seq", "past_len", "total", "h", "w"};
+    const int64_t av[][8] = {{1, 1, 0, 1, 1, 2}, {2, 5, 3, 8, 7, 9}, {3, 17, 11, 28, 32, 31}};
+    check_build("attention-resize", build_attn_resize, 3, as, av);
 }
 
 /* The constraints: a Slice of a 64-row table by seq needs seq <= 64; checked per binding,

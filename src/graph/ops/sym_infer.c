@@ -949,6 +949,113 @@ static hc_status rule_rnn(ctx *c) {
     return HC_OK;
 }
 
+/* Attention (ONNX 23): batch, query and key/value sequences (and a past's length) may be
+ * symbolic; heads and head sizes are what the op inferred (fixed). */
+static hc_status rule_attention(ctx *c) {
+    hc_node *n = c->n;
+    const hc_tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2];
+    const hc_tensor *pk = IN(c, 4);
+    bool three = q->ndim == 3;
+    int sd = three ? 1 : 2; /* the sequence dimension */
+    const hc_sym *B = D(q, 0), *Sq = D(q, sd), *S = D(k, sd);
+    hc_status st;
+    if ((st = need(c, HC_SYMC_EQ, D(k, 0), B, "K's batch")) ||
+        (st = need(c, HC_SYMC_EQ, D(v, 0), B, "V's batch")) ||
+        (st = need(c, HC_SYMC_EQ, D(v, sd), S, "V's sequence against K's")))
+        return st;
+    for (int d = 1; d < q->ndim; d++)
+        if (d != sd && ((q->sym && q->sym[d]) || (k->sym && k->sym[d]) || (v->sym && v->sym[d])))
+            return unsupported(c, "symbolic heads or head sizes");
+    const hc_sym *T = pk ? hc_sym_add(c->a, D(pk, 2), S) : S;
+    if (pk && (st = need(c, HC_SYMC_EQ, D(pk, 0), B, "past_key's batch"))) return st;
+    const hc_tensor *mask = IN(c, 3);
+    if (mask) { /* at most T columns; the other dims broadcast to [B, Hq, Sq] */
+        int r = mask->ndim;
+        if ((st = need(c, HC_SYMC_LE, D(mask, r - 1), T, "attn_mask's columns"))) return st;
+        const hc_sym *full[3] = {B, NULL, Sq}; /* the heads are fixed: the op checks them */
+        for (int d = 0; d + 1 < r; d++) {
+            int f = 3 - (r - 1) + d;
+            const hc_sym *md = D(mask, d);
+            int64_t one;
+            if (f == 1 || (hc_sym_is_const(md, &one) && one == 1)) continue;
+            if ((st = need(c, HC_SYMC_BCAST, full[f], md, "attn_mask's broadcast"))) return st;
+        }
+    }
+    for (int i = 0; i < n->noutputs; i++) {
+        const hc_tensor *o = n->outputs[i];
+        if (!o) continue;
+        const hc_sym *d[4];
+        for (int j = 0; j < o->ndim; j++) d[j] = K(c, o->shape[j]);
+        d[0] = B;
+        if (i == 0) d[three ? 1 : 2] = Sq;
+        else if (i == 3) d[2] = Sq, d[3] = T;
+        else d[2] = T;
+        set_dims(c, i, o->ndim, d);
+    }
+    return HC_OK;
+}
+
+/* Resize / Upsample: a symbolic size scales by a rational scale (floor(in * p / q)), or
+ * comes from the sizes input's values. */
+static hc_status rule_resize(ctx *c) {
+    hc_node *n = c->n;
+    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    int axes[HC_MAX_DIMS], na = x->ndim;
+    for (int d = 0; d < x->ndim; d++) axes[d] = d;
+    int cnt = 0;
+    const int64_t *av = n->op == HC_OPK_RESIZE && n->opset >= 18 ? hc_node_attr_ints(n, "axes", &cnt)
+                                                                 : NULL;
+    hc_status st;
+    if (av && (st = hc_shp_axes(n, "axes", av, cnt, x->ndim, axes, c->err))) return st;
+    if (av) na = cnt;
+    const hc_sym *d[HC_MAX_DIMS];
+    for (int k = 0; k < x->ndim; k++) d[k] = D(x, k);
+    int scales_in = n->op == HC_OPK_UPSAMPLE || n->opset < 11 ? 1 : 2;
+    int sizes_in = n->op == HC_OPK_RESIZE && n->opset >= 11 ? 3 : -1;
+    bool sizes = sizes_in >= 0 && IN(c, sizes_in) && !hc_shp_in_empty(n, sizes_in);
+    double sc[HC_MAX_DIMS];
+    if (sizes) {
+        const char *policy = n->opset >= 18 ? hc_node_attr_string(n, "keep_aspect_ratio_policy",
+                                                                  "stretch")
+                                            : "stretch";
+        if (strcmp(policy, "stretch"))
+            return unsupported(c, "a symbolic size under keep_aspect_ratio_policy");
+        const hc_sym *v[SYM_MAX_VALUES];
+        int64_t nv;
+        if ((st = shape_values(c, sizes_in, v, &nv))) return st;
+        if (nv != na) return unsupported(c, "sizes of another length than the axes");
+        for (int i = 0; i < na; i++) d[axes[i]] = v[i];
+        set_dims(c, 0, x->ndim, d);
+        return HC_OK;
+    }
+    if (n->op == HC_OPK_UPSAMPLE && n->opset < 9) {
+        const double *f = hc_node_attr_floats(n, "scales", &cnt);
+        if (!f || cnt != x->ndim) return unsupported(c, "scales");
+        for (int k = 0; k < x->ndim; k++) sc[k] = f[k];
+    } else {
+        double v[SHP_MAX_VALUES];
+        if ((st = hc_shp_const_doubles(n, scales_in, v, SHP_MAX_VALUES, &cnt, c->err))) return st;
+        if (cnt != na) return unsupported(c, "scales of another length than the axes");
+        for (int k = 0; k < x->ndim; k++) sc[k] = 1.0;
+        for (int i = 0; i < na; i++) sc[axes[i]] = v[i];
+    }
+    for (int k = 0; k < x->ndim; k++) {
+        if (hc_sym_is_const(d[k], NULL)) {
+            d[k] = K(c, y->shape[k]);
+            continue;
+        }
+        int64_t q = 0;
+        for (int64_t t = 1; t <= 64 && !q; t++) /* the scale as p / q exactly */
+            if (sc[k] * (double)t == (double)(int64_t)(sc[k] * (double)t)) q = t;
+        if (!q) return unsupported(c, "a symbolic size under a scale that is not a fraction of "
+                                      "small integers");
+        int64_t p = (int64_t)(sc[k] * (double)q);
+        d[k] = hc_sym_floordiv(c->a, hc_sym_mul_c(c->a, d[k], p), K(c, q));
+    }
+    set_dims(c, 0, x->ndim, d);
+    return HC_OK;
+}
+
 /* ---- the driver ------------------------------------------------------------------------ */
 static hc_status apply_rule(ctx *c) {
     hc_node *n = c->n;
@@ -1018,6 +1125,8 @@ static hc_status apply_rule(ctx *c) {
     case HC_OPK_DEPTH_TO_SPACE: return rule_depth_space(c, true);
     case HC_OPK_SPACE_TO_DEPTH: return rule_depth_space(c, false);
     case HC_OPK_RNN: case HC_OPK_GRU: case HC_OPK_LSTM: return rule_rnn(c);
+    case HC_OPK_ATTENTION: return rule_attention(c);
+    case HC_OPK_RESIZE: case HC_OPK_UPSAMPLE: return rule_resize(c);
     default:
         return unsupported(c, "symbolic dimensions reach this operator, which has no symbolic "
                               "shape inference yet");
