@@ -400,7 +400,43 @@ static void test_bind(void) {
     hc_graph_free(g);
 }
 
+/* --all-symbolic DIR...: each DIR/model.onnx (the ONNX node tests) with every input
+ * dimension above 1 made a symbol (hinted at its value): symbolic inference either works
+ * (its rules checked at a second binding) or says it cannot; a rule that disagrees with
+ * the op's own inference is a failure. */
+static void all_symbolic(int n, char **dirs) {
+    int ok = 0, nosym = 0, refused = 0, other = 0;
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/model.onnx", dirs[i]);
+        hc_onnx_options o = {.symbolic = true, .all_symbolic = true};
+        hc_graph *g = NULL;
+        if (hc_onnx_load_with(path, &o, &g, &err) != HC_OK) {
+            other++;
+            continue;
+        }
+        if (!hc_graph_has_symbols(g)) nosym++;
+        else if (hc_pass_infer_shapes(g, &err) == HC_OK) ok++;
+        else if (strstr(err.msg, "a hidetc bug")) {
+            CHECK_MSG(0, "%s: %s", dirs[i], err.msg);
+        } else if (strstr(err.msg, "--dim")) {
+            refused++;
+        } else {
+            other++;
+            if (getenv("SYM_VERBOSE")) fprintf(stderr, "%s: %s\n", dirs[i], err.msg);
+        }
+        hc_graph_free(g);
+    }
+    CHECK(ok > 0);
+    printf("all-symbolic: %d inferred, %d without symbols, %d refused (no rule, data-dependent "
+           "sizes), %d other errors\n", ok, nosym, refused, other);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "--all-symbolic")) {
+        all_symbolic(argc - 2, argv + 2);
+        TEST_DONE();
+    }
     if (argc > 1) {
         for (int i = 1; i < argc;) {
             int j = i + 1;

@@ -456,6 +456,11 @@ static hc_status input_dims(importer *im, const char *name, const Onnx__TensorSh
                                     d->dim_param, (long long)so->dims[i], d->dim_param,
                                     (long long)dov->value);
             shape[i] = so->dims[i];
+        } else if (fixed && im->over && im->over->symbolic && im->over->all_symbolic &&
+                   d->dim_value > 1) {
+            keep[i] = hc_arena_printf(&im->g->arena, "%s_d%zu", name, i);
+            hc_graph_symbol(im->g, keep[i], d->dim_value);
+            shape[i] = d->dim_value;
         } else if (fixed) {
             shape[i] = d->dim_value;
         } else if (dov) {

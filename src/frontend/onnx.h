@@ -40,6 +40,9 @@ typedef struct hc_onnx_options {
      * concretely); a symbol without one gets 16 + 8 * (its index). */
     int nhints;
     const hc_onnx_dim *hints;
+    /* Testing the symbolic rules (tests/test_sym_infer.c): with `symbolic`, every fixed
+     * input dimension above 1 becomes a symbol too ("INPUT_dD"), its hint the file's value. */
+    bool all_symbolic;
 } hc_onnx_options;
 /* The Loop / Scan body hook (hc_graph.inline_body, src/graph/graph.h). */
 hc_status hc_onnx_inline_body(hc_graph *g, const hc_node *n, const char *prefix, int nformal,

@@ -25,7 +25,8 @@ typedef struct out_spec {
     bool set;
     int ndim;
     const hc_sym *dims[HC_MAX_DIMS];
-    int64_t nval; /* > 0: values (symval or constant data) */
+    bool has_vals; /* nval values (symval, or constant data) */
+    int64_t nval;
     const hc_sym **vals;
 } out_spec;
 
@@ -107,6 +108,7 @@ static void same_as(ctx *c, int i, const hc_tensor *x) {
 }
 
 static void set_vals(ctx *c, int i, int64_t nval, const hc_sym *const *vals) {
+    c->out[i].has_vals = true;
     c->out[i].nval = nval;
     c->out[i].vals = HC_NEW_ARRAY(c->a, const hc_sym *, (size_t)(nval ? nval : 1));
     for (int64_t k = 0; k < nval; k++) c->out[i].vals[k] = vals[k];
@@ -387,6 +389,7 @@ static hc_status rule_window(ctx *c, const hc_tensor *x, const hc_tensor *w) {
     int ns = x->ndim - 2;
     if (ns < 0 || y->ndim != x->ndim) return unsupported(c, "an input of rank < 2");
     if (x->sym && x->sym[1]) return unsupported(c, "the channel dimension is symbolic");
+    if (w && w->sym) return unsupported(c, "symbolic weight dimensions");
     int cnt;
     const int64_t *ks = hc_node_attr_ints(n, "kernel_shape", &cnt);
     const int64_t *strides = hc_node_attr_ints(n, "strides", &cnt);
@@ -669,14 +672,23 @@ static hc_status rule_split(ctx *c) {
     for (int k = 0; k < x->ndim; k++) d[k] = D(x, k);
     bool given = (n->opset < 13 && hc_node_attr(n, "split")) ||
                  (n->opset >= 13 && IN(c, 1) && !hc_shp_in_empty(n, 1));
-    if (given) { /* fixed sizes: they must add up to the dimension */
+    if (given) { /* sizes given (constants, or values of the symbols): they add up */
+        const hc_sym *sz[SYM_MAX_VALUES];
+        int64_t cnt = 0;
+        if (n->opset < 13) {
+            int ca;
+            const int64_t *v = hc_node_attr_ints(n, "split", &ca);
+            for (int i = 0; i < ca && i < SYM_MAX_VALUES; i++) sz[cnt++] = K(c, v[i]);
+        } else if ((st = shape_values(c, 1, sz, &cnt))) {
+            return st;
+        }
+        if (cnt != n->noutputs) return unsupported(c, "split sizes of another count than outputs");
         const hc_sym *sum = K(c, 0);
-        for (int i = 0; i < n->noutputs; i++)
-            if (n->outputs[i]) sum = hc_sym_add(c->a, sum, K(c, n->outputs[i]->shape[axis]));
-        if (n->noutputs && (st = need(c, HC_SYMC_EQ, sum, dim, "the split sizes"))) return st;
+        for (int i = 0; i < n->noutputs; i++) sum = hc_sym_add(c->a, sum, sz[i]);
+        if ((st = need(c, HC_SYMC_EQ, sum, dim, "the split sizes"))) return st;
         for (int i = 0; i < n->noutputs; i++)
             if (n->outputs[i]) {
-                d[axis] = K(c, n->outputs[i]->shape[axis]);
+                d[axis] = sz[i];
                 set_dims(c, i, x->ndim, d);
             }
         return HC_OK;
@@ -1238,10 +1250,11 @@ static hc_status check_at(ctx *c, const hc_sym_binding *b, bool *checked) {
     int64_t saved[HC_MANY + 1][HC_MAX_DIMS];
     void *bufs[HC_MANY + 1];
     bool ok = true;
+    for (int i = 0; i < n->ninputs; i++) /* all first: one tensor may be several inputs */
+        if (n->inputs[i]) memcpy(saved[i], n->inputs[i]->shape, sizeof saved[i]);
     for (int i = 0; i < n->ninputs && ok; i++) {
         hc_tensor *t = n->inputs[i];
         if (!t) continue;
-        memcpy(saved[i], t->shape, sizeof t->shape);
         for (int d = 0; t->sym && d < t->ndim && ok; d++)
             if (t->sym[d]) ok = hc_sym_eval(t->sym[d], b, &t->shape[d]) && t->shape[d] >= 0;
         ok = ok && !hc_shape_too_large(t->dtype, t->ndim, t->shape);
@@ -1260,7 +1273,7 @@ static hc_status check_at(ctx *c, const hc_sym_binding *b, bool *checked) {
     } else {
         detach_values(n, bufs);
     }
-    for (int i = 0; i < n->ninputs; i++)
+    for (int i = n->ninputs; i-- > 0;) /* in reverse: the first save of a repeated input */
         if (n->inputs[i]) memcpy(n->inputs[i]->shape, saved[i], sizeof saved[i]);
     return st;
 }
@@ -1298,7 +1311,7 @@ hc_status hc_node_infer_symbolic(hc_node *n, hc_error *err) {
         t->dtype = dt;
         t->symval = NULL;
         const out_spec *o = &c.out[i];
-        if (o->nval <= 0 || o->nval != hc_tensor_numel(t) || t->sym) continue;
+        if (!o->has_vals || o->nval != hc_tensor_numel(t) || t->sym) continue;
         bool all_const = true;
         for (int64_t k = 0; k < o->nval; k++) all_const &= hc_sym_is_const(o->vals[k], NULL);
         if (all_const) { /* a constant after all: folded like one */
