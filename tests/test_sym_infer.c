@@ -421,6 +421,7 @@ static void all_symbolic(int n, char **dirs) {
             CHECK_MSG(0, "%s: %s", dirs[i], err.msg);
         } else if (strstr(err.msg, "--dim")) {
             refused++;
+            if (getenv("SYM_VERBOSE")) fprintf(stderr, "refused %s: %s\n", dirs[i], err.msg);
         } else {
             other++;
             if (getenv("SYM_VERBOSE")) fprintf(stderr, "%s: %s\n", dirs[i], err.msg);

@@ -388,8 +388,13 @@ static hc_status rule_window(ctx *c, const hc_tensor *x, const hc_tensor *w) {
     const hc_tensor *y = n->outputs[0];
     int ns = x->ndim - 2;
     if (ns < 0 || y->ndim != x->ndim) return unsupported(c, "an input of rank < 2");
-    if (x->sym && x->sym[1]) return unsupported(c, "the channel dimension is symbolic");
     if (w && w->sym) return unsupported(c, "symbolic weight dimensions");
+    if (w && x->sym && x->sym[1]) { /* channels: the weights' times the groups */
+        hc_status e = need(c, HC_SYMC_EQ, D(x, 1),
+                           K(c, w->shape[1] * hc_node_attr_int(n, "group", 1)),
+                           "the input channels against the weights'");
+        if (e) return e;
+    }
     int cnt;
     const int64_t *ks = hc_node_attr_ints(n, "kernel_shape", &cnt);
     const int64_t *strides = hc_node_attr_ints(n, "strides", &cnt);
@@ -401,7 +406,7 @@ static hc_status rule_window(ctx *c, const hc_tensor *x, const hc_tensor *w) {
     bool global = n->op == HC_OPK_GLOBAL_AVERAGE_POOL || n->op == HC_OPK_GLOBAL_MAX_POOL;
     const hc_sym *d[HC_MAX_DIMS];
     d[0] = D(x, 0);
-    d[1] = K(c, y->shape[1]);
+    d[1] = w ? K(c, y->shape[1]) : D(x, 1); /* pooling keeps the channels */
     for (int s = 0; s < ns; s++) {
         const hc_sym *in = D(x, 2 + s);
         if (global || hc_sym_is_const(in, NULL)) {
@@ -1068,6 +1073,18 @@ static hc_status rule_resize(ctx *c) {
     return HC_OK;
 }
 
+/* GridSample: [N, C] of the input, the output's spatial sizes from the grid. */
+static hc_status rule_grid_sample(ctx *c) {
+    const hc_tensor *x = c->n->inputs[0], *grid = c->n->inputs[1];
+    if (grid->ndim != x->ndim) return unsupported(c, "a grid of another rank");
+    hc_status st = need(c, HC_SYMC_EQ, D(grid, 0), D(x, 0), "the grid's batch");
+    if (st) return st;
+    const hc_sym *d[HC_MAX_DIMS] = {D(x, 0), D(x, 1)};
+    for (int k = 2; k < x->ndim; k++) d[k] = D(grid, k - 1);
+    set_dims(c, 0, x->ndim, d);
+    return HC_OK;
+}
+
 /* ---- the driver ------------------------------------------------------------------------ */
 static hc_status apply_rule(ctx *c) {
     hc_node *n = c->n;
@@ -1138,6 +1155,7 @@ static hc_status apply_rule(ctx *c) {
     case HC_OPK_SPACE_TO_DEPTH: return rule_depth_space(c, false);
     case HC_OPK_RNN: case HC_OPK_GRU: case HC_OPK_LSTM: return rule_rnn(c);
     case HC_OPK_ATTENTION: return rule_attention(c);
+    case HC_OPK_GRID_SAMPLE: return rule_grid_sample(c);
     case HC_OPK_RESIZE: case HC_OPK_UPSAMPLE: return rule_resize(c);
     default:
         return unsupported(c, "symbolic dimensions reach this operator, which has no symbolic "
