@@ -7,6 +7,10 @@
 /* Set err to "node 'NAME' (OpType): <message>" with status st; returns st. */
 /* Input i of n, NULL when absent or beyond the node's inputs. */
 const hc_tensor *hc_nn_in(const hc_node *n, int i);
+/* Einsum's labels (nn_matmul.c): for output dim i, label_of[i]; for operand k and its dim
+ * d, label[k][d] (ellipsis dims have labels >= 52: they broadcast). */
+hc_status hc_nn_einsum_labels(const hc_node *n, int *nout, int *out_label,
+                              int (*label)[HC_MAX_DIMS], hc_error *err);
 /* Output i is present (the node wants it). */
 bool hc_nn_out_present(const hc_node *n, int i);
 /* Float dtypes the nn ops compute in (f16, bf16, f32, f64); error names the node. */

@@ -329,6 +329,17 @@ static hc_status ein_parse(const hc_node *n, ein *e, hc_error *err) {
     return HC_OK;
 }
 
+hc_status hc_nn_einsum_labels(const hc_node *n, int *nout, int *out_label,
+                              int (*label)[HC_MAX_DIMS], hc_error *err) {
+    ein e;
+    if (ein_parse(n, &e, err)) return err->status;
+    *nout = e.nout;
+    memcpy(out_label, e.out, sizeof(int) * (size_t)e.nout);
+    for (int k = 0; k < e.nops; k++)
+        memcpy(label[k], e.label[k], sizeof(int) * (size_t)e.ndims[k]);
+    return HC_OK;
+}
+
 hc_status hc_nn_infer_einsum(hc_node *n, hc_error *err) {
     for (int i = 1; i < n->ninputs; i++)
         if (hc_nn_in(n, i)->dtype != hc_nn_in(n, 0)->dtype)

@@ -16,6 +16,7 @@
  * taken as the hint binding decides it, and kept as a constraint too. */
 #include <string.h>
 
+#include "graph/ops/nn_internal.h"
 #include "graph/ops/shape_internal.h"
 
 /* Values kept symbolic: shape computations are short vectors. */
@@ -1073,6 +1074,46 @@ static hc_status rule_resize(ctx *c) {
     return HC_OK;
 }
 
+/* Einsum: an output dim is its label's size; every operand dim of one label must agree
+ * (ellipsis dims broadcast). */
+static hc_status rule_einsum(ctx *c) {
+    hc_node *n = c->n;
+    int nout, out[HC_MAX_DIMS], label[HC_MAX_DIMS][HC_MAX_DIMS];
+    if (n->ninputs > HC_MAX_DIMS) return unsupported(c, "too many operands");
+    hc_status st = hc_nn_einsum_labels(n, &nout, out, label, c->err);
+    if (st) return st;
+    const hc_sym *d[HC_MAX_DIMS];
+    for (int i = 0; i < nout; i++) {
+        const hc_sym *r = NULL;
+        for (int k = 0; k < n->ninputs; k++) {
+            const hc_tensor *t = n->inputs[k];
+            for (int j = 0; t && j < t->ndim; j++) {
+                if (label[k][j] != out[i]) continue;
+                const hc_sym *v = D(t, j);
+                int64_t one;
+                bool ell = out[i] >= 52;
+                if (!r || (ell && hc_sym_is_const(r, &one) && one == 1)) r = v;
+                else if (!(ell && hc_sym_is_const(v, &one) && one == 1) &&
+                         (st = need(c, ell ? HC_SYMC_BCAST : HC_SYMC_EQ, r, v,
+                                    hc_arena_printf(c->a, "operand %d, dimension %d", k, j))))
+                    return st;
+            }
+        }
+        d[i] = r ? r : K(c, 1);
+    }
+    /* summed labels must agree too */
+    for (int k = 0; k < n->ninputs; k++)
+        for (int j = 0; n->inputs[k] && j < n->inputs[k]->ndim; j++)
+            for (int k2 = k; k2 < n->ninputs; k2++)
+                for (int j2 = 0; n->inputs[k2] && j2 < n->inputs[k2]->ndim; j2++)
+                    if ((k2 > k || j2 > j) && label[k][j] == label[k2][j2] && label[k][j] < 52 &&
+                        (st = need(c, HC_SYMC_EQ, D(n->inputs[k], j), D(n->inputs[k2], j2),
+                                   "a label's sizes")))
+                        return st;
+    set_dims(c, 0, nout, d);
+    return HC_OK;
+}
+
 /* GridSample: [N, C] of the input, the output's spatial sizes from the grid. */
 static hc_status rule_grid_sample(ctx *c) {
     const hc_tensor *x = c->n->inputs[0], *grid = c->n->inputs[1];
@@ -1156,6 +1197,7 @@ static hc_status apply_rule(ctx *c) {
     case HC_OPK_RNN: case HC_OPK_GRU: case HC_OPK_LSTM: return rule_rnn(c);
     case HC_OPK_ATTENTION: return rule_attention(c);
     case HC_OPK_GRID_SAMPLE: return rule_grid_sample(c);
+    case HC_OPK_EINSUM: return rule_einsum(c);
     case HC_OPK_RESIZE: case HC_OPK_UPSAMPLE: return rule_resize(c);
     default:
         return unsupported(c, "symbolic dimensions reach this operator, which has no symbolic "
