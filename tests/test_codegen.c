@@ -331,6 +331,94 @@ static void run_exp_sweep(hc_jit_lib *lib) {
     }
 }
 
+/* The same functions on whole vectors (emit_c.c, vmath_family): vectors of the target's
+ * f32 lanes, out[p][i] = prim_p(x[p][i]) for exp, tanh, erf, log and sigmoid, against libm
+ * in double over the scalar sweep's ranges plus special values; the source must call the
+ * inline family (no hc_vm helper). Every ISA is emitted and compiled; those this CPU has
+ * run. */
+enum { NVP = 5, NVX = 4096 + 32 };
+static const hc_prim vec_prims[NVP] = {HC_PRIM_EXP, HC_PRIM_TANH, HC_PRIM_ERF, HC_PRIM_LOG,
+                                       HC_PRIM_SIGMOID};
+
+static hc_func *f_vec_math(int lanes) {
+    hc_var *x = tensor1("x", HC_F32, NVP * NVX), *out = tensor1("out", HC_F32, NVP * NVX);
+    const hc_type *vt = hc_type_vector(A, HC_F32, lanes);
+    hc_builder b;
+    hc_builder_init(&b, A);
+    HC_FOR(&b, i, "i", INT(NVX / lanes), hc_serial()) {
+        for (int p = 0; p < NVP; p++) {
+            hc_expr *off = hc_add(A, INT(p * NVX), hc_mul(A, REF(i), INT(lanes)));
+            hc_expr *v = hc_call(A, HC_PRIM_VLOAD, vt, 1, (hc_expr *[]){addr(x, off)});
+            hc_b_eval(&b, hc_call(A, HC_PRIM_VSTORE, hc_type_scalar(HC_VOID), 2,
+                                  (hc_expr *[]){addr(out, off), hc_math(A, vec_prims[p], v, NULL)}));
+        }
+    }
+    return kernel("vec_math", 2, (hc_var *[]){x, out}, hc_builder_finish(&b));
+}
+
+static double ref_vec(int p, double x) {
+    switch (p) {
+    case 0: return exp(x);
+    case 1: return tanh(x);
+    case 2: return erf(x);
+    case 3: return log(x);
+    default: return 1 / (1 + exp(-x));
+    }
+}
+
+static void run_vec_math(hc_jit_lib *lib, const char *isa) {
+    static float x[NVP * NVX], out[NVP * NVX];
+    static const float special[16] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f,
+                                      1e30f, -1e30f, 88.5f, -87.5f, 1e-7f, 3.93f, -3.93f, 9.0f,
+                                      0.55f};
+    for (int p = 0; p < NVP; p++) {
+        float *xp = x + p * NVX;
+        double lo = p == 0 ? -106 : p == 3 ? 0 : -20, hi = p == 0 ? 90 : p == 3 ? 100 : 20;
+        for (int i = 0; i < NVX - 32; i++) xp[i] = (float)(lo + (hi - lo) * i / (NVX - 32));
+        if (p == 3) /* log: tiny, subnormal and huge arguments too */
+            for (int i = 0; i < 512; i++) xp[i] = ldexpf(1.0f + (float)i / 512, i / 2 - 149);
+        for (int i = 0; i < 16; i++) xp[NVX - 32 + i] = special[i], xp[NVX - 16 + i] = -special[i];
+    }
+    packed(lib, "vec_math")((void *[]){x, out});
+    static const double bound[NVP] = {1, 2, 2.5, 2, 2.5}; /* ulp; the scalar sweep's bounds */
+    for (int p = 0; p < NVP; p++) {
+        double worst = 0;
+        int bad = 0;
+        for (int i = 0; i < NVX; i++) {
+            float xi = x[p * NVX + i], got = out[p * NVX + i];
+            double ref = ref_vec(p, xi);
+            if (isnan(ref) || isinf(ref) || ref == 0) { /* exact: NaN, inf, 0 */
+                bool ok = isnan(ref) ? isnan(got) : got == (float)ref;
+                if (!ok && bad++ < 3)
+                    fprintf(stderr, "%s %s(%g) = %g, want %g\n", isa,
+                            hc_prim_name(vec_prims[p]), xi, got, ref);
+                continue;
+            }
+            worst = fmax(worst, ulps(got, ref));
+        }
+        CHECK_MSG(!bad && worst <= bound[p], "%s %s: %g ulp, %d wrong special values", isa,
+                  hc_prim_name(vec_prims[p]), worst, bad);
+    }
+}
+
+static void test_vec_math(void) {
+    for (int isa = HC_ISA_SCALAR; isa <= HC_ISA_AVX512; isa++) {
+        const hc_target *t = hc_target_cpu_emit_only((hc_isa)isa);
+        int lanes = hc_target_f32_lanes(t);
+        hc_func *f = f_vec_math(lanes);
+        char *src = hc_codegen_c(A, hc_module_new(A, "vec_math", 1, &f), t);
+        char want[32];
+        snprintf(want, sizeof want, "hc_verf_%d(", lanes);
+        CHECK_MSG(strstr(src, want) && !strstr(src, "hc_vm0"), "%s: no inline vector math",
+                  hc_isa_name(t->caps.isa));
+        check_warning_free(src, t);
+        free(src);
+        if (isa > (int)hc_cpu_isa()) continue;
+        hc_jit_lib *lib = build(1, &f, t, NULL);
+        if (lib) run_vec_math(lib, hc_isa_name(t->caps.isa)), hc_jit_close(lib);
+    }
+}
+
 /* ---- heap temporary, mapping, barrier --------------------------------------------- */
 static hc_func *f_heap(void) {
     enum { N = 300 };
@@ -938,6 +1026,7 @@ int main(void) {
     hc_arena_init(A);
     test_isa_env(); /* first: the children read HIDETC_ISA before the host target is cached */
     test_wide_rows();
+    test_vec_math();
     const hc_target *host = hc_target_host();
     CHECK(host->caps.num_cores >= 1 && host->caps.l1_bytes > 0 && host->caps.l2_bytes > 0);
     CHECK(host->caps.num_regs == (host->caps.isa == HC_ISA_AVX512 ? 32 : 16));

@@ -419,13 +419,20 @@ static void test_kernels(void) {
         snprintf(name, sizeof name, "matmul_%d", i);
         funcs[i] = hc_matmul_cpu(&a, name, &jobs[i].s, &jobs[i].c, t, &err);
         HC_ASSERT_MSG(funcs[i], err.msg); /* every job's config is valid */
-        /* pre-packed operands are prefetched a tile ahead (prefetch_next), others not */
+        /* pre-packed operands are prefetched a tile ahead (prefetch_next), others not;
+         * the partial sums of C before every K block but the first (prefetch_c_tile) */
         hc_sb sb;
         hc_sb_init(&sb);
         hc_print_func(&sb, funcs[i]);
+        const char *ir = hc_sb_str(&sb);
         bool pre = jobs[i].c.pre_a || jobs[i].c.pre_b;
-        CHECK_MSG((strstr(hc_sb_str(&sb), "prefetch(") != NULL) == pre,
+        CHECK_MSG((strstr(ir, "prefetch(&A[") || strstr(ir, "prefetch(&B[")) == pre,
                   "job %d: prefetch %s", i, pre ? "missing" : "without a pre-packed operand");
+        bool blocks = jobs[i].s.k > jobs[i].c.kc;
+        bool sums = jobs[i].c.c_write_once ? strstr(ir, "prefetch(&Cs[") != NULL
+                                           : strstr(ir, "prefetch(&C[") != NULL;
+        CHECK_MSG(sums == blocks && (strstr(ir, "prefetch(&C") != NULL) == blocks,
+                  "job %d: partial sums prefetch %s", i, blocks ? "missing" : "with one K block");
         /* the column kernel is there exactly when A comes in panels */
         bool panels = jobs[i].c.pack_a || jobs[i].c.pre_a;
         CHECK_MSG((strstr(hc_sb_str(&sb), "cacc") != NULL) == panels,

@@ -491,6 +491,57 @@ static void test_lower_gemm(void) {
     }
 }
 
+/* ---- split_to_slices ----------------------------------------------------------------- */
+/* h = MatMul(x [2, 5, 7], W [7, 9]) split on the last axis into 3, 1 and 5 columns (an
+ * attention's Q, K, V; parts of primes and 1), each read by another op, the last one a
+ * graph output as it is; Split of x on axis 0 (negative axis: -3) into 1 + 1 read as
+ * graph outputs; a Split of 5 parts stays. */
+static int split_opset = 13; /* below 13, Split's sizes are an attribute; below 10 Slice's */
+static hc_graph *build_splits(void) {
+    hc_graph *g = hc_graph_new("splits", split_opset);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 3, (int64_t[]){2, 5, 7});
+    hc_tensor *mi[2] = {x, rand_const(g, "W", 2, (int64_t[]){7, 9}, 51, -1, 1)};
+    hc_tensor *h = node1(g, HC_OPK_MATMUL, "mm", 2, mi, 0, NULL);
+    int64_t sizes[3] = {3, 1, 5};
+    hc_attr last[2] = {{.name = "axis", .kind = HC_ATTR_INT, .i = 2},
+                       ints_attr("split", 3, sizes)};
+    hc_tensor *si[2] = {h, hc_pass_const_i64(g, "sizes", 3, sizes)};
+    bool attr = split_opset < 13;
+    hc_node *qkv = hc_graph_add_node(g, HC_OPK_SPLIT, "qkv", attr ? 1 : 2, si, 3, NULL,
+                                     attr ? 2 : 1, last, &err);
+    HC_ASSERT_MSG(qkv, err.msg);
+    hc_graph_add_output(g, node1(g, HC_OPK_RELU, "q", 1, &qkv->outputs[0], 0, NULL));
+    hc_tensor *ki[2] = {qkv->outputs[1], qkv->outputs[0]};
+    hc_graph_add_output(g, node1(g, HC_OPK_ADD, "k", 2, ki, 0, NULL)); /* broadcast 1 */
+    hc_graph_add_output(g, qkv->outputs[2]);
+    hc_attr first = {.name = "axis", .kind = HC_ATTR_INT, .i = -3};
+    hc_node *halves = hc_graph_add_node(g, HC_OPK_SPLIT, "halves", 1, &x, 2, NULL, 1, &first,
+                                        &err);
+    HC_ASSERT_MSG(halves, err.msg);
+    hc_graph_add_output(g, halves->outputs[0]);
+    hc_graph_add_output(g, halves->outputs[1]);
+    hc_attr mid = {.name = "axis", .kind = HC_ATTR_INT, .i = 1};
+    hc_node *five = hc_graph_add_node(g, HC_OPK_SPLIT, "five", 1, &x, 5, NULL, 1, &mid, &err);
+    HC_ASSERT_MSG(five, err.msg);
+    hc_tensor *fi[2] = {five->outputs[0], five->outputs[4]};
+    hc_graph_add_output(g, node1(g, HC_OPK_SUB, "five_diff", 2, fi, 0, NULL));
+    return g;
+}
+
+static void test_split_to_slices(void) {
+    pass_fn p[] = {hc_pass_infer_shapes, hc_pass_split_to_slices};
+    static const int opsets[3] = {13, 11, 9};
+    for (int i = 0; i < 3; i++) {
+        split_opset = opsets[i];
+        char what[48];
+        snprintf(what, sizeof what, "split_to_slices, opset %d", split_opset);
+        hc_graph *g = check_passes(build_splits, 2, p, 0, what);
+        CHECK_MSG(count_op(g, HC_OPK_SPLIT) == 1 && count_op(g, HC_OPK_SLICE) == 5, "%s", what);
+        hc_graph_free(g);
+    }
+    split_opset = 13;
+}
+
 /* ---- the whole pipeline ------------------------------------------------------------- */
 /* conv -> bn -> relu -> conv(1x1) -> flatten -> gemm(transB) -> dropout -> softmax */
 static hc_graph *build_small_net(void) {
@@ -730,6 +781,7 @@ int main(void) {
     test_simplify();
     test_lower_conv();
     test_lower_gemm();
+    test_split_to_slices();
     test_optimize();
     test_lower_training();
     test_eval_errors();

@@ -83,6 +83,9 @@ hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *o
  * (src/passes/attention_match.c). HIDETC_NO_FUSE_ATTENTION=1 turns it off (measurements of
  * the three-kernel form: bench/attention.sh). */
 hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc_error *err);
+/* A Split of up to 4 outputs as one Slice per output, which fusion takes into the kernels
+ * that read them: no copy (src/passes/split.c). */
+hc_status hc_pass_split_to_slices(hc_graph *g, hc_error *err);
 /* BatchNormalization with training_mode=1 rewritten into reductions (batchnorm.c). */
 hc_status hc_pass_lower_batchnorm_training(hc_graph *g, hc_error *err);
 /* Loop or Scan node n unrolled into g by the importer's body hook (src/passes/loop.c): the
