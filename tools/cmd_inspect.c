@@ -87,7 +87,7 @@ static void print_symbols(const hc_graph *g) {
     for (size_t i = 0; i < g->sym_names.len; i++) {
         hc_sb sb;
         hc_sb_init(&sb);
-        hc_sym_print(&sb, hc_sym_var(&((hc_graph *)g)->arena, g->sym_names.data[i]));
+        hc_sym_print_name(&sb, g->sym_names.data[i]);
         printf("%s %s (hint %lld)", i ? "," : "", hc_sb_str(&sb),
                (long long)g->sym_hints.data[i]);
         hc_sb_free(&sb);

@@ -111,18 +111,26 @@ static bool same_shape(const hc_tensor *t, const hc_npy *n) {
     return true;
 }
 
-/* Reads every --input file and checks it against the model's declared input. */
-static int read_inputs(const run_args *r, const hc_graph *g, hc_npy *npys) {
+/* Reads the --input files not read yet (each once: the symbols' binding reads them
+ * before the model compiles, a model without symbols after). */
+static int read_inputs(const run_args *r, hc_npy *npys) {
+    for (int i = 0; i < r->ninputs; i++) {
+        hc_error err = {0};
+        if (!npys[i].data && hc_npy_read(r->input_files[i], &npys[i], &err) != HC_OK) {
+            fprintf(stderr, "hidetc run: input '%s': %s\n", r->input_names[i], err.msg);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Checks every --input file against the model's declared input. */
+static int check_inputs(const run_args *r, const hc_graph *g, const hc_npy *npys) {
     for (int i = 0; i < r->ninputs; i++) {
         const hc_tensor *t = find_input(g, r->input_names[i]);
         if (!t) {
             fprintf(stderr, "hidetc run: the model has no input '%s'\n", r->input_names[i]);
             list_inputs(g);
-            return 1;
-        }
-        hc_error err = {0};
-        if (hc_npy_read(r->input_files[i], &npys[i], &err) != HC_OK) {
-            fprintf(stderr, "hidetc run: input '%s': %s\n", t->name, err.msg);
             return 1;
         }
         hc_sb want, got;
@@ -234,34 +242,32 @@ static int run_model(const run_args *r, hc_model *m, hc_npy *npys) {
  * fix them (their shapes bind the symbols, checked against the model: rank, fixed
  * dimensions, the same symbol on several inputs, the ops' constraints), as if given
  * with --dim. Kernels are built for fixed shapes (docs/dynamic.md). 0: done (or nothing
- * to do), else the exit code. */
-static int bind_from_inputs(const run_args *r) {
+ * to do), else the exit code. A model without symbols is loaded once: *fixed is its
+ * graph, to compile as it is. */
+static int bind_from_inputs(const run_args *r, hc_npy *npys, hc_graph **fixed) {
+    *fixed = NULL;
     if (!strncmp(r->model, "builtin:", 8) || hc_model_file_is(r->model)) return 0;
     hc_graph *g = NULL;
     hc_error err = {0};
     if (cli_load_model_symbolic(r->model, &g, &err) != HC_OK) return 0; /* reported later */
     int rc = 0;
-    if (!hc_graph_has_symbols(g)) goto done;
+    if (!hc_graph_has_symbols(g)) {
+        *fixed = g; /* the same graph a static import makes */
+        return 0;
+    }
     if (hc_pass_infer_shapes(g, &err) != HC_OK) {
         fprintf(stderr, "hidetc run: %s\n", err.msg);
         rc = 1;
         goto done;
     }
+    if ((rc = read_inputs(r, npys))) goto done;
     const char *names[MAX_INPUT_ARGS];
     int ndims[MAX_INPUT_ARGS];
     int64_t (*shapes)[HC_MAX_DIMS] = hc_xcalloc(MAX_INPUT_ARGS + 1, sizeof *shapes);
     int n = 0;
-    for (int i = 0; i < r->ninputs && !rc; i++) {
-        hc_npy npy = {0};
-        if (hc_npy_read(r->input_files[i], &npy, &err) != HC_OK) {
-            fprintf(stderr, "hidetc run: input '%s': %s\n", r->input_names[i], err.msg);
-            rc = 1;
-            break;
-        }
-        names[n] = r->input_names[i], ndims[n] = npy.ndim;
-        memcpy(shapes[n], npy.shape, sizeof(int64_t) * (size_t)npy.ndim);
-        n++;
-        hc_npy_free(&npy);
+    for (int i = 0; i < r->ninputs; i++, n++) {
+        names[n] = r->input_names[i], ndims[n] = npys[i].ndim;
+        memcpy(shapes[n], npys[i].shape, sizeof(int64_t) * (size_t)npys[i].ndim);
     }
     int64_t values[64];
     size_t ns = g->sym_names.len;
@@ -309,15 +315,18 @@ int cmd_run(int argc, char **argv) {
     hc_error err = {0};
     hc_compile_options opt = r.co;
     opt.num_threads = (int)r.threads, opt.verbose = r.verbose;
-    hc_model *m;
-    if (r.ninputs && (rc = bind_from_inputs(&r))) return rc;
-    if (cli_open_model(r.model, &opt, &m, &err) != HC_OK) {
-        fprintf(stderr, "hidetc run: %s\n", err.msg);
-        return 1;
-    }
+    hc_model *m = NULL;
     hc_npy npys[MAX_INPUT_ARGS];
     memset(npys, 0, sizeof npys);
-    rc = read_inputs(&r, hc_model_graph(m), npys);
+    hc_graph *g = NULL;
+    if (r.ninputs) rc = bind_from_inputs(&r, npys, &g);
+    if (!rc && (g ? cli_compile_graph(g, &opt, &m, &err)
+                  : cli_open_model(r.model, &opt, &m, &err)) != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        rc = 1;
+    }
+    if (!rc) rc = read_inputs(&r, npys);
+    if (!rc) rc = check_inputs(&r, hc_model_graph(m), npys);
     if (!rc) rc = run_model(&r, m, npys);
     for (int i = 0; i < r.ninputs; i++) hc_npy_free(&npys[i]);
     hc_model_free(m);

@@ -55,15 +55,20 @@ static hc_status load_model(const char *spec, bool symbolic, hc_graph **out, hc_
  * by default: docs/runtime.md, "Thread placement"). */
 static bool g_no_pin;
 
+hc_status cli_compile_graph(hc_graph *g, const hc_compile_options *co, hc_model **out,
+                            hc_error *err) {
+    hc_compile_options o = co ? *co : (hc_compile_options){0};
+    o.pin_threads = !g_no_pin;
+    return hc_model_compile(g, &o, out, err);
+}
+
 hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_model **out,
                          hc_error *err) {
     *out = NULL;
     if (!hc_model_file_is(spec)) {
         hc_graph *g;
         hc_status st = cli_load_model(spec, &g, err);
-        hc_compile_options o = co ? *co : (hc_compile_options){0};
-        o.pin_threads = !g_no_pin;
-        return st == HC_OK ? hc_model_compile(g, &o, out, err) : st;
+        return st == HC_OK ? cli_compile_graph(g, co, out, err) : st;
     }
     double t0 = hc_now_ms();
     hc_status st = hc_model_load(spec, out, err);

@@ -22,6 +22,10 @@ bool cli_fix_dim(const char *name, int64_t value);
 hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_model **out,
                          hc_error *err);
 
+/* Compile a loaded graph as cli_open_model does (it takes g, also on failure). */
+hc_status cli_compile_graph(hc_graph *g, const hc_compile_options *co, hc_model **out,
+                            hc_error *err);
+
 /* Seed of the random inputs (documented in docs/runtime.md). */
 #define CLI_RANDOM_SEED 20240229u
 /* Integer inputs get values in [0, CLI_RANDOM_INT_MAX): valid token ids and indices for

@@ -1169,6 +1169,18 @@ static const Onnx__TensorShapeProto *value_shape(const Onnx__TypeProto *tp) {
                : NULL;
 }
 
+/* Whether some graph input has a dimension whose dim_param is `name`. */
+static bool has_dim_param(const Onnx__GraphProto *gp, const char *name) {
+    for (size_t i = 0; i < gp->n_input; i++) {
+        const Onnx__TensorShapeProto *sp = value_shape(gp->input[i]->type);
+        for (size_t d = 0; sp && d < sp->n_dim; d++)
+            if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, name))
+                return true;
+    }
+    return false;
+}
+
 static hc_status check_overrides_used(importer *im) {
     const hc_onnx_options *o = im->over;
     if (!o) return HC_OK;
@@ -1177,8 +1189,7 @@ static hc_status check_overrides_used(importer *im) {
     hc_sb_init(&have);
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
-        const Onnx__TypeProto *tp = vi->type;
-        const Onnx__TensorShapeProto *sp = value_shape(tp);
+        const Onnx__TensorShapeProto *sp = value_shape(vi->type);
         for (size_t d = 0; sp && d < sp->n_dim; d++)
             if (sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                 sp->dim[d]->dim_param && *sp->dim[d]->dim_param &&
@@ -1186,38 +1197,16 @@ static hc_status check_overrides_used(importer *im) {
                 hc_sb_printf(&have, "%s%s", have.len ? ", " : "", sp->dim[d]->dim_param);
     }
     hc_status s = HC_OK;
-    for (int j = 0; j < o->ndims && !s; j++) {
-        bool used = false;
-        for (size_t i = 0; i < gp->n_input && !used; i++) {
-            const Onnx__TypeProto *tp = gp->input[i]->type;
-            const Onnx__TensorShapeProto *sp =
-                value_shape(tp);
-            for (size_t d = 0; sp && d < sp->n_dim && !used; d++)
-                used = sp->dim[d]->value_case ==
-                           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                       sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, o->dims[j].name);
+    /* --dim overrides, then --dim-hint hints: each must name a symbol of the inputs */
+    for (int k = 0; k < 2 && !s; k++) {
+        int count = k ? o->nhints : o->ndims;
+        for (int j = 0; j < count && !s; j++) {
+            const char *nm = k ? o->hints[j].name : o->dims[j].name;
+            if (!has_dim_param(gp, nm))
+                s = hc_error_set(im->err, HC_ERR_INVALID, "%s: dim %s %s=...: the model's inputs "
+                                 "have no symbolic dimension '%s' (they have: %s)", im->src.path,
+                                 k ? "hint" : "override", nm, nm, have.len ? have.buf : "none");
         }
-        if (!used)
-            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: dim override %s=...: the model's "
-                             "inputs have no symbolic dimension '%s' (they have: %s)", im->src.path,
-                             o->dims[j].name, o->dims[j].name, have.len ? have.buf : "none");
-    }
-    for (int j = 0; j < o->nhints && !s; j++) {
-        const char *nm = o->hints[j].name;
-        bool used = false;
-        for (size_t i = 0; i < gp->n_input && !used; i++) {
-            const Onnx__TypeProto *tp = gp->input[i]->type;
-            const Onnx__TensorShapeProto *sp =
-                value_shape(tp);
-            for (size_t d = 0; sp && d < sp->n_dim && !used; d++)
-                used = sp->dim[d]->value_case ==
-                           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
-                       sp->dim[d]->dim_param && !strcmp(sp->dim[d]->dim_param, nm);
-        }
-        if (!used)
-            s = hc_error_set(im->err, HC_ERR_INVALID, "%s: dim hint %s=...: the model's inputs "
-                             "have no symbolic dimension '%s' (they have: %s)", im->src.path,
-                             nm, nm, have.len ? have.buf : "none");
     }
     for (int j = 0; j < o->nshapes && !s; j++) {
         bool used = false;

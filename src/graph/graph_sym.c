@@ -182,10 +182,6 @@ static const hc_tensor *graph_input(const hc_graph *g, const char *name) {
     return NULL;
 }
 
-static void print_input(hc_sb *sb, const hc_tensor *t) {
-    hc_print_tensor_shape(sb, t);
-}
-
 hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *names,
                                const int *ndims, const int64_t (*shapes)[HC_MAX_DIMS],
                                int64_t *values, hc_error *err) {
@@ -196,7 +192,13 @@ hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *name
     hc_status st = HC_OK;
     hc_sb sb;
     hc_sb_init(&sb);
+    /* the symbols bound so far, for pass 1 (filled between the passes) */
+    const char **bnames = hc_xmalloc(sizeof(char *) * (ns + 1));
+    int64_t *bvals = hc_xmalloc(sizeof(int64_t) * (ns + 1));
+    hc_sym_binding bound = {0, bnames, bvals};
     for (int pass = 0; pass < 2 && st == HC_OK; pass++) {
+        for (size_t k = 0; pass == 1 && k < ns; k++)
+            if (values[k] >= 0) bnames[bound.n] = g->sym_names.data[k], bvals[bound.n++] = values[k];
         for (int i = 0; i < n && st == HC_OK; i++) {
             const hc_tensor *t = graph_input(g, names[i]);
             if (!t) {
@@ -207,7 +209,7 @@ hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *name
                 break;
             }
             if (ndims[i] != t->ndim) {
-                print_input(&sb, t);
+                hc_print_tensor_shape(&sb, t);
                 st = hc_error_set(err, HC_ERR_INVALID, "input '%s' has %d dimensions, the model's "
                                   "has %d: %s", t->name, ndims[i], t->ndim, hc_sb_str(&sb));
                 break;
@@ -219,7 +221,7 @@ hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *name
                 if (pass == 0 && !e && got != t->shape[d]) {
                     hc_sb_free(&sb);
                     hc_sb_init(&sb);
-                    print_input(&sb, t);
+                    hc_print_tensor_shape(&sb, t);
                     st = hc_error_set(err, HC_ERR_INVALID, "input '%s', dimension %d: %lld given, "
                                       "the model's is %lld (%s)", t->name, d, (long long)got,
                                       (long long)t->shape[d], hc_sb_str(&sb));
@@ -240,16 +242,8 @@ hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *name
                     }
                 }
                 if (pass == 1 && e && !v) { /* an expression: checked once symbols are bound */
-                    hc_sym_binding b = {(int)ns, g->sym_names.data, values};
-                    int64_t want;
-                    bool bound = true;
-                    const char *vs[16];
-                    int nv = 0;
-                    hc_sym_vars(e, vs, &nv, 16);
-                    for (int j = 0; j < nv; j++)
-                        for (size_t k = 0; k < ns; k++)
-                            if (!strcmp(g->sym_names.data[k], vs[j]) && values[k] < 0) bound = false;
-                    if (bound && (!hc_sym_eval(e, &b, &want) || want != got)) {
+                    int64_t want; /* under the bound symbols only: unbound ones fail eval */
+                    if (hc_sym_eval(e, &bound, &want) && want != got) {
                         hc_sb_free(&sb);
                         hc_sb_init(&sb);
                         hc_sym_print(&sb, e);
@@ -268,6 +262,6 @@ hc_status hc_graph_bind_inputs(const hc_graph *g, int n, const char *const *name
         st = hc_graph_check_binding(g, &b, err);
     }
     hc_sb_free(&sb);
-    free(from_in), free(from_dim);
+    free(from_in), free(from_dim), free(bnames), free(bvals);
     return st;
 }

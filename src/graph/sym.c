@@ -680,7 +680,7 @@ static bool plain_name(const char *s) {
     return strcmp(s, "min") != 0 && strcmp(s, "max") != 0;
 }
 
-static void print_name(hc_sb *sb, const char *s) {
+void hc_sym_print_name(hc_sb *sb, const char *s) {
     if (plain_name(s)) {
         hc_sb_puts(sb, s);
         return;
@@ -711,7 +711,7 @@ static void print_sym(hc_sb *sb, const hc_sym *x);
 
 static void print_atom(hc_sb *sb, const hc_sym *f, bool in_product) {
     switch (f->kind) {
-    case HC_SYM_VAR: print_name(sb, f->name); return;
+    case HC_SYM_VAR: hc_sym_print_name(sb, f->name); return;
     case HC_SYM_MIN:
     case HC_SYM_MAX:
         hc_sb_puts(sb, f->kind == HC_SYM_MIN ? "min(" : "max(");

@@ -123,6 +123,8 @@ const hc_sym *hc_sym_subst(hc_arena *ar, const hc_sym *x, const hc_sym_binding *
  * with \' and \\ escaped, as hc_sym_print writes it. NULL and a message in err on a
  * malformed text. */
 void hc_sym_print(hc_sb *sb, const hc_sym *x);
+/* A symbol's name as hc_sym_print writes it (quoted when it is not plain). */
+void hc_sym_print_name(hc_sb *sb, const char *name);
 const char *hc_sym_str(hc_arena *ar, const hc_sym *x);
 const hc_sym *hc_sym_parse(hc_arena *ar, const char *text, hc_error *err);
 

@@ -71,27 +71,31 @@ static int64_t at_hint(ctx *c, const hc_sym *x) {
     return v;
 }
 
-/* min / max that the symbols cannot decide: decided as at the hint binding, kept as a
- * constraint. */
+/* Whether m is exactly one atom of this kind (a min or max that did not simplify). */
+static bool is_atom(const hc_sym *m, hc_sym_kind kind) {
+    return m->nterms == 1 && m->c0 == 0 && m->terms[0].coef == 1 && m->terms[0].nf == 1 &&
+           m->terms[0].f[0]->kind == kind;
+}
+
+/* min (max: the larger) that the symbols cannot decide: decided as at the hint binding,
+ * kept as a constraint. */
+static const hc_sym *pick(ctx *c, bool larger, const hc_sym *x, const hc_sym *y,
+                          const char *what, hc_status *st) {
+    const hc_sym *m = larger ? hc_sym_max(c->a, x, y) : hc_sym_min(c->a, x, y);
+    if (!is_atom(m, larger ? HC_SYM_MAX : HC_SYM_MIN)) return m;
+    /* lo <= hi at the hints: the result is lo for a min, hi for a max */
+    bool x_lo = at_hint(c, x) <= at_hint(c, y);
+    const hc_sym *lo = x_lo ? x : y, *hi = x_lo ? y : x;
+    *st = need(c, HC_SYMC_LE, lo, hi, what);
+    return larger ? hi : lo;
+}
 static const hc_sym *pick_min(ctx *c, const hc_sym *x, const hc_sym *y, const char *what,
                               hc_status *st) {
-    const hc_sym *m = hc_sym_min(c->a, x, y);
-    if (!(m->nterms == 1 && m->c0 == 0 && m->terms[0].coef == 1 && m->terms[0].nf == 1 &&
-          m->terms[0].f[0]->kind == HC_SYM_MIN))
-        return m;
-    bool xs = at_hint(c, x) <= at_hint(c, y);
-    *st = need(c, HC_SYMC_LE, xs ? x : y, xs ? y : x, what);
-    return xs ? x : y;
+    return pick(c, false, x, y, what, st);
 }
 static const hc_sym *pick_max(ctx *c, const hc_sym *x, const hc_sym *y, const char *what,
                               hc_status *st) {
-    const hc_sym *m = hc_sym_max(c->a, x, y);
-    if (!(m->nterms == 1 && m->c0 == 0 && m->terms[0].coef == 1 && m->terms[0].nf == 1 &&
-          m->terms[0].f[0]->kind == HC_SYM_MAX))
-        return m;
-    bool xl = at_hint(c, x) >= at_hint(c, y);
-    *st = need(c, HC_SYMC_LE, xl ? y : x, xl ? x : y, what);
-    return xl ? x : y;
+    return pick(c, true, x, y, what, st);
 }
 
 /* ---- results ---------------------------------------------------------------------- */
@@ -126,6 +130,14 @@ static bool values_of(const hc_tensor *t, const hc_sym **v, int64_t *count, int6
         if (!(v[k] = hc_tensor_value_sym(t, k))) return false;
     *count = n;
     return true;
+}
+
+/* Ops that move a value vector without changing it (Reshape, Squeeze, Unsqueeze): the
+ * output has x's values. */
+static void pass_values(ctx *c, const hc_tensor *x) {
+    const hc_sym *v[SYM_MAX_VALUES];
+    int64_t nv;
+    if (x->symval && values_of(x, v, &nv, SYM_MAX_VALUES)) set_vals(c, 0, nv, v);
 }
 
 /* A shape-determining input (a Reshape's shape, an Expand's): its values, or an error
@@ -203,17 +215,10 @@ static const hc_sym *value_op(ctx *c, hc_op_kind op, const hc_sym *x, const hc_s
     case HC_OPK_MOD: /* fmod = 0: the divisor's sign, as floor modulo */
         if (hc_sym_is_const(y, &cy) && cy == 0) return NULL;
         return hc_sym_mod(c->a, x, y);
-    case HC_OPK_MIN: {
-        const hc_sym *m = hc_sym_min(c->a, x, y);
-        return hc_sym_is_const(m, NULL) || m->nterms != 1 || m->terms[0].f[0]->kind != HC_SYM_MIN
-                   ? m
-                   : NULL;
-    }
-    case HC_OPK_MAX: {
-        const hc_sym *m = hc_sym_max(c->a, x, y);
-        return hc_sym_is_const(m, NULL) || m->nterms != 1 || m->terms[0].f[0]->kind != HC_SYM_MAX
-                   ? m
-                   : NULL;
+    case HC_OPK_MIN: case HC_OPK_MAX: { /* only where the symbols decide it */
+        bool mx = op == HC_OPK_MAX;
+        const hc_sym *m = mx ? hc_sym_max(c->a, x, y) : hc_sym_min(c->a, x, y);
+        return is_atom(m, mx ? HC_SYM_MAX : HC_SYM_MIN) ? NULL : m;
     }
     case HC_OPK_EQUAL: {
         if (hc_sym_equal(x, y)) return K(c, 1);
@@ -555,9 +560,7 @@ static hc_status rule_reshape(ctx *c) {
         return st;
     }
     set_dims(c, 0, (int)cnt, s);
-    const hc_sym *v[SYM_MAX_VALUES];
-    int64_t nv;
-    if (x->symval && values_of(x, v, &nv, SYM_MAX_VALUES)) set_vals(c, 0, nv, v);
+    pass_values(c, x);
     return HC_OK;
 }
 
@@ -618,9 +621,7 @@ static hc_status rule_squeeze(ctx *c, bool unsq) {
         }
     }
     set_dims(c, 0, nd, d);
-    const hc_sym *v[SYM_MAX_VALUES];
-    int64_t nv;
-    if (x->symval && values_of(x, v, &nv, SYM_MAX_VALUES)) set_vals(c, 0, nv, v);
+    pass_values(c, x);
     return HC_OK;
 }
 
@@ -1273,13 +1274,17 @@ bool hc_node_reads_symbols(const hc_node *n) {
     return false;
 }
 
+/* The graph of a node that reads symbols (its symbolic inputs' graph). */
+static hc_graph *node_graph(const hc_node *n) {
+    for (int i = 0; i < n->ninputs; i++)
+        if (n->inputs[i] && n->inputs[i]->graph) return n->inputs[i]->graph;
+    hc_unreachable();
+}
+
 hc_status hc_node_infer_concrete(hc_node *n, hc_error *err) {
     void *bufs[HC_MANY + 1];
     HC_ASSERT(n->ninputs <= HC_MANY);
-    hc_graph *g = NULL;
-    for (int i = 0; i < n->ninputs && !g; i++)
-        if (n->inputs[i]) g = n->inputs[i]->graph;
-    hc_sym_binding hb = hc_graph_hint_binding(g);
+    hc_sym_binding hb = hc_graph_hint_binding(node_graph(n));
     if (!attach_values(n, &hb, bufs)) {
         detach_values(n, bufs);
         return hc_node_fail(n, HC_ERR_INVALID, err, "an input's symbolic value has no value "
@@ -1339,10 +1344,7 @@ static hc_status check_at(ctx *c, const hc_sym_binding *b, bool *checked) {
 }
 
 hc_status hc_node_infer_symbolic(hc_node *n, hc_error *err) {
-    hc_graph *g = NULL;
-    for (int i = 0; i < n->ninputs && !g; i++)
-        if (n->inputs[i]) g = n->inputs[i]->graph;
-    HC_ASSERT(g);
+    hc_graph *g = node_graph(n);
     ctx c = {n, g, &g->arena, err, HC_NEW_ARRAY(&g->arena, out_spec, (size_t)n->noutputs + 1)};
     hc_status st = apply_rule(&c);
     if (st) return st;
