@@ -10,12 +10,14 @@
  *   test_sym_infer MODEL.onnx NAME=V[,NAME=V...] ...
  * does the same for an ONNX file (tests/cli_dynamic.sh: models exported with dynamic
  * axes): imported with its symbols, and once per binding with them fixed (--dim). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frontend/onnx.h"
 #include "passes/pass_util.h"
 #include "passes/passes.h"
+#include "runtime/runtime.h"
 #include "test.h"
 
 static hc_error err;
@@ -433,6 +435,115 @@ static void all_symbolic(int n, char **dirs) {
            "sizes), %d other errors\n", ok, nosym, refused, other);
 }
 
+
+/* ---- compiled once, run at several shapes ------------------------------------------------ */
+/* An MLP-like block over x [batch, seq, 8]: Add of a bias, Relu, Softmax, a reduction
+ * over seq, a Transpose and a Reshape that merges batch and seq. */
+static void build_elementwise(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {3};
+    sym_in xi = {"x", 3, {"batch", "seq", "8"}};
+    hc_tensor *x = input(g, &xi, b);
+    float bias[8];
+    for (int i = 0; i < 8; i++) bias[i] = (float)hc_rng_uniform(&rng, -1, 1);
+    hc_tensor *B = hc_graph_constant(g, "bias", HC_F32, 1, (int64_t[]){8}, bias);
+    hc_tensor *y = node(g, HC_OPK_ADD, "add", 2, (hc_tensor *[]){x, B}, 0, NULL);
+    hc_tensor *r = node(g, HC_OPK_RELU, "relu", 1, (hc_tensor *[]){y}, 0, NULL);
+    hc_attr axl = a_int("axis", -1);
+    hc_tensor *p = node(g, HC_OPK_SOFTMAX, "softmax", 1, (hc_tensor *[]){r}, 1, &axl);
+    hc_tensor *px = node(g, HC_OPK_MUL, "mul", 2, (hc_tensor *[]){p, x}, 0, NULL);
+    hc_attr kd = a_int("keepdims", 0);
+    hc_tensor *sum = node(g, HC_OPK_REDUCE_SUM, "sum_seq", 2,
+                          (hc_tensor *[]){px, ci64(g, 1, (int64_t[]){1})}, 1, &kd);
+    int64_t perm[3] = {1, 0, 2};
+    hc_attr pa = a_ints("perm", 3, perm);
+    hc_tensor *t = node(g, HC_OPK_TRANSPOSE, "t", 1, (hc_tensor *[]){p}, 1, &pa);
+    hc_tensor *rows = node(g, HC_OPK_RESHAPE, "rows", 2,
+                           (hc_tensor *[]){r, ci64(g, 2, (int64_t[]){-1, 8})}, 0, NULL);
+    hc_graph_add_output(g, sum);
+    hc_graph_add_output(g, t);
+    hc_graph_add_output(g, rows);
+}
+
+static void fill_random(hc_rng *rng, float *v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, -2, 2);
+}
+
+/* Compile the symbolic graph once; at each binding, run it on random inputs and compare
+ * every output with the reference evaluator on the graph built at that binding. */
+static void check_compiled(const char *label, build_fn build, int nb, const char *const *names,
+                           const int64_t (*vals)[8]) {
+    hc_graph *g = hc_graph_new(label, 17);
+    build(g, NULL);
+    hc_model *m = NULL;
+    hc_compile_options o = {.num_threads = 2};
+    hc_status st = hc_pass_infer_shapes(g, &err);
+    CHECK_MSG(st == HC_OK, "%s: %s", label, err.msg);
+    if (st == HC_OK) st = hc_model_compile(g, &o, &m, &err);
+    else hc_graph_free(g);
+    CHECK_MSG(st == HC_OK, "%s: compile: %s", label, err.msg);
+    if (st != HC_OK) return;
+    CHECK(hc_model_is_symbolic(m));
+    hc_rng rng = {11};
+    for (int k = 0; k < nb; k++) {
+        hc_sym_binding b = {(int)hc_model_graph(m)->sym_names.len, names, vals[k]};
+        hc_graph *f = hc_graph_new(label, 17);
+        build(f, &b);
+        st = hc_pass_infer_shapes(f, &err);
+        CHECK_MSG(st == HC_OK, "%s binding %d: %s", label, k, err.msg);
+        if (st != HC_OK) {
+            hc_graph_free(f);
+            continue;
+        }
+        int ni = hc_model_num_inputs(m), no = hc_model_num_outputs(m);
+        void **in = calloc((size_t)ni + 1, sizeof(void *)), **out = calloc((size_t)no + 1, sizeof(void *));
+        void **ref = calloc((size_t)no + 1, sizeof(void *));
+        const int64_t **dims = calloc((size_t)ni + 1, sizeof(int64_t *));
+        for (int i = 0; i < ni; i++) {
+            const hc_tensor *t = f->inputs.data[i];
+            in[i] = malloc(hc_tensor_nbytes(t) + 4);
+            fill_random(&rng, in[i], hc_tensor_numel(t));
+            dims[i] = t->shape;
+        }
+        for (int i = 0; i < no; i++) {
+            const hc_tensor *t = f->outputs.data[i];
+            int64_t od[HC_MAX_DIMS];
+            CHECK(hc_model_output_dims(m, dims, i, od, &err) == HC_OK);
+            for (int d = 0; d < t->ndim; d++)
+                CHECK_MSG(od[d] == t->shape[d], "%s binding %d: output %d dim %d: %lld, want %lld",
+                          label, k, i, d, (long long)od[d], (long long)t->shape[d]);
+            out[i] = calloc(1, hc_tensor_nbytes(t) + 4);
+            ref[i] = calloc(1, hc_tensor_nbytes(t) + 4);
+        }
+        st = hc_model_run_dims(m, in, dims, out, NULL, &err);
+        CHECK_MSG(st == HC_OK, "%s binding %d: run: %s", label, k, err.msg);
+        hc_status rs = hc_graph_eval_reference(f, in, ref, &err);
+        CHECK_MSG(rs == HC_OK, "%s binding %d: reference: %s", label, k, err.msg);
+        for (int i = 0; st == HC_OK && rs == HC_OK && i < no; i++) {
+            const hc_tensor *t = f->outputs.data[i];
+            double worst = 0;
+            for (int64_t e = 0; e < hc_tensor_numel(t); e++) {
+                double a = ((float *)out[i])[e], r = ((float *)ref[i])[e];
+                double d = fabs(a - r) / (1 + fabs(r));
+                if (!(d <= worst)) worst = d;
+            }
+            CHECK_MSG(worst < 1e-4, "%s binding %d: output %s differs by %g", label, k,
+                      t->name, worst);
+        }
+        for (int i = 0; i < ni; i++) free(in[i]);
+        for (int i = 0; i < no; i++) free(out[i]), free(ref[i]);
+        free(in), free(out), free(ref), free(dims);
+        hc_graph_free(f);
+    }
+    hc_model_free(m);
+}
+
+static void test_compiled(void) {
+    const char *bs[] = {"batch", "seq"};
+    const int64_t bv[][8] = {{1, 1}, {3, 7}, {2, 64}, {5, 13}, {3, 7}};
+    check_compiled("elementwise", build_elementwise, 5, bs, bv);
+    check_compiled("attention", build_attention, 5, bs, bv);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && !strcmp(argv[1], "--all-symbolic")) {
         all_symbolic(argc - 2, argv + 2);
@@ -451,5 +562,6 @@ int main(int argc, char **argv) {
     test_constraints();
     test_errors();
     test_bind();
+    test_compiled();
     TEST_DONE();
 }

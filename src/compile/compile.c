@@ -87,7 +87,7 @@ static const char *kernel_fname(hc_model *m, const hc_node *n, int idx) {
 }
 
 hc_status hc_compile_check_params(const kernel *k, hc_error *err) {
-    int want = k->group.ninputs + k->group.noutputs;
+    int want = k->group.ninputs + k->group.noutputs + k->nsyms;
     if (k->func->nparams != want)
         return hc_error_set(err, HC_ERR_INVALID,
                             "node '%s': its program takes %d buffers, the kernel has %d inputs "
@@ -149,6 +149,58 @@ static hc_status schedule_group(hc_model *m, const hc_target *target, hc_partiti
     }
     if (st == HC_OK) hc_vec_push(&m->kernels, k);
     return st;
+}
+
+/* A kernel with symbolic extents reads the symbols' values from one more parameter,
+ * the graph's symbols in their order (docs/dynamic.md). */
+static hc_status bind_kernel_symbols(hc_model *m, hc_error *err) {
+    const hc_graph *g = m->g;
+    m->symbolic = hc_graph_has_symbols(g);
+    if (m->symbolic && hc_exec_is_device(m->target->exec))
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "the model has symbolic dimensions; the "
+                            "%s target runs static shapes only: fix them with --dim or --shape",
+                            m->target->name);
+    int ns = (int)g->sym_names.len;
+    for (size_t i = 0; ns && i < m->kernels.len; i++) {
+        kernel *k = &m->kernels.data[i];
+        int *slots = HC_NEW_ARRAY(&m->arena, int, ns + 1);
+        int n = hc_program_symbols(&m->arena, k->func, ns, g->sym_names.data, slots, err);
+        if (n < 0) return err ? err->status : HC_ERR_INVALID;
+        /* every symbol of the kernel's tensors must reach its program: one that does not
+         * was taken at its hint value somewhere (a bug; refused, never run) */
+        for (int pass = 0; pass < 2; pass++) {
+            int cnt = pass ? k->group.noutputs : k->group.ninputs;
+            for (int j = 0; j < cnt; j++) {
+                const hc_tensor *t = pass ? k->group.outputs[j] : k->group.inputs[j];
+                for (int d = 0; t->sym && d < t->ndim; d++) {
+                    const char *names[16];
+                    int nn = 0;
+                    if (t->sym[d]) hc_sym_vars(t->sym[d], names, &nn, 16);
+                    for (int q = 0; q < nn; q++) {
+                        bool found = false;
+                        for (int s = 0; s < n; s++) found |= !strcmp(g->sym_names.data[slots[s]], names[q]);
+                        if (!found)
+                            return hc_error_set(err, HC_ERR_UNSUPPORTED,
+                                                "node '%s' (%s): its kernel does not take the "
+                                                "symbol '%s' of tensor '%s' (an unsupported "
+                                                "case: fix the symbols with --dim)",
+                                                k->node->name, hc_op_name(k->node->op), names[q],
+                                                t->name);
+                    }
+                }
+            }
+        }
+        if (!n) continue;
+        hc_var **ps = HC_NEW_ARRAY(&m->arena, hc_var *, k->func->nparams + n + 1);
+        memcpy(ps, k->func->params, sizeof(hc_var *) * (size_t)k->func->nparams);
+        for (int j = 0; j < n; j++) ps[k->func->nparams + j] = hc_sym_ir_var(g->sym_names.data[slots[j]]);
+        hc_func *f = HC_NEW(&m->arena, hc_func);
+        *f = *k->func;
+        f->nparams += n, f->params = ps;
+        k->func = f;
+        k->nsyms = n, k->sym_slots = slots;
+    }
+    return HC_OK;
 }
 
 /* Kernels whose programs are identical share one compiled function. */
@@ -335,6 +387,7 @@ hc_status hc_model_compile(hc_graph *g, const hc_compile_options *opt, hc_model 
     if (st == HC_OK) st = hc_compile_tune_all(m, &target, err);
     if (st == HC_OK && m->opt.tune_level) progress(m, "tune", 1, 1);
     if (st == HC_OK) st = hc_compile_prepack_all(m, &target, err);
+    if (st == HC_OK) st = bind_kernel_symbols(m, err);
     if (st == HC_OK) dedup_kernels(m);
     if (st == HC_OK) st = hc_rt_plan_memory(m, err);
     if (st == HC_OK) st = hc_rt_check_budget(m, err); /* --max-memory */

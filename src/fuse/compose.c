@@ -36,6 +36,7 @@ hc_task *hc_fuse_compose(hc_arena *a, const hc_group *grp, hc_error *err) {
     for (int i = 0; i < grp->ninputs; i++) {
         const hc_tensor *t = grp->inputs[i];
         ins[i] = hc_tensor_input(a, t->name, t->dtype, t->ndim, t->shape);
+        if (t->sym) hc_tnode_set_sym(ins[i], t->sym);
         hc_vec_push(&tens, t);
         hc_vec_push(&tnodes, ins[i]);
     }
@@ -86,6 +87,7 @@ hc_task *hc_fuse_compose(hc_arena *a, const hc_group *grp, hc_error *err) {
             hc_tnode *copy = hc_compute_with_axes(a, cn[c]->name, cn[c]->ndim, cn[c]->shape,
                                                   cn[c]->axes, v);
             copy->dtype = cn[c]->dtype;
+            hc_tnode_set_sym(copy, cn[c]->sym);
             hc_vec_push(&m.from, cn[c]);
             hc_vec_push(&m.to, copy);
         }

@@ -30,16 +30,6 @@ typedef struct pctx {
     int *edges;        /* order_groups: consumer groups, by producer group */
 } pctx;
 
-hc_task *hc_fuse_node_task(hc_arena *a, const hc_node *n, hc_error *err) {
-    const hc_op_def *def = hc_op_get(n->op);
-    if (!def || !def->task) {
-        hc_error_set(err, HC_ERR_UNSUPPORTED, "node '%s': operator %s is not implemented",
-                     n->name, hc_op_name(n->op));
-        return NULL;
-    }
-    return def->task(a, n, err);
-}
-
 static int present_outputs(const hc_node *n) {
     int c = 0;
     for (int i = 0; i < n->noutputs; i++) c += n->outputs[i] != NULL;
@@ -126,7 +116,7 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
         for (int i = 0; i < e->n->ninputs; i++)
             if (e->n->inputs[i] == t) slot = task_slot(e->n, i);
         if (slot < 0 || !e->task->inverse[slot]) return;
-        if (hc_tensor_numel(only_output(e->n)) != hc_tensor_numel(t)) return;
+        if (!hc_tensor_numel_equal(only_output(e->n), t)) return;
         /* the chained input must be its only tensor from this group */
         e->group = gid; /* tentatively: in_group below counts it */
         bool other = false;
@@ -146,7 +136,7 @@ static void grow_epilogue(pctx *c, int gid, int_vec *epi) {
 static bool same_shape(const hc_tensor *x, const hc_tensor *y) {
     if (x->ndim != y->ndim) return false;
     for (int d = 0; d < x->ndim; d++)
-        if (x->shape[d] != y->shape[d]) return false;
+        if (!hc_tensor_dims_equal(x, d, y, d)) return false;
     return true;
 }
 
@@ -159,7 +149,8 @@ static bool identity_inverse(const hc_inverse_map *inv, const hc_tensor *t) {
         const hc_expr *e = inv->output_idx[d];
         int64_t k;
         bool same = e->kind == HC_E_VAR && e->u.var == inv->input_axes[d];
-        if (!same && !(t->shape[d] == 1 && hc_expr_is_const_int(e, &k) && k == 0))
+        if (!same && !(t->shape[d] == 1 && !(t->sym && t->sym[d]) && hc_expr_is_const_int(e, &k) &&
+                       k == 0))
             return false;
     }
     return true;

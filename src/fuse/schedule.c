@@ -9,6 +9,7 @@ static hc_func *template_program(hc_arena *a, const hc_node *n, const hc_task *t
                                  hc_error *err) {
     const hc_template *tp = hc_target_template(t, n->op);
     if (err) err->status = HC_OK;
+    if (tp && !tp->symbolic && hc_task_is_symbolic(task)) return NULL;
     return tp ? tp->schedule(a, n, task, t, fname, o, err) : NULL;
 }
 

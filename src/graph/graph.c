@@ -736,6 +736,18 @@ void hc_graph_dot(hc_sb *sb, const hc_graph *g) {
 }
 
 /* ---- helpers for op implementations ---------------------------------------------- */
+static _Thread_local bool static_tnodes;
+
+bool hc_node_tnodes_static(bool on) {
+    bool was = static_tnodes;
+    static_tnodes = on;
+    return was;
+}
+
+const hc_sym *const *hc_node_output_sym(const hc_node *n, int i) {
+    return static_tnodes || !n->outputs[i] ? NULL : n->outputs[i]->sym;
+}
+
 hc_tnode **hc_node_input_tnodes(hc_arena *a, const hc_node *n, int *count) {
     int np = hc_node_num_present_inputs(n);
     hc_tnode **tn = HC_NEW_ARRAY(a, hc_tnode *, np > 0 ? np : 1);
@@ -743,7 +755,9 @@ hc_tnode **hc_node_input_tnodes(hc_arena *a, const hc_node *n, int *count) {
     for (int i = 0; i < n->ninputs; i++) {
         const hc_tensor *t = n->inputs[i];
         if (!t) continue;
-        tn[k++] = hc_tensor_input(a, t->name, t->dtype, t->ndim, t->shape);
+        tn[k] = hc_tensor_input(a, t->name, t->dtype, t->ndim, t->shape);
+        if (t->sym && !static_tnodes) hc_tnode_set_sym(tn[k], t->sym);
+        k++;
     }
     if (count) *count = k;
     return tn;

@@ -77,6 +77,12 @@ typedef struct hc_sym_constraint {
 } hc_sym_constraint;
 /* Whether any dimension of t is symbolic. */
 static inline bool hc_tensor_is_symbolic(const hc_tensor *t) { return t && t->sym; }
+/* Whether dimension dx of x and dy of y are equal for every binding, and whether x and
+ * y have equal element counts for every binding (their hint values for static ones). */
+bool hc_tensor_dims_equal(const hc_tensor *x, int dx, const hc_tensor *y, int dy);
+bool hc_tensor_numel_equal(const hc_tensor *x, const hc_tensor *y);
+/* Element count and bytes of t as expressions of the symbols. */
+const hc_sym *hc_tensor_numel_sym(hc_arena *a, const hc_tensor *t);
 /* Dimension d of t as an expression (a constant when fixed), in t's graph's arena. */
 const hc_sym *hc_tensor_dim(const hc_tensor *t, int d);
 /* Element i of a shape-like tensor as an expression: its symval, or its constant value;
@@ -268,6 +274,13 @@ extern const hc_op_def hc_ops_nchwc[];   /* the channel-blocked layout (layout p
 /* Helpers for op implementations. */
 /* tensor_input tnodes for each present input of n, in order (count in *count). */
 hc_tnode **hc_node_input_tnodes(hc_arena *a, const hc_node *n, int *count);
+/* Whether hc_node_input_tnodes gives the symbolic dims of symbolic tensors (the default)
+ * or only their values (on: a static Task at the tensors' present shapes, for checking
+ * the symbolic one); returns the previous setting. Per thread. */
+bool hc_node_tnodes_static(bool on);
+/* Output i's symbolic dims for a Task builder (NULL when static, or under
+ * hc_node_tnodes_static). */
+const hc_sym *const *hc_node_output_sym(const hc_node *n, int i);
 /* A task named after the node from input tnodes and the output tnodes. */
 hc_task *hc_node_task(hc_arena *a, const hc_node *n, int ninputs, hc_tnode *const *inputs,
                       int noutputs, hc_tnode *const *outputs);

@@ -10,6 +10,28 @@ const hc_sym *hc_tensor_dim(const hc_tensor *t, int d) {
     return hc_sym_const(&t->graph->arena, t->shape[d]);
 }
 
+bool hc_tensor_dims_equal(const hc_tensor *x, int dx, const hc_tensor *y, int dy) {
+    const hc_sym *sx = x->sym ? x->sym[dx] : NULL, *sy = y->sym ? y->sym[dy] : NULL;
+    if (!sx && !sy) return x->shape[dx] == y->shape[dy];
+    return sx && sy && hc_sym_equal(sx, sy);
+}
+
+const hc_sym *hc_tensor_numel_sym(hc_arena *a, const hc_tensor *t) {
+    const hc_sym *n = hc_sym_const(a, 1);
+    for (int d = 0; d < t->ndim; d++)
+        n = hc_sym_mul(a, n, t->sym && t->sym[d] ? t->sym[d] : hc_sym_const(a, t->shape[d]));
+    return n;
+}
+
+bool hc_tensor_numel_equal(const hc_tensor *x, const hc_tensor *y) {
+    if (!x->sym && !y->sym) return hc_tensor_numel(x) == hc_tensor_numel(y);
+    hc_arena a;
+    hc_arena_init(&a);
+    bool eq = hc_sym_equal(hc_tensor_numel_sym(&a, x), hc_tensor_numel_sym(&a, y));
+    hc_arena_free(&a);
+    return eq;
+}
+
 const hc_sym *hc_tensor_value_sym(const hc_tensor *t, int64_t i) {
     if (t->symval) return t->symval[i];
     if (t->data && (hc_dtype_is_int(t->dtype) || t->dtype == HC_BOOL) && i >= 0 && i < hc_tensor_numel(t))

@@ -465,6 +465,30 @@ hc_expr *hc_reduce(hc_arena *a, hc_reduce_kind k, int naxes, hc_var *const *axes
     return e;
 }
 
+hc_expr *hc_reduce_sym(hc_arena *a, hc_reduce_kind k, int naxes, hc_var *const *axes,
+                       const int64_t *extents, hc_expr *const *sext, hc_expr *value) {
+    hc_expr *e = hc_reduce(a, k, naxes, axes, extents, value);
+    bool any = false;
+    for (int i = 0; sext && i < naxes; i++) any |= sext[i] != NULL;
+    if (any) e->u.reduce.sext = hc_arena_memdup(a, sext, sizeof(hc_expr *) * (size_t)naxes);
+    return e;
+}
+
+hc_expr *hc_reduce_extent(hc_arena *a, const hc_expr *r, int i) {
+    HC_ASSERT(r->kind == HC_E_REDUCE && i >= 0 && i < r->u.reduce.naxes);
+    if (r->u.reduce.sext && r->u.reduce.sext[i]) return r->u.reduce.sext[i];
+    return hc_int(a, r->u.reduce.extents[i]);
+}
+
+bool hc_reduce_is_symbolic(const hc_expr *r) { return r->u.reduce.sext != NULL; }
+
+void hc_reduce_set_extent(hc_arena *a, hc_expr *r, int i, hc_expr *e) {
+    HC_ASSERT(r->kind == HC_E_REDUCE && i >= 0 && i < r->u.reduce.naxes);
+    if (!e) return;
+    if (!r->u.reduce.sext) r->u.reduce.sext = HC_NEW_ARRAY(a, hc_expr *, r->u.reduce.naxes);
+    r->u.reduce.sext[i] = e;
+}
+
 /* hc_tensor_access lives in src/task/task.c: it needs the tensor node's dtype. */
 
 bool hc_expr_is_const_int(const hc_expr *e, int64_t *v) {

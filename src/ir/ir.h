@@ -365,6 +365,10 @@ struct hc_expr {
             int naxes;
             hc_var **axes;
             int64_t *extents;
+            /* NULL when every extent is fixed; else per axis the extent's index
+             * expression over symbol variables (dynamic shapes), NULL for a fixed one,
+             * whose extents[i] is then exact (else it is the hint's value) */
+            hc_expr **sext;
             hc_expr *value;
         } reduce;
     } u;
@@ -394,6 +398,15 @@ hc_expr *hc_address(hc_arena *a, hc_var *buf, int n, hc_expr *const *idx);
 hc_expr *hc_tensor_access(hc_arena *a, const struct hc_tnode *t, int n, hc_expr *const *idx);
 hc_expr *hc_reduce(hc_arena *a, hc_reduce_kind k, int naxes, hc_var *const *axes,
                    const int64_t *extents, hc_expr *value);
+/* The same with symbolic extents (sext: naxes entries, NULL for fixed ones; all NULL or
+ * sext NULL is hc_reduce). */
+hc_expr *hc_reduce_sym(hc_arena *a, hc_reduce_kind k, int naxes, hc_var *const *axes,
+                       const int64_t *extents, hc_expr *const *sext, hc_expr *value);
+/* Extent i of a reduce as an expression; whether any extent is symbolic. */
+hc_expr *hc_reduce_extent(hc_arena *a, const hc_expr *r, int i);
+/* Make extent i of a reduce just built (not yet shared) the expression e (NULL: keep). */
+void hc_reduce_set_extent(hc_arena *a, hc_expr *r, int i, hc_expr *e);
+bool hc_reduce_is_symbolic(const hc_expr *r);
 
 /* Short forms for index arithmetic. */
 #define hc_add(a, x, y) hc_binary((a), HC_OP_ADD, (x), (y))

@@ -240,8 +240,11 @@ static void print_reduce(printer *p, const hc_expr *e) {
     for (int i = 0; i < n; i++)
         hc_sb_printf(p->sb, "%s%s", i ? ", " : "", var_name(p, e->u.reduce.axes[i]));
     hc_sb_puts(p->sb, n == 1 ? " in range(" : ") in grid(");
-    for (int i = 0; i < n; i++)
-        hc_sb_printf(p->sb, "%s%lld", i ? ", " : "", (long long)e->u.reduce.extents[i]);
+    for (int i = 0; i < n; i++) {
+        if (i) hc_sb_puts(p->sb, ", ");
+        if (e->u.reduce.sext && e->u.reduce.sext[i]) print_expr(p, e->u.reduce.sext[i]);
+        else hc_sb_printf(p->sb, "%lld", (long long)e->u.reduce.extents[i]);
+    }
     hc_sb_puts(p->sb, "))");
 }
 

@@ -729,7 +729,9 @@ static hc_expr *simp_children(simp *S, hc_expr *e) {
     case HC_E_REDUCE: {
         size_t mark = S->binds.len;
         for (int i = 0; i < e->u.reduce.naxes; i++)
-            bind(S, e->u.reduce.axes[i], (ival){0, e->u.reduce.extents[i] - 1});
+            bind(S, e->u.reduce.axes[i],
+                 (ival){0, e->u.reduce.sext && e->u.reduce.sext[i]
+                               ? INT64_MAX : e->u.reduce.extents[i] - 1});
         tmp.u.reduce.value = simp_expr(S, e->u.reduce.value);
         S->binds.len = mark;
         ch = tmp.u.reduce.value != e->u.reduce.value;

@@ -213,6 +213,8 @@ hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc
     for (size_t i = 0; i < n0; i++) {
         hc_node *n = g->nodes.data[i];
         if (n->op != HC_OPK_MATMUL) continue;
+        /* the fused attention template has static extents: symbolic blocks stay MatMuls */
+        if (n->inputs[0]->sym || n->inputs[1]->sym) continue;
         bool done;
         hc_status st = match_one(g, n, target, &done, err);
         if (st != HC_OK) return st;

@@ -11,7 +11,30 @@ static bool is_reshape_like(hc_op_kind op) {
 }
 
 static bool same_shape(const hc_tensor *a, const hc_tensor *b) {
-    return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (!hc_tensor_dims_equal(a, d, b, d)) return false;
+    return true;
+}
+
+/* A symbolic output's shape as Reshape values of origin: a fixed dim as itself, a
+ * symbolic one as 0 (copy) where origin has the same dim there, one other as -1. false
+ * when that cannot say it (two such dims, or a fixed 0 beside a 0 that copies). */
+static bool sym_shape_values(const hc_tensor *origin, const hc_tensor *y, int64_t *v) {
+    bool minus = false, copy = false, zero = false;
+    for (int d = 0; d < y->ndim; d++) {
+        if (!y->sym || !y->sym[d]) {
+            v[d] = y->shape[d];
+            zero |= v[d] == 0;
+        } else if (d < origin->ndim && hc_tensor_dims_equal(origin, d, y, d)) {
+            v[d] = 0, copy = true;
+        } else if (!minus) {
+            v[d] = -1, minus = true;
+        } else {
+            return false;
+        }
+    }
+    return !(zero && copy);
 }
 
 static bool output_used(const hc_graph *g, const hc_tensor *t) {
@@ -69,6 +92,17 @@ static hc_status simplify_reshape(hc_graph *g, hc_node *n, hc_error *err) {
         origin = origin->producer->inputs[0];
     if (same_shape(origin, n->outputs[0]) && hc_pass_bypass(g, n->outputs[0], origin))
         return HC_OK;
+    const hc_tensor *y = n->outputs[0];
+    if (y->sym) { /* the shape values must stay expressions of the symbols */
+        int64_t v[HC_MAX_DIMS];
+        if (origin == n->inputs[0] && n->op == HC_OPK_RESHAPE) return HC_OK;
+        if (!sym_shape_values(origin, y, v)) return HC_OK;
+        hc_tensor **in = HC_NEW_ARRAY(&g->arena, hc_tensor *, 2);
+        in[0] = origin;
+        in[1] = hc_pass_const_i64(g, hc_arena_printf(&g->arena, "%s_shape", n->name), y->ndim, v);
+        n->op = HC_OPK_RESHAPE, n->inputs = in, n->ninputs = 2, n->nattrs = 0;
+        return hc_pass_infer_node(n, err);
+    }
     if (is_canonical_reshape(n, origin)) return HC_OK;
     return to_reshape(g, n, origin, err);
 }

@@ -17,6 +17,9 @@
  * kernels that compute addresses up front. */
 static _Alignas(64) char empty_buffer[64];
 
+struct sym_plan;
+static void sym_plan_free(struct sym_plan *p);
+
 
 /* ---- locations ------------------------------------------------------------------- */
 static hc_status locate_outputs(hc_model *m, hc_error *err) {
@@ -71,6 +74,9 @@ hc_status hc_rt_node_needs_kernel(const hc_node *n, bool *out, hc_error *err) {
 static void add_entry(hc_model *m, const hc_tensor *t, int k) {
     hc_plan_entry e = {.tensor = t, .bytes = hc_tensor_nbytes(t), .first = k, .last = k,
                        .alias_of = -1};
+    if (t->sym)
+        e.sym_bytes = hc_sym_mul_c(&m->arena, hc_tensor_numel_sym(&m->arena, t),
+                                   hc_dtype_size(t->dtype));
     if (m->alias_parent && m->alias_parent[t->id]) {
         size_t delta = 0;
         const hc_tensor *r = t;
@@ -155,6 +161,7 @@ void hc_rt_plan_inplace_concats(hc_model *m) {
     memset(m->alias_parent, 0, sizeof(*m->alias_parent) * (nt + 1));
     memset(m->alias_delta, 0, sizeof(*m->alias_delta) * (nt + 1));
     if (m->opt.no_fusion) return; /* unfused models run every node as its own kernel */
+    if (hc_graph_has_symbols(m->g)) return; /* slice offsets would depend on the symbols */
     bool *external = hc_xcalloc(nt + 1, sizeof(bool)); /* graph inputs and outputs */
     for (size_t i = 0; i < g->inputs.len; i++) external[g->inputs.data[i]->id] = true;
     for (size_t i = 0; i < g->outputs.len; i++) external[g->outputs.data[i]->id] = true;
@@ -354,6 +361,7 @@ hc_status hc_rt_prepare_args(hc_model *m, hc_error *err) {
             k->args[a] = bind_arg(m, k->group.inputs[j], (int)i, a), a++;
         for (int j = 0; j < k->group.noutputs; j++)
             k->args[a] = bind_arg(m, k->group.outputs[j], (int)i, a), a++;
+        for (int j = 0; j < k->nsyms; j++) k->args[a++] = NULL; /* a run's context's values */
         HC_ASSERT(a == k->nargs);
     }
     return HC_OK;
@@ -431,9 +439,30 @@ static run_ctx *new_ctx(hc_model *m) {
     return c;
 }
 
+/* A symbolic model's context: argument arrays of its own; the arena and the arguments
+ * into it are made for a binding's plan by sym_prepare. */
+static run_ctx *sym_ctx_new(hc_model *m) {
+    size_t nargs = 0;
+    for (size_t i = 0; i < m->kernels.len; i++) nargs += (size_t)m->kernels.data[i].nargs;
+    run_ctx *c = calloc(1, sizeof *c);
+    void **all = calloc(nargs + 1, sizeof(void *));
+    void ***args = malloc(sizeof(void **) * (m->kernels.len + 1));
+    int64_t *syms = calloc(m->g->sym_names.len + 1, sizeof(int64_t));
+    if (!c || !all || !args || !syms) {
+        free(c), free(all), free(args), free(syms);
+        return NULL;
+    }
+    for (size_t i = 0, a = 0; i < m->kernels.len; i++) {
+        args[i] = all + a;
+        a += (size_t)m->kernels.data[i].nargs;
+    }
+    *c = (run_ctx){.args = args, .all_args = all, .own = true, .syms = syms};
+    return c;
+}
+
 static hc_status ctx_acquire(hc_model *m, run_ctx **out, hc_error *err) {
     pthread_mutex_lock(&m->ctx_lock);
-    if (!m->ctxs.len) { /* the model's own, made on the first run */
+    if (!m->ctxs.len && !m->symbolic) { /* the model's own, made on the first run */
         run_ctx *c = model_ctx(m);
         hc_vec_push(&m->ctxs, c);
         c->next = m->free_ctx, m->free_ctx = c;
@@ -442,7 +471,7 @@ static hc_status ctx_acquire(hc_model *m, run_ctx **out, hc_error *err) {
     if (c) m->free_ctx = c->next;
     pthread_mutex_unlock(&m->ctx_lock);
     if (!c) {
-        if (!(c = new_ctx(m)))
+        if (!(c = m->symbolic ? sym_ctx_new(m) : new_ctx(m)))
             return hc_error_set(err, HC_ERR_NOMEM, "out of memory: another arena for a "
                                 "concurrent run (%zu bytes)", arena_alloc_bytes(m));
         pthread_mutex_lock(&m->ctx_lock);
@@ -463,7 +492,8 @@ static void free_ctxs(hc_model *m) {
     for (size_t i = 0; i < m->ctxs.len; i++) {
         run_ctx *c = m->ctxs.data[i];
         if (!c->own) continue; /* the model's own: its arena */
-        m->target->exec->release(c->mem);
+        if (c->mem) m->target->exec->release(c->mem);
+        free(c->syms);
         free(c->all_args);
         free(c->args);
         free(c);
@@ -493,6 +523,8 @@ void hc_model_free(hc_model *m) {
     free(m->libs);
     if (m->target && hc_exec_is_device(m->target->exec)) release_device(m);
     free_ctxs(m);
+    for (size_t i = 0; i < m->sym_plans.len; i++) sym_plan_free(m->sym_plans.data[i]);
+    hc_vec_free(&m->sym_plans);
     if (m->mem) m->target->exec->release(m->mem);
     free(m->source);
     for (int i = 0; m->sources && i < m->nlibs; i++) free(m->sources[i]);
@@ -547,8 +579,149 @@ static hc_status check_buffers(const hc_model *m, void *const *inputs, void *con
 static hc_status run_in(hc_model *m, run_ctx *c, void *const *inputs, void *const *outputs,
                         double *ms, hc_error *err);
 
-static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
-                     hc_error *err) {
+/* ---- dynamic shapes (docs/dynamic.md) ------------------------------------------------- */
+/* The memory plan of one binding of the symbols: every symbolic tensor's size evaluated
+ * there and the arena planned as at compile time. Plans are kept, so a binding seen
+ * before costs a lookup. */
+typedef struct sym_plan {
+    int64_t *values;
+    size_t *offsets; /* per plan entry */
+    size_t total;
+    size_t *out_bytes; /* per graph output */
+} sym_plan;
+
+#define MAX_RUN_SYMS 64
+
+static hc_sym_binding binding_of(const hc_model *m, const int64_t *values) {
+    return (hc_sym_binding){(int)m->g->sym_names.len, m->g->sym_names.data, values};
+}
+
+/* Bytes of t at binding b; false when they overflow or exceed the tensor limit. */
+static bool bytes_at(const hc_tensor *t, const hc_sym_binding *b, size_t *out) {
+    int64_t shape[HC_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        shape[d] = t->shape[d];
+        if (t->sym && t->sym[d] && !hc_sym_eval(t->sym[d], b, &shape[d])) return false;
+    }
+    if (hc_shape_too_large(t->dtype, t->ndim, shape)) return false;
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= shape[d];
+    *out = (size_t)n * (size_t)hc_dtype_size(t->dtype);
+    return true;
+}
+
+static hc_status sym_bind(const hc_model *m, const int64_t *const *dims, int64_t *values,
+                          hc_error *err) {
+    const hc_graph *g = m->g;
+    size_t n = g->inputs.len;
+    if (g->sym_names.len > MAX_RUN_SYMS)
+        return hc_error_set(err, HC_ERR_UNSUPPORTED, "the model has %zu symbols; at most %d",
+                            g->sym_names.len, MAX_RUN_SYMS);
+    const char **names = hc_xmalloc(sizeof(char *) * (n + 1));
+    int *ndims = hc_xmalloc(sizeof(int) * (n + 1));
+    int64_t(*shapes)[HC_MAX_DIMS] = hc_xmalloc(sizeof(*shapes) * (n + 1));
+    for (size_t i = 0; i < n; i++) {
+        const hc_tensor *t = g->inputs.data[i];
+        names[i] = t->name, ndims[i] = t->ndim;
+        for (int d = 0; d < t->ndim; d++) shapes[i][d] = dims[i] ? dims[i][d] : t->shape[d];
+    }
+    hc_status st = hc_graph_bind_inputs(g, (int)n, names, ndims, (const int64_t(*)[HC_MAX_DIMS])shapes,
+                                        values, err);
+    free(names), free(ndims), free(shapes);
+    for (size_t k = 0; st == HC_OK && k < g->sym_names.len; k++)
+        if (values[k] < 0)
+            st = hc_error_set(err, HC_ERR_INVALID, "no input fixes the symbol '%s'",
+                              g->sym_names.data[k]);
+    return st;
+}
+
+static void sym_plan_free(sym_plan *p) {
+    if (!p) return;
+    free(p->values), free(p->offsets), free(p->out_bytes), free(p);
+}
+
+/* The plan of binding `values` (made and kept on first use); NULL and err when a size
+ * cannot be had there. Called under m->ctx_lock. */
+static const sym_plan *sym_plan_get(hc_model *m, const int64_t *values, hc_error *err) {
+    size_t ns = m->g->sym_names.len;
+    for (size_t i = 0; i < m->sym_plans.len; i++)
+        if (!memcmp(m->sym_plans.data[i]->values, values, sizeof(int64_t) * ns))
+            return m->sym_plans.data[i];
+    hc_sym_binding b = binding_of(m, values);
+    int n = (int)m->plan.len;
+    sym_plan *p = hc_xcalloc(1, sizeof *p);
+    p->values = hc_xmalloc(sizeof(int64_t) * (ns + 1));
+    memcpy(p->values, values, sizeof(int64_t) * ns);
+    p->offsets = hc_xcalloc((size_t)n + 1, sizeof(size_t));
+    p->out_bytes = hc_xcalloc(m->g->outputs.len + 1, sizeof(size_t));
+    size_t *bytes = hc_xmalloc(sizeof(size_t) * (size_t)(n + 1));
+    int *first = hc_xmalloc(sizeof(int) * (size_t)(n + 1)), *last = hc_xmalloc(sizeof(int) * (size_t)(n + 1));
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++) {
+        const hc_plan_entry *e = &m->plan.data[i];
+        HC_ASSERT(e->alias_of < 0); /* no in-place Concat in a symbolic model */
+        bytes[i] = e->bytes, first[i] = e->first, last[i] = e->last;
+        if (e->sym_bytes) ok = bytes_at(e->tensor, &b, &bytes[i]);
+        if (!ok)
+            hc_error_set(err, HC_ERR_INVALID, "tensor '%s' is too large at this binding",
+                         e->tensor->name);
+    }
+    for (size_t i = 0; i < m->g->outputs.len && ok; i++)
+        if (!(ok = bytes_at(m->g->outputs.data[i], &b, &p->out_bytes[i])))
+            hc_error_set(err, HC_ERR_INVALID, "output '%s' is too large at this binding",
+                         m->g->outputs.data[i]->name);
+    if (ok) p->total = hc_plan_memory(n, bytes, first, last, p->offsets);
+    if (ok && m->opt.max_memory && p->total > m->opt.max_memory) {
+        hc_error_set(err, HC_ERR_NOMEM, "the memory plan at this binding needs %zu bytes, "
+                     "over the budget of %zu", p->total, m->opt.max_memory);
+        ok = false;
+    }
+    free(bytes), free(first), free(last);
+    if (!ok) {
+        sym_plan_free(p);
+        return NULL;
+    }
+    hc_vec_push(&m->sym_plans, p);
+    return p;
+}
+
+/* Point context c's arguments into an arena planned by p (grown when too small). */
+static hc_status sym_prepare(hc_model *m, run_ctx *c, const sym_plan *p, hc_error *err) {
+    size_t ns = m->g->sym_names.len;
+    if (c->plan == p) return HC_OK;
+    size_t need = (p->total + 63) / 64 * 64;
+    if (!need) need = 64;
+    if (c->mem_bytes < need) {
+        if (c->mem) m->target->exec->release(c->mem);
+        c->mem = m->target->exec->alloc(need);
+        c->mem_bytes = c->mem ? need : 0;
+        c->plan = NULL;
+        if (!c->mem)
+            return hc_error_set(err, HC_ERR_NOMEM, "out of memory: the memory plan's arena "
+                                "at this binding (%zu bytes)", need);
+    }
+    memcpy(c->syms, p->values, sizeof(int64_t) * ns);
+    for (size_t i = 0; i < m->kernels.len; i++) {
+        const kernel *k = &m->kernels.data[i];
+        int a = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            int cnt = pass ? k->group.noutputs : k->group.ninputs;
+            for (int j = 0; j < cnt; j++, a++) {
+                const hc_tensor *t = pass ? k->group.outputs[j] : k->group.inputs[j];
+                const loc *l = &m->locs[t->id];
+                if (l->kind == LOC_ARENA) c->args[i][a] = (char *)c->mem + p->offsets[l->index];
+                else if (l->kind == LOC_EMPTY) c->args[i][a] = empty_buffer;
+                else if (l->kind == LOC_CONST) c->args[i][a] = t->data;
+            }
+        }
+        for (int j = 0; j < k->nsyms; j++) c->args[i][a + j] = &c->syms[k->sym_slots[j]];
+    }
+    c->plan = p;
+    return HC_OK;
+}
+
+static hc_status run(hc_model *m, void *const *inputs, const int64_t *const *dims,
+                     void *const *outputs, double *ms, hc_error *err) {
     if (m->opt.schedule_only)
         return hc_error_set(err, HC_ERR_INVALID, "hc_model_run: the model was compiled with "
                                                  "schedule_only (for inspection)");
@@ -558,6 +731,33 @@ static hc_status run(hc_model *m, void *const *inputs, void *const *outputs, dou
     if (st != HC_OK) return st;
     const hc_executor *ex = m->target->exec;
     bool dev = hc_exec_is_device(ex);
+    if (!m->symbolic && dims) { /* a static model: the dims must be its own */
+        for (size_t i = 0; i < m->g->inputs.len; i++) {
+            const hc_tensor *t = m->g->inputs.data[i];
+            for (int d = 0; dims[i] && d < t->ndim; d++)
+                if (dims[i][d] != t->shape[d])
+                    return hc_error_set(err, HC_ERR_INVALID, "input '%s', dimension %d: %lld "
+                                        "given, the model was compiled for %lld", t->name, d,
+                                        (long long)dims[i][d], (long long)t->shape[d]);
+        }
+    }
+    if (m->symbolic) {
+        if (!dims)
+            return hc_error_set(err, HC_ERR_INVALID, "the model has symbolic dimensions: "
+                                "give the inputs' dimensions (hc_model_run_dims)");
+        int64_t values[MAX_RUN_SYMS];
+        if ((st = sym_bind(m, dims, values, err)) != HC_OK) return st;
+        pthread_mutex_lock(&m->ctx_lock);
+        const sym_plan *p = sym_plan_get(m, values, err);
+        pthread_mutex_unlock(&m->ctx_lock);
+        if (!p) return err && err->status ? err->status : HC_ERR_INVALID;
+        run_ctx *c = NULL;
+        if ((st = ctx_acquire(m, &c, err)) != HC_OK) return st;
+        st = sym_prepare(m, c, p, err);
+        if (st == HC_OK) st = run_in(m, c, inputs, outputs, ms, err);
+        ctx_release(m, c);
+        return st;
+    }
     if (dev) { /* one at a time: the device buffers and recorded launches are the model's */
         pthread_mutex_lock(&m->run_lock);
         st = run_in(m, NULL, inputs, outputs, ms, err);
@@ -616,23 +816,52 @@ static hc_status run_in(hc_model *m, run_ctx *c, void *const *inputs, void *cons
                               err);
     }
     if (st != HC_OK) return st;
+    const sym_plan *p = c ? c->plan : NULL;
     for (size_t i = 0; i < m->copies.len; i++) {
-        const out_copy *c = &m->copies.data[i];
-        const void *src = c->src == COPY_CONST   ? c->data
-                          : c->src == COPY_INPUT ? inputs[c->index]
-                                                 : outputs[c->index];
-        memmove(outputs[c->output], src, c->bytes);
+        const out_copy *oc = &m->copies.data[i];
+        const void *src = oc->src == COPY_CONST   ? oc->data
+                          : oc->src == COPY_INPUT ? inputs[oc->index]
+                                                  : outputs[oc->index];
+        memmove(outputs[oc->output], src, p ? p->out_bytes[oc->output] : oc->bytes);
     }
     return HC_OK;
 }
 
 hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err) {
-    return run(m, inputs, outputs, NULL, err);
+    return run(m, inputs, NULL, outputs, NULL, err);
 }
 
 hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
                                hc_error *err) {
-    return run(m, inputs, outputs, ms, err);
+    return run(m, inputs, NULL, outputs, ms, err);
+}
+
+hc_status hc_model_run_dims(hc_model *m, void *const *inputs, const int64_t *const *dims,
+                            void *const *outputs, double *ms, hc_error *err) {
+    return run(m, inputs, dims, outputs, ms, err);
+}
+
+bool hc_model_is_symbolic(const hc_model *m) { return m->symbolic; }
+
+hc_status hc_model_output_dims(const hc_model *m, const int64_t *const *dims, int i,
+                               int64_t *out, hc_error *err) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->g->outputs.len);
+    const hc_tensor *t = m->g->outputs.data[i];
+    if (!m->symbolic || !t->sym) {
+        memcpy(out, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+        return HC_OK;
+    }
+    int64_t values[MAX_RUN_SYMS];
+    hc_status st = sym_bind(m, dims, values, err);
+    if (st != HC_OK) return st;
+    hc_sym_binding b = binding_of(m, values);
+    for (int d = 0; d < t->ndim; d++) {
+        out[d] = t->shape[d];
+        if (t->sym[d] && !hc_sym_eval(t->sym[d], &b, &out[d]))
+            return hc_error_set(err, HC_ERR_INVALID, "output '%s', dimension %d cannot be "
+                                "evaluated at this binding", t->name, d);
+    }
+    return HC_OK;
 }
 
 const hc_node *hc_model_kernel_node(const hc_model *m, int i) {

@@ -75,6 +75,17 @@ size_t hc_model_arena_bytes(const hc_model *m);             /* the memory plan's
  * shape, owned by the caller. Safe to call from several threads at once (each run in
  * flight gets its own arena; a device model runs one at a time). */
 hc_status hc_model_run(hc_model *m, void *const *inputs, void *const *outputs, hc_error *err);
+/* Dynamic shapes (docs/dynamic.md): run with the inputs' dimensions, dims[i] pointing at
+ * input i's (its rank of them). A symbolic model binds its symbols from them (errors name
+ * the input, the dimension and the expected value) and plans its memory for that binding
+ * once; a static model checks they are its own. ms: as hc_model_run_profile, or NULL. */
+hc_status hc_model_run_dims(hc_model *m, void *const *inputs, const int64_t *const *dims,
+                            void *const *outputs, double *ms, hc_error *err);
+/* Whether some kernel's extents are symbolic (then runs need hc_model_run_dims). */
+bool hc_model_is_symbolic(const hc_model *m);
+/* Output i's dimensions when the inputs have dims (as for hc_model_run_dims). */
+hc_status hc_model_output_dims(const hc_model *m, const int64_t *const *dims, int i,
+                               int64_t *out, hc_error *err);
 
 /* Run once, timing each kernel: ms[i] for kernel i (hc_model_num_kernels entries). */
 hc_status hc_model_run_profile(hc_model *m, void *const *inputs, void *const *outputs, double *ms,
@@ -110,6 +121,9 @@ typedef struct hc_plan_entry {
     size_t offset, bytes;
     int first, last;
     int alias_of;
+    /* a symbolic tensor's bytes as an expression of the symbols (bytes and offset are
+     * then the hint binding's); NULL for a static one */
+    const hc_sym *sym_bytes;
 } hc_plan_entry;
 const hc_plan_entry *hc_model_plan(const hc_model *m, int *count);
 /* Sum of the sizes of all intermediate tensors (what the arena would be without reuse). */

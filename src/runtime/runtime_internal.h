@@ -24,6 +24,10 @@ typedef struct kernel {
     int unique;    /* index of the compiled function it runs (shared by identical ones) */
     bool templated;
     unsigned prepacked;  /* bit i: the anchor's input i is read pre-packed */
+    /* dynamic shapes: its last nsyms arguments are the values of the model's symbols
+     * sym_slots[0..nsyms) (scalar parameters, passed by address) */
+    int nsyms;
+    int *sym_slots;
     hc_packed_fn fn;
     int nargs;
     void **args;
@@ -54,6 +58,11 @@ typedef struct run_ctx {
     void ***args;         /* per kernel */
     void **all_args;      /* own: the arrays, end to end */
     bool own;             /* mem and args are this context's (not the model's) */
+    /* symbolic models: the plan the arguments point into, the arena's size, and the
+     * symbols' values the kernels read */
+    const struct sym_plan *plan;
+    size_t mem_bytes;
+    int64_t *syms;
 } run_ctx;
 
 /* Graph outputs that no kernel writes: copied after the kernels ran. */
@@ -104,6 +113,10 @@ struct hc_model {
      * whether recording failed (then every run launches). */
     void *replay;
     bool replay_failed;
+    /* Dynamic shapes (dynamic.c): some kernel takes the symbols' values; the memory plans
+     * of the bindings run so far (sym_plan, cached: a shape seen before costs nothing). */
+    bool symbolic;
+    HC_VEC(struct sym_plan *) sym_plans;
     /* A model read by hc_model_load (model_file.c): its private state (the file's bytes,
      * library handles), and what hc_model_free calls to release it. NULL when compiled. */
     struct mf_loaded *loaded;

@@ -144,6 +144,11 @@ hc_expr *hc_as_translate(hc_as_sched *s, hc_expr *e) {
 /* ---- planning -------------------------------------------------------------------- */
 const hc_type *hc_as_buffer_type(hc_arena *a, const hc_tnode *n) {
     int64_t one = 1;
+    if (hc_tnode_is_symbolic(n)) { /* dims as expressions of the symbol variables */
+        hc_expr *shape[HC_MAX_DIMS];
+        for (int d = 0; d < n->ndim; d++) shape[d] = hc_tnode_extent(a, n, d);
+        return hc_type_tensor(a, n->dtype, n->ndim, shape, NULL, HC_SCOPE_GLOBAL);
+    }
     return n->ndim == 0 ? hc_type_tensor_c(a, n->dtype, 1, &one, HC_SCOPE_GLOBAL)
                         : hc_type_tensor_c(a, n->dtype, n->ndim, n->shape, HC_SCOPE_GLOBAL);
 }
@@ -272,9 +277,16 @@ hc_expr *hc_as_reduce_combine(hc_arena *a, hc_reduce_kind k, hc_expr *acc, hc_ex
 /* The reduce's result from its accumulator: average divides, then round to the type. */
 hc_expr *hc_as_reduce_finish(hc_arena *a, const hc_expr *r, hc_expr *acc) {
     if (r->u.reduce.kind == HC_REDUCE_AVG) {
-        int64_t count = 1;
-        for (int i = 0; i < r->u.reduce.naxes; i++) count *= r->u.reduce.extents[i];
-        acc = hc_div(a, acc, hc_const_num(a, acc->type->dtype, (double)count));
+        if (hc_reduce_is_symbolic(r)) {
+            hc_expr *count = hc_int(a, 1);
+            for (int i = 0; i < r->u.reduce.naxes; i++)
+                count = hc_mul(a, count, hc_reduce_extent(a, r, i));
+            acc = hc_div(a, acc, hc_cast(a, acc->type, count));
+        } else {
+            int64_t count = 1;
+            for (int i = 0; i < r->u.reduce.naxes; i++) count *= r->u.reduce.extents[i];
+            acc = hc_div(a, acc, hc_const_num(a, acc->type->dtype, (double)count));
+        }
     }
     return hc_as_cast_to(a, r->type->dtype, acc);
 }
@@ -284,7 +296,7 @@ hc_expr *hc_as_open_reduce_loops(hc_builder *b, const hc_expr *r) {
     hc_expr *to[HC_MAX_DIMS];
     for (int i = 0; i < r->u.reduce.naxes; i++) {
         hc_var *v = hc_b_for_begin(b, r->u.reduce.axes[i]->name,
-                                   hc_int(b->a, r->u.reduce.extents[i]), hc_serial());
+                                   hc_reduce_extent(b->a, r, i), hc_serial());
         to[i] = hc_ref(b->a, v);
     }
     return hc_subst_expr(b->a, r->u.reduce.value, r->u.reduce.naxes, r->u.reduce.axes, to);
@@ -319,7 +331,7 @@ static hc_expr *open_outer_reduce_loops(hc_builder *b, const hc_expr *r, hc_expr
     int n = r->u.reduce.naxes;
     for (int i = 0; i + 1 < n; i++) {
         hc_var *v = hc_b_for_begin(b, r->u.reduce.axes[i]->name,
-                                   hc_int(b->a, r->u.reduce.extents[i]), hc_serial());
+                                   hc_reduce_extent(b->a, r, i), hc_serial());
         to[i] = hc_ref(b->a, v);
     }
     to[n - 1] = last;
@@ -332,6 +344,7 @@ static int partial_lanes(const hc_expr *r, int vector_bits) {
     int n = r->u.reduce.naxes;
     int lanes = vector_bits / (8 * hc_dtype_size(hc_as_acc_dtype(r->type->dtype)));
     if (lanes < 2 || r->u.reduce.extents[n - 1] < 2 * lanes) return 0;
+    if (r->u.reduce.sext && r->u.reduce.sext[n - 1]) return 0; /* blocks of a fixed K only */
     if (hc_expr_has_reduce(r->u.reduce.value)) return 0;
     return hc_as_contiguous_in(r->u.reduce.value, r->u.reduce.axes[n - 1]) ? lanes : 0;
 }

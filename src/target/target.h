@@ -103,6 +103,9 @@ typedef struct hc_template {
      * non-NULL, also packs src (the input's data) into dst. */
     int64_t (*prepack)(const hc_node *n, const struct hc_target *target,
                        const hc_sched_opts *opts, int input, const void *src, void *dst);
+    /* Whether schedule() handles Tasks with symbolic extents (dynamic shapes): others
+     * are not offered one, and the auto-scheduler takes the node. */
+    bool symbolic;
 } hc_template;
 
 /* Options of a target's build step (the kernel cache and the compiler). */

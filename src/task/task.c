@@ -278,13 +278,45 @@ hc_expr *hc_at_axes(hc_arena *a, const hc_tnode *t, hc_var *const *axes) {
     return hc_tensor_access(a, t, t->ndim, idx);
 }
 
-hc_expr *hc_at_broadcast(hc_arena *a, const hc_tnode *t, int out_ndim, hc_var *const *axes) {
+/* osym: the output's symbolic dims (NULL: unknown). A symbolic input dimension that is
+ * not the output's reads select(dim == 1, 0, axis): it may be 1 at run time (the graph's
+ * broadcast constraints allow it) or the output's size. */
+static hc_expr *at_broadcast(hc_arena *a, const hc_tnode *t, int out_ndim, hc_var *const *axes,
+                             const hc_sym *const *osym) {
     HC_ASSERT_MSG(t->ndim <= out_ndim, t->name);
     hc_expr *idx[HC_MAX_DIMS];
     int lead = out_ndim - t->ndim;
     for (int i = 0; i < t->ndim; i++)
-        idx[i] = t->shape[i] == 1 ? hc_int(a, 0) : hc_ref(a, axes[lead + i]);
+        idx[i] = hc_broadcast_index(a, t, i, axes[lead + i], osym ? osym[lead + i] : NULL);
     return hc_tensor_access(a, t, t->ndim, idx);
+}
+
+hc_expr *hc_broadcast_index(hc_arena *a, const hc_tnode *t, int d, hc_var *axis,
+                            const hc_sym *out_dim) {
+    hc_expr *ax = hc_ref(a, axis);
+    if (!t->sym[d]) return t->shape[d] == 1 ? hc_int(a, 0) : ax;
+    if (out_dim && hc_sym_equal(out_dim, t->sym[d])) return ax;
+    return hc_select(a, hc_eq(a, hc_sym_expr(a, t->sym[d]), hc_int(a, 1)), hc_int(a, 0), ax);
+}
+
+hc_expr *hc_at_broadcast(hc_arena *a, const hc_tnode *t, int out_ndim, hc_var *const *axes) {
+    return at_broadcast(a, t, out_ndim, axes, NULL);
+}
+
+/* The symbolic dims of the broadcast of xs (n of them) to nd dims: a fixed size other
+ * than 1 wins; else the first symbolic one. */
+static void broadcast_sym(int n, const hc_tnode *const *xs, int nd, const hc_sym **out) {
+    for (int d = 0; d < nd; d++) {
+        out[d] = NULL;
+        bool fixed = false;
+        for (int i = 0; i < n; i++) {
+            int k = xs[i]->ndim - nd + d;
+            if (k < 0) continue;
+            if (!xs[i]->sym[k]) fixed |= xs[i]->shape[k] != 1;
+            else if (!out[d]) out[d] = xs[i]->sym[k];
+        }
+        if (fixed) out[d] = NULL;
+    }
 }
 
 static void shape_str(char *buf, size_t cap, int n, const int64_t *s) {
@@ -317,7 +349,7 @@ hc_tnode *hc_compute_map1(hc_arena *a, const char *name, const hc_tnode *x, hc_m
     hc_var *axes[HC_MAX_DIMS];
     make_axes(a, x->ndim, axes, NULL);
     hc_expr *v = f(a, hc_at_axes(a, x, axes), ctx);
-    return hc_compute_with_axes(a, name, x->ndim, x->shape, axes, v);
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, x->ndim, x->shape, axes, v), x->sym);
 }
 
 hc_tnode *hc_compute_map2(hc_arena *a, const char *name, const hc_tnode *x, const hc_tnode *y,
@@ -330,9 +362,11 @@ hc_tnode *hc_compute_map2(hc_arena *a, const char *name, const hc_tnode *x, cons
         return NULL;
     }
     hc_var *axes[HC_MAX_DIMS];
+    const hc_sym *osym[HC_MAX_DIMS];
     make_axes(a, n, axes, NULL);
-    hc_expr *v = f(a, hc_at_broadcast(a, x, n, axes), hc_at_broadcast(a, y, n, axes), ctx);
-    return hc_compute_with_axes(a, name, n, shape, axes, v);
+    broadcast_sym(2, (const hc_tnode *[]){x, y}, n, osym);
+    hc_expr *v = f(a, at_broadcast(a, x, n, axes, osym), at_broadcast(a, y, n, axes, osym), ctx);
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, n, shape, axes, v), osym);
 }
 
 hc_tnode *hc_compute_mapn(hc_arena *a, const char *name, int n, const hc_tnode *const *xs,
@@ -349,16 +383,19 @@ hc_tnode *hc_compute_mapn(hc_arena *a, const char *name, int n, const hc_tnode *
         memcpy(shape, next, sizeof(int64_t) * (size_t)nd);
     }
     hc_var *axes[HC_MAX_DIMS];
+    const hc_sym *osym[HC_MAX_DIMS];
     make_axes(a, nd, axes, NULL);
+    broadcast_sym(n, xs, nd, osym);
     hc_expr **vals = HC_NEW_ARRAY(a, hc_expr *, n + 1);
-    for (int i = 0; i < n; i++) vals[i] = hc_at_broadcast(a, xs[i], nd, axes);
-    return hc_compute_with_axes(a, name, nd, shape, axes, f(a, vals, ctx));
+    for (int i = 0; i < n; i++) vals[i] = at_broadcast(a, xs[i], nd, axes, osym);
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, nd, shape, axes, f(a, vals, ctx)), osym);
 }
 
 hc_tnode *hc_compute_transpose(hc_arena *a, const char *name, const hc_tnode *x,
                                const int *perm, hc_error *err) {
     bool seen[HC_MAX_DIMS] = {false};
     int64_t shape[HC_MAX_DIMS];
+    const hc_sym *sym[HC_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) {
         if (perm[d] < 0 || perm[d] >= x->ndim || seen[perm[d]]) {
             hc_error_set(err, HC_ERR_INVALID, "%s: perm[%d] = %d is not a permutation of %d dims",
@@ -367,18 +404,46 @@ hc_tnode *hc_compute_transpose(hc_arena *a, const char *name, const hc_tnode *x,
         }
         seen[perm[d]] = true;
         shape[d] = x->shape[perm[d]];
+        sym[d] = x->sym[perm[d]];
     }
     hc_var *axes[HC_MAX_DIMS];
     hc_expr *idx[HC_MAX_DIMS];
     make_axes(a, x->ndim, axes, NULL);
     for (int d = 0; d < x->ndim; d++) idx[perm[d]] = hc_ref(a, axes[d]);
-    return hc_compute_with_axes(a, name, x->ndim, shape, axes, hc_at(a, x, idx));
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, x->ndim, shape, axes, hc_at(a, x, idx)),
+                            sym);
 }
 
 hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
                              const int64_t *shape, hc_error *err) {
+    return hc_compute_reshape_sym(a, name, x, ndim, shape, NULL, err);
+}
+
+hc_tnode *hc_compute_reshape_sym(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
+                                 const int64_t *shape, const hc_sym *const *sym, hc_error *err) {
     int64_t n = 1;
     for (int d = 0; d < ndim; d++) n *= shape[d];
+    bool symbolic = hc_tnode_is_symbolic(x);
+    for (int d = 0; sym && d < ndim; d++) symbolic |= sym[d] != NULL;
+    if (symbolic) {
+        const hc_sym *ds[HC_MAX_DIMS], *ss[HC_MAX_DIMS], *nd = hc_sym_const(a, 1), *ns = nd;
+        for (int d = 0; d < ndim; d++)
+            nd = hc_sym_mul(a, nd, ds[d] = sym && sym[d] ? sym[d] : hc_sym_const(a, shape[d]));
+        for (int d = 0; d < x->ndim; d++) ns = hc_sym_mul(a, ns, ss[d] = hc_tnode_dim_sym(a, x, d));
+        if (ndim < 0 || ndim > HC_MAX_DIMS || !hc_sym_equal(nd, ns)) {
+            hc_error_set(err, HC_ERR_INVALID, "%s: cannot reshape %s (%s elements) to %d dims "
+                         "of %s elements", name, x->name, hc_sym_str(a, ns), ndim,
+                         hc_sym_str(a, nd));
+            return NULL;
+        }
+        hc_var *axes[HC_MAX_DIMS];
+        make_axes(a, ndim, axes, NULL);
+        hc_expr *ax[HC_MAX_DIMS], *idx[HC_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) ax[d] = hc_ref(a, axes[d]);
+        hc_reshape_index_sym(a, ndim, ds, ax, x->ndim, ss, idx);
+        hc_tnode *t = hc_compute_with_axes(a, name, ndim, shape, axes, hc_at(a, x, idx));
+        return hc_tnode_set_sym(t, ds);
+    }
     if (ndim < 0 || ndim > HC_MAX_DIMS || n != hc_tnode_numel(x)) {
         hc_error_set(err, HC_ERR_INVALID, "%s: cannot reshape %s (%lld elements) to %d dims "
                      "of %lld elements", name, x->name, (long long)hc_tnode_numel(x), ndim,
@@ -492,8 +557,15 @@ hc_tnode *hc_compute_expand(hc_arena *a, const char *name, const hc_tnode *x, in
     int64_t out[HC_MAX_DIMS];
     if (hc_broadcast_shape(x->ndim, x->shape, ndim, shape, &nd, out, err)) return NULL;
     hc_var *axes[HC_MAX_DIMS];
+    const hc_sym *osym[HC_MAX_DIMS];
     make_axes(a, nd, axes, NULL);
-    return hc_compute_with_axes(a, name, nd, out, axes, hc_at_broadcast(a, x, nd, axes));
+    broadcast_sym(1, &x, nd, osym);
+    for (int d = 0; d < nd; d++) /* a target dim > 1 where x has 1: fixed */
+        if (osym[d] && d - (nd - ndim) >= 0 && shape[d - (nd - ndim)] != 1 &&
+            shape[d - (nd - ndim)] != x->shape[d - (nd - x->ndim)])
+            osym[d] = NULL;
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, nd, out, axes,
+                                                 at_broadcast(a, x, nd, axes, osym)), osym);
 }
 
 static hc_expr *binop_fn(hc_arena *a, hc_expr *x, hc_expr *y, void *ctx) {
@@ -543,9 +615,12 @@ hc_tnode *hc_compute_reduce(hc_arena *a, const char *name, const hc_tnode *x, in
     bool mask[HC_MAX_DIMS];
     if (!reduce_mask(x, naxes, axes, mask, name, err)) return NULL;
     int64_t oshape[HC_MAX_DIMS], rext[HC_MAX_DIMS];
+    const hc_sym *osym[HC_MAX_DIMS];
+    hc_expr *rsym[HC_MAX_DIMS];
     int on = 0, rn = 0;
     for (int d = 0; d < x->ndim; d++) {
-        if (mask[d]) rext[rn++] = x->shape[d];
+        if (mask[d]) rsym[rn] = x->sym[d] ? hc_sym_expr(a, x->sym[d]) : NULL, rext[rn++] = x->shape[d];
+        if (!mask[d] || keepdims) osym[on] = mask[d] ? NULL : x->sym[d];
         if (!mask[d] || keepdims) oshape[on++] = mask[d] ? 1 : x->shape[d];
     }
     if (rn == 0) {
@@ -561,8 +636,8 @@ hc_tnode *hc_compute_reduce(hc_arena *a, const char *name, const hc_tnode *x, in
         else idx[d] = hc_ref(a, oaxes[o]);
         if (!mask[d] || keepdims) o++;
     }
-    hc_expr *v = hc_reduce(a, kind, rn, raxes, rext, hc_at(a, x, idx));
-    return hc_compute_with_axes(a, name, on, oshape, oaxes, v);
+    hc_expr *v = hc_reduce_sym(a, kind, rn, raxes, rext, rsym, hc_at(a, x, idx));
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, on, oshape, oaxes, v), osym);
 }
 
 hc_tnode *hc_compute_argreduce(hc_arena *a, const char *name, const hc_tnode *x, int axis,
@@ -573,21 +648,25 @@ hc_tnode *hc_compute_argreduce(hc_arena *a, const char *name, const hc_tnode *x,
     if (!m) return NULL;
     int d = axis < 0 ? axis + x->ndim : axis, on = keepdims ? x->ndim : x->ndim - 1;
     int64_t oshape[HC_MAX_DIMS], k = x->shape[d];
+    const hc_sym *osym[HC_MAX_DIMS];
     hc_var *oaxes[HC_MAX_DIMS], *r = hc_axis(a, "r0");
     hc_expr *xi[HC_MAX_DIMS], *mi[HC_MAX_DIMS];
     make_axes(a, on, oaxes, NULL);
     for (int i = 0, o = 0; i < x->ndim; i++) {
         bool red = i == d;
         if (!red || keepdims) oshape[o] = red ? 1 : x->shape[i];
+        if (!red || keepdims) osym[o] = red ? NULL : x->sym[i];
         xi[i] = red ? hc_ref(a, r) : hc_ref(a, oaxes[o]);
         mi[i] = red ? hc_int(a, 0) : hc_ref(a, oaxes[o]);
         if (!red || keepdims) o++;
     }
     /* indices not holding the extreme give a value that loses the second reduction */
     hc_expr *hit = hc_eq(a, hc_at(a, x, xi), hc_at(a, m, mi));
-    hc_expr *v = hc_select(a, hit, hc_ref(a, r), hc_int(a, select_last ? -1 : k));
-    hc_expr *idx = hc_reduce(a, select_last ? HC_REDUCE_MAX : HC_REDUCE_MIN, 1, &r, &k, v);
-    return hc_compute_with_axes(a, name, on, oshape, oaxes, idx);
+    hc_expr *kx = hc_tnode_extent(a, x, d);
+    hc_expr *v = hc_select(a, hit, hc_ref(a, r), select_last ? hc_int(a, -1) : kx);
+    hc_expr *idx = hc_reduce_sym(a, select_last ? HC_REDUCE_MAX : HC_REDUCE_MIN, 1, &r, &k,
+                                 x->sym[d] ? &kx : NULL, v);
+    return hc_tnode_set_sym(hc_compute_with_axes(a, name, on, oshape, oaxes, idx), osym);
 }
 
 hc_expr *hc_const_num(hc_arena *a, hc_dtype t, double v) {
@@ -654,42 +733,63 @@ void hc_print_task(hc_sb *sb, const hc_task *t) {
 }
 
 /* ---- reshape index ---------------------------------------------------------------- */
+/* Dims as symbol expressions (constants when fixed); a dim is "one" when it is the
+ * constant 1. */
+static bool is_one(const hc_sym *d) {
+    int64_t c;
+    return hc_sym_is_const(d, &c) && c == 1;
+}
+
+static hc_expr *dim_expr(hc_arena *a, const hc_sym *d) {
+    int64_t c;
+    return hc_sym_is_const(d, &c) ? hc_int(a, c) : hc_sym_expr(a, d);
+}
+
 /* Row-major flat index of idx[lo..hi] within shape[lo..hi], skipping size-1 dims. */
-static hc_expr *group_flat(hc_arena *a, const int64_t *shape, hc_expr *const *idx, int lo,
-                           int hi) {
+static hc_expr *group_flat(hc_arena *a, const hc_sym *const *shape, hc_expr *const *idx,
+                           int lo, int hi) {
     hc_expr *flat = NULL;
     for (int d = lo; d <= hi; d++) {
-        if (shape[d] == 1) continue;
-        flat = flat ? hc_add(a, hc_mul(a, flat, hc_int(a, shape[d])), idx[d]) : idx[d];
+        if (is_one(shape[d])) continue;
+        flat = flat ? hc_add(a, hc_mul(a, flat, dim_expr(a, shape[d])), idx[d]) : idx[d];
     }
     return flat ? flat : hc_int(a, 0);
 }
 
 /* flat over shape[lo..hi] -> one index per dim (div/mod only where needed). */
-static void group_unflat(hc_arena *a, const int64_t *shape, hc_expr *flat, int lo, int hi,
+static void group_unflat(hc_arena *a, const hc_sym *const *shape, hc_expr *flat, int lo, int hi,
                          hc_expr **out) {
     int nontrivial = 0;
-    for (int d = lo; d <= hi; d++) nontrivial += shape[d] != 1;
-    int64_t inner = 1;
+    for (int d = lo; d <= hi; d++) nontrivial += !is_one(shape[d]);
+    const hc_sym *inner = hc_sym_const(a, 1);
     for (int d = hi; d >= lo; d--) {
-        if (shape[d] == 1) out[d] = hc_int(a, 0);
+        if (is_one(shape[d])) out[d] = hc_int(a, 0);
         else if (nontrivial == 1) out[d] = flat;
         else {
-            hc_expr *q = inner == 1 ? flat : hc_div(a, flat, hc_int(a, inner));
+            hc_expr *q = is_one(inner) ? flat : hc_div(a, flat, dim_expr(a, inner));
             bool outermost = true;
-            for (int e = lo; e < d; e++) outermost &= shape[e] == 1;
-            out[d] = outermost ? q : hc_mod(a, q, hc_int(a, shape[d]));
+            for (int e = lo; e < d; e++) outermost &= is_one(shape[e]);
+            out[d] = outermost ? q : hc_mod(a, q, dim_expr(a, shape[d]));
         }
-        inner *= shape[d];
+        inner = hc_sym_mul(a, inner, shape[d]);
     }
 }
 
-void hc_reshape_index(hc_arena *a, int ns, const int64_t *ss, hc_expr *const *si, int nd,
-                      const int64_t *ds, hc_expr **out) {
+/* Whether the product p must grow to reach q: q is p times more (q / p exact and not 1),
+ * or, for constants, p < q. */
+static bool grows_to(hc_arena *a, const hc_sym *p, const hc_sym *q) {
+    int64_t x, y;
+    if (hc_sym_is_const(p, &x) && hc_sym_is_const(q, &y)) return x < y;
+    const hc_sym *r = hc_sym_exact_div(a, q, p);
+    return r && !is_one(r);
+}
+
+void hc_reshape_index_sym(hc_arena *a, int ns, const hc_sym *const *ss, hc_expr *const *si,
+                          int nd, const hc_sym *const *ds, hc_expr **out) {
     int i = ns - 1, j = nd - 1;
     while (j >= 0) {
-        while (i >= 0 && ss[i] == 1) i--; /* size-1 dims carry no index */
-        if (ds[j] == 1) {
+        while (i >= 0 && is_one(ss[i])) i--; /* size-1 dims carry no index */
+        if (is_one(ds[j])) {
             out[j--] = hc_int(a, 0);
             continue;
         }
@@ -698,14 +798,17 @@ void hc_reshape_index(hc_arena *a, int ns, const int64_t *ss, hc_expr *const *si
             continue;
         }
         int i0 = i, j0 = j;
-        int64_t ps = ss[i], pd = ds[j];
-        while (ps != pd) {
-            if (ps < pd) {
+        const hc_sym *ps = ss[i], *pd = ds[j];
+        while (!hc_sym_equal(ps, pd)) {
+            if (grows_to(a, ps, pd)) {
                 if (--i < 0) break;
-                ps *= ss[i];
-            } else {
+                ps = hc_sym_mul(a, ps, ss[i]);
+            } else if (grows_to(a, pd, ps)) {
                 if (--j < 0) break;
-                pd *= ds[j];
+                pd = hc_sym_mul(a, pd, ds[j]);
+            } else { /* symbolic groups that do not nest: flatten all that is left */
+                i = j = -1;
+                break;
             }
         }
         if (i < 0 || j < 0) { /* mismatched counts: flatten all that is left */
@@ -715,4 +818,12 @@ void hc_reshape_index(hc_arena *a, int ns, const int64_t *ss, hc_expr *const *si
         group_unflat(a, ds, flat, j, j0, out);
         i--, j--;
     }
+}
+
+void hc_reshape_index(hc_arena *a, int ns, const int64_t *ss, hc_expr *const *si, int nd,
+                      const int64_t *ds, hc_expr **out) {
+    const hc_sym *s[HC_MAX_DIMS], *d[HC_MAX_DIMS];
+    for (int k = 0; k < ns; k++) s[k] = hc_sym_const(a, ss[k]);
+    for (int k = 0; k < nd; k++) d[k] = hc_sym_const(a, ds[k]);
+    hc_reshape_index_sym(a, ns, s, si, nd, d, out);
 }

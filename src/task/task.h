@@ -10,6 +10,7 @@
 #ifndef HC_TASK_H
 #define HC_TASK_H
 
+#include "graph/sym.h"
 #include "ir/ir.h"
 
 typedef enum hc_tnode_kind { HC_TN_INPUT, HC_TN_COMPUTE } hc_tnode_kind;
@@ -20,6 +21,10 @@ typedef struct hc_tnode {
     hc_dtype dtype;
     int ndim;
     int64_t shape[HC_MAX_DIMS];
+    /* Dynamic shapes (docs/dynamic.md): sym[d] is dimension d's expression when it is
+     * symbolic (shape[d] then holds its value at the graph's hint binding, for heuristics
+     * only) and NULL when it is fixed. */
+    const hc_sym *sym[HC_MAX_DIMS];
     /* COMPUTE: value(axes) */
     hc_var **axes;
     hc_expr *value;
@@ -53,6 +58,9 @@ hc_tnode *hc_compute_with_axes(hc_arena *a, const char *name, int ndim, const in
 /* reduce(shape, f(reduce_axes), kind) -> expression */
 hc_expr *hc_reduce_expr(hc_arena *a, int ndim, const int64_t *shape, hc_compute_fn f, void *ctx,
                         hc_reduce_kind kind);
+/* Set t's symbolic dimensions (ndim entries, NULL for fixed ones; constants are stored
+ * as fixed): returns t. */
+hc_tnode *hc_tnode_set_sym(hc_tnode *t, const hc_sym *const *sym);
 /* Index-variable helper for building compute bodies. */
 hc_var *hc_axis(hc_arena *a, const char *name);
 
@@ -80,6 +88,11 @@ hc_expr *hc_at_axes(hc_arena *a, const hc_tnode *t, hc_var *const *axes);
 /* numpy broadcasting: t read at the trailing t->ndim of the out_ndim output axes; its
  * size-1 dimensions read index 0. */
 hc_expr *hc_at_broadcast(hc_arena *a, const hc_tnode *t, int out_ndim, hc_var *const *axes);
+/* The index of t's dimension d read at output axis `axis` under broadcasting: 0 for a
+ * fixed size 1, the axis for another fixed size or a symbolic one equal to the output's
+ * (out_dim, NULL when unknown), else select(dim == 1, 0, axis). */
+hc_expr *hc_broadcast_index(hc_arena *a, const hc_tnode *t, int d, hc_var *axis,
+                            const hc_sym *out_dim);
 /* Broadcast shape of x and y (numpy rules); error names both shapes. */
 hc_status hc_broadcast_shape(int nx, const int64_t *sx, int ny, const int64_t *sy, int *nout,
                              int64_t *out, hc_error *err);
@@ -100,6 +113,9 @@ hc_tnode *hc_compute_transpose(hc_arena *a, const char *name, const hc_tnode *x,
 /* Same elements in row-major order, new shape (element counts must agree). */
 hc_tnode *hc_compute_reshape(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
                              const int64_t *shape, hc_error *err);
+/* The same with symbolic output dims (sym: ndim entries, NULL for fixed ones). */
+hc_tnode *hc_compute_reshape_sym(hc_arena *a, const char *name, const hc_tnode *x, int ndim,
+                                 const int64_t *shape, const hc_sym *const *sym, hc_error *err);
 /* Concatenation along `axis` (negative counts from the end); dtypes and the other
  * dimensions must agree. */
 hc_tnode *hc_compute_concat(hc_arena *a, const char *name, int n, const hc_tnode *const *xs,
@@ -146,7 +162,50 @@ hc_tnode **hc_task_compute_nodes(hc_arena *a, const hc_task *t, int *count);
  * only regrouped dims flatten and unflatten. */
 void hc_reshape_index(hc_arena *a, int nsrc, const int64_t *src_shape, hc_expr *const *idx,
                       int ndst, const int64_t *dst_shape, hc_expr **out);
+/* The same over dims given as symbol expressions (constants for fixed ones): groups
+ * match where one product is an exact multiple of the other. */
+void hc_reshape_index_sym(hc_arena *a, int nsrc, const hc_sym *const *src_shape,
+                          hc_expr *const *idx, int ndst, const hc_sym *const *dst_shape,
+                          hc_expr **out);
 /* true when value contains a reduce (not looking through tensor accesses) */
 bool hc_expr_has_reduce(const hc_expr *e);
+
+/* ---- symbolic extents (task_sym.c, docs/dynamic.md) ------------------------------ */
+/* A Task is symbolic when a tnode dimension or a reduce extent is an expression of
+ * symbols. In index arithmetic and loop bounds a symbol is one i64 variable per name,
+ * shared by every program of the process (hc_sym_ir_var); a kernel receives the values
+ * at run time (hc_bind_symbols). */
+hc_var *hc_sym_ir_var(const char *name);
+/* The symbol a variable stands for, or NULL when v is no symbol variable. */
+const char *hc_sym_ir_name(const hc_var *v);
+/* x as an index expression over the symbol variables (floor division and modulo exact). */
+hc_expr *hc_sym_expr(hc_arena *a, const hc_sym *x);
+/* Dimension d of t as an index expression: its symbol expression or the constant. */
+hc_expr *hc_tnode_extent(hc_arena *a, const hc_tnode *t, int d);
+/* Dimension d of t as a symbol expression (a constant when fixed). */
+const hc_sym *hc_tnode_dim_sym(hc_arena *a, const hc_tnode *t, int d);
+bool hc_tnode_is_symbolic(const hc_tnode *t);
+/* Whether dims da of x and db of y are the same size for every binding. */
+bool hc_tnode_dims_equal(const hc_tnode *x, int da, const hc_tnode *y, int db);
+/* Element count as an index expression, and whether two tnodes have equal counts for
+ * every binding. */
+hc_expr *hc_tnode_numel_expr(hc_arena *a, const hc_tnode *t);
+bool hc_tnode_numel_equal(const hc_tnode *x, const hc_tnode *y);
+/* Whether any tnode or reduce of t has a symbolic extent. */
+bool hc_task_is_symbolic(const hc_task *t);
+/* t with every symbol replaced by its value under b: a static Task (new tnodes; the
+ * inverse maps kept). NULL and err when a symbol is unbound or a dimension is negative. */
+hc_task *hc_task_specialize(hc_arena *a, const hc_task *t, const hc_sym_binding *b,
+                            hc_error *err);
+/* Whether x and y compute the same thing the same way: the same tnodes (dtypes, shapes,
+ * symbols), and values equal after simplification up to the naming of axes. false
+ * explains itself in why (may be NULL). */
+bool hc_task_same(const hc_task *x, const hc_task *y, const char **why);
+/* The symbols program f uses (in its body or its buffers' shapes): their indices in
+ * names (nsyms of them, the model's symbols) written to slots in that order; returns
+ * how many, or -1 and err when f uses one not in names. A kernel takes each as one more
+ * scalar i64 parameter, the symbol's variable itself (hc_sym_ir_var). */
+int hc_program_symbols(hc_arena *a, const hc_func *f, int nsyms, const char *const *names,
+                       int *slots, hc_error *err);
 
 #endif

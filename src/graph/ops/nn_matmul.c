@@ -74,6 +74,8 @@ static hc_expr *gemm_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     c->o = axes;
     hc_dtype t = c->A->dtype;
     hc_expr *v = hc_reduce_expr(a, 1, &c->d.k, gemm_term, c, HC_REDUCE_SUM);
+    int kd = c->d.ta ? 0 : 1;
+    if (c->A->sym[kd]) hc_reduce_set_extent(a, v, 0, hc_tnode_extent(a, c->A, kd));
     if (c->alpha != 1.0) v = hc_mul(a, hc_const_num(a, t, c->alpha), v);
     if (c->C && c->beta != 0.0) {
         hc_expr *cv = hc_at_broadcast(a, c->C, 2, axes);
@@ -146,6 +148,7 @@ typedef struct mm_ctx {
     const hc_tnode *A, *B;
     hc_nn_mm_dims d;
     hc_var *const *o;
+    const hc_sym *const *osym; /* the output's symbolic dims, or NULL */
 } mm_ctx;
 
 /* Index of operand t (rank nd_mat matrix dims at the end) for output batch axes, then
@@ -156,7 +159,7 @@ static hc_expr *mm_at(hc_arena *a, const mm_ctx *c, const hc_tnode *t, int nmat,
     int tb = t->ndim - nmat;
     for (int i = 0; i < tb; i++) {
         int oi = c->d.nb - tb + i;
-        idx[i] = t->shape[i] == 1 ? hc_int(a, 0) : hc_ref(a, c->o[oi]);
+        idx[i] = hc_broadcast_index(a, t, i, c->o[oi], c->osym ? c->osym[oi] : NULL);
     }
     if (nmat == 2) idx[tb] = r0, idx[tb + 1] = r1;
     else idx[tb] = r0;
@@ -177,7 +180,10 @@ static hc_expr *mm_term(hc_arena *a, hc_var *const *r, void *vctx) {
 static hc_expr *mm_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     mm_ctx *c = vctx;
     c->o = axes;
-    return hc_reduce_expr(a, 1, &c->d.k, mm_term, c, HC_REDUCE_SUM);
+    hc_expr *r = hc_reduce_expr(a, 1, &c->d.k, mm_term, c, HC_REDUCE_SUM);
+    int kd = c->A->ndim - 1;
+    if (c->A->sym[kd]) hc_reduce_set_extent(a, r, 0, hc_tnode_extent(a, c->A, kd));
+    return r;
 }
 
 hc_task *hc_nn_task_matmul(hc_arena *a, const hc_node *n, hc_error *err) {
@@ -186,6 +192,7 @@ hc_task *hc_nn_task_matmul(hc_arena *a, const hc_node *n, hc_error *err) {
     int nin;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     c.A = in[0], c.B = in[1];
+    c.osym = hc_node_output_sym(n, 0);
     const hc_tensor *y = n->outputs[0];
     hc_tnode *out = hc_compute(a, y->name, y->ndim, y->shape, mm_out, &c);
     return hc_node_task(a, n, nin, in, 1, &out);

@@ -49,6 +49,17 @@ hc_task *hc_shp_task_shape(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t start, end;
     hc_value vals[HC_MAX_DIMS];
     shape_range(n, &start, &end);
+    int cnt;
+    hc_tnode *x = hc_node_input_tnodes(a, n, &cnt)[0];
+    if (end > start) { /* the dims (expressions when symbolic), by index */
+        hc_var *ax = hc_axis(a, "i");
+        hc_expr *v = hc_tnode_extent(a, x, (int)end - 1);
+        for (int64_t d = end - 2; d >= start; d--)
+            v = hc_select(a, hc_eq(a, hc_ref(a, ax), hc_int(a, d - start)),
+                          hc_tnode_extent(a, x, (int)d), v);
+        return hc_shp_task1(a, n, hc_compute_with_axes(a, out_name(n), 1,
+                                                       (int64_t[]){end - start}, &ax, v));
+    }
     for (int64_t d = start; d < end; d++)
         vals[d - start] = hc_shp_int_value(HC_I64, n->inputs[0]->shape[d]);
     return table_task(a, n, vals);
@@ -62,8 +73,9 @@ hc_status hc_shp_infer_size(hc_node *n, hc_error *err) {
 
 hc_task *hc_shp_task_size(hc_arena *a, const hc_node *n, hc_error *err) {
     (void)err;
-    hc_tnode *y = hc_compute_with_axes(a, out_name(n), 0, NULL, NULL,
-                                       hc_int(a, hc_tensor_numel(n->inputs[0])));
+    int cnt;
+    hc_tnode *x = hc_node_input_tnodes(a, n, &cnt)[0];
+    hc_tnode *y = hc_compute_with_axes(a, out_name(n), 0, NULL, NULL, hc_tnode_numel_expr(a, x));
     return hc_shp_task1(a, n, y);
 }
 

@@ -15,7 +15,8 @@ static hc_task *reshape_task(hc_arena *a, const hc_node *n, hc_error *err) {
     int count;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tensor *o = n->outputs[0];
-    hc_tnode *y = hc_compute_reshape(a, out_name(n, 0), p[0], o->ndim, o->shape, err);
+    hc_tnode *y = hc_compute_reshape_sym(a, out_name(n, 0), p[0], o->ndim, o->shape,
+                                         hc_node_output_sym(n, 0), err);
     hc_task *t = y ? hc_node_task(a, n, count, p, 1, &y) : NULL;
     if (t) { /* the inverse map: the same element, seen through the output's shape */
         hc_var *xa[HC_MAX_DIMS];

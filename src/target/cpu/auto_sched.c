@@ -28,6 +28,12 @@ typedef struct nest {
     bool parallel, vector_acc;
     int tile_dim; /* >= 0: tiles of tile x tile over (tile_dim, innermost) */
     int64_t tile;
+    /* Symbolic extents (dynamic shapes): per dim its index expression, and the inner
+     * extent and the number of work items as expressions. The decisions above are made
+     * at the hint values; a symbolic innermost dim is one block. */
+    bool sym;
+    hc_expr *ext[HC_MAX_DIMS];
+    hc_expr *inner_e, *nwork_e;
 } nest;
 
 static void plan_nest(const hc_as_sched *s, const hc_tnode *n, int64_t work, bool vector_acc,
@@ -54,9 +60,20 @@ static void plan_nest(const hc_as_sched *s, const hc_tnode *n, int64_t work, boo
         b = hc_round_up(b, lanes);
         if (b < p->blk) p->blk = b;
     }
+    bool sym_inner = n->ndim && n->sym[n->ndim - 1];
+    if (sym_inner) p->blk = p->inner; /* one block: its extent is the expression */
     p->nblk = hc_cdiv(p->inner, p->blk);
     p->nwork = p->outer * p->nblk;
     if (p->nwork < 2) p->parallel = false;
+    p->sym = n->ndim && hc_tnode_is_symbolic(n);
+    if (!p->sym) return;
+    hc_arena *a = s->a;
+    for (int i = 0; i < p->ndim; i++) p->ext[i] = hc_tnode_extent(a, n, i);
+    p->inner_e = p->ext[p->ndim - 1];
+    hc_expr *w = hc_int(a, p->nblk);
+    for (int i = 0; i + 1 < p->ndim; i++)
+        w = hc_mul(a, w, i == tile_dim ? hc_int(a, hc_cdiv(p->dims[i], p->tile)) : p->ext[i]);
+    p->nwork_e = hc_simplify_expr(a, w);
 }
 
 /* ---- emission -------------------------------------------------------------------- */
@@ -179,6 +196,7 @@ static hc_expr *chunkable(hc_arena *a, const body *bd, const hc_expr *r, hc_expr
                           hc_expr **inv, hc_expr **lo, hc_expr **hi) {
     hc_reduce_kind k = r->u.reduce.kind;
     if ((k != HC_REDUCE_SUM && k != HC_REDUCE_AVG) || r->type->dtype != HC_F32) return NULL;
+    if (hc_reduce_is_symbolic(r)) return NULL;
     int64_t extent = 1; /* small windows only: a long reduction streams its rows better */
     for (int i = 0; i < r->u.reduce.naxes; i++) extent *= r->u.reduce.extents[i];
     if (extent > 256) return NULL;
@@ -281,6 +299,7 @@ static void emit_vector_body(hc_builder *b, const body *bd) {
 static bool want_vector_acc(const hc_as_node *ni) {
     const hc_tnode *n = ni->node;
     if (n->ndim == 0 || n->shape[n->ndim - 1] < 2 || !hc_expr_has_reduce(ni->value)) return false;
+    if (n->sym[n->ndim - 1]) return false; /* the accumulators are a fixed-size array */
     if (hc_as_reduce_under_condition(ni->value, false)) return false;
     hc_expr_vec rs = {0};
     hc_as_top_reduces(ni->value, &rs);
@@ -315,6 +334,7 @@ static int transposed_dim(const hc_as_node *ni) {
     if (n->ndim < 2 || hc_expr_has_reduce(ni->value)) return -1;
     int d = load_transposed_dim(ni->value, n);
     int64_t t = hc_dtype_size(n->dtype) <= 4 ? 32 : 16;
+    if (d >= 0 && (n->sym[d] || n->sym[n->ndim - 1])) return -1; /* tiles of fixed extents only */
     return d >= 0 && n->shape[d] >= t && n->shape[n->ndim - 1] >= t ? d : -1;
 }
 
@@ -336,7 +356,25 @@ static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr *
     if (nm == 0) return 0;
     hc_var *vars[HC_MAX_DIMS + 1];
     int opened = 0;
-    if (p->parallel) {
+    if (p->sym) { /* extents are expressions: loops and index arithmetic, no mapping */
+        hc_expr *me[HC_MAX_DIMS + 1];
+        for (int i = 0, k = 0; i + 1 < p->ndim; i++, k++)
+            me[k] = i == p->tile_dim ? hc_int(a, md[k]) : p->ext[i];
+        if (p->nblk > 1) me[nm - 1] = hc_int(a, p->nblk);
+        if (p->parallel) {
+            hc_var *w = hc_b_for_begin(b, "w", p->nwork_e, hc_parallel(0));
+            hc_expr *rest = hc_ref(a, w);
+            for (int k = nm - 1; k >= 0; k--) {
+                hc_expr *v = k ? hc_mod(a, rest, me[k]) : rest;
+                vars[k] = hc_b_declare(b, names[k], hc_type_scalar(HC_INDEX_TYPE), v);
+                if (k) rest = hc_div(a, rest, me[k]);
+            }
+            opened = 1;
+        } else {
+            for (int k = 0; k < nm; k++) vars[k] = hc_b_for_begin(b, names[k], me[k], hc_serial());
+            opened = nm;
+        }
+    } else if (p->parallel) {
         hc_var *w = hc_b_for_begin(b, "w", hc_int(a, p->nwork), hc_parallel(0));
         hc_b_for_map_begin(b, hc_map_spatial(a, nm, md), hc_ref(a, w), nm, vars, names);
         opened = 2;
@@ -349,7 +387,8 @@ static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr *
     if (p->tile_dim >= 0) { /* the rows of a tile, outside the contiguous inner loop */
         int d = p->tile_dim;
         hc_expr *t0 = hc_mul(a, idx[d], hc_int(a, p->tile));
-        hc_expr *ext = hc_min(a, hc_int(a, p->tile), hc_sub(a, hc_int(a, p->dims[d]), t0));
+        hc_expr *dim = p->sym ? p->ext[d] : hc_int(a, p->dims[d]);
+        hc_expr *ext = hc_min(a, hc_int(a, p->tile), hc_sub(a, dim, t0));
         idx[d] = hc_add(a, t0, hc_ref(a, hc_b_for_begin(b, "t", ext, hc_serial())));
         opened++;
     }
@@ -359,7 +398,7 @@ static int open_outer(hc_builder *b, const nest *p, const hc_tnode *n, hc_expr *
 static void emit_node(hc_as_sched *s, hc_builder *b, const hc_as_node *ni) {
     hc_arena *a = s->a;
     const hc_tnode *n = ni->node;
-    if (hc_tnode_numel(n) == 0) return;
+    if (hc_tnode_numel(n) == 0 && !hc_tnode_is_symbolic(n)) return;
     nest p;
     bool vec = want_vector_acc(ni);
     int tile_dim = vec ? -1 : transposed_dim(ni);
@@ -372,8 +411,8 @@ static void emit_node(hc_as_sched *s, hc_builder *b, const hc_as_node *ni) {
     hc_expr *j0;
     int opened = open_outer(b, &p, n, bd.idx, &j0);
     bd.idx[p.ndim - 1] = p.nblk > 1 ? hc_add(a, j0, hc_ref(a, bd.jph)) : hc_ref(a, bd.jph);
-    bd.jn = p.nblk > 1 ? hc_min(a, hc_int(a, p.blk), hc_sub(a, hc_int(a, p.inner), j0))
-                       : hc_int(a, p.inner);
+    hc_expr *inner = p.sym ? p.inner_e : hc_int(a, p.inner);
+    bd.jn = p.nblk > 1 ? hc_min(a, hc_int(a, p.blk), hc_sub(a, inner, j0)) : inner;
     bd.value = n->ndim ? hc_subst_expr(a, ni->value, n->ndim, n->axes, bd.idx) : ni->value;
     if (vec) emit_vector_body(b, &bd);
     else emit_scalar_body(b, &bd);
