@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "frontend/onnx.h"
 #include "passes/pass_util.h"
@@ -483,6 +484,15 @@ static void check_compiled(const char *label, build_fn build, int nb, const char
     CHECK_MSG(st == HC_OK, "%s: compile: %s", label, err.msg);
     if (st != HC_OK) return;
     CHECK(hc_model_is_symbolic(m));
+    /* the same model through a file: its symbols, constraints and kernels' symbols kept */
+    char path[256];
+    snprintf(path, sizeof path, "%s/hc_sym_%s_%d.hcm", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             label, (int)getpid());
+    hc_model *lm = NULL;
+    CHECK_MSG(hc_model_save(m, path, &err) == HC_OK, "%s: save: %s", label, err.msg);
+    CHECK_MSG(hc_model_load(path, &lm, &err) == HC_OK, "%s: load: %s", label, err.msg);
+    unlink(path);
+    if (lm) CHECK(hc_model_is_symbolic(lm));
     hc_rng rng = {11};
     for (int k = 0; k < nb; k++) {
         hc_sym_binding b = {(int)hc_model_graph(m)->sym_names.len, names, vals[k]};
@@ -514,10 +524,13 @@ static void check_compiled(const char *label, build_fn build, int nb, const char
             out[i] = calloc(1, hc_tensor_nbytes(t) + 4);
             ref[i] = calloc(1, hc_tensor_nbytes(t) + 4);
         }
-        st = hc_model_run_dims(m, in, dims, out, NULL, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d: run: %s", label, k, err.msg);
         hc_status rs = hc_graph_eval_reference(f, in, ref, &err);
         CHECK_MSG(rs == HC_OK, "%s binding %d: reference: %s", label, k, err.msg);
+        for (int pass = 0; pass < 2; pass++) {
+        hc_model *rm = pass ? lm : m;
+        if (!rm) continue;
+        st = hc_model_run_dims(rm, in, dims, out, NULL, &err);
+        CHECK_MSG(st == HC_OK, "%s binding %d%s: run: %s", label, k, pass ? " (loaded)" : "", err.msg);
         for (int i = 0; st == HC_OK && rs == HC_OK && i < no; i++) {
             const hc_tensor *t = f->outputs.data[i];
             double worst = 0;
@@ -526,8 +539,9 @@ static void check_compiled(const char *label, build_fn build, int nb, const char
                 double d = fabs(a - r) / (1 + fabs(r));
                 if (!(d <= worst)) worst = d;
             }
-            CHECK_MSG(worst < 1e-4, "%s binding %d: output %s differs by %g", label, k,
-                      t->name, worst);
+            CHECK_MSG(worst < 1e-4, "%s binding %d%s: output %s differs by %g", label, k,
+                      pass ? " (loaded)" : "", t->name, worst);
+        }
         }
         for (int i = 0; i < ni; i++) free(in[i]);
         for (int i = 0; i < no; i++) free(out[i]), free(ref[i]);
@@ -535,6 +549,7 @@ static void check_compiled(const char *label, build_fn build, int nb, const char
         hc_graph_free(f);
     }
     hc_model_free(m);
+    hc_model_free(lm);
 }
 
 static void test_compiled(void) {

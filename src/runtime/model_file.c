@@ -25,13 +25,16 @@
 #include "runtime/runtime_internal.h"
 
 static const unsigned char MAGIC[8] = {0x89, 'H', 'C', 'M', 'O', 'D', 'E', 'L'};
-enum { VERSION = 3, HEADER_BYTES = 32, ALIGN = 64 };
+enum { VERSION = 4, HEADER_BYTES = 32, ALIGN = 64 };
 static const uint32_t END_MARK = 0x444e4548u; /* "HEND" */
 
 /* Location and copy kinds are stored by value (docs/model_file.md): pin them. */
 _Static_assert(LOC_EMPTY == 1 && LOC_CONST == 2 && LOC_INPUT == 3 && LOC_OUTPUT == 4 &&
                    LOC_ARENA == 5 && COPY_CONST == 0 && COPY_INPUT == 1 && COPY_OUTPUT == 2,
                "model file format: location kinds changed (bump VERSION)");
+_Static_assert(HC_SYMC_EQ == 0 && HC_SYMC_LE == 1 && HC_SYMC_BCAST == 2 && HC_SYMC_DIVIDES == 3 &&
+                   HC_SYMC_NE == 4,
+               "model file format: constraint kinds changed (bump VERSION)");
 _Static_assert(HC_ATTR_INT == 0 && HC_ATTR_FLOAT == 1 && HC_ATTR_STRING == 2 &&
                    HC_ATTR_INTS == 4 && HC_ATTR_FLOATS == 5 && HC_ATTR_STRINGS == 6,
                "model file format: attribute kinds changed (bump VERSION)");
@@ -200,11 +203,29 @@ static void w_blob(writer *w, const blob *b) {
     w_bytes(w, b->data, (size_t)b->size);
 }
 
+/* A tensor: name, dtype, dims (a symbolic one's value at the hint binding), then whether
+ * it has symbolic dims and, if so, each dim's expression ("" for a fixed one). */
 static void w_tensor(writer *w, const hc_tensor *t) {
     w_str(w, t->name);
     w_str(w, hc_dtype_name(t->dtype));
     w_u32(w, (uint32_t)t->ndim);
     for (int d = 0; d < t->ndim; d++) w_i64(w, t->shape[d]);
+    w_u8(w, t->sym != NULL);
+    for (int d = 0; t->sym && d < t->ndim; d++) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        if (t->sym[d]) hc_sym_print(&sb, t->sym[d]);
+        w_str(w, hc_sb_str(&sb));
+        hc_sb_free(&sb);
+    }
+}
+
+static void w_sym(writer *w, const hc_sym *x) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    hc_sym_print(&sb, x);
+    w_str(w, hc_sb_str(&sb));
+    hc_sb_free(&sb);
 }
 
 static void w_attr(writer *w, const hc_attr *a) {
@@ -264,6 +285,20 @@ static void w_body(writer *w, const hc_model *m, const parts *p) {
     w_str(w, p->target.cpu);
     w_str(w, g->name);
     w_i32(w, g->opset);
+    w_u32(w, (uint32_t)g->sym_names.len); /* dynamic shapes: the symbols, the constraints */
+    for (size_t i = 0; i < g->sym_names.len; i++) {
+        w_str(w, g->sym_names.data[i]);
+        w_i64(w, g->sym_hints.data[i]);
+    }
+    w_u32(w, (uint32_t)g->constraints.len);
+    for (size_t i = 0; i < g->constraints.len; i++) {
+        const hc_sym_constraint *c = &g->constraints.data[i];
+        w_u32(w, (uint32_t)c->kind);
+        w_sym(w, c->a);
+        w_sym(w, c->b);
+        w_str(w, c->node ? c->node : "");
+        w_str(w, c->what ? c->what : "");
+    }
     w_u32(w, (uint32_t)g->inputs.len);
     for (size_t i = 0; i < g->inputs.len; i++) w_tensor(w, g->inputs.data[i]);
     w_u32(w, (uint32_t)g->outputs.len);
@@ -298,6 +333,8 @@ static void w_body(writer *w, const hc_model *m, const parts *p) {
         w_i32(w, k->ncand);
         w_i32(w, k->chosen);
         w_u8(w, k->tune_cached);
+        w_u32(w, (uint32_t)k->nsyms);
+        for (int j = 0; j < k->nsyms; j++) w_u32(w, (uint32_t)k->sym_slots[j]);
         w_u32(w, (uint32_t)k->group.ninputs);
         w_u32(w, (uint32_t)k->group.noutputs);
         for (int j = 0; j < k->group.ninputs + k->group.noutputs; j++, a++) {
@@ -509,6 +546,8 @@ typedef struct tdesc {
     hc_dtype dtype;
     int ndim;
     int64_t shape[HC_MAX_DIMS];
+    bool has_sym;
+    const char *sym[HC_MAX_DIMS]; /* expressions of symbolic dims, "" for fixed ones */
 } tdesc;
 
 static tdesc r_tensor(reader *r, hc_arena *a, const char *what) {
@@ -537,6 +576,9 @@ static tdesc r_tensor(reader *r, hc_arena *a, const char *what) {
         if (t.shape[d] > 0) numel *= (uint64_t)t.shape[d];
     }
     t.ndim = (int)nd;
+    t.has_sym = r_bool(r, what);
+    for (uint32_t d = 0; t.has_sym && d < nd && r->st == HC_OK; d++)
+        t.sym[d] = r_str(r, a, what);
     return t;
 }
 
@@ -547,21 +589,45 @@ static uint64_t tdesc_bytes(const tdesc *t) {
 }
 
 static bool same_desc(const hc_tensor *t, const tdesc *d) {
-    if (t->dtype != d->dtype || t->ndim != d->ndim) return false;
+    if (t->dtype != d->dtype || t->ndim != d->ndim || (t->sym != NULL) != d->has_sym) return false;
     for (int i = 0; i < d->ndim; i++)
         if (t->shape[i] != d->shape[i]) return false;
     return true;
 }
 
+/* A tensor's symbolic dims from their text; each must evaluate to the stored dim at the
+ * hint binding. false (and r failed) when one does not parse or disagrees. */
+static bool set_sym(reader *r, hc_graph *g, hc_tensor *t, const tdesc *d) {
+    if (!d->has_sym) return true;
+    const hc_sym *dims[HC_MAX_DIMS];
+    for (int k = 0; k < d->ndim; k++) {
+        hc_error e = {0};
+        dims[k] = d->sym[k] && *d->sym[k] ? hc_sym_parse(&g->arena, d->sym[k], &e)
+                                          : hc_sym_const(&g->arena, d->shape[k]);
+        if (!dims[k]) return r_fail(r, "tensor '%s', dimension %d: %s", d->name, k, e.msg);
+    }
+    if (!hc_tensor_set_sym_shape(t, d->ndim, dims)) return r_fail(r, "tensor '%s': its symbolic "
+                                                                     "dims cannot be evaluated", d->name);
+    for (int k = 0; k < d->ndim; k++)
+        if (t->shape[k] != d->shape[k])
+            return r_fail(r, "tensor '%s', dimension %d: %s is %lld at the hints, the file says "
+                             "%lld", d->name, k, d->sym[k], (long long)t->shape[k],
+                          (long long)d->shape[k]);
+    return true;
+}
+
 /* The loaded graph's tensor of that name and type (one tensor per name, so that the
  * anchor nodes, the plan and the inputs and outputs describe one graph). */
-static hc_tensor *intern(hc_graph *g, const tdesc *d) {
+static hc_tensor *intern_in(reader *r, hc_graph *g, const tdesc *d) {
     for (size_t i = 0; i < g->tensors.len; i++) {
         hc_tensor *t = g->tensors.data[i];
         if (!strcmp(t->name, d->name) && same_desc(t, d)) return t;
     }
-    return hc_graph_tensor(g, d->name, d->dtype, d->ndim, d->shape);
+    hc_tensor *t = hc_graph_tensor(g, d->name, d->dtype, d->ndim, d->shape);
+    set_sym(r, g, t, d);
+    return t;
 }
+#define intern(g, d) intern_in(r, (g), (d))
 
 /* ---- loading ------------------------------------------------------------------------ */
 typedef struct loader {
@@ -695,13 +761,46 @@ static hc_status check_target(loader *L) {
     return HC_OK;
 }
 
+/* Dynamic shapes: the symbols (names and hints) and the constraints between them. */
+static void read_symbols(loader *L) {
+    reader *r = &L->r;
+    hc_graph *g = L->m->g;
+    uint32_t ns = r_count(r, 12, "symbols");
+    for (uint32_t i = 0; i < ns && r->st == HC_OK; i++) {
+        const char *s = r_str(r, &g->arena, "symbol");
+        int64_t hint = r_i64(r, "symbol hint");
+        if (r->st != HC_OK) break;
+        bool dup = false;
+        for (size_t k = 0; k < g->sym_names.len; k++) dup |= !strcmp(g->sym_names.data[k], s);
+        if (hint < 1 || dup)
+            r_fail(r, "symbol '%s': hint %lld or a repeated name", s, (long long)hint);
+        else hc_graph_symbol(g, s, hint);
+    }
+    uint32_t nc = r_count(r, 20, "constraints");
+    for (uint32_t i = 0; i < nc && r->st == HC_OK; i++) {
+        uint32_t kind = r_u32(r, "constraint kind");
+        const char *a = r_str(r, &g->arena, "constraint"), *b = r_str(r, &g->arena, "constraint");
+        const char *node = r_str(r, &g->arena, "constraint node");
+        const char *what = r_str(r, &g->arena, "constraint subject");
+        if (r->st != HC_OK) break;
+        hc_error e = {0};
+        const hc_sym *sa = hc_sym_parse(&g->arena, a, &e), *sb = sa ? hc_sym_parse(&g->arena, b, &e) : NULL;
+        if (kind > HC_SYMC_NE || !sb) {
+            r_fail(r, "constraint %u: kind %u or a bad expression (%s)", i, kind, e.msg);
+            break;
+        }
+        hc_sym_constraint c = {(hc_symc_kind)kind, sa, sb, node, what};
+        hc_vec_push(&g->constraints, c);
+    }
+}
+
 static void read_io(loader *L) {
     reader *r = &L->r;
     hc_graph *g = L->m->g;
     uint32_t nin = r_count(r, 16, "inputs");
     for (uint32_t i = 0; i < nin && r->st == HC_OK; i++) {
         tdesc d = r_tensor(r, &L->m->arena, "input");
-        if (r->st == HC_OK) hc_graph_add_input(g, d.name, d.dtype, d.ndim, d.shape);
+        if (r->st == HC_OK) set_sym(r, g, hc_graph_add_input(g, d.name, d.dtype, d.ndim, d.shape), &d);
     }
     uint32_t nout = r_count(r, 16, "outputs");
     for (uint32_t i = 0; i < nout && r->st == HC_OK; i++) {
@@ -732,6 +831,10 @@ static void read_plan(loader *L) {
             r_fail(r, "plan entry '%s': alias of entry %d is not an earlier entry holding it",
                    d.name, e.alias_of);
         e.tensor = intern(m->g, &d);
+        if (e.tensor->sym)
+            e.sym_bytes = hc_sym_mul_c(&m->g->arena, hc_tensor_numel_sym(&m->g->arena, e.tensor),
+                                       hc_dtype_size(e.tensor->dtype));
+        if (e.sym_bytes && e.alias_of >= 0) r_fail(r, "plan entry '%s': a symbolic alias", d.name);
         if (e.alias_of < 0) m->intermediate_bytes += e.bytes;
         hc_vec_push(&m->plan, e);
     }
@@ -860,6 +963,18 @@ static void read_kernel(loader *L, int ki) {
     k.ncand = r_i32(r, "kernel candidates");
     k.chosen = r_i32(r, "kernel choice");
     k.tune_cached = r_bool(r, "kernel tuning");
+    uint32_t nsyms = r_count(r, 4, "kernel symbols");
+    if (r->st == HC_OK && nsyms > m->g->sym_names.len)
+        return (void)r_fail(r, "kernel %d: %u symbols, the model has %zu", ki, nsyms,
+                            m->g->sym_names.len);
+    k.nsyms = (int)nsyms;
+    k.sym_slots = HC_NEW_ARRAY(&m->arena, int, nsyms + 1);
+    for (uint32_t j = 0; j < nsyms && r->st == HC_OK; j++) {
+        k.sym_slots[j] = (int)r_u32(r, "kernel symbol");
+        if ((size_t)k.sym_slots[j] >= m->g->sym_names.len)
+            return (void)r_fail(r, "kernel %d: symbol %d of %zu", ki, k.sym_slots[j],
+                                m->g->sym_names.len);
+    }
     uint32_t nin = r_count(r, 16, "kernel inputs"), nout = r_count(r, 16, "kernel outputs");
     if (r->st != HC_OK) return;
     if ((uint64_t)nin + nout > (r->size - r->pos) / 16)
@@ -870,9 +985,10 @@ static void read_kernel(loader *L, int ki) {
     k.group = (hc_group){.anchor = node, .ninputs = (int)nin, .noutputs = (int)nout};
     k.group.inputs = HC_NEW_ARRAY(&m->g->arena, hc_tensor *, nin + 1);
     k.group.outputs = HC_NEW_ARRAY(&m->g->arena, hc_tensor *, nout + 1);
-    k.nargs = (int)(nin + nout);
-    k.args = HC_NEW_ARRAY(&m->arena, void *, k.nargs + 1);
-    for (int a = 0; a < k.nargs && r->st == HC_OK; a++) {
+    k.nargs = (int)(nin + nout) + k.nsyms;
+    k.args = HC_NEW_ARRAY(&m->arena, void *, k.nargs + 1); /* the symbols' slots: per run */
+    k.arg_locs = HC_NEW_ARRAY(&m->arena, loc, k.nargs + 1);
+    for (int a = 0; a < (int)(nin + nout) && r->st == HC_OK; a++) {
         tdesc d = r_tensor(r, &m->arena, "kernel argument");
         loc l = {(loc_kind)r_u32(r, "argument location"), (int)r_u32(r, "argument index")};
         if (r->st != HC_OK) break;
@@ -888,6 +1004,7 @@ static void read_kernel(loader *L, int ki) {
                                 (unsigned long long)tdesc_bytes(&d),
                                 (unsigned long long)loc_bytes(L, l));
         hc_vec_push(&p->args, l);
+        k.arg_locs[a] = l;
         k.args[a] = arg_pointer(L, l, ki, a);
     }
     if (r->st == HC_OK) hc_vec_push(&m->kernels, k);
@@ -1080,6 +1197,7 @@ static hc_status read_body(loader *L) {
     const char *name = r_str(r, &m->arena, "graph name");
     int opset = r_i32(r, "graph opset");
     m->g = hc_graph_new(name, opset);
+    read_symbols(L);
     read_io(L);
     uint32_t nconst = r_count(r, 8, "constants");
     for (uint32_t i = 0; i < nconst && r->st == HC_OK; i++) {
@@ -1109,6 +1227,8 @@ static hc_status read_body(loader *L) {
     uint32_t nk = r_count(r, 32, "kernels");
     for (uint32_t i = 0; i < nk && r->st == HC_OK; i++) read_kernel(L, (int)i);
     read_copies(L);
+    m->symbolic = hc_graph_has_symbols(m->g);
+    if (r->st == HC_OK && m->symbolic && L->gpu) r_fail(r, "a device model with symbols");
     if (r_u32(r, "end marker") != END_MARK) r_fail(r, "no end marker");
     if (r->st == HC_OK && r->pos != r->size) r_fail(r, "%zu bytes after the end", r->size - r->pos);
     if (r->st != HC_OK || L->check_only) return r->st;

@@ -356,10 +356,13 @@ hc_status hc_rt_prepare_args(hc_model *m, hc_error *err) {
         kernel *k = &m->kernels.data[i];
         k->nargs = k->func->nparams;
         k->args = HC_NEW_ARRAY(&m->arena, void *, k->nargs + 1);
+        k->arg_locs = HC_NEW_ARRAY(&m->arena, loc, k->nargs + 1);
         int a = 0;
         for (int j = 0; j < k->group.ninputs; j++)
+            k->arg_locs[a] = m->locs[k->group.inputs[j]->id],
             k->args[a] = bind_arg(m, k->group.inputs[j], (int)i, a), a++;
         for (int j = 0; j < k->group.noutputs; j++)
+            k->arg_locs[a] = m->locs[k->group.outputs[j]->id],
             k->args[a] = bind_arg(m, k->group.outputs[j], (int)i, a), a++;
         for (int j = 0; j < k->nsyms; j++) k->args[a++] = NULL; /* a run's context's values */
         HC_ASSERT(a == k->nargs);
@@ -703,16 +706,11 @@ static hc_status sym_prepare(hc_model *m, run_ctx *c, const sym_plan *p, hc_erro
     memcpy(c->syms, p->values, sizeof(int64_t) * ns);
     for (size_t i = 0; i < m->kernels.len; i++) {
         const kernel *k = &m->kernels.data[i];
-        int a = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            int cnt = pass ? k->group.noutputs : k->group.ninputs;
-            for (int j = 0; j < cnt; j++, a++) {
-                const hc_tensor *t = pass ? k->group.outputs[j] : k->group.inputs[j];
-                const loc *l = &m->locs[t->id];
-                if (l->kind == LOC_ARENA) c->args[i][a] = (char *)c->mem + p->offsets[l->index];
-                else if (l->kind == LOC_EMPTY) c->args[i][a] = empty_buffer;
-                else if (l->kind == LOC_CONST) c->args[i][a] = t->data;
-            }
+        int a = k->group.ninputs + k->group.noutputs;
+        for (int j = 0; j < a; j++) {
+            const loc *l = &k->arg_locs[j];
+            if (l->kind == LOC_ARENA) c->args[i][j] = (char *)c->mem + p->offsets[l->index];
+            else if (l->kind == LOC_EMPTY || l->kind == LOC_CONST) c->args[i][j] = k->args[j];
         }
         for (int j = 0; j < k->nsyms; j++) c->args[i][a + j] = &c->syms[k->sym_slots[j]];
     }

@@ -31,6 +31,7 @@ typedef struct kernel {
     hc_packed_fn fn;
     int nargs;
     void **args;
+    loc *arg_locs; /* per argument (the symbols' slots: LOC_NONE) */
 } kernel;
 
 typedef struct unique_fn {
