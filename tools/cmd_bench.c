@@ -171,6 +171,10 @@ static void print_kernel(const hc_model *m, const kernel_time *k, double total, 
     hc_sb_free(&sb);
 }
 
+/* The inputs' dims of every run (a symbolic model's, at --bind or the hints). */
+static const int64_t *const *g_dims;
+static const hc_tensor *g_views; /* the inputs with those dims */
+
 /* Per-kernel times summed over R runs; the N slowest kernels, per run. */
 static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
     long threads = r->threads ? r->threads : (long)hc_model_num_threads(m);
@@ -183,7 +187,7 @@ static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
     hc_error err = {0};
     for (int i = 0; i < nk; i++) kt[i].kernel = i, flops += hc_node_flops(hc_model_kernel_node(m, i));
     for (long run = 0; run < r->repeat; run++) {
-        if (hc_model_run_profile(m, b->in, b->out, ms, &err) != HC_OK) {
+        if (hc_model_run_dims(m, b->in, g_dims, b->out, ms, &err) != HC_OK) {
             fprintf(stderr, "hidetc bench: %s\n", err.msg);
             free(kt), free(ms);
             return 1;
@@ -209,7 +213,7 @@ static int time_runs(const bench_args *r, hc_model *m, cli_buffers *b) {
     int rc = 0;
     for (long i = 0; !rc && i < r->warmup + r->repeat; i++) {
         double t0 = hc_now_ms();
-        if (hc_model_run(m, b->in, b->out, &err) != HC_OK) {
+        if (hc_model_run_dims(m, b->in, g_dims, b->out, NULL, &err) != HC_OK) {
             fprintf(stderr, "hidetc bench: %s\n", err.msg);
             rc = 1;
         }
@@ -243,7 +247,7 @@ static int load_inputs(const bench_args *r, const hc_model *m, cli_buffers *b) {
             fprintf(stderr, "hidetc bench: the model has no input '%s'\n", r->input_names[k]);
             return 1;
         }
-        const hc_tensor *t = hc_model_input(m, i);
+        const hc_tensor *t = g_views ? &g_views[i] : hc_model_input(m, i);
         hc_npy npy;
         hc_error err = {0};
         if (hc_npy_read(r->input_files[k], &npy, &err) != HC_OK) {
@@ -292,7 +296,7 @@ static int serve(hc_model *m, cli_buffers *b) {
         if (!strcmp(line, "quit")) break;
         if (!strcmp(line, "run")) {
             double t0 = hc_now_ms();
-            if (hc_model_run(m, b->in, b->out, &err) != HC_OK) return printf("error %s\n", err.msg), 1;
+            if (hc_model_run_dims(m, b->in, g_dims, b->out, NULL, &err) != HC_OK) return printf("error %s\n", err.msg), 1;
             printf("ms %.4f\n", hc_now_ms() - t0);
         } else if (!strncmp(line, "save ", 5) && line[5]) {
             if (save_outputs(m, b, line + 5, &err)) return printf("error %s\n", err.msg), 1;
@@ -324,12 +328,21 @@ int cmd_bench(int argc, char **argv) {
     printf("threads: %ld warmup: %ld repeat: %ld\n",
            r.threads ? r.threads : (long)hc_model_num_threads(m), r.warmup, r.repeat);
     fflush(stdout);
+    cli_io io;
+    if (cli_io_make(m, 0, NULL, NULL, NULL, &io, &err) != HC_OK) {
+        fprintf(stderr, "hidetc bench: %s\n", err.msg);
+        hc_model_free(m);
+        return 1;
+    }
+    if (io.binding) printf("symbols: %s\n", io.binding);
+    g_dims = io.dims, g_views = io.in;
     cli_buffers b;
-    cli_buffers_alloc(m, &b);
-    cli_random_inputs(m, &b);
+    cli_buffers_alloc_io(&io, &b);
+    for (int i = 0; i < b.nin; i++) cli_fill_random(&io.in[i], b.in[i], CLI_RANDOM_SEED + (uint64_t)i);
     rc = load_inputs(&r, m, &b);
     if (!rc) rc = r.serve ? serve(m, &b) : time_runs(&r, m, &b);
     cli_buffers_free(&b);
+    cli_io_free(&io);
     hc_model_free(m);
     return rc;
 }

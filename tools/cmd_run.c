@@ -125,7 +125,7 @@ static int read_inputs(const run_args *r, hc_npy *npys) {
 }
 
 /* Checks every --input file against the model's declared input. */
-static int check_inputs(const run_args *r, const hc_graph *g, const hc_npy *npys) {
+static int check_inputs(const run_args *r, const hc_graph *g, const hc_npy *npys, bool symbolic) {
     for (int i = 0; i < r->ninputs; i++) {
         const hc_tensor *t = find_input(g, r->input_names[i]);
         if (!t) {
@@ -137,7 +137,7 @@ static int check_inputs(const run_args *r, const hc_graph *g, const hc_npy *npys
         hc_sb_init(&want), hc_sb_init(&got);
         hc_print_shape(&want, t->ndim, t->shape);
         hc_print_shape(&got, npys[i].ndim, npys[i].shape);
-        bool ok = npys[i].dtype == t->dtype && same_shape(t, &npys[i]);
+        bool ok = npys[i].dtype == t->dtype && (symbolic || same_shape(t, &npys[i]));
         if (!ok)
             fprintf(stderr, "hidetc run: input '%s': %s holds %s %s, the model expects %s %s\n",
                     t->name, r->input_files[i], hc_dtype_name(npys[i].dtype), hc_sb_str(&got),
@@ -156,9 +156,9 @@ static void print_header(const char *kind, const hc_tensor *t) {
     hc_sb_free(&sb);
 }
 
-static void fill_inputs(const run_args *r, const hc_model *m, hc_npy *npys, cli_buffers *b) {
+static void fill_inputs(const run_args *r, const cli_io *io, hc_npy *npys, cli_buffers *b) {
     for (int i = 0; i < b->nin; i++) {
-        const hc_tensor *t = hc_model_input(m, i);
+        const hc_tensor *t = &io->in[i];
         int k = r->ninputs - 1; /* the last --input for a name wins */
         while (k >= 0 && strcmp(r->input_names[k], t->name)) k--;
         print_header("input", t);
@@ -204,14 +204,14 @@ static char *output_path(const char *dir, const char *name) {
     return hc_sb_take(&sb);
 }
 
-static int write_outputs(const char *dir, const hc_model *m, const cli_buffers *b) {
+static int write_outputs(const char *dir, const cli_io *io, const cli_buffers *b) {
     hc_error err = {0};
     if (hc_mkdirs(dir, &err) != HC_OK) {
         fprintf(stderr, "hidetc run: %s\n", err.msg);
         return 1;
     }
     for (int i = 0; i < b->nout; i++) {
-        const hc_tensor *t = hc_model_output(m, i);
+        const hc_tensor *t = &io->out[i];
         char *path = output_path(dir, t->name);
         hc_status st = hc_npy_write(path, t->dtype, t->ndim, t->shape, b->out[i], &err);
         if (st == HC_OK) printf("wrote %s\n", path);
@@ -224,17 +224,34 @@ static int write_outputs(const char *dir, const hc_model *m, const cli_buffers *
 
 static int run_model(const run_args *r, hc_model *m, hc_npy *npys) {
     hc_error err = {0};
+    const char *names[MAX_INPUT_ARGS];
+    int ndims[MAX_INPUT_ARGS];
+    int64_t (*shapes)[HC_MAX_DIMS] = hc_xcalloc(MAX_INPUT_ARGS + 1, sizeof *shapes);
+    for (int i = 0; i < r->ninputs; i++) {
+        names[i] = r->input_names[i], ndims[i] = npys[i].ndim;
+        memcpy(shapes[i], npys[i].shape, sizeof(int64_t) * (size_t)npys[i].ndim);
+    }
+    cli_io io;
+    hc_status st = cli_io_make(m, r->ninputs, names, ndims, (const int64_t(*)[HC_MAX_DIMS])shapes,
+                               &io, &err);
+    free(shapes);
+    if (st != HC_OK) {
+        fprintf(stderr, "hidetc run: %s\n", err.msg);
+        return 1;
+    }
+    if (io.binding) printf("symbols: %s\n", io.binding);
     cli_buffers b;
-    cli_buffers_alloc(m, &b);
-    fill_inputs(r, m, npys, &b);
+    cli_buffers_alloc_io(&io, &b);
+    fill_inputs(r, &io, npys, &b);
     int rc = 0;
-    if (hc_model_run(m, b.in, b.out, &err) != HC_OK) {
+    if (hc_model_run_dims(m, b.in, io.dims, b.out, NULL, &err) != HC_OK) {
         fprintf(stderr, "hidetc run: %s\n", err.msg);
         rc = 1;
     }
-    for (int i = 0; !rc && i < b.nout; i++) print_summary(hc_model_output(m, i), b.out[i]);
-    if (!rc && r->output_dir) rc = write_outputs(r->output_dir, m, &b);
+    for (int i = 0; !rc && i < b.nout; i++) print_summary(&io.out[i], b.out[i]);
+    if (!rc && r->output_dir) rc = write_outputs(r->output_dir, &io, &b);
     cli_buffers_free(&b);
+    cli_io_free(&io);
     return rc;
 }
 
@@ -319,14 +336,23 @@ int cmd_run(int argc, char **argv) {
     hc_npy npys[MAX_INPUT_ARGS];
     memset(npys, 0, sizeof npys);
     hc_graph *g = NULL;
-    if (r.ninputs) rc = bind_from_inputs(&r, npys, &g);
-    if (!rc && (g ? cli_compile_graph(g, &opt, &m, &err)
-                  : cli_open_model(r.model, &opt, &m, &err)) != HC_OK) {
-        fprintf(stderr, "hidetc run: %s\n", err.msg);
-        rc = 1;
+    /* one compile for every shape; where an operator's kernel is not symbolic yet, the
+     * shapes of the --input files fix the symbols and the kernels are built for them */
+    if (cli_open_model(r.model, &opt, &m, &err) != HC_OK) {
+        bool retry = err.status == HC_ERR_UNSUPPORTED && r.ninputs && !hc_model_file_is(r.model);
+        if (retry) {
+            fprintf(stderr, "hidetc: note: %s; compiling for the shapes of the inputs given "
+                            "(docs/dynamic.md)\n", err.msg);
+            rc = bind_from_inputs(&r, npys, &g);
+        }
+        if (!retry || (!rc && (g ? cli_compile_graph(g, &opt, &m, &err)
+                                 : cli_open_model(r.model, &opt, &m, &err)) != HC_OK)) {
+            fprintf(stderr, "hidetc run: %s\n", err.msg);
+            rc = 1;
+        }
     }
     if (!rc) rc = read_inputs(&r, npys);
-    if (!rc) rc = check_inputs(&r, hc_model_graph(m), npys);
+    if (!rc) rc = check_inputs(&r, hc_model_graph(m), npys, hc_model_is_symbolic(m));
     if (!rc) rc = run_model(&r, m, npys);
     for (int i = 0; i < r.ninputs; i++) hc_npy_free(&npys[i]);
     hc_model_free(m);

@@ -19,11 +19,15 @@ static int g_ndims, g_nshapes;
 static hc_onnx_dim g_hints[CLI_MAX_OVERRIDES];
 static char g_hint_names[CLI_MAX_OVERRIDES][256];
 static int g_nhints;
+/* --bind NAME=N: the value of a symbol for the runs of a symbolic model */
+static hc_onnx_dim g_binds[CLI_MAX_OVERRIDES];
+static char g_bind_names[CLI_MAX_OVERRIDES][256];
+static int g_nbinds;
 
 static hc_status load_model(const char *spec, bool symbolic, hc_graph **out, hc_error *err);
 
 hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
-    return load_model(spec, false, out, err);
+    return load_model(spec, true, out, err); /* symbols kept: one compile for every shape */
 }
 
 hc_status cli_load_model_symbolic(const char *spec, hc_graph **out, hc_error *err) {
@@ -123,6 +127,85 @@ void cli_buffers_alloc(const hc_model *m, cli_buffers *b) {
     for (int i = 0; i < b->nout; i++) b->out[i] = alloc_for(hc_model_output(m, i));
 }
 
+/* ---- the shapes of one run (dynamic shapes, docs/dynamic.md) ---------------------------- */
+static hc_tensor view_at(const hc_tensor *t, const hc_sym_binding *b, bool *ok) {
+    hc_tensor v = *t;
+    for (int d = 0; t->sym && d < t->ndim; d++)
+        if (t->sym[d] && !hc_sym_eval(t->sym[d], b, &v.shape[d])) *ok = false;
+    v.sym = NULL, v.symval = NULL;
+    return v;
+}
+
+hc_status cli_io_make(const hc_model *m, int ngiven, const char *const *names, const int *ndims,
+                      const int64_t (*shapes)[HC_MAX_DIMS], cli_io *io, hc_error *err) {
+    const hc_graph *g = hc_model_graph(m);
+    memset(io, 0, sizeof *io);
+    io->nin = hc_model_num_inputs(m), io->nout = hc_model_num_outputs(m);
+    io->in = hc_xcalloc((size_t)io->nin + 1, sizeof(hc_tensor));
+    io->out = hc_xcalloc((size_t)io->nout + 1, sizeof(hc_tensor));
+    io->dims = hc_xcalloc((size_t)io->nin + 1, sizeof(int64_t *));
+    size_t ns = g->sym_names.len;
+    int64_t *values = hc_xcalloc(ns + 1, sizeof(int64_t));
+    hc_status st = HC_OK;
+    if (ns) st = hc_graph_bind_inputs(g, ngiven, names, ndims, shapes, values, err);
+    for (size_t k = 0; st == HC_OK && k < ns; k++) {
+        for (int j = 0; j < g_nbinds; j++) {
+            if (strcmp(g_binds[j].name, g->sym_names.data[k])) continue;
+            if (values[k] >= 0 && values[k] != g_binds[j].value)
+                st = hc_error_set(err, HC_ERR_INVALID, "--bind %s=%lld, but the inputs given "
+                                  "make it %lld", g_binds[j].name, (long long)g_binds[j].value,
+                                  (long long)values[k]);
+            values[k] = g_binds[j].value;
+        }
+        if (values[k] < 0) values[k] = g->sym_hints.data[k];
+        io->nbound += 1;
+    }
+    for (int j = 0; st == HC_OK && j < g_nbinds; j++) {
+        bool known = false;
+        for (size_t k = 0; k < ns; k++) known |= !strcmp(g_binds[j].name, g->sym_names.data[k]);
+        if (!known)
+            st = hc_error_set(err, HC_ERR_INVALID, "--bind %s: the model has no such symbol%s",
+                              g_binds[j].name, ns ? "" : " (its shapes are fixed)");
+    }
+    hc_sym_binding b = {(int)ns, g->sym_names.data, values};
+    if (st == HC_OK && ns) st = hc_graph_check_binding(g, &b, err);
+    bool ok = true;
+    for (int i = 0; st == HC_OK && i < io->nin; i++) {
+        io->in[i] = view_at(hc_model_input(m, i), &b, &ok);
+        io->dims[i] = io->in[i].shape;
+    }
+    for (int i = 0; st == HC_OK && i < io->nout; i++) io->out[i] = view_at(hc_model_output(m, i), &b, &ok);
+    for (int i = 0; st == HC_OK && ok && i < io->nin + io->nout; i++) {
+        const hc_tensor *t = i < io->nin ? &io->in[i] : &io->out[i - io->nin];
+        if (hc_shape_too_large(t->dtype, t->ndim, t->shape)) ok = false;
+    }
+    if (st == HC_OK && !ok)
+        st = hc_error_set(err, HC_ERR_INVALID, "a tensor's size cannot be had at this binding");
+    if (st == HC_OK && ns) {
+        hc_sb sb;
+        hc_sb_init(&sb);
+        for (size_t k = 0; k < ns; k++)
+            hc_sb_printf(&sb, "%s%s=%lld", k ? " " : "", g->sym_names.data[k], (long long)values[k]);
+        io->binding = hc_sb_take(&sb);
+    }
+    free(values);
+    if (st != HC_OK) cli_io_free(io);
+    return st;
+}
+
+void cli_io_free(cli_io *io) {
+    free(io->in), free(io->out), free(io->dims), free(io->binding);
+    memset(io, 0, sizeof *io);
+}
+
+void cli_buffers_alloc_io(const cli_io *io, cli_buffers *b) {
+    b->nin = io->nin, b->nout = io->nout;
+    b->in = hc_xcalloc((size_t)b->nin + 1, sizeof(void *));
+    b->out = hc_xcalloc((size_t)b->nout + 1, sizeof(void *));
+    for (int i = 0; i < b->nin; i++) b->in[i] = alloc_for(&io->in[i]);
+    for (int i = 0; i < b->nout; i++) b->out[i] = alloc_for(&io->out[i]);
+}
+
 void cli_buffers_free(cli_buffers *b) {
     for (int i = 0; i < b->nin; i++) free(b->in[i]);
     for (int i = 0; i < b->nout; i++) free(b->out[i]);
@@ -161,18 +244,21 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
         {"--no-nchwc", &co->paths.no_nchwc},
         {"--no-int8", &co->paths.no_int8},
     };
-    if (!strcmp(o, "--dim-hint")) {
+    if (!strcmp(o, "--dim-hint") || !strcmp(o, "--bind")) {
+        bool hint = o[2] == 'd';
+        int *cnt = hint ? &g_nhints : &g_nbinds;
         hc_error e = {0};
-        if (g_nhints >= CLI_MAX_OVERRIDES) {
+        if (*cnt >= CLI_MAX_OVERRIDES) {
             fprintf(stderr, "hidetc %s: at most %d %s options\n", cmd, CLI_MAX_OVERRIDES, o);
             return -1;
         }
-        if (!val || !hc_onnx_parse_dim(val, &g_hints[g_nhints], g_hint_names[g_nhints],
+        if (!val || !hc_onnx_parse_dim(val, hint ? &g_hints[*cnt] : &g_binds[*cnt],
+                                       hint ? g_hint_names[*cnt] : g_bind_names[*cnt],
                                        sizeof g_hint_names[0], &e)) {
-            fprintf(stderr, "hidetc %s: %s\n", cmd, val ? e.msg : "--dim-hint expects NAME=N");
+            fprintf(stderr, "hidetc %s: %s\n", cmd, val ? e.msg : "expects NAME=N");
             return -1;
         }
-        g_nhints++;
+        (*cnt)++;
         return 2;
     }
     if (!strcmp(o, "--dim") || !strcmp(o, "--shape")) {

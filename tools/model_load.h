@@ -43,6 +43,22 @@ typedef struct cli_buffers {
     void **in, **out;
 } cli_buffers;
 void cli_buffers_alloc(const hc_model *m, cli_buffers *b);
+/* The shapes of one run (docs/dynamic.md): for a model with symbols, the values come from
+ * the shapes of the inputs given (ngiven of them, by name), then --bind NAME=N, then the
+ * hints; the constraints are checked. in/out are the model's inputs and outputs with
+ * those shapes (sym NULL), dims[i] input i's for hc_model_run_dims; binding "batch=8
+ * seq=128" (NULL without symbols). A static model's are its own. */
+typedef struct cli_io {
+    int nin, nout, nbound;
+    hc_tensor *in, *out;
+    const int64_t **dims;
+    char *binding;
+} cli_io;
+hc_status cli_io_make(const hc_model *m, int ngiven, const char *const *names, const int *ndims,
+                      const int64_t (*shapes)[HC_MAX_DIMS], cli_io *io, hc_error *err);
+void cli_io_free(cli_io *io);
+/* Buffers for io's inputs and outputs. */
+void cli_buffers_alloc_io(const cli_io *io, cli_buffers *b);
 void cli_buffers_free(cli_buffers *b);
 /* Random values in every input (cli_fill_random). */
 void cli_random_inputs(const hc_model *m, cli_buffers *b);
@@ -59,7 +75,7 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
 #define CLI_COMPILE_OPTIONS_USAGE                                                                  \
     "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2] "         \
     "[--target NAME] [--no-cuda-graph] [--dump-ir STAGE] [--max-memory BYTES] [--no-pin] "  \
-    "[--dim NAME=N] [--shape INPUT=D0,D1,...]"
+    "[--dim NAME=N] [--shape INPUT=D0,D1,...] [--dim-hint NAME=N] [--bind NAME=N]"
 /* Their help lines, for each command's usage text. */
 #define CLI_COMPILE_OPTIONS_HELP                                                                   \
     "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"     \
@@ -74,7 +90,11 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     "  cuda, cuda:sm_80, cuda:sm_90 (docs/gpu.md); --no-cuda-graph: launch every kernel on\n"    \
     "  every run instead of replaying the first run as a CUDA graph\n"                          \
     "  --dim NAME=N: fix the symbolic input dimension NAME (ONNX dim_param) to N;\n"      \
-    "  --shape INPUT=D0,D1,...: fix input INPUT's whole shape (docs/onnx.md)\n"             \
+    "  --shape INPUT=D0,D1,...: fix input INPUT's whole shape (docs/onnx.md); symbols\n"    \
+    "  left open stay symbolic: one compile for every shape (docs/dynamic.md)\n"           \
+    "  --dim-hint NAME=N: the value heuristics assume for symbol NAME (default 16, 24, ...);\n" \
+    "  --bind NAME=N: run a symbolic model with NAME=N (inputs given with --input fix\n"   \
+    "  their symbols; the others default to their hints)\n"                                \
     "  --no-pin: leave the run's threads unpinned (the program pins them to CPUs by\n"       \
     "  default; the library only when asked: docs/runtime.md)\n"                            \
     "  --max-memory BYTES: refuse a model whose run needs more (arena, weights, inputs and\n"    \

@@ -8,6 +8,8 @@
  * specialized at a second binding of the symbols and compared with the static Task the
  * same builder makes when the tensors have that binding's shapes. They must be the same
  * program up to the names of axes; else the node is refused, with its name and why. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fuse/fuse.h"
@@ -59,9 +61,11 @@ static bool second_binding(const hc_graph *g, int64_t *v) {
     return false;
 }
 
-/* Builders read shape-like inputs (Slice's ends, Reshape's shape) as constants: a
- * symbolic one (symval) gets its values under b as data for the build, taken away by
- * detach_values. Returns how many were attached (their tensors in ts). */
+/* Builders read shape-like inputs (Slice's ends, Reshape's shape) as constants: where a
+ * builder needs one that is symbolic (symval), it gets its values under b as data for the
+ * build, taken away by detach_values. Returns how many were attached (their tensors in
+ * ts). Only then: a builder given data folds it (a Gather of a Shape's value would become
+ * the hint's number). */
 static int attach_values(hc_arena *a, const hc_node *n, const hc_sym_binding *b, hc_tensor **ts) {
     int k = 0;
     for (int i = 0; i < n->ninputs; i++) {
@@ -118,7 +122,7 @@ static void restore(saved *sv, int k) {
 }
 
 static hc_status check_symbolic(const hc_node *n, const hc_op_def *def, const hc_task *t,
-                                hc_error *err) {
+                                bool values, hc_error *err) {
     hc_graph *g = node_graph(n);
     if (!g || g->sym_names.len > 64) return HC_OK; /* not made by a graph: nothing to check against */
     int64_t v2[64];
@@ -139,8 +143,9 @@ static hc_status check_symbolic(const hc_node *n, const hc_op_def *def, const hc
     hc_task *ts = NULL;
     if (ok) {
         hc_tensor *vals[HC_MAX_DIMS * 8];
-        int nv = n->ninputs <= (int)HC_ARRAY_LEN(vals) ? attach_values(&tmp, n, &b2, vals) : 0;
         bool was = hc_node_tnodes_static(true);
+        int nv = 0;
+        if (values && n->ninputs <= (int)HC_ARRAY_LEN(vals)) nv = attach_values(&tmp, n, &b2, vals);
         ts = def->task(&tmp, n, &e);
         hc_node_tnodes_static(was);
         detach_values(vals, nv);
@@ -149,6 +154,17 @@ static hc_status check_symbolic(const hc_node *n, const hc_op_def *def, const hc
     hc_task *sp = ts ? hc_task_specialize(&tmp, t, &b2, &e) : NULL;
     const char *why = NULL;
     if (!sp || !hc_task_same(sp, ts, &why)) {
+        const char *dbg = getenv("HIDETC_SYM_DEBUG"); /* both tasks on stderr */
+        if (dbg && !strcmp(dbg, "1") && sp && ts) {
+            hc_sb p;
+            hc_sb_init(&p);
+            hc_sb_puts(&p, "symbolic task, specialized:\n");
+            hc_print_task(&p, sp);
+            hc_sb_puts(&p, "static task:\n");
+            hc_print_task(&p, ts);
+            fprintf(stderr, "%s", hc_sb_str(&p));
+            hc_sb_free(&p);
+        }
         hc_sb sb;
         hc_sb_init(&sb);
         for (int i = 0; i < b2.n; i++)
@@ -175,18 +191,24 @@ hc_task *hc_fuse_node_task(hc_arena *a, const hc_node *n, hc_error *err) {
     }
     if (!node_symbolic(n)) return def->task(a, n, err);
     hc_graph *g = node_graph(n);
-    hc_tensor *vals[HC_MAX_DIMS * 8];
-    int nv = 0;
-    if (g && n->ninputs <= (int)HC_ARRAY_LEN(vals)) {
+    hc_error e0 = {0};
+    hc_task *t = def->task(a, n, &e0);
+    bool values = false;
+    if (!t && g) { /* a shape-like input that must be a constant: its values at the hints */
+        hc_tensor *vals[HC_MAX_DIMS * 8];
+        int nv = 0;
         hc_sym_binding hb = hc_graph_hint_binding(g);
-        nv = attach_values(a, n, &hb, vals);
+        if (n->ninputs <= (int)HC_ARRAY_LEN(vals)) nv = attach_values(a, n, &hb, vals);
+        if ((values = nv > 0)) t = def->task(a, n, &e0);
+        detach_values(vals, nv);
     }
-    hc_task *t = def->task(a, n, err);
-    detach_values(vals, nv);
-    if (!t) return NULL;
+    if (!t) {
+        if (err) *err = e0;
+        return NULL;
+    }
     output_syms(n, t);
     hc_error e = {0};
-    if (check_symbolic(n, def, t, &e) != HC_OK) {
+    if (check_symbolic(n, def, t, values, &e) != HC_OK) {
         if (err) *err = e;
         return NULL;
     }

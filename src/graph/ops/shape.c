@@ -158,10 +158,13 @@ void hc_shp_make_axes(hc_arena *a, int n, hc_var **axes) {
     for (int i = 0; i < n; i++) axes[i] = hc_axis(a, hc_arena_printf(a, "i%d", i));
 }
 
-hc_expr *hc_shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim) {
+hc_expr *hc_shp_wrap_index(hc_arena *a, hc_expr *v, hc_expr *dim) {
     hc_expr *i = hc_cast(a, hc_type_scalar(HC_I64), v);
-    hc_expr *w = hc_select(a, hc_lt(a, i, hc_int(a, 0)), hc_add(a, i, hc_int(a, dim)), i);
-    return hc_min(a, hc_max(a, w, hc_int(a, 0)), hc_int(a, dim > 0 ? dim - 1 : 0));
+    hc_expr *w = hc_select(a, hc_lt(a, i, hc_int(a, 0)), hc_add(a, i, dim), i);
+    int64_t c;
+    hc_expr *last = hc_expr_is_const_int(dim, &c) ? hc_int(a, c > 0 ? c - 1 : 0)
+                                                  : hc_max(a, hc_sub(a, dim, hc_int(a, 1)), hc_int(a, 0));
+    return hc_min(a, hc_max(a, w, hc_int(a, 0)), last);
 }
 
 hc_value hc_shp_num_value(hc_dtype t, double d) {

@@ -60,7 +60,7 @@ hc_task *hc_shp_task_gather(hc_arena *a, const hc_node *n, hc_error *err) {
         if (d < axis) xi[d] = hc_ref(a, ax[d]);
         else if (d > axis) xi[d] = hc_ref(a, ax[d - 1 + ind->ndim]);
     }
-    xi[axis] = hc_shp_wrap_index(a, hc_at(a, ind, ii), x->shape[axis]);
+    xi[axis] = hc_shp_wrap_index(a, hc_at(a, ind, ii), hc_tnode_extent(a, x, axis));
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, hc_at(a, x, xi));
     return hc_node_task(a, n, count, p, 1, &y);
 }
@@ -88,7 +88,7 @@ hc_task *hc_shp_task_gather_elements(hc_arena *a, const hc_node *n, hc_error *er
     hc_shp_make_axes(a, ind->ndim, ax);
     for (int d = 0; d < x->ndim; d++)
         xi[d] = hc_min(a, hc_ref(a, ax[d]), hc_int(a, x->shape[d] - 1));
-    xi[axis] = hc_shp_wrap_index(a, hc_at_axes(a, ind, ax), x->shape[axis]);
+    xi[axis] = hc_shp_wrap_index(a, hc_at_axes(a, ind, ax), hc_tnode_extent(a, x, axis));
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), ind->ndim, ind->shape, ax,
                                        hc_at(a, x, xi));
     return hc_node_task(a, n, count, p, 1, &y);
@@ -188,7 +188,7 @@ hc_task *hc_shp_task_gather_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     for (int d = 0; d < b; d++) xi[d] = hc_ref(a, ax[d]);
     for (int t = 0; t < k; t++) {
         ii[q - 1] = hc_int(a, t);
-        xi[b + t] = hc_shp_wrap_index(a, hc_at(a, ind, ii), x->shape[b + t]);
+        xi[b + t] = hc_shp_wrap_index(a, hc_at(a, ind, ii), hc_tnode_extent(a, x, b + t));
     }
     for (int d = b + k; d < x->ndim; d++) xi[d] = hc_ref(a, ax[q - 1 + d - b - k]);
     hc_tnode *y = hc_compute_with_axes(a, out_name(n), o->ndim, o->shape, ax, hc_at(a, x, xi));
@@ -317,7 +317,7 @@ hc_task *hc_shp_task_scatter_elements(hc_arena *a, const hc_node *n, hc_error *e
             inside = hc_and(a, inside, hc_lt(a, hc_ref(a, ax[d]), hc_int(a, u->shape[d])));
     }
     ui[axis] = hc_ref(a, r);
-    hc_expr *target = hc_shp_wrap_index(a, hc_at(a, ind, ui), x->shape[axis]);
+    hc_expr *target = hc_shp_wrap_index(a, hc_at(a, ind, ui), hc_tnode_extent(a, x, axis));
     se_ctx c = {u, axis};
     scatter_spec s = {
         .nr = 1, .rv = &r, .ext = &ext,
@@ -384,7 +384,7 @@ hc_task *hc_shp_task_scatter_nd(hc_arena *a, const hc_node *n, hc_error *err) {
     for (int d = 0; d < nb; d++) ii[d] = ui[d] = hc_ref(a, rv[d]);
     for (int t = 0; t < k; t++) {
         ii[q - 1] = hc_int(a, t);
-        hc_expr *eq = hc_eq(a, hc_shp_wrap_index(a, hc_at(a, ind, ii), x->shape[t]),
+        hc_expr *eq = hc_eq(a, hc_shp_wrap_index(a, hc_at(a, ind, ii), hc_tnode_extent(a, x, t)),
                             hc_ref(a, ax[t]));
         match = match ? hc_and(a, match, eq) : eq;
     }

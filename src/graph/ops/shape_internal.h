@@ -42,7 +42,7 @@ void hc_shp_make_axes(hc_arena *a, int n, hc_var **axes);
 /* An index read from a data tensor (any integer type) as i64, negative values wrapped by
  * dim and the result clamped into [0, dim) so that generated code never reads outside
  * the tensor on bad data. */
-hc_expr *hc_shp_wrap_index(hc_arena *a, hc_expr *v, int64_t dim);
+hc_expr *hc_shp_wrap_index(hc_arena *a, hc_expr *v, hc_expr *dim);
 /* A constant-valued tensor (flat element i is vals[i]) as a balanced select tree on
  * the flat index. */
 hc_expr *hc_shp_const_table(hc_arena *a, hc_dtype t, int64_t n, const hc_value *vals,
