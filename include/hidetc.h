@@ -291,9 +291,12 @@ HIDETC_API void hidetc_session_free(hidetc_session *s);
 HIDETC_API hidetc_status hidetc_session_save(const hidetc_session *s, const char *path);
 
 /* An input or output: name, dtype, rank and dims. dims[d] is -1 for a dimension that is
- * symbolic at run time (none yet: every symbol is fixed at compile time today);
- * dim_names[d] is the ONNX symbol the dimension came from (NULL: none). Pointers live as
- * long as the session. */
+ * symbolic at run time (a symbol that dims/shapes left open: docs/dynamic.md), and then
+ * dim_names[d] is its expression ("batch", "batch*seq"); else dim_names[d] is the ONNX
+ * symbol a fixed dimension came from (NULL: none). Pointers live as long as the session.
+ * A session with symbolic dimensions runs at the dims of the tensors given to
+ * hidetc_session_run (its outputs' dims follow; errors name the input, the dimension and
+ * the expected value); hidetc_session_run_buffers needs static dims. */
 typedef struct hidetc_value_info {
     const char *name;
     hidetc_dtype dtype;

@@ -273,8 +273,9 @@ class InferenceSession:
         target: ``"cpu"`` (this CPU; the default), ``"cpu:avx2"``, ``"opencl"``,
             ``"cuda"``, ... (docs/targets.md).
         dims: fix symbolic dimensions (ONNX ``dim_param``) by name, e.g.
-            ``{"batch": 8}``. hidetc compiles static shapes: a model with a symbolic
-            dimension needs it here (or in ``shapes``).
+            ``{"batch": 8}``: static kernels for that value. A symbol left open stays
+            symbolic: one compile serves every value, and :meth:`run` takes inputs of
+            any valid shape (docs/dynamic.md).
         shapes: fix inputs' whole shapes by input name, e.g. ``{"x": [8, 3, 224, 224]}``
             (also dimensions without a name).
         cache_dir: the kernel cache folder (None: ``$HIDETC_CACHE_DIR`` or

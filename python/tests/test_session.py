@@ -243,12 +243,20 @@ class Session(unittest.TestCase):
 
 
 class Dims(unittest.TestCase):
-    def test_symbolic_needs_dims(self):
-        with self.assertRaises(hidetc.HidetcError) as cm:
-            hidetc.InferenceSession(SYM, threads=THREADS)
-        msg = str(cm.exception)
-        self.assertIn("'x'", msg)
-        self.assertIn("batch", msg)
+    def test_symbolic(self):
+        # without dims the batch stays symbolic: one compile, any batch (docs/dynamic.md)
+        s = hidetc.InferenceSession(SYM, threads=THREADS)
+        a = s.get_inputs()[0]
+        self.assertEqual(a.shape, ["batch", 4])
+        self.assertEqual(s.get_outputs()[0].shape, ["batch", 3])
+        for b in (1, 5, 2, 17):
+            x = RNG.standard_normal((b, 4)).astype(np.float32)
+            (y,) = s.run(None, {"x": x})
+            self.assertEqual(y.shape, (b, 3))
+            self.assertTrue(close(y, np.maximum(x @ W, 0)))
+        with self.assertRaises(hidetc.InvalidArgument) as cm:
+            s.run(None, {"x": np.zeros((2, 5), np.float32)})
+        self.assertIn("'x'", str(cm.exception))
 
     def test_dims(self):
         s = hidetc.InferenceSession(SYM, threads=THREADS, dims={"batch": 3})

@@ -147,6 +147,10 @@ static void describe(const hc_tensor *t, hidetc_value_info *v) {
     for (int d = 0; d < t->ndim; d++) {
         v->dims[d] = t->shape[d];
         v->dim_names[d] = t->dim_names ? t->dim_names[d] : NULL;
+        if (t->sym && t->sym[d] && t->graph) { /* symbolic at run time: its expression */
+            v->dims[d] = -1;
+            v->dim_names[d] = hc_sym_str(&t->graph->arena, t->sym[d]);
+        }
     }
 }
 
@@ -222,7 +226,8 @@ static hc_status open_model(hidetc_session *s, const char *path, const void *dat
         }
     }
     hc_graph *g = NULL;
-    hc_onnx_options oo = {o->num_dims, dims, o->num_shapes, shapes};
+    /* symbols that dims/shapes leave open stay symbolic: one compile for every shape */
+    hc_onnx_options oo = {o->num_dims, dims, o->num_shapes, shapes, .symbolic = true};
     if (st == HC_OK) {
         if (data) st = hc_onnx_load_memory_with(data, size, name, &oo, &g, err);
         else if (!strncmp(path, BUILTIN, strlen(BUILTIN))) {
@@ -403,8 +408,13 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
     int *slot = calloc((size_t)noutputs + 1, sizeof(int));
     hidetc_tensor **made = calloc((size_t)s->nout + 1, sizeof(hidetc_tensor *)); /* ours */
     bool *given_new = calloc((size_t)noutputs + 1, sizeof(bool));
+    bool symbolic = hc_model_is_symbolic(s->m);
+    const int64_t **idims = calloc((size_t)s->nin + 1, sizeof(int64_t *));
+    hidetc_value_info *ovi = calloc((size_t)s->nout + 1, sizeof *ovi); /* at this run's dims */
     hidetc_status st = HIDETC_OK;
-    if (!in || !out || !slot || !made || !given_new) st = failf(HC_ERR_NOMEM, "%s: out of memory", fn);
+    if (!in || !out || !slot || !made || !given_new || !idims || !ovi)
+        st = failf(HC_ERR_NOMEM, "%s: out of memory", fn);
+    for (int k = 0; ovi && k < s->nout; k++) ovi[k] = s->out[k];
     for (int i = 0; i < ninputs && st == HIDETC_OK; i++) {
         int k = i;
         if (input_names) {
@@ -429,6 +439,12 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
         }
         if ((st = check_tensor(inputs[i], &s->in[k], "input")) != HIDETC_OK) break;
         in[k] = inputs[i]->data ? inputs[i]->data : (void *)""; /* empty: any non-NULL */
+        idims[k] = inputs[i]->dims;
+    }
+    /* a symbolic model: the outputs' dims at the inputs' (the binding checks those) */
+    for (int k = 0; symbolic && k < s->nout && st == HIDETC_OK; k++) {
+        hc_error err = {0};
+        if (hc_model_output_dims(s->m, idims, k, ovi[k].dims, &err) != HC_OK) st = hc_api_fail(&err);
     }
     for (int j = 0; j < noutputs && st == HIDETC_OK; j++) {
         int k = j;
@@ -442,7 +458,7 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
         }
         slot[j] = k;
         if (outputs[j]) {
-            if ((st = check_tensor(outputs[j], &s->out[k], "output")) != HIDETC_OK) break;
+            if ((st = check_tensor(outputs[j], &ovi[k], "output")) != HIDETC_OK) break;
             if (out[k] && out[k] != outputs[j]->data) {
                 st = failf(HC_ERR_INVALID, "%s: output '%s' is asked for twice", fn, s->out[k].name);
                 break;
@@ -453,13 +469,14 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
     /* outputs left NULL, and outputs not asked for: tensors of ours */
     for (int k = 0; k < s->nout && st == HIDETC_OK; k++) {
         if (out[k]) continue;
-        const hidetc_value_info *v = &s->out[k];
+        const hidetc_value_info *v = &ovi[k];
         st = tensor_new(&made[k], fn, v->dtype, v->ndim, v->dims, NULL, true);
         if (st == HIDETC_OK) out[k] = made[k]->data;
     }
     if (st == HIDETC_OK) {
         hc_error err = {0};
-        if (hc_model_run(s->m, in, out, &err) != HC_OK) st = hc_api_fail(&err);
+        if (hc_model_run_dims(s->m, in, symbolic ? idims : NULL, out, NULL, &err) != HC_OK)
+            st = hc_api_fail(&err);
     }
     if (st == HIDETC_OK)
         for (int j = 0; j < noutputs; j++)
@@ -467,8 +484,8 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
                 int k = slot[j];
                 /* the same output asked for twice, left NULL both times: one tensor each */
                 if (made[k]) outputs[j] = made[k], made[k] = NULL, given_new[j] = true;
-                else if (tensor_new(&outputs[j], fn, s->out[k].dtype, s->out[k].ndim,
-                                    s->out[k].dims, NULL, true) == HIDETC_OK) {
+                else if (tensor_new(&outputs[j], fn, ovi[k].dtype, ovi[k].ndim, ovi[k].dims,
+                                    NULL, true) == HIDETC_OK) {
                     memcpy(outputs[j]->data, out[k], hidetc_tensor_bytes(outputs[j]));
                     given_new[j] = true;
                 } else {
@@ -480,13 +497,16 @@ hidetc_status hidetc_session_run(hidetc_session *s, int ninputs, const char *con
         for (int j = 0; j < noutputs && given_new; j++)
             if (given_new[j]) hidetc_tensor_free(outputs[j]), outputs[j] = NULL;
     for (int k = 0; made && k < s->nout; k++) hidetc_tensor_free(made[k]);
-    free(in), free(out), free(slot), free(made), free(given_new);
+    free(in), free(out), free(slot), free(made), free(given_new), free(idims), free(ovi);
     return st;
 }
 
 hidetc_status hidetc_session_run_buffers(hidetc_session *s, const void *const *inputs,
                                          void *const *outputs) {
     if (!s) return failf(HC_ERR_INVALID, "hidetc_session_run_buffers: session is NULL");
+    if (hc_model_is_symbolic(s->m))
+        return failf(HC_ERR_INVALID, "hidetc_session_run_buffers: the model has symbolic "
+                     "dimensions: run it with hidetc_session_run, whose tensors give their dims");
     hc_error err = {0};
     return hc_model_run(s->m, (void *const *)inputs, outputs, &err) == HC_OK ? HIDETC_OK
                                                                               : hc_api_fail(&err);
