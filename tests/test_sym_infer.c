@@ -552,6 +552,29 @@ static void check_compiled(const char *label, build_fn build, int nb, const char
     hc_model_free(lm);
 }
 
+/* A Pad at the end of a symbolic dim: its Task bounds-checks with the dim's hint value,
+ * so the check at a second binding refuses it, naming the node (never a wrong kernel). */
+static void build_pad(hc_graph *g, const hc_sym_binding *b) {
+    sym_in xi = {"x", 2, {"batch", "8"}};
+    hc_tensor *x = input(g, &xi, b);
+    hc_tensor *p = node(g, HC_OPK_PAD, "pad_end", 2,
+                        (hc_tensor *[]){x, ci64(g, 4, (int64_t[]){0, 0, 2, 0})}, 0, NULL);
+    hc_graph_add_output(g, p);
+}
+
+static void test_refused(void) {
+    hc_graph *g = hc_graph_new("pad", 17);
+    build_pad(g, NULL);
+    hc_model *m = NULL;
+    hc_compile_options o = {.num_threads = 2};
+    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+    hc_status st = hc_model_compile(g, &o, &m, &err);
+    CHECK(st == HC_ERR_UNSUPPORTED && !m);
+    CHECK_MSG(strstr(err.msg, "'pad_end'") && strstr(err.msg, "not symbolic") &&
+                  strstr(err.msg, "--dim"), "%s", err.msg);
+    hc_model_free(m);
+}
+
 static void test_compiled(void) {
     const char *bs[] = {"batch", "seq"};
     const int64_t bv[][8] = {{1, 1}, {3, 7}, {2, 64}, {5, 13}, {3, 7}};
@@ -578,5 +601,6 @@ int main(int argc, char **argv) {
     test_errors();
     test_bind();
     test_compiled();
+    test_refused();
     TEST_DONE();
 }

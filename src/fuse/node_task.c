@@ -46,8 +46,9 @@ static void output_syms(const hc_node *n, hc_task *t) {
 }
 
 /* A second binding that keeps the graph's constraints: twice the hints (their divisors
- * kept), else the hints + 1, else + 3. false when none does. */
-static bool second_binding(const hc_graph *g, int64_t *v) {
+ * kept), else the hints + 1, else + 3. false when none does, with the constraint the
+ * first one broke in why. */
+static bool second_binding(const hc_graph *g, int64_t *v, char *why, size_t cap) {
     int ns = (int)g->sym_names.len;
     for (int attempt = 0; attempt < 3; attempt++) {
         for (int k = 0; k < ns; k++) {
@@ -57,6 +58,7 @@ static bool second_binding(const hc_graph *g, int64_t *v) {
         hc_sym_binding b = {ns, g->sym_names.data, v};
         hc_error e = {0};
         if (hc_graph_check_binding(g, &b, &e) == HC_OK) return true;
+        if (attempt == 0) snprintf(why, cap, "%.400s", e.msg);
     }
     return false;
 }
@@ -126,11 +128,12 @@ static hc_status check_symbolic(const hc_node *n, const hc_op_def *def, const hc
     hc_graph *g = node_graph(n);
     if (!g || g->sym_names.len > 64) return HC_OK; /* not made by a graph: nothing to check against */
     int64_t v2[64];
-    if (!second_binding(g, v2))
+    char why2[512] = "";
+    if (!second_binding(g, v2, why2, sizeof why2))
         return hc_error_set(err, HC_ERR_UNSUPPORTED,
-                            "node '%s' (%s): no second binding of the symbols keeps the "
-                            "model's constraints, so its symbolic kernel cannot be checked",
-                            n->name, hc_op_onnx_name(n->op));
+                            "node '%s' (%s): the model's constraints pin its symbols to the "
+                            "hint values (%s), so its kernel cannot be symbolic; fix them "
+                            "with --dim or --shape", n->name, hc_op_onnx_name(n->op), why2);
     hc_sym_binding b2 = {(int)g->sym_names.len, g->sym_names.data, v2};
     hc_arena tmp;
     hc_arena_init(&tmp);
