@@ -96,6 +96,25 @@ PY
             HIDETC_CACHE_DIR="$B/cache" "$H" compile "builtin:$m" -o "$SEEDS.tmp/$m.hcm" --threads 1 \
                 >/dev/null 2>&1 || echo "scripts/fuzz.sh: note: could not compile builtin:$m" >&2
         done
+        # a model with symbols (batch, seq): symbols, constraints, symbolic dims, kernels'
+        # symbol parameters
+        /usr/bin/python3 - "$SEEDS.tmp" <<'PY' 2>/dev/null &&
+import sys, numpy as np, onnx
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
+W = np.ones((6, 4), np.float32)
+nodes = [h.make_node("MatMul", ["x", "W"], ["xw"]), h.make_node("Softmax", ["xw"], ["y"], axis=-1),
+         h.make_node("Shape", ["x"], ["s"]), h.make_node("Reshape", ["x", "r"], ["z"])]
+g = h.make_graph(nodes, "sym", [h.make_tensor_value_info("x", T.FLOAT, ["batch", "seq", 6])],
+                 [h.make_tensor_value_info("y", T.FLOAT, ["batch", "seq", 4]),
+                  h.make_tensor_value_info("z", T.FLOAT, None)],
+                 initializer=[nh.from_array(W, "W"), nh.from_array(np.array([-1, 6], np.int64), "r")])
+m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1] + "/sym.onnx")
+PY
+            { HIDETC_CACHE_DIR="$B/cache" "$H" compile "$SEEDS.tmp/sym.onnx" -o "$SEEDS.tmp/sym.hcm" \
+                  --threads 1 >/dev/null 2>&1 || echo "scripts/fuzz.sh: note: could not compile sym.onnx" >&2
+              rm -f "$SEEDS.tmp/sym.onnx"; }
         ;;
     mapping)
         i=0
