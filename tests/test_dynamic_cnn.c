@@ -146,6 +146,38 @@ static void build_block(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, mp);
 }
 
+/* A ResNet/MobileNet stem: x [batch, 3, 20, 20] -> conv 7x7 s2 p3 (3 -> 16: the direct
+ * NCHW template) -> Relu -> MaxPool 3x3 s2 p1 (NCHW) -> conv 1x1 (16 -> 32, blocked) ->
+ * Relu -> depthwise conv 3x3 p1 (blocked) -> Relu -> AveragePool 2x2 (blocked) -> GAP ->
+ * Flatten -> Gemm. */
+static void build_stem(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {13};
+    sym_in xi = {"x", 4, {"batch", "3", "20", "20"}};
+    hc_tensor *x = input(g, &xi, b);
+    hc_tensor *y = relu(g, "relu0", conv(g, &rng, "stem", x, 3, 16, 7, 2, 3));
+    int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    hc_attr pa[3] = {a_ints("kernel_shape", 2, k3), a_ints("strides", 2, s2),
+                     a_ints("pads", 4, p1)};
+    y = node(g, HC_OPK_MAX_POOL, "pool", 1, (hc_tensor *[]){y}, 3, pa);
+    y = relu(g, "relu1", conv(g, &rng, "conv1x1", y, 16, 32, 1, 1, 0));
+    hc_tensor *w = rand_const(g, &rng, "dw_w", 4, (int64_t[]){32, 1, 3, 3}, -0.3, 0.3);
+    hc_tensor *bb = rand_const(g, &rng, "dw_b", 1, (int64_t[]){32}, -0.3, 0.3);
+    int64_t one[2] = {1, 1};
+    hc_attr da[4] = {a_ints("kernel_shape", 2, k3), a_ints("strides", 2, one),
+                     a_ints("pads", 4, p1), a_int("group", 32)};
+    y = relu(g, "relu2", node(g, HC_OPK_CONV, "dw", 3, (hc_tensor *[]){y, w, bb}, 4, da));
+    int64_t k2[2] = {2, 2};
+    hc_attr aa[2] = {a_ints("kernel_shape", 2, k2), a_ints("strides", 2, one)};
+    y = node(g, HC_OPK_AVERAGE_POOL, "avg", 1, (hc_tensor *[]){y}, 2, aa);
+    hc_tensor *gp = node(g, HC_OPK_GLOBAL_AVERAGE_POOL, "gap", 1, (hc_tensor *[]){y}, 0, NULL);
+    hc_attr ax1 = a_int("axis", 1);
+    hc_tensor *fl = node(g, HC_OPK_FLATTEN, "flat", 1, (hc_tensor *[]){gp}, 1, &ax1);
+    hc_tensor *W = rand_const(g, &rng, "fc_w", 2, (int64_t[]){32, 10}, -0.3, 0.3);
+    hc_tensor *fc = node(g, HC_OPK_GEMM, "fc", 2, (hc_tensor *[]){fl, W}, 0, NULL);
+    hc_graph_add_output(g, fc);
+    hc_graph_add_output(g, y);
+}
+
 static void fill_random(hc_rng *rng, float *v, int64_t n) {
     for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, -2, 2);
 }
@@ -249,6 +281,22 @@ static void test_block(void) {
     hc_model_free(m);
 }
 
+/* The stem: the direct NCHW conv, the blocked depthwise conv and average pool templated. */
+static void test_stem(void) {
+    hc_compile_options o = {.num_threads = 2, .verbose = getenv("DYN_VERBOSE") != NULL};
+    o.paths.nchwc_small_pixels = -1;
+    hc_model *m = check_compiled("stem", build_stem, &o, 6, batch_names, batches);
+    if (!m) return;
+    int tc = 0, tb = 0, tp = 0;
+    int nc = count_kernels(m, HC_OPK_CONV, &tc);
+    int nb = count_kernels(m, HC_OPK_CONV_NCHWC, &tb);
+    int np = count_kernels(m, HC_OPK_AVERAGE_POOL_NCHWC, &tp);
+    CHECK_MSG(nc == 1 && tc == 1, "%d direct conv kernels, %d templated", nc, tc);
+    CHECK_MSG(nb == 2 && tb == 2, "%d blocked conv kernels, %d templated", nb, tb);
+    CHECK_MSG(np == 1 && tp == 1, "%d blocked average pools, %d templated", np, tp);
+    hc_model_free(m);
+}
+
 /* The kernels of a model (DYN_VERBOSE=1 lists them). */
 static void list_kernels(const char *label, const hc_model *m) {
     for (int i = 0; getenv("DYN_VERBOSE") && i < hc_model_num_kernels(m); i++) {
@@ -290,5 +338,6 @@ static void test_same_kernels(void) {
 int main(void) {
     test_same_kernels();
     test_block();
+    test_stem();
     TEST_DONE();
 }
