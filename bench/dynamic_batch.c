@@ -11,6 +11,9 @@
  * DIR/expected/OUTPUT.npy (the export's PyTorch outputs), and at every B the symbolic
  * model's outputs against the static one's (same random input). One input, one output.
  *
+ * DYN_NO_WINOGRAD=1 compiles the static models without Winograd (the symbolic batch's
+ * choice); DYN_VERBOSE=1 lists the kernels.
+ *
  * Build: cc -O2 -fopenmp -Isrc bench/dynamic_batch.c build/libhidetc.a -lprotobuf-c -lm -ldl -o X */
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +39,9 @@ static hc_model *compile(const char *path, const char *sym, int64_t batch, int t
     if (hc_onnx_load_with(path, &o, &g, &err) != HC_OK) die("load");
     if (hc_pass_infer_shapes(g, &err) != HC_OK) die("infer");
     hc_compile_options co = {.num_threads = threads, .verbose = getenv("DYN_VERBOSE") != NULL};
+    /* DYN_NO_WINOGRAD=1: the static compiles without Winograd too (as the symbolic batch
+     * takes the direct blocked conv), to tell that choice from the rest */
+    co.paths.no_winograd = batch > 0 && getenv("DYN_NO_WINOGRAD") != NULL;
     hc_model *m = NULL;
     double t0 = hc_now_ms();
     if (hc_model_compile(g, &co, &m, &err) != HC_OK) die("compile");
