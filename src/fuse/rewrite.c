@@ -531,7 +531,22 @@ hc_func *hc_fuse_rewrite(hc_arena *a, const hc_group *grp, const hc_func *f, con
     }
     res = hc_func_new(a, f->name, f->kind, np, params, body);
     hc_error e = {0};
-    if (hc_verify_func(res, false, &e) != HC_OK) {
+    /* Dynamic shapes: the symbols' variables become parameters later (compile.c,
+     * bind_kernel_symbols); the program is verified with them. */
+    const hc_func *chk = res;
+    const hc_graph *sg = grp->anchor->noutputs && grp->anchor->outputs[0]
+                             ? grp->anchor->outputs[0]->graph : NULL;
+    if (sg && sg->sym_names.len) {
+        int ns = (int)sg->sym_names.len, *slots = HC_NEW_ARRAY(a, int, ns + 1);
+        int nsy = hc_program_symbols(a, res, ns, sg->sym_names.data, slots, &e);
+        if (nsy > 0) {
+            hc_var **ps = HC_NEW_ARRAY(a, hc_var *, np + nsy + 1);
+            memcpy(ps, params, sizeof(hc_var *) * (size_t)np);
+            for (int j = 0; j < nsy; j++) ps[np + j] = hc_sym_ir_var(sg->sym_names.data[slots[j]]);
+            chk = hc_func_new(a, f->name, f->kind, np + nsy, ps, body);
+        }
+    }
+    if (hc_verify_func(chk, false, &e) != HC_OK) {
         res = NULL;
         fail(&c, hc_arena_printf(a, "the fused program does not verify: %s", e.msg));
     }

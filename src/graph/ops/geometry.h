@@ -19,6 +19,10 @@ typedef struct hc_conv_nchwc_shape {
     bool depthwise;         /* one input channel per output channel (mb == cb): W is
                              * [mb, 1, kh, kw, 1, block], Y[n, o, y, x, m] = B[o, m] +
                              * sum_{i, j} Xpad[n, o, .., .., m] * W[o, 0, i, j, 0, m] */
+    /* Dynamic shapes (docs/dynamic.md): the batch's expression when it is symbolic (n then
+     * holds its hint value, for the heuristics only); NULL when fixed. Only the batch may
+     * be symbolic. */
+    const struct hc_sym *nsym;
 } hc_conv_nchwc_shape;
 /* The shape of a CONV_NCHWC node; errors name the node. */
 hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);

@@ -1128,6 +1128,8 @@ static hc_status rule_grid_sample(ctx *c) {
 }
 
 /* ---- the driver ------------------------------------------------------------------------ */
+static hc_status rule_internal(ctx *c); /* the internal ops of passes: at the end */
+
 static hc_status apply_rule(ctx *c) {
     hc_node *n = c->n;
     switch (n->op) {
@@ -1200,6 +1202,11 @@ static hc_status apply_rule(ctx *c) {
     case HC_OPK_GRID_SAMPLE: return rule_grid_sample(c);
     case HC_OPK_EINSUM: return rule_einsum(c);
     case HC_OPK_RESIZE: case HC_OPK_UPSAMPLE: return rule_resize(c);
+    case HC_OPK_IM2COL: case HC_OPK_WINO_INPUT: case HC_OPK_WINO_OUTPUT:
+    case HC_OPK_TO_NCHWC: case HC_OPK_FROM_NCHWC: case HC_OPK_CONV_NCHWC:
+    case HC_OPK_CONV_NCHWC_Q8: case HC_OPK_WINO_INPUT_NCHWC: case HC_OPK_WINO_OUTPUT_NCHWC:
+    case HC_OPK_MAX_POOL_NCHWC: case HC_OPK_AVERAGE_POOL_NCHWC:
+        return rule_internal(c);
     default:
         return unsupported(c, "symbolic dimensions reach this operator, which has no symbolic "
                               "shape inference yet");
@@ -1389,4 +1396,118 @@ hc_status hc_node_infer_symbolic(hc_node *n, hc_error *err) {
         }
     }
     return st;
+}
+
+/* ---- internal ops made by passes (docs/nchwc.md, docs/winograd.md) ------------------- */
+/* Output spatial size of an explicit-pad window over symbolic size `in`: (in + pads -
+ * span) // stride + 1, with the window's fit kept as a constraint. */
+static const hc_sym *window_out(ctx *c, const hc_sym *in, int64_t k, int64_t st, int64_t dl,
+                                int64_t pads, int s, hc_status *e) {
+    int64_t span = dl * (k - 1) + 1;
+    if (hc_sym_is_const(in, NULL)) {
+        int64_t v;
+        hc_sym_is_const(in, &v);
+        return K(c, (v + pads - span) / st + 1);
+    }
+    *e = need(c, HC_SYMC_LE, K(c, span - pads), in,
+              hc_arena_printf(c->a, "the window of spatial dimension %d", s));
+    return hc_sym_add_c(c->a, hc_sym_floordiv(c->a, hc_sym_add_c(c->a, in, pads - span),
+                                              K(c, st)), 1);
+}
+
+static int64_t attr_at(const hc_node *n, const char *name, int i, int64_t dflt) {
+    int cnt = 0;
+    const int64_t *v = hc_node_attr_ints(n, name, &cnt);
+    return v && i < cnt ? v[i] : dflt;
+}
+
+/* Whether dims [from, to) of x are fixed. */
+static bool fixed_dims(const hc_tensor *x, int from, int to) {
+    for (int d = from; d < to && d < x->ndim; d++)
+        if (x->sym && x->sym[d]) return false;
+    return true;
+}
+
+/* TO_NCHWC / FROM_NCHWC: the batch and spatial sizes carried, channels fixed; CONV_NCHWC
+ * (and _Q8) and IM2COL: the batch carried, spatial sizes by the window formula with the
+ * explicit pads [top, left, bottom, right]; the blocked pools as the 3-D pools they are;
+ * the Winograd transforms: the batch carried into (and back out of) the tile count T =
+ * N * TH * TW, fixed spatial sizes only. */
+static hc_status rule_internal(ctx *c) {
+    hc_node *n = c->n;
+    const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
+    const hc_sym *d[HC_MAX_DIMS];
+    hc_status e = HC_OK;
+    switch (n->op) {
+    case HC_OPK_MAX_POOL_NCHWC: case HC_OPK_AVERAGE_POOL_NCHWC:
+        if (!fixed_dims(x, 4, 5)) return unsupported(c, "a symbolic channel block");
+        return rule_window(c, x, NULL);
+    case HC_OPK_TO_NCHWC: case HC_OPK_FROM_NCHWC: {
+        bool to = n->op == HC_OPK_TO_NCHWC;
+        if (!fixed_dims(x, 1, 2) || (!to && !fixed_dims(x, 4, 5)))
+            return unsupported(c, "symbolic channels in the blocked layout");
+        for (int k = 0; k < y->ndim; k++) d[k] = k == 0 || k == 2 || k == 3 ? D(x, k) : K(c, y->shape[k]);
+        set_dims(c, 0, y->ndim, d);
+        return HC_OK;
+    }
+    case HC_OPK_CONV_NCHWC: case HC_OPK_CONV_NCHWC_Q8: case HC_OPK_IM2COL: {
+        bool im2col = n->op == HC_OPK_IM2COL;
+        if (!fixed_dims(x, 1, 2) || !fixed_dims(x, 4, 5))
+            return unsupported(c, "symbolic channels of a convolution");
+        for (int i = 1; i < n->ninputs; i++)
+            if (n->inputs[i] && n->inputs[i]->sym)
+                return unsupported(c, "symbolic weight dimensions");
+        if (im2col && hc_node_attr_int(n, "squeeze_batch", 0) && !fixed_dims(x, 0, 1))
+            return unsupported(c, "a symbolic batch under squeeze_batch");
+        int64_t k[2];
+        for (int s = 0; s < 2; s++)
+            k[s] = im2col ? attr_at(n, "kernel_shape", s, 1) : n->inputs[1]->shape[2 + s];
+        const hc_sym *o[2];
+        for (int s = 0; s < 2 && e == HC_OK; s++)
+            o[s] = window_out(c, D(x, 2 + s), k[s], attr_at(n, "strides", s, 1),
+                              attr_at(n, "dilations", s, 1),
+                              attr_at(n, "pads", s, 0) + attr_at(n, "pads", s + 2, 0), s, &e);
+        if (e) return e;
+        if (im2col) {
+            bool sq = hc_node_attr_int(n, "squeeze_batch", 0) != 0;
+            const hc_sym *cols[3] = {D(x, 0), K(c, y->shape[sq ? 0 : 1]),
+                                     hc_sym_mul(c->a, o[0], o[1])};
+            set_dims(c, 0, sq ? 2 : 3, sq ? cols + 1 : cols);
+            return HC_OK;
+        }
+        const hc_sym *r[5] = {D(x, 0), K(c, y->shape[1]), o[0], o[1], K(c, y->shape[4])};
+        set_dims(c, 0, 5, r);
+        return HC_OK;
+    }
+    case HC_OPK_WINO_INPUT: case HC_OPK_WINO_INPUT_NCHWC: {
+        bool blk = n->op == HC_OPK_WINO_INPUT_NCHWC;
+        if (!fixed_dims(x, 1, x->ndim)) return unsupported(c, "symbolic sizes other than the batch");
+        /* T = N * (tiles per image): the fixed graph's T over the hint batch */
+        int64_t nh = at_hint(c, D(x, 0));
+        int64_t t = y->shape[blk ? 1 : 2];
+        if (nh < 1 || t % nh) return unsupported(c, "a Winograd tile count not a multiple of the batch");
+        const hc_sym *tt = hc_sym_mul_c(c->a, D(x, 0), t / nh);
+        const hc_sym *r[3] = {K(c, y->shape[0]), blk ? tt : K(c, y->shape[1]),
+                              blk ? K(c, y->shape[2]) : tt};
+        set_dims(c, 0, 3, r);
+        return HC_OK;
+    }
+    case HC_OPK_WINO_OUTPUT: case HC_OPK_WINO_OUTPUT_NCHWC: {
+        bool blk = n->op == HC_OPK_WINO_OUTPUT_NCHWC;
+        int td = blk ? 1 : 2;
+        for (int k = 0; k < 3; k++)
+            if (k != td && !fixed_dims(x, k, k + 1))
+                return unsupported(c, "symbolic sizes other than the tiles");
+        /* N = T / (tiles per image), exactly */
+        int64_t per = 1;
+        for (int k = 2; k < 4; k++) per *= hc_cdiv(y->shape[k], (int64_t)(x->shape[0] == 36 ? 4 : 2));
+        const hc_sym *nb = hc_sym_exact_div(c->a, D(x, td), K(c, per));
+        if (!nb) return unsupported(c, "a Winograd tile count not a multiple of the tiles per image");
+        for (int k = 0; k < y->ndim; k++) d[k] = k ? K(c, y->shape[k]) : nb;
+        set_dims(c, 0, y->ndim, d);
+        return HC_OK;
+    }
+    default:
+        return unsupported(c, "an internal operator without a symbolic rule");
+    }
 }

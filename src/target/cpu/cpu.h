@@ -72,6 +72,12 @@ typedef void (*hc_items_setup_fn)(void *ctx);
 typedef void (*hc_items_body_fn)(void *ctx, hc_expr *item);
 int hc_sched_split_items(hc_builder *b, int64_t items, int threads, hc_items_setup_fn setup,
                          hc_items_body_fn body, void *ctx);
+/* The same over a count of items that is an expression (dynamic shapes: a multiple of a
+ * symbolic batch): the threads are decided by the caller (at the hint values) and each
+ * runs ceil(items / T) items, guarded by w < items; threads beyond the items idle. With a
+ * constant `items` it is hc_sched_split_items. Returns T (at least 1). */
+int hc_sched_split_items_expr(hc_builder *b, hc_expr *items, int threads,
+                              hc_items_setup_fn setup, hc_items_body_fn body, void *ctx);
 
 /* Schedule any Task for the CPU target: an HC_FN_CPU_KERNEL named after the task
  * (sanitized to a C identifier) whose parameters are the task's inputs, then its outputs,

@@ -31,6 +31,9 @@ typedef struct hc_conv_dw_shape {
     int64_t pt, pl, pb, pr; /* pads: top, left, bottom, right */
     int64_t oh, ow;         /* Y: [n, m, oh, ow] */
     bool bias;              /* B: [m] present */
+    /* Dynamic shapes: the batch's expression when it is symbolic (n holds its hint value,
+     * for the heuristics only; the rows are split as for one image); NULL when fixed. */
+    const struct hc_sym *nsym;
 } hc_conv_dw_shape;
 
 typedef struct hc_conv_dw_config {

@@ -27,6 +27,7 @@
 #include "target/cpu/templates/conv_dw.h"
 #include "target/cpu/templates/dsl.h"
 #include "target/cpu/cpu.h"
+#include "task/task.h"
 
 static int64_t floor_div(int64_t x, int64_t y) { return x >= 0 ? x / y : -((-x + y - 1) / y); }
 
@@ -118,7 +119,7 @@ static hc_conv_dw_config clip(hc_conv_dw_config c, const hc_conv_dw_shape *s) {
  * 34). */
 static int64_t row_tiles(const hc_conv_dw_shape *s, const hc_conv_dw_config *c) {
     int64_t nrb = hc_cdiv(s->oh, c->rb), nrt = hc_cdiv(nrb, c->rt / c->rb);
-    int64_t planes = s->n * s->group;
+    int64_t planes = (s->nsym ? 1 : s->n) * s->group; /* a symbolic batch may be 1 */
     while (nrt < nrb && (planes * nrt) % c->threads) nrt++;
     return nrt;
 }
@@ -146,7 +147,7 @@ static int64_t scratch_cols(const hc_conv_dw_shape *s, int lanes, int nv) {
  * each) and its scratch takes at most half of L2; else fewer rows. */
 static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int nv,
                       int threads) {
-    int64_t planes = s->n * s->group, k = 1;
+    int64_t planes = (s->nsym ? 1 : s->n) * s->group, k = 1; /* a symbolic batch may be 1 */
     while (threads > 1 && planes * k < 4 * threads && k * rb < s->oh) k++;
     int64_t rt = hc_round_up(hc_cdiv(s->oh, k), rb);
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
@@ -643,6 +644,13 @@ static void item_body(void *ctx, hc_expr *w) { item(ctx, w); }
 static hc_var *param(dw *g, const char *name, int nd, const int64_t *shape) {
     return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, nd, shape, HC_SCOPE_GLOBAL));
 }
+/* X or Y: [n, ...] with n the batch's expression when it is symbolic. */
+static hc_var *batch_param(dw *g, const char *name, const int64_t *shape) {
+    if (!g->s->nsym) return param(g, name, 4, shape);
+    hc_expr *dims[4] = {hc_sym_expr(g->a, g->s->nsym)};
+    for (int d = 1; d < 4; d++) dims[d] = hc_int(g->a, shape[d]);
+    return hc_var_new(g->a, name, hc_type_tensor(g->a, HC_F32, 4, dims, NULL, HC_SCOPE_GLOBAL));
+}
 
 hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s,
                         const hc_conv_dw_config *cfg, const hc_target *t, hc_error *err) {
@@ -675,14 +683,18 @@ hc_func *hc_conv_dw_cpu(hc_arena *a, const char *name, const hc_conv_dw_shape *s
         return NULL;
     }
     hc_builder_init(&b, a);
-    g.X = param(&g, "X", 4, (int64_t[]){s->n, s->c, s->h, s->w});
+    g.X = batch_param(&g, "X", (int64_t[]){s->n, s->c, s->h, s->w});
     g.W = param(&g, "W", 4, (int64_t[]){s->m, g.cg, s->kh, s->kw});
     g.B = s->bias ? param(&g, "B", 1, (int64_t[]){s->m}) : NULL;
-    g.Y = param(&g, "Y", 4, (int64_t[]){s->n, s->m, s->oh, s->ow});
+    g.Y = batch_param(&g, "Y", (int64_t[]){s->n, s->m, s->oh, s->ow});
 
     g.scratch_shape[0] = chans, g.scratch_shape[1] = s->sw, g.scratch_shape[2] = g.rows_in;
     g.scratch_shape[3] = g.wq, g.slack = slack;
-    hc_sched_split_items(&b, s->n * s->group * g.nrt, c.threads, thread_setup, item_body, &g);
+    if (s->nsym)
+        hc_sched_split_items_expr(&b, hc_mul(a, hc_sym_expr(a, s->nsym), I(&g, s->group * g.nrt)),
+                                  c.threads, thread_setup, item_body, &g);
+    else
+        hc_sched_split_items(&b, s->n * s->group * g.nrt, c.threads, thread_setup, item_body, &g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
     return hc_func_new(a, name ? name : "conv_dw", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);

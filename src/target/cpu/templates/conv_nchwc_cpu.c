@@ -17,6 +17,7 @@
 #include "target/cpu/templates/conv_nchwc.h"
 #include "target/cpu/templates/dsl.h"
 #include "target/cpu/cpu.h"
+#include "task/task.h"
 
 hc_status hc_conv_nchwc_validate_shape(const hc_conv_nchwc_shape *s, hc_error *err) {
     const int64_t pos[] = {s->n, s->cb, s->h, s->w, s->mb, s->kh, s->kw,
@@ -132,7 +133,9 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
     int threads = c->threads;
     c->osplit = 1;
     c->rt = (int)HC_MIN(s->oh, 1 << 20);
-    if (threads > 1 && s->n % threads != 0) {
+    /* a symbolic batch may be 1 (or any count the threads do not divide): split within
+     * an image as for a batch the threads do not divide */
+    if (threads > 1 && (s->nsym || s->n % threads != 0)) {
         if (chunks_pay(s, c->ot, threads)) c->osplit = threads;
         else c->rt = (int)hc_cdiv(s->oh, threads);
     }
@@ -597,6 +600,21 @@ static hc_var *param_of(nc *g, const char *name, hc_dtype t, int nd, const int64
 static hc_var *param(nc *g, const char *name, int nd, const int64_t *shape) {
     return param_of(g, name, HC_F32, nd, shape);
 }
+/* X or Y: [n, dims...] with n the batch's expression when it is symbolic. */
+static hc_var *batch_param(nc *g, const char *name, const int64_t *shape) {
+    if (!g->s->nsym) return param(g, name, 5, shape);
+    hc_expr *dims[5] = {hc_sym_expr(g->a, g->s->nsym)};
+    for (int d = 1; d < 5; d++) dims[d] = hc_int(g->a, shape[d]);
+    return hc_var_new(g->a, name, hc_type_tensor(g->a, HC_F32, 5, dims, NULL, HC_SCOPE_GLOBAL));
+}
+/* The items (image, chunk, row tile): a multiple of the batch's expression when symbolic. */
+static int split(nc *g, hc_builder *b, hc_items_setup_fn setup) {
+    int64_t per_image = g->c->osplit * g->nrt;
+    if (!g->s->nsym)
+        return hc_sched_split_items(b, g->s->n * per_image, g->c->threads, setup, item_body, g);
+    hc_expr *items = hc_mul(g->a, hc_sym_expr(g->a, g->s->nsym), hc_int(g->a, per_image));
+    return hc_sched_split_items_expr(b, items, g->c->threads, setup, item_body, g);
+}
 
 hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape *s,
                            const hc_conv_nchwc_config *cfg, const hc_target *t, hc_error *err) {
@@ -630,16 +648,15 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     }
     int64_t L = s->block;
     hc_builder_init(&b, a);
-    g.X = param(&g, "X", 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.X = batch_param(&g, "X", (int64_t[]){s->n, s->cb, s->h, s->w, L});
     g.W = s->depthwise ? param(&g, "W", 6, (int64_t[]){s->mb, 1, s->kh, s->kw, 1, L})
                        : param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L, L});
     g.B = s->bias ? param(&g, "B", 2, (int64_t[]){s->mb, L}) : NULL;
-    g.Y = param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
+    g.Y = batch_param(&g, "Y", (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
 
     g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
     g.scratch_shape[3] = L;
-    hc_sched_split_items(&b, s->n * c.osplit * g.nrt, c.threads, g.pad ? thread_setup : NULL,
-                         item_body, &g);
+    split(&g, &b, g.pad ? thread_setup : NULL);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
     return hc_func_new(a, name ? name : "conv_nchwc", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);
@@ -708,15 +725,15 @@ hc_func *hc_conv_q8_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape
         return NULL;
     }
     hc_builder_init(&b, a);
-    g.X = param(&g, "X", 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.X = batch_param(&g, "X", (int64_t[]){s->n, s->cb, s->h, s->w, L});
     g.W = param_of(&g, "W", HC_I8, 7, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L / 4, L, 4});
     g.K = param_of(&g, "K", HC_I32, 2, (int64_t[]){s->mb, L});
     g.S = param(&g, "S", 2, (int64_t[]){s->mb, L});
     g.B = param(&g, "B", 2, (int64_t[]){s->mb, L});
-    g.Y = param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
+    g.Y = batch_param(&g, "Y", (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
     g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
     g.scratch_shape[3] = L;
-    hc_sched_split_items(&b, s->n * c.osplit * g.nrt, c.threads, thread_setup, item_body, &g);
+    split(&g, &b, thread_setup);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[6] = {g.X, g.W, g.K, g.S, g.B, g.Y};
     return hc_func_new(a, name ? name : "conv_q8", HC_FN_CPU_KERNEL, 6, params, body);

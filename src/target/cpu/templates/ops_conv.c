@@ -26,6 +26,14 @@ static bool direct_template_shape(const hc_node *n, hc_conv_dw_shape *s) {
         .dh = w.dilation[0], .dw = w.dilation[1],
         .pt = w.pad_begin[0], .pl = w.pad_begin[1], .pb = w.pad_end[0], .pr = w.pad_end[1],
         .oh = w.out[0], .ow = w.out[1], .bias = b != NULL};
+    /* dynamic shapes: a symbolic batch only (symbolic spatial sizes: the auto-scheduler) */
+    for (int d = 1; d < 4; d++)
+        if ((x->sym && x->sym[d]) || (y->sym && y->sym[d])) return false;
+    if (wt->sym || (b && b->sym)) return false;
+    if (x->sym && x->sym[0]) {
+        if (!y->sym || !y->sym[0] || !hc_sym_equal(x->sym[0], y->sym[0])) return false;
+        s->nsym = x->sym[0];
+    }
     return y->shape[2] == s->oh && y->shape[3] == s->ow &&
            hc_conv_dw_validate_shape(s, &e) == HC_OK;
 }
@@ -50,4 +58,4 @@ static hc_func *schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
 }
 
 const hc_template hc_cpu_template_conv = {"conv_direct", HC_OPK_CONV, schedule_conv, space_conv,
-                                          NULL};
+                                          NULL, .symbolic = true /* a symbolic batch */};

@@ -18,6 +18,11 @@ static hc_func *schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
     if (!x || x->ndim != 5 || x->dtype != HC_F32 || t->noutputs != 1 || hc_nn_out_present(n, 1) ||
         x->shape[4] != hc_target_f32_lanes(target))
         return NULL;
+    /* dynamic shapes: a symbolic batch only (symbolic spatial sizes: the auto-scheduler) */
+    for (int d = 1; d < 5; d++)
+        if ((x->sym && x->sym[d]) || (y->sym && y->sym[d])) return NULL;
+    const hc_sym *nsym = x->sym ? x->sym[0] : NULL;
+    if (nsym && (!y->sym || !y->sym[0] || !hc_sym_equal(nsym, y->sym[0]))) return NULL;
     hc_nn_window w;
     hc_error e = {0};
     if (hc_nn_pool_window(n, &w, &e) != HC_OK) return NULL;
@@ -31,13 +36,15 @@ static hc_func *schedule_pool(hc_arena *a, const hc_node *n, const hc_task *t,
         .sh = w.stride[0], .sw = w.stride[1], .dh = w.dilation[0], .dw = w.dilation[1],
         .pt = w.pad_begin[0], .pl = w.pad_begin[1], .pb = w.pad_end[0], .pr = w.pad_end[1],
         .block = (int)x->shape[4], .max = n->op == HC_OPK_MAX_POOL_NCHWC,
-        .include_pad = hc_node_attr_int(n, "count_include_pad", 0) != 0};
+        .include_pad = hc_node_attr_int(n, "count_include_pad", 0) != 0, .nsym = nsym};
     int64_t work = hc_tensor_numel(y) * s.kh * s.kw;
     int threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(target->caps.num_cores, 1);
     return hc_pool_nchwc_cpu(a, fname, &s, threads, &e);
 }
 
 const hc_template hc_cpu_template_max_pool_nchwc = {"pool_nchwc", HC_OPK_MAX_POOL_NCHWC,
-                                                    schedule_pool, NULL, NULL};
+                                                    schedule_pool, NULL, NULL,
+                                                    .symbolic = true /* a symbolic batch */};
 const hc_template hc_cpu_template_average_pool_nchwc = {"pool_nchwc", HC_OPK_AVERAGE_POOL_NCHWC,
-                                                        schedule_pool, NULL, NULL};
+                                                        schedule_pool, NULL, NULL,
+                                                        .symbolic = true};

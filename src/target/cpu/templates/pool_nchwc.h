@@ -19,9 +19,13 @@ typedef struct hc_pool_nchwc_shape {
     int block;
     bool max;         /* MaxPool; else AveragePool */
     bool include_pad; /* AveragePool's count_include_pad */
+    /* Dynamic shapes: the batch's expression when it is symbolic (n holds its hint value,
+     * for the thread count only); NULL when fixed. */
+    const struct hc_sym *nsym;
 } hc_pool_nchwc_shape;
 
-/* Params X, Y (f32 GLOBAL). Items (image, block, output row) split over `threads`; each Y
+/* Params X, Y (f32 GLOBAL; their first dim the batch's expression when s->nsym). Items
+ * (image, block, output row) split over `threads`; each Y
  * element stored once by VSTORE along its last dim, X read by VLOAD along its last dim.
  * NULL with err set on a bad shape. */
 hc_func *hc_pool_nchwc_cpu(hc_arena *a, const char *name, const hc_pool_nchwc_shape *s,

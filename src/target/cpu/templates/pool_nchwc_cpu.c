@@ -15,6 +15,7 @@
 #include "target/cpu/cpu.h"
 #include "target/cpu/templates/dsl.h"
 #include "target/cpu/templates/pool_nchwc.h"
+#include "task/task.h"
 
 typedef struct pl {
     hc_arena *a;
@@ -92,10 +93,21 @@ hc_func *hc_pool_nchwc_cpu(hc_arena *a, const char *name, const hc_pool_nchwc_sh
     pl *g = &gs;
     const int64_t xs[5] = {s->n, s->cb, s->h, s->w, s->block};
     const int64_t ys[5] = {s->n, s->cb, s->oh, s->ow, s->block};
-    g->X = hc_var_new(a, "X", hc_type_tensor_c(a, HC_F32, 5, xs, HC_SCOPE_GLOBAL));
-    g->Y = hc_var_new(a, "Y", hc_type_tensor_c(a, HC_F32, 5, ys, HC_SCOPE_GLOBAL));
+    if (s->nsym) { /* the batch dim an expression of the symbols */
+        hc_expr *xe[5] = {hc_sym_expr(a, s->nsym)}, *ye[5] = {xe[0]};
+        for (int d = 1; d < 5; d++) xe[d] = hc_int(a, xs[d]), ye[d] = hc_int(a, ys[d]);
+        g->X = hc_var_new(a, "X", hc_type_tensor(a, HC_F32, 5, xe, NULL, HC_SCOPE_GLOBAL));
+        g->Y = hc_var_new(a, "Y", hc_type_tensor(a, HC_F32, 5, ye, NULL, HC_SCOPE_GLOBAL));
+    } else {
+        g->X = hc_var_new(a, "X", hc_type_tensor_c(a, HC_F32, 5, xs, HC_SCOPE_GLOBAL));
+        g->Y = hc_var_new(a, "Y", hc_type_tensor_c(a, HC_F32, 5, ys, HC_SCOPE_GLOBAL));
+    }
     hc_builder_init(&b, a);
-    hc_sched_split_items(&b, s->n * s->cb * s->oh, threads, NULL, item_body, g);
+    if (s->nsym)
+        hc_sched_split_items_expr(&b, hc_mul(a, hc_sym_expr(a, s->nsym), I(g, s->cb * s->oh)),
+                                  threads, NULL, item_body, g);
+    else
+        hc_sched_split_items(&b, s->n * s->cb * s->oh, threads, NULL, item_body, g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[2] = {g->X, g->Y};
     return hc_func_new(a, name ? name : "pool_nchwc", HC_FN_CPU_KERNEL, 2, params, body);

@@ -1,0 +1,343 @@
+/* test_dynamic_cnn.c — ResNet-style CNN blocks with a symbolic batch (docs/dynamic.md,
+ * docs/nchwc.md): compiled once, run at several batches against the reference evaluator
+ * of the same graph built at that batch; the convs and pools must take their templates
+ * (the channel-blocked conv and pool), not the auto-scheduler. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_util.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+#include "test.h"
+
+static hc_error err;
+
+/* ---- graphs built here (the helpers of tests/test_sym_infer.c) ------------------------ */
+typedef struct sym_in {
+    const char *name;
+    int ndim;
+    const char *dims[HC_MAX_DIMS]; /* a symbol name, or digits */
+} sym_in;
+
+/* An input whose dims are symbols (names) or fixed (digits): the symbols bound by b when
+ * given (a fixed graph), else symbolic with hints 16, 24, ... */
+static hc_tensor *input(hc_graph *g, const sym_in *in, const hc_sym_binding *b) {
+    int64_t shape[HC_MAX_DIMS] = {0};
+    const hc_sym *d[HC_MAX_DIMS];
+    bool symbolic = false;
+    for (int k = 0; k < in->ndim; k++) {
+        const char *s = in->dims[k];
+        if (s[0] >= '0' && s[0] <= '9') {
+            shape[k] = atoll(s);
+            d[k] = hc_sym_const(&g->arena, shape[k]);
+            continue;
+        }
+        int64_t v = 0;
+        for (int j = 0; b && j < b->n; j++)
+            if (!strcmp(b->names[j], s)) v = b->values[j];
+        if (b) {
+            shape[k] = v;
+            d[k] = hc_sym_const(&g->arena, v);
+            continue;
+        }
+        symbolic = true;
+        const char *nm = hc_graph_symbol(g, s, 16 + 8 * (int64_t)g->sym_names.len);
+        d[k] = hc_sym_var(&g->arena, nm);
+        shape[k] = 1;
+    }
+    hc_tensor *t = hc_graph_add_input(g, in->name, HC_F32, in->ndim, shape);
+    if (symbolic) CHECK(hc_tensor_set_sym_shape(t, in->ndim, d));
+    return t;
+}
+
+static hc_tensor *node(hc_graph *g, hc_op_kind op, const char *name, int nin, hc_tensor **in,
+                       int nattrs, const hc_attr *attrs) {
+    hc_node *n = hc_graph_add_node(g, op, name, nin, in, 0, NULL, nattrs, attrs, &err);
+    CHECK_MSG(n != NULL, "%s: %s", name, err.msg);
+    if (!n) abort();
+    n->outputs[0]->name = hc_arena_printf(&g->arena, "%s_out", name);
+    return n->outputs[0];
+}
+
+static hc_attr a_int(const char *name, int64_t v) {
+    return (hc_attr){.name = name, .kind = HC_ATTR_INT, .i = v};
+}
+static hc_attr a_ints(const char *name, int n, const int64_t *v) {
+    return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
+}
+
+typedef void (*build_fn)(hc_graph *g, const hc_sym_binding *b);
+
+static hc_tensor *rand_const(hc_graph *g, hc_rng *rng, const char *name, int nd,
+                             const int64_t *shape, double lo, double hi) {
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++) n *= shape[d];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, lo, hi);
+    hc_tensor *t = hc_graph_constant(g, name, HC_F32, nd, shape, v);
+    free(v);
+    return t;
+}
+
+/* Conv (kxk, stride s, pad p) of c -> m channels with a bias. */
+static hc_tensor *conv(hc_graph *g, hc_rng *rng, const char *name, hc_tensor *x, int64_t c,
+                       int64_t m, int64_t k, int64_t s, int64_t p) {
+    double r = 1.0 / sqrt((double)(c * k * k));
+    hc_tensor *w = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_w", name), 4,
+                              (int64_t[]){m, c, k, k}, -r, r);
+    hc_tensor *b = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_b", name), 1,
+                              (int64_t[]){m}, -0.5, 0.5);
+    int64_t ks[2] = {k, k}, st[2] = {s, s}, pd[4] = {p, p, p, p};
+    hc_attr ca[3] = {a_ints("kernel_shape", 2, ks), a_ints("strides", 2, st),
+                     a_ints("pads", 4, pd)};
+    return node(g, HC_OPK_CONV, name, 3, (hc_tensor *[]){x, w, b}, 3, ca);
+}
+
+static hc_tensor *bn(hc_graph *g, hc_rng *rng, const char *name, hc_tensor *x, int64_t c) {
+    hc_tensor *sc = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_s", name), 1,
+                               (int64_t[]){c}, 0.5, 1.5);
+    hc_tensor *bi = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_b", name), 1,
+                               (int64_t[]){c}, -0.5, 0.5);
+    hc_tensor *mu = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_m", name), 1,
+                               (int64_t[]){c}, -0.5, 0.5);
+    hc_tensor *va = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_v", name), 1,
+                               (int64_t[]){c}, 0.5, 2.0);
+    return node(g, HC_OPK_BATCH_NORMALIZATION, name, 5, (hc_tensor *[]){x, sc, bi, mu, va}, 0,
+                NULL);
+}
+
+static hc_tensor *relu(hc_graph *g, const char *name, hc_tensor *x) {
+    return node(g, HC_OPK_RELU, name, 1, (hc_tensor *[]){x}, 0, NULL);
+}
+
+/* x [batch, C, S, S] -> conv 3x3 pad 1 -> Relu (the stem) -> conv 3x3 pad 1 -> BN -> Relu -> conv 3x3 pad 1 -> BN -> + x ->
+ * Relu -> MaxPool 3x3 s2 p1 -> conv 1x1 (C -> 2C) -> Relu -> conv 3x3 s2 p1 -> Relu ->
+ * GlobalAveragePool -> Flatten -> Gemm (2C -> 10). Outputs: the logits and the pooled
+ * map (a blocked tensor read back in NCHW). */
+static int64_t g_c = 16, g_s = 14;
+static void build_block(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {7};
+    char c[16], s[16];
+    snprintf(c, sizeof c, "%lld", (long long)g_c);
+    snprintf(s, sizeof s, "%lld", (long long)g_s);
+    sym_in xi = {"x", 4, {"batch", c, s, s}};
+    hc_tensor *x = input(g, &xi, b);
+    int64_t C = g_c;
+    x = relu(g, "relu0", conv(g, &rng, "conv0", x, C, C, 3, 1, 1)); /* the stem */
+    hc_tensor *y = relu(g, "relu1", bn(g, &rng, "bn1", conv(g, &rng, "conv1", x, C, C, 3, 1, 1), C));
+    y = bn(g, &rng, "bn2", conv(g, &rng, "conv2", y, C, C, 3, 1, 1), C);
+    y = node(g, HC_OPK_ADD, "residual", 2, (hc_tensor *[]){y, x}, 0, NULL);
+    y = relu(g, "relu2", y);
+    int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    hc_attr pa[3] = {a_ints("kernel_shape", 2, k3), a_ints("strides", 2, s2),
+                     a_ints("pads", 4, p1)};
+    hc_tensor *mp = node(g, HC_OPK_MAX_POOL, "pool", 1, (hc_tensor *[]){y}, 3, pa);
+    y = relu(g, "relu3", conv(g, &rng, "conv1x1", mp, C, 2 * C, 1, 1, 0));
+    y = relu(g, "relu4", conv(g, &rng, "conv_s2", y, 2 * C, 2 * C, 3, 2, 1));
+    hc_tensor *gp = node(g, HC_OPK_GLOBAL_AVERAGE_POOL, "gap", 1, (hc_tensor *[]){y}, 0, NULL);
+    hc_attr ax1 = a_int("axis", 1);
+    hc_tensor *fl = node(g, HC_OPK_FLATTEN, "flat", 1, (hc_tensor *[]){gp}, 1, &ax1);
+    hc_tensor *W = rand_const(g, &rng, "fc_w", 2, (int64_t[]){10, 2 * C}, -0.3, 0.3);
+    hc_tensor *B = rand_const(g, &rng, "fc_b", 1, (int64_t[]){10}, -0.3, 0.3);
+    hc_attr tb = a_int("transB", 1);
+    hc_tensor *fc = node(g, HC_OPK_GEMM, "fc", 3, (hc_tensor *[]){fl, W, B}, 1, &tb);
+    hc_graph_add_output(g, fc);
+    hc_graph_add_output(g, mp);
+}
+
+/* A ResNet/MobileNet stem: x [batch, 3, 20, 20] -> conv 7x7 s2 p3 (3 -> 16: the direct
+ * NCHW template) -> Relu -> MaxPool 3x3 s2 p1 (NCHW) -> conv 1x1 (16 -> 32, blocked) ->
+ * Relu -> depthwise conv 3x3 p1 (blocked) -> Relu -> AveragePool 2x2 (blocked) -> GAP ->
+ * Flatten -> Gemm. */
+static void build_stem(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {13};
+    sym_in xi = {"x", 4, {"batch", "3", "20", "20"}};
+    hc_tensor *x = input(g, &xi, b);
+    hc_tensor *y = relu(g, "relu0", conv(g, &rng, "stem", x, 3, 16, 7, 2, 3));
+    int64_t k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+    hc_attr pa[3] = {a_ints("kernel_shape", 2, k3), a_ints("strides", 2, s2),
+                     a_ints("pads", 4, p1)};
+    y = node(g, HC_OPK_MAX_POOL, "pool", 1, (hc_tensor *[]){y}, 3, pa);
+    y = relu(g, "relu1", conv(g, &rng, "conv1x1", y, 16, 32, 1, 1, 0));
+    hc_tensor *w = rand_const(g, &rng, "dw_w", 4, (int64_t[]){32, 1, 3, 3}, -0.3, 0.3);
+    hc_tensor *bb = rand_const(g, &rng, "dw_b", 1, (int64_t[]){32}, -0.3, 0.3);
+    int64_t one[2] = {1, 1};
+    hc_attr da[4] = {a_ints("kernel_shape", 2, k3), a_ints("strides", 2, one),
+                     a_ints("pads", 4, p1), a_int("group", 32)};
+    y = relu(g, "relu2", node(g, HC_OPK_CONV, "dw", 3, (hc_tensor *[]){y, w, bb}, 4, da));
+    int64_t k2[2] = {2, 2};
+    hc_attr aa[2] = {a_ints("kernel_shape", 2, k2), a_ints("strides", 2, one)};
+    y = node(g, HC_OPK_AVERAGE_POOL, "avg", 1, (hc_tensor *[]){y}, 2, aa);
+    hc_tensor *gp = node(g, HC_OPK_GLOBAL_AVERAGE_POOL, "gap", 1, (hc_tensor *[]){y}, 0, NULL);
+    hc_attr ax1 = a_int("axis", 1);
+    hc_tensor *fl = node(g, HC_OPK_FLATTEN, "flat", 1, (hc_tensor *[]){gp}, 1, &ax1);
+    hc_tensor *W = rand_const(g, &rng, "fc_w", 2, (int64_t[]){32, 10}, -0.3, 0.3);
+    hc_tensor *fc = node(g, HC_OPK_GEMM, "fc", 2, (hc_tensor *[]){fl, W}, 0, NULL);
+    hc_graph_add_output(g, fc);
+    hc_graph_add_output(g, y);
+}
+
+static void fill_random(hc_rng *rng, float *v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, -2, 2);
+}
+
+/* Kernels of the model whose node is op (templated ones in *templated). */
+static int count_kernels(const hc_model *m, hc_op_kind op, int *templated) {
+    int n = 0;
+    *templated = 0;
+    for (int i = 0; i < hc_model_num_kernels(m); i++) {
+        const hc_node *k = hc_model_kernel_node(m, i);
+        if (!k || k->op != op) continue;
+        n++;
+        *templated += hc_model_kernel_templated(m, i);
+    }
+    return n;
+}
+
+/* Compile the symbolic graph once; at each binding run it on random inputs and compare
+ * every output with the reference evaluator on the graph built at that binding. */
+static hc_model *check_compiled(const char *label, build_fn build, const hc_compile_options *o,
+                                int nb, const char *const *names, const int64_t (*vals)[8]) {
+    hc_graph *g = hc_graph_new(label, 17);
+    build(g, NULL);
+    hc_model *m = NULL;
+    hc_status st = hc_pass_infer_shapes(g, &err);
+    CHECK_MSG(st == HC_OK, "%s: %s", label, err.msg);
+    if (st == HC_OK) st = hc_model_compile(g, o, &m, &err);
+    else hc_graph_free(g);
+    CHECK_MSG(st == HC_OK, "%s: compile: %s", label, err.msg);
+    if (st != HC_OK) return NULL;
+    CHECK(hc_model_is_symbolic(m));
+    hc_rng rng = {11};
+    for (int k = 0; k < nb; k++) {
+        hc_sym_binding b = {(int)hc_model_graph(m)->sym_names.len, names, vals[k]};
+        hc_graph *f = hc_graph_new(label, 17);
+        build(f, &b);
+        st = hc_pass_infer_shapes(f, &err);
+        CHECK_MSG(st == HC_OK, "%s binding %d: %s", label, k, err.msg);
+        if (st != HC_OK) {
+            hc_graph_free(f);
+            continue;
+        }
+        int ni = hc_model_num_inputs(m), no = hc_model_num_outputs(m);
+        void **in = calloc((size_t)ni + 1, sizeof(void *)), **out = calloc((size_t)no + 1, sizeof(void *));
+        void **ref = calloc((size_t)no + 1, sizeof(void *));
+        const int64_t **dims = calloc((size_t)ni + 1, sizeof(int64_t *));
+        for (int i = 0; i < ni; i++) {
+            const hc_tensor *t = f->inputs.data[i];
+            in[i] = malloc(hc_tensor_nbytes(t) + 4);
+            fill_random(&rng, in[i], hc_tensor_numel(t));
+            dims[i] = t->shape;
+        }
+        for (int i = 0; i < no; i++) {
+            const hc_tensor *t = f->outputs.data[i];
+            int64_t od[HC_MAX_DIMS];
+            CHECK(hc_model_output_dims(m, dims, i, od, &err) == HC_OK);
+            for (int d = 0; d < t->ndim; d++)
+                CHECK_MSG(od[d] == t->shape[d], "%s binding %d: output %d dim %d: %lld, want %lld",
+                          label, k, i, d, (long long)od[d], (long long)t->shape[d]);
+            out[i] = calloc(1, hc_tensor_nbytes(t) + 4);
+            ref[i] = calloc(1, hc_tensor_nbytes(t) + 4);
+        }
+        st = hc_model_run_dims(m, in, dims, out, NULL, &err);
+        CHECK_MSG(st == HC_OK, "%s binding %d: run: %s", label, k, err.msg);
+        hc_status rs = hc_graph_eval_reference(f, in, ref, &err);
+        CHECK_MSG(rs == HC_OK, "%s binding %d: reference: %s", label, k, err.msg);
+        for (int i = 0; st == HC_OK && rs == HC_OK && i < no; i++) {
+            const hc_tensor *t = f->outputs.data[i];
+            double worst = max_rel_err(out[i], ref[i], hc_tensor_numel(t));
+            CHECK_MSG(worst < 1e-4, "%s binding %d (%s=%lld): output %s differs by %g", label,
+                      k, names[0], (long long)vals[k][0], t->name, worst);
+        }
+        for (int i = 0; i < ni; i++) free(in[i]);
+        for (int i = 0; i < no; i++) free(out[i]), free(ref[i]);
+        free(in), free(out), free(ref), free(dims);
+        hc_graph_free(f);
+    }
+    return m;
+}
+
+static const char *const batch_names[] = {"batch"};
+static const int64_t batches[][8] = {{1}, {2}, {3}, {5}, {8}, {2}};
+
+/* The block at the target's block of channels: every conv blocked (small images too) and
+ * templated, the pool templated. */
+static void test_block(void) {
+    hc_compile_options o = {.num_threads = 2};
+    o.paths.nchwc_small_pixels = -1;
+    hc_model *m = check_compiled("cnn", build_block, &o, 6, batch_names, batches);
+    if (!m) return;
+    int tc = 0, tp = 0;
+    for (int i = 0; getenv("DYN_VERBOSE") && i < hc_model_num_kernels(m); i++) {
+        const hc_node *k = hc_model_kernel_node(m, i);
+        fprintf(stderr, "kernel %d: %s (%s)%s\n", i, k ? k->name : "?", k ? hc_op_name(k->op) : "",
+                hc_model_kernel_templated(m, i) ? " templated" : "");
+    }
+    int nc = count_kernels(m, HC_OPK_CONV_NCHWC, &tc);
+    int np = count_kernels(m, HC_OPK_MAX_POOL_NCHWC, &tp);
+    CHECK_MSG(nc == 5 && tc == 5, "%d blocked conv kernels, %d templated", nc, tc);
+    CHECK_MSG(np == 1 && tp == 1, "%d blocked pool kernels, %d templated", np, tp);
+    hc_model_free(m);
+}
+
+/* The stem: the direct NCHW conv, the blocked depthwise conv and average pool templated. */
+static void test_stem(void) {
+    hc_compile_options o = {.num_threads = 2, .verbose = getenv("DYN_VERBOSE") != NULL};
+    o.paths.nchwc_small_pixels = -1;
+    hc_model *m = check_compiled("stem", build_stem, &o, 6, batch_names, batches);
+    if (!m) return;
+    int tc = 0, tb = 0, tp = 0;
+    int nc = count_kernels(m, HC_OPK_CONV, &tc);
+    int nb = count_kernels(m, HC_OPK_CONV_NCHWC, &tb);
+    int np = count_kernels(m, HC_OPK_AVERAGE_POOL_NCHWC, &tp);
+    CHECK_MSG(nc == 1 && tc == 1, "%d direct conv kernels, %d templated", nc, tc);
+    CHECK_MSG(nb == 2 && tb == 2, "%d blocked conv kernels, %d templated", nb, tb);
+    CHECK_MSG(np == 1 && tp == 1, "%d blocked average pools, %d templated", np, tp);
+    hc_model_free(m);
+}
+
+/* The kernels of a model (DYN_VERBOSE=1 lists them). */
+static void list_kernels(const char *label, const hc_model *m) {
+    for (int i = 0; getenv("DYN_VERBOSE") && i < hc_model_num_kernels(m); i++) {
+        const hc_node *k = hc_model_kernel_node(m, i);
+        fprintf(stderr, "%s kernel %d: %s (%s)%s\n", label, i, k ? k->name : "?",
+                k ? hc_op_name(k->op) : "", hc_model_kernel_templated(m, i) ? " templated" : "");
+    }
+}
+
+/* The same block compiled at a fixed batch: the symbolic model has as many kernels (the
+ * same fusion). */
+static void test_same_kernels(void) {
+    hc_compile_options o = {.num_threads = 2};
+    o.paths.nchwc_small_pixels = -1;
+    o.paths.no_winograd = true; /* as the symbolic batch takes the direct conv */
+    const int64_t two[1] = {2};
+    hc_sym_binding b = {1, batch_names, two};
+    hc_graph *f = hc_graph_new("cnn2", 17);
+    build_block(f, &b);
+    hc_model *ms = NULL, *md = NULL;
+    CHECK(hc_pass_infer_shapes(f, &err) == HC_OK);
+    CHECK_MSG(hc_model_compile(f, &o, &ms, &err) == HC_OK, "%s", err.msg);
+    hc_graph *g = hc_graph_new("cnn", 17);
+    build_block(g, NULL);
+    o.verbose = getenv("DYN_VERBOSE") != NULL;
+    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+    CHECK_MSG(hc_model_compile(g, &o, &md, &err) == HC_OK, "%s", err.msg);
+    if (ms && md) {
+        list_kernels("static", ms);
+        list_kernels("symbolic", md);
+        CHECK_MSG(hc_model_num_kernels(md) == hc_model_num_kernels(ms),
+                  "%d kernels symbolic, %d static", hc_model_num_kernels(md),
+                  hc_model_num_kernels(ms));
+    }
+    hc_model_free(ms);
+    hc_model_free(md);
+}
+
+int main(void) {
+    test_same_kernels();
+    test_block();
+    test_stem();
+    TEST_DONE();
+}
