@@ -7,14 +7,13 @@
 #    the symbols fixed (--dim), at three bindings each; the constraints hold there;
 #  - `hidetc inspect` prints the symbolic inputs, outputs, symbols and constraints;
 #  - a binding that breaks a constraint is refused naming the node; --dim-hint sets hints;
-#  - BERT and GPT-2 compile once (`hidetc compile`, the symbols kept in the file) and that
-#    file runs at two bindings other than the export's, against PyTorch's outputs there;
-#    the models whose kernels are not all symbolic yet (ResNet's NCHWc convs, the tagger's
-#    unrolled LSTM) run with --input files whose shapes fix the symbols (kernels for that
-#    shape, with a note); wrong shapes (rank, a fixed dimension, `seq` differing between
-#    inputs, a broken constraint) are errors naming the input, the dimension and the
-#    expected value;
-#  - compiling those without inputs needs fixed symbols: the error names the node.
+#  - ResNet-50, BERT and GPT-2 compile once (`hidetc compile`, the symbols kept in the
+#    file) and that file runs at two bindings other than the export's, against PyTorch's
+#    outputs there; the tagger, whose unrolled LSTM fixes the sequence, runs with --input
+#    files whose shapes fix the symbols (kernels for that shape, with a note); wrong shapes
+#    (rank, a fixed dimension, `seq` differing between inputs, a broken constraint) are
+#    errors naming the input, the dimension and the expected value;
+#  - compiling the tagger without inputs needs fixed symbols: the error names the node.
 # Exits 77 without PyTorch (like the model tests).
 set -u
 HIDETC=$1 SRC=$2
@@ -74,9 +73,13 @@ grep -qF "hint values batch=16, seq=600" "$TMP/err" ||
 "$HIDETC" inspect "$OUT/resnet50-small-dyn/model_op17.onnx" --fusion >"$TMP/out" 2>"$TMP/err" &&
     fail "inspect --fusion of a symbolic model passed"
 grep -qF -- "--dim NAME=N" "$TMP/err" || fail "inspect --fusion: $(head -c 400 "$TMP/err")"
-"$HIDETC" run "$OUT/resnet50-small-dyn/model_op17.onnx" >"$TMP/out" 2>"$TMP/err" &&
-    fail "run of a symbolic ResNet without --dim passed"
-grep -qF "fix the symbols with --dim" "$TMP/err" || fail "run: $(head -c 400 "$TMP/err")"
+"$HIDETC" run "$OUT/resnet50-small-dyn/model_op17.onnx" >"$TMP/out" 2>"$TMP/err" ||
+    fail "run of a symbolic ResNet at its hints: $(head -c 400 "$TMP/err")"
+grep -qF "symbols: batch=16" "$TMP/out" || fail "run at the hints: $(head -c 400 "$TMP/out")"
+grep -qF "output logits: f32 [16, 1000]" "$TMP/out" || fail "run at the hints: $(head -c 400 "$TMP/out")"
+"$HIDETC" compile "$OUT/tagger-small-dyn/model_op17.onnx" -o "$TMP/tagger.hcm" >"$TMP/out" 2>"$TMP/err" &&
+    fail "compile of the symbolic tagger passed"
+grep -qF "fix them with --dim" "$TMP/err" || fail "compile tagger: $(head -c 400 "$TMP/err")"
 # and with them fixed it runs
 "$HIDETC" run "$OUT/resnet50-small-dyn/model_op17.onnx" --dim batch=2 >"$TMP/out" 2>"$TMP/err" ||
     fail "run --dim batch=2: $(head -c 400 "$TMP/err")"
@@ -88,7 +91,7 @@ for m in resnet50 bert gpt2 tagger; do
     d=$OUT/$m-small-dyn
     file=$d/model_op17.onnx
     case $m in
-    bert | gpt2)
+    resnet50 | bert | gpt2)
         "$HIDETC" compile "$file" -o "$TMP/$m.hcm" >"$TMP/out" 2>"$TMP/err" ||
             fail "compile $m with its symbols: $(tail -c 400 "$TMP/err")"
         file=$TMP/$m.hcm ;;
@@ -101,6 +104,7 @@ for m in resnet50 bert gpt2 tagger; do
             >"$TMP/out" 2>"$TMP/err" || { fail "run $m at $sh: $(tail -c 400 "$TMP/err")"; continue; }
         b=${sh#batch}; b=${b%%_*}
         case $m in
+        resnet50) grep -qF "symbols: batch=$b" "$TMP/out" || fail "run $m at $sh: no symbols line" ;;
         bert | gpt2) grep -qF "symbols: batch=$b seq=" "$TMP/out" || fail "run $m at $sh: no symbols line" ;;
         *) grep -qF "the inputs fix" "$TMP/err" || fail "run $m at $sh: no binding note" ;;
         esac

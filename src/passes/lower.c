@@ -37,7 +37,13 @@ static hc_tensor *reshape(lower_ctx *c, hc_tensor *x, const char *suffix, int nd
         return t;
     }
     const char *sname = hc_arena_printf(&c->g->arena, "%s_%s_shape", c->n->name, suffix);
-    hc_tensor *in[2] = {x, hc_pass_const_i64(c->g, sname, ndim, shape)};
+    int64_t v[HC_MAX_DIMS];
+    memcpy(v, shape, sizeof(int64_t) * (size_t)ndim);
+    /* a symbolic batch (only dim 0 symbolic) stays symbolic: -1 where the view keeps it */
+    bool only_batch = x->sym && x->sym[0];
+    for (int d = 1; only_batch && d < x->ndim; d++) only_batch = !x->sym[d];
+    if (only_batch && ndim > 0 && shape[0] == x->shape[0]) v[0] = -1;
+    hc_tensor *in[2] = {x, hc_pass_const_i64(c->g, sname, ndim, v)};
     return emit(c, HC_OPK_RESHAPE, suffix, 2, in, 0, NULL);
 }
 
