@@ -65,6 +65,11 @@ static hc_var *param_of(rw *c, const hc_tensor *t) {
     int64_t one = 1;
     const hc_type *ty = hc_type_tensor_c(c->a, t->dtype, t->ndim ? t->ndim : 1,
                                          t->ndim ? t->shape : &one, HC_SCOPE_GLOBAL);
+    if (hc_tensor_is_symbolic(t)) { /* dynamic shapes: dims over the symbol variables */
+        hc_expr *dims[HC_MAX_DIMS];
+        for (int d = 0; d < t->ndim; d++) dims[d] = hc_sym_expr(c->a, hc_tensor_dim(t, d));
+        ty = hc_type_tensor(c->a, t->dtype, t->ndim, dims, NULL, HC_SCOPE_GLOBAL);
+    }
     hc_var *v = hc_var_new(c->a, t->name, ty);
     hc_vec_push(&c->ptens, t);
     hc_vec_push(&c->pvars, v);
@@ -75,6 +80,39 @@ static hc_expr *load_tensor(rw *c, const hc_tensor *t, int n, hc_expr *const *id
     hc_var *v = param_of(c, t);
     if (n == 0) return hc_load(c->a, v, 1, (hc_expr *[]){hc_int(c->a, 0)});
     return hc_load(c->a, v, n, idx);
+}
+
+/* Dynamic shapes: a program with symbolic extents reads the symbols' variables
+ * (hc_sym_ir_var), which become kernel parameters only when the model binds them
+ * (compile.c); f with them as more parameters, for the verifier. */
+static const hc_func *with_symbol_params(hc_arena *a, const hc_group *grp, const hc_func *f) {
+    HC_VEC(hc_var *) vs = {0};
+    for (int m = 0; m < hc_group_size(grp); m++) {
+        const hc_node *n = m == 0                ? grp->anchor
+                           : m <= grp->nprologue ? grp->prologue[m - 1]
+                                                 : grp->epilogue[m - 1 - grp->nprologue];
+        for (int i = 0; i < n->ninputs + n->noutputs; i++) {
+            const hc_tensor *t = i < n->ninputs ? n->inputs[i] : n->outputs[i - n->ninputs];
+            for (int d = 0; t && t->sym && d < t->ndim; d++) {
+                const char *names[16];
+                int nn = 0;
+                if (t->sym[d]) hc_sym_vars(t->sym[d], names, &nn, 16);
+                for (int q = 0; q < nn; q++) {
+                    hc_var *v = hc_sym_ir_var(names[q]);
+                    bool dup = false;
+                    for (size_t j = 0; j < vs.len && !dup; j++) dup = vs.data[j] == v;
+                    if (!dup) hc_vec_push(&vs, v);
+                }
+            }
+        }
+    }
+    if (!vs.len) return f;
+    hc_var **ps = HC_NEW_ARRAY(a, hc_var *, f->nparams + (int)vs.len);
+    memcpy(ps, f->params, sizeof(hc_var *) * (size_t)f->nparams);
+    memcpy(ps + f->nparams, vs.data, sizeof(hc_var *) * vs.len);
+    const hc_func *g = hc_func_new(a, f->name, f->kind, f->nparams + (int)vs.len, ps, f->body);
+    hc_vec_free(&vs);
+    return g;
 }
 
 /* ---- inlining task expressions ------------------------------------------------------ */
@@ -531,7 +569,7 @@ hc_func *hc_fuse_rewrite(hc_arena *a, const hc_group *grp, const hc_func *f, con
     }
     res = hc_func_new(a, f->name, f->kind, np, params, body);
     hc_error e = {0};
-    if (hc_verify_func(res, false, &e) != HC_OK) {
+    if (hc_verify_func(with_symbol_params(a, grp, res), false, &e) != HC_OK) {
         res = NULL;
         fail(&c, hc_arena_printf(a, "the fused program does not verify: %s", e.msg));
     }
