@@ -23,6 +23,12 @@
 
 typedef struct hc_matmul_shape {
     int64_t batch, m, n, k; /* C[b] = A[b] x B[b], row-major */
+    /* Dynamic shapes (docs/dynamic.md): the batch count and the row count as expressions
+     * of the symbols, or NULL when fixed. batch and m then hold their values at the
+     * graph's hint binding, where the config is decided (register tile, blocks, thread
+     * grid, packing); the program's batch and M loops, M blocks and M tails run to the
+     * expressions. n and k are always fixed. */
+    const hc_sym *bsym, *msym;
 } hc_matmul_shape;
 
 typedef struct hc_matmul_config {
@@ -89,8 +95,11 @@ void hc_matmul_prepack(const hc_matmul_shape *s, const hc_matmul_config *c, int 
                        const float *src, float *dst);
 
 /* The scheduled program: an HC_FN_CPU_KERNEL named `name` (NULL: "matmul") with params
- * A, B, C (f32 tensors of the shapes above). NULL with err set on a bad shape or config,
- * or a config that does not fit the target. */
+ * A, B, C (f32 tensors of the shapes above; with s->bsym / s->msym their batch and row
+ * dims are those expressions over the symbol variables, hc_sym_ir_var, and so is the
+ * scratch of partial sums). The M cache block is then the config's mc, not clipped to
+ * the hint's rows. NULL with err set on a bad shape or config, a config that does not
+ * fit the target, or an operand pre-packed whose packed form would depend on a symbol. */
 hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
                        const hc_matmul_config *c, const hc_target *t, hc_error *err);
 
