@@ -160,6 +160,21 @@ static void build_batched(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, op2(g, HC_OPK_MATMUL, "smm", W, B));
 }
 
+/* Heads split after the projection: x [batch, seq, 12] W -> Reshape [batch, seq, 3, 4]
+ * -> Transpose [batch, 3, seq, 4], an epilogue whose lanes are not contiguous in the
+ * output once seq is symbolic (its stride is an expression). */
+static void build_heads(hc_graph *g, const hc_sym_binding *b) {
+    sym_in xi = {"x", 3, {"batch", "seq", "12"}};
+    hc_tensor *x = input(g, &xi, b);
+    hc_tensor *w = weights(g, "W", 2, (int64_t[]){12, 12}, 10, 1.0);
+    hc_tensor *q = op2(g, HC_OPK_MATMUL, "q", x, w);
+    hc_tensor *r = op2(g, HC_OPK_RESHAPE, "split", q,
+                       hc_pass_const_i64(g, NULL, 4, (int64_t[]){0, 0, 3, 4}));
+    int64_t perm[4] = {0, 2, 1, 3};
+    hc_attr pa = {.name = "perm", .kind = HC_ATTR_INTS, .n = 4, .ints = perm};
+    hc_graph_add_output(g, node(g, HC_OPK_TRANSPOSE, "t", 1, (hc_tensor *[]){r}, 1, &pa));
+}
+
 /* A symbolic K and a symbolic N: not the template's (declined: the auto-scheduler). */
 static void build_declined(hc_graph *g, const hc_sym_binding *b) {
     sym_in xi = {"x", 2, {"12", "kk"}}, wi = {"w", 2, {"kk", "nn"}};
@@ -291,6 +306,12 @@ static void test_batched(void) {
     check_compiled("batched", build_batched, 0, true, 4, bs, bv);
 }
 
+static void test_heads(void) {
+    const char *bs[] = {"batch", "seq"};
+    const int64_t bv[][4] = {{1, 1}, {3, 7}, {2, 64}, {5, 13}};
+    check_compiled("heads", build_heads, 0, true, 4, bs, bv);
+}
+
 static void test_declined(void) {
     const char *ks[] = {"kk", "nn"};
     const int64_t kv[][4] = {{1, 1}, {7, 13}, {300, 5}};
@@ -301,6 +322,7 @@ int main(void) {
     test_ffn();
     test_rows();
     test_batched();
+    test_heads();
     test_declined();
     TEST_DONE();
 }

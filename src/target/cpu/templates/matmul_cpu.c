@@ -690,6 +690,13 @@ static hc_expr *dim_e(mm *g, const hc_sym *sym, int64_t v) {
 
 hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
                        const hc_matmul_config *c, const hc_target *t, hc_error *err) {
+    return hc_matmul_cpu_sym(a, name, s, NULL, c, t, err);
+}
+
+hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape *s,
+                           const hc_matmul_sym *sym, const hc_matmul_config *c,
+                           const hc_target *t, hc_error *err) {
+    const hc_sym *msym = sym ? sym->m : NULL, *bsym = sym ? sym->batch : NULL;
     if (hc_matmul_validate_shape(s, err) || hc_matmul_validate(c, err)) return NULL;
     if (c->lanes != hc_target_f32_lanes(t)) {
         hc_error_set(err, HC_ERR_INVALID, "matmul config: lanes %d but target %s has %d f32 lanes",
@@ -697,25 +704,25 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
         return NULL;
     }
     /* a packed operand is laid out once, at compile time: it cannot depend on a symbol */
-    if ((c->pre_a && (s->msym || (s->bsym && !c->a_shared))) || (c->pre_b && s->bsym)) {
+    if ((c->pre_a && (msym || (bsym && !c->a_shared))) || (c->pre_b && bsym)) {
         hc_error_set(err, HC_ERR_INVALID, "matmul: a pre-packed %s with symbolic %s",
-                     c->pre_b && s->bsym ? "B" : "A", s->msym ? "rows" : "batches");
+                     c->pre_b && bsym ? "B" : "A", msym ? "rows" : "batches");
         return NULL;
     }
     hc_builder b;
     hc_builder_init(&b, a);
     mm g = {.a = a, .b = &b, .s = s, .c = c, .nv = c->nr / c->lanes};
     g.vec = hc_type_vector(a, HC_F32, c->lanes);
-    g.M = dim_e(&g, s->msym, s->m);
-    g.NB = dim_e(&g, s->bsym, s->batch);
-    g.Mlast = s->msym ? hc_sub(a, g.M, I(&g, 1)) : I(&g, s->m - 1);
+    g.M = dim_e(&g, msym, s->m);
+    g.NB = dim_e(&g, bsym, s->batch);
+    g.Mlast = msym ? hc_sub(a, g.M, I(&g, 1)) : I(&g, s->m - 1);
     /* rows per thread: whole mr tiles, ceil(ceil(M / mr) / tm) of them */
-    g.mpt = s->msym ? hc_mul(a, cdiv_e(&g, cdiv_e(&g, g.M, c->mr), c->tm), I(&g, c->mr))
+    g.mpt = msym ? hc_mul(a, cdiv_e(&g, cdiv_e(&g, g.M, c->mr), c->tm), I(&g, c->mr))
                     : I(&g, part_extent(s->m, c->mr, c->tm));
     g.npt = part_extent(s->n, c->nr, c->tn);
     g.kcb = HC_MIN(c->kc, s->k);
     /* a symbolic M keeps the whole M block: the hint's rows say nothing of the others' */
-    g.mcb = s->msym ? c->mc : HC_MIN(c->mc, part_extent(s->m, c->mr, c->tm));
+    g.mcb = msym ? c->mc : HC_MIN(c->mc, part_extent(s->m, c->mr, c->tm));
     g.ncb = HC_MIN(c->nc, g.npt);
     g.mpad = hc_round_up(s->m, c->mr);
     g.npad = hc_round_up(s->n, c->nr);

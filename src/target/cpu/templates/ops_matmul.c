@@ -105,7 +105,7 @@ static const hc_sym *sym_or_null(const hc_sym *x) {
  * rows may be symbolic, K and N may not. The cases of the static one below, matched by
  * the dims' expressions (equal for every binding), not by their hint values. */
 static bool mm_template_shape_sym(hc_arena *a, const hc_node *n, const hc_nn_mm_dims *d,
-                                  hc_matmul_shape *s, bool *a_shared) {
+                                  hc_matmul_shape *s, hc_matmul_sym *sym, bool *a_shared) {
     const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1), *Y = n->outputs[0];
     int ra = A->ndim, rb = B->ndim;
     if (Y->ndim != d->nb + 2 || ra < 2 || rb < 2) return false;
@@ -118,32 +118,36 @@ static bool mm_template_shape_sym(hc_arena *a, const hc_node *n, const hc_nn_mm_
     const hc_sym *ab = dims_product(a, A, 0, ra - 2), *bb = dims_product(a, B, 0, rb - 2);
     const hc_sym *yb = dims_product(a, Y, 0, d->nb), *m = hc_tensor_dim(A, ra - 2);
     if (hc_sym_equal(ab, yb) && hc_sym_equal(bb, yb)) {
-        *s = (hc_matmul_shape){batch, d->m, d->n, d->k, sym_or_null(yb), sym_or_null(m)};
+        *s = (hc_matmul_shape){batch, d->m, d->n, d->k};
+        *sym = (hc_matmul_sym){sym_or_null(yb), sym_or_null(m)};
         return true;
     }
     if (hc_sym_equal(ab, yb) && sym_is(bb, 1)) { /* one B for every row of every batch */
-        *s = (hc_matmul_shape){1, batch * d->m, d->n, d->k, NULL,
-                               sym_or_null(hc_sym_mul(a, yb, m))};
+        *s = (hc_matmul_shape){1, batch * d->m, d->n, d->k};
+        *sym = (hc_matmul_sym){NULL, sym_or_null(hc_sym_mul(a, yb, m))};
         return true;
     }
     if (sym_is(ab, 1) && hc_sym_equal(bb, yb)) { /* one A for every batch of B */
-        *s = (hc_matmul_shape){batch, d->m, d->n, d->k, sym_or_null(yb), sym_or_null(m)};
-        *a_shared = s->batch > 1 || s->bsym;
+        *s = (hc_matmul_shape){batch, d->m, d->n, d->k};
+        *sym = (hc_matmul_sym){sym_or_null(yb), sym_or_null(m)};
+        *a_shared = s->batch > 1 || sym->batch;
         return true;
     }
     return false;
 }
 
-/* The template shape for this MatMul, or false when the template does not fit; a_shared:
- * one A for every batch. Symbolic dims' expressions are built in `a`. */
-static bool mm_template_shape(hc_arena *a, const hc_node *n, hc_matmul_shape *s, bool *a_shared) {
+/* The template shape for this MatMul, or false when the template does not fit; sym: its
+ * symbolic batches and rows (built in `a`); a_shared: one A for every batch. */
+static bool mm_template_shape(hc_arena *a, const hc_node *n, hc_matmul_shape *s,
+                              hc_matmul_sym *sym, bool *a_shared) {
     hc_nn_mm_dims d;
     const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1);
     *a_shared = false;
+    *sym = (hc_matmul_sym){NULL, NULL};
     if (hc_nn_matmul_dims(n, &d, NULL) || A->dtype != HC_F32 || d.a_vec || d.b_vec) return false;
     if (hc_tensor_is_symbolic(A) || hc_tensor_is_symbolic(B) ||
         hc_tensor_is_symbolic(n->outputs[0]))
-        return mm_template_shape_sym(a, n, &d, s, a_shared);
+        return mm_template_shape_sym(a, n, &d, s, sym, a_shared);
     int64_t batch = 1, a_batch = 1, b_batch = 1;
     for (int i = 0; i < d.nb; i++) batch *= d.batch[i];
     for (int i = 0; i < A->ndim - 2; i++) a_batch *= A->shape[i];
@@ -167,10 +171,11 @@ static bool mm_template_shape(hc_arena *a, const hc_node *n, hc_matmul_shape *s,
 
 static int space_matmul(const hc_node *n, const hc_target *target, int level) {
     hc_matmul_shape s;
+    hc_matmul_sym sym;
     bool shared;
     hc_arena tmp;
     hc_arena_init(&tmp);
-    int count = mm_template_shape(&tmp, n, &s, &shared) ? hc_matmul_space(target, &s, level, NULL, 0)
+    int count = mm_template_shape(&tmp, n, &s, &sym, &shared) ? hc_matmul_space(target, &s, level, NULL, 0)
                                                         : 0;
     hc_arena_free(&tmp);
     return count;
@@ -193,14 +198,15 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
 }
 
 /* Whether input `input`'s packed form would depend on a symbol (then it is not packed). */
-static bool packed_is_symbolic(const hc_matmul_shape *s, bool a_shared, int input) {
-    return input == 0 ? s->msym || (s->bsym && !a_shared) : s->bsym != NULL;
+static bool packed_is_symbolic(const hc_matmul_sym *sym, bool a_shared, int input) {
+    return input == 0 ? sym->m || (sym->batch && !a_shared) : sym->batch != NULL;
 }
 
 static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
                               int input, const void *src, void *dst) {
     hc_matmul_shape s;
     hc_matmul_config cfg;
+    hc_matmul_sym sym;
     bool shared;
     if (input != 0 && input != 1) return 0;
     hc_arena tmp;
@@ -208,8 +214,8 @@ static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const h
     int64_t size = 0;
     hc_sched_opts o = opts ? *opts : (hc_sched_opts){0};
     o.prepacked = 1u << input;
-    if (mm_template_shape(&tmp, n, &s, &shared) && hc_nn_in(n, input)->dtype == HC_F32 &&
-        !packed_is_symbolic(&s, shared, input) && mm_config(n, target, &s, shared, &o, &cfg, NULL)) {
+    if (mm_template_shape(&tmp, n, &s, &sym, &shared) && hc_nn_in(n, input)->dtype == HC_F32 &&
+        !packed_is_symbolic(&sym, shared, input) && mm_config(n, target, &s, shared, &o, &cfg, NULL)) {
         if (src && dst) hc_matmul_prepack(&s, &cfg, input, src, dst);
         size = hc_matmul_packed_size(&s, &cfg, input);
     }
@@ -222,20 +228,21 @@ static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
                                 const hc_sched_opts *opts, hc_error *err) {
     hc_matmul_shape s;
     hc_matmul_config cfg;
+    hc_matmul_sym sym;
     bool shared;
-    if (!mm_template_shape(a, n, &s, &shared) || t->ninputs != 2 || t->noutputs != 1)
+    if (!mm_template_shape(a, n, &s, &sym, &shared) || t->ninputs != 2 || t->noutputs != 1)
         return NULL;
     if (!mm_config(n, target, &s, shared, opts, &cfg, err)) return NULL;
     hc_error e2 = {0};
-    hc_func *f = hc_matmul_cpu(a, fname, &s, &cfg, target, &e2);
+    hc_func *f = hc_matmul_cpu_sym(a, fname, &s, &sym, &cfg, target, &e2);
     if (!f || f->nparams != 3) return NULL; /* the auto-scheduler still handles it */
     rebind_ctx c = {{f->params[0], f->params[1], f->params[2]}, {NULL}, false, {false}};
     c.bcast[0] = cfg.a_shared;
     const hc_tnode *tn[3] = {t->inputs[0], t->inputs[1], t->outputs[0]};
-    c.sym = s.msym || s.bsym;
+    c.sym = sym.m || sym.batch;
     if (c.sym) { /* the template's [batch, m, k] etc. and the task's dims, as expressions */
-        const hc_sym *nb = s.bsym ? s.bsym : hc_sym_const(a, s.batch);
-        const hc_sym *m = s.msym ? s.msym : hc_sym_const(a, s.m);
+        const hc_sym *nb = sym.batch ? sym.batch : hc_sym_const(a, s.batch);
+        const hc_sym *m = sym.m ? sym.m : hc_sym_const(a, s.m);
         const hc_sym *k = hc_sym_const(a, s.k), *nn = hc_sym_const(a, s.n);
         const hc_sym *os[3][3] = {{nb, m, k}, {nb, k, nn}, {nb, m, nn}};
         memcpy(c.osym, os, sizeof os);
