@@ -212,6 +212,17 @@ static void test_divmod_bounds(void) {
               "((((i * 4) + j) - 2) / 4)");
     /* but (j - 2) in [-2, 1] is inside (-4, 4), so C's % leaves it as is */
     CHECK_STR(show(in_loops(2, ext, hc_mod(&A, hc_sub(&A, j, I(2)), I(4)))), "(j - 2)");
+    /* (x / y) * y + x % y = x for any y (a row unflattened over a symbolic dim and
+     * flattened again), in either order; not when the operands differ */
+    hc_var *s = hc_var_new(&A, "s", hc_type_scalar(HC_I64));
+    hc_expr *x = hc_add(&A, V(n), I(3));
+    hc_expr *q = hc_mul(&A, hc_div(&A, x, V(s)), V(s)), *r = hc_mod(&A, x, V(s));
+    CHECK_STR(SIMP(hc_add(&A, q, r)), "(n + 3)");
+    CHECK_STR(SIMP(hc_add(&A, r, hc_mul(&A, V(s), hc_div(&A, x, V(s))))), "(n + 3)");
+    CHECK_STR(SIMP(hc_add(&A, hc_mul(&A, hc_div(&A, x, V(s)), V(n)), r)),
+              "((((n + 3) / s) * n) + ((n + 3) % s))");
+    CHECK_STR(SIMP(hc_add(&A, q, hc_mod(&A, V(n), V(s)))),
+              "((((n + 3) / s) * s) + (n % s))");
 }
 
 static void test_compare_minmax(void) {

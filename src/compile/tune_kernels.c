@@ -290,6 +290,13 @@ static size_t kernel_const_bytes(const hc_model *m) {
     return total;
 }
 
+/* Whether a tensor of the group has a symbolic dimension (dynamic shapes). */
+static bool group_is_symbolic(const hc_group *g) {
+    for (int i = 0; i < g->ninputs + g->noutputs; i++)
+        if (hc_tensor_is_symbolic(group_param(g, i))) return true;
+    return false;
+}
+
 hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *err) {
     int level = m->opt.tune_level;
     if (level <= 0) return HC_OK;
@@ -308,6 +315,9 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
         kernel *k = &m->kernels.data[i];
         const hc_template *def = hc_target_template(target, k->node->op);
         if (!k->templated || !def || !def->space) continue;
+        /* a kernel with symbolic extents is not tuned: timing it needs the symbols'
+         * values as arguments; it runs its space's default (decided at the hints) */
+        if (group_is_symbolic(&k->group)) continue;
         int n = def->space(k->node, target, level);
         k->ncand = HC_MAX(n, 1);
         if (n <= 1) continue;

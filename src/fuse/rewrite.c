@@ -65,6 +65,11 @@ static hc_var *param_of(rw *c, const hc_tensor *t) {
     int64_t one = 1;
     const hc_type *ty = hc_type_tensor_c(c->a, t->dtype, t->ndim ? t->ndim : 1,
                                          t->ndim ? t->shape : &one, HC_SCOPE_GLOBAL);
+    if (hc_tensor_is_symbolic(t)) { /* dynamic shapes: dims over the symbol variables */
+        hc_expr *dims[HC_MAX_DIMS];
+        for (int d = 0; d < t->ndim; d++) dims[d] = hc_sym_expr(c->a, hc_tensor_dim(t, d));
+        ty = hc_type_tensor(c->a, t->dtype, t->ndim, dims, NULL, HC_SCOPE_GLOBAL);
+    }
     hc_var *v = hc_var_new(c->a, t->name, ty);
     hc_vec_push(&c->ptens, t);
     hc_vec_push(&c->pvars, v);

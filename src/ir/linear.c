@@ -103,10 +103,18 @@ int64_t hc_offset_coef(const hc_var *buf, int n, hc_expr *const *idx, const hc_v
     const hc_type *t = buf->type;
     lin l = {.ok = true};
     int64_t stride = 1;
+    bool known = true; /* the stride is a constant: no symbolic extent inside */
     for (int d = n - 1; d >= 0; d--) {
+        /* past a symbolic extent (dynamic shapes) the strides are expressions: an index
+         * there that moves with L makes the offset non-affine in L for us; one that does
+         * not only shifts it */
+        if (!known) {
+            if (hc_expr_mentions(idx[d], L)) return INT64_MIN;
+            continue;
+        }
         lin_of(&l, idx[d], stride);
         int64_t ext = 1;
-        if (d < t->ndim) hc_expr_is_const_int(t->shape[d], &ext);
+        if (d < t->ndim && !hc_expr_is_const_int(t->shape[d], &ext)) known = false;
         stride *= ext;
     }
     return lin_lane_coef(&l, L);

@@ -588,6 +588,25 @@ static hc_expr *logic_identity(simp *S, hc_expr *e) {
     return NULL;
 }
 
+static bool is_binop(const hc_expr *e, hc_binop op) {
+    return e->kind == HC_E_BINARY && e->u.bin.op == op;
+}
+
+/* Whether q is (x / y) * y (or y * (x / y)) and r is x % y: q + r is then x, for C's
+ * truncating division and any y (the unflattening of a row index over a symbolic dim,
+ * row / seq and row % seq, flattened again). */
+static bool divmod_recombines(const hc_expr *q, const hc_expr *r) {
+    if (!is_binop(q, HC_OP_MUL) || !is_binop(r, HC_OP_MOD)) return false;
+    const hc_expr *x = r->u.bin.a, *y = r->u.bin.b;
+    for (int side = 0; side < 2; side++) {
+        const hc_expr *d = side ? q->u.bin.b : q->u.bin.a, *m = side ? q->u.bin.a : q->u.bin.b;
+        if (is_binop(d, HC_OP_DIV) && hc_expr_equal(d->u.bin.a, x) && hc_expr_equal(d->u.bin.b, y) &&
+            hc_expr_equal(m, y) && hc_type_equal(d->type, r->type))
+            return true;
+    }
+    return false;
+}
+
 static hc_expr *int_identity(simp *S, hc_expr *e) {
     hc_expr *a = e->u.bin.a, *b = e->u.bin.b;
     const hc_type *t = e->type;
@@ -595,7 +614,10 @@ static hc_expr *int_identity(simp *S, hc_expr *e) {
     bool pure = !has_effect(a) && !has_effect(b);
     switch (e->u.bin.op) {
     case HC_OP_ADD:
-        return is_const_k(b, 0) ? as_type(S, a, t) : NULL;
+        if (is_const_k(b, 0)) return as_type(S, a, t);
+        if (pure && divmod_recombines(a, b)) return as_type(S, b->u.bin.a, t);
+        if (pure && divmod_recombines(b, a)) return as_type(S, a->u.bin.a, t);
+        return NULL;
     case HC_OP_SUB:
         if (is_const_k(b, 0)) return as_type(S, a, t);
         return pure && hc_expr_equal(a, b) ? int_const(S, d, 0) : NULL;

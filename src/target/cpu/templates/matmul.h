@@ -25,6 +25,15 @@ typedef struct hc_matmul_shape {
     int64_t batch, m, n, k; /* C[b] = A[b] x B[b], row-major */
 } hc_matmul_shape;
 
+/* Dynamic shapes (docs/dynamic.md): the batch count and the row count as expressions of
+ * the symbols, or NULL when fixed. The shape's batch and m then hold their values at the
+ * graph's hint binding, where the config is decided (register tile, blocks, thread grid,
+ * packing); the program's batch and M loops, M blocks and M tails run to the
+ * expressions. n and k are always fixed. */
+typedef struct hc_matmul_sym {
+    const hc_sym *batch, *m;
+} hc_matmul_sym;
+
 typedef struct hc_matmul_config {
     int lanes;          /* f32 lanes per vector; must be the target's (16, 8 or 4) */
     int mr, nr;         /* register tile: mr rows x nr columns, nr a multiple of lanes */
@@ -93,6 +102,14 @@ void hc_matmul_prepack(const hc_matmul_shape *s, const hc_matmul_config *c, int 
  * or a config that does not fit the target. */
 hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
                        const hc_matmul_config *c, const hc_target *t, hc_error *err);
+/* The same with symbolic batches and rows (sym NULL, or its fields NULL: hc_matmul_cpu):
+ * the batch and row dims of A, B, C and of the scratch of partial sums are those
+ * expressions over the symbol variables (hc_sym_ir_var), and the M cache block is the
+ * config's mc, not clipped to the hint's rows. Also NULL with err set for an operand
+ * pre-packed whose packed form would depend on a symbol. */
+hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape *s,
+                           const hc_matmul_sym *sym, const hc_matmul_config *c,
+                           const hc_target *t, hc_error *err);
 
 /* The generated C of the kernel (malloc'ed), or NULL with err set. */
 char *hc_matmul_source(const hc_matmul_shape *s, const hc_matmul_config *c, const hc_target *t,

@@ -164,7 +164,10 @@ typedef struct mm {
     hc_builder *b;
     const hc_matmul_shape *s;
     const hc_matmul_config *c;
-    int64_t mpt, npt;         /* rows and columns of C per thread */
+    int64_t npt;              /* columns of C per thread */
+    hc_expr *mpt;             /* rows of C per thread (an expression when M is symbolic) */
+    hc_expr *M, *NB;          /* rows and batches: constants, or the symbols' expressions */
+    hc_expr *Mlast;           /* M - 1, the last row */
     int64_t kcb, mcb, ncb;    /* cache blocks, clipped to the shape */
     int nv;                   /* vectors per register-tile row */
     int64_t nkb;              /* K blocks */
@@ -210,7 +213,7 @@ static void pack_b(mm *g) {
 /* Row `i` of register tile `ir` in A, clamped so that padded rows read valid memory. */
 static hc_expr *a_row(mm *g, hc_expr *ir, hc_expr *i) {
     hc_expr *row = ADD(g->m0, ADD(MUL(ir, I(g, g->c->mr)), i));
-    return MIN(row, I(g, g->s->m - 1));
+    return MIN(row, g->Mlast);
 }
 
 /* Ap[ir][k][i] = A[b, m0 + ir*MR + i, k0 + k], zero beyond the block's mc rows. */
@@ -422,7 +425,7 @@ static void prefetch_c_tile(mm *g, const tile *t, int cols) {
     hc_var *q = g->Cs ? g->Cs : g->C;
     HC_IF(g->b, LT(I(g, 0), g->pc)) {
         HC_FOR(g->b, i, "pci", I(g, g->c->mr), hc_unroll(0)) {
-            hc_expr *row = MIN(ADD(ADD(g->m0, t->row), R(g, i)), I(g, g->s->m - 1));
+            hc_expr *row = MIN(ADD(ADD(g->m0, t->row), R(g, i)), g->Mlast);
             for (int j = 0; j < cols; j += 16) { /* one per 64-byte line */
                 hc_expr *col = MIN(ADD(ADD(g->n0, t->col), I(g, j)), I(g, g->s->n - 1));
                 hc_b_eval(g->b, vcall(g, HC_PRIM_PREFETCH, hc_type_scalar(HC_VOID), 1,
@@ -620,16 +623,23 @@ static void register_tiles(mm *g) {
     }
 }
 
+/* ceil(x / d) for x >= 0: a constant when x is one. */
+static hc_expr *cdiv_e(mm *g, hc_expr *x, int64_t d) {
+    int64_t v;
+    if (hc_expr_is_const_int(x, &v)) return I(g, hc_cdiv(v, d));
+    return d == 1 ? x : hc_div(g->a, ADD(x, I(g, d - 1)), I(g, d));
+}
+
 /* The loops of one thread over its batches [tbi*bpt, ...) and its macro tile
  * [ti*mpt, ...) x [tj*npt, ...). */
 static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
     const hc_matmul_shape *s = g->s;
-    hc_expr *m_end = MIN(MUL(ADD(ti, I(g, 1)), I(g, g->mpt)), I(g, s->m));
+    hc_expr *m_end = MIN(MUL(ADD(ti, I(g, 1)), g->mpt), g->M);
     hc_expr *n_end = MIN(MUL(ADD(tj, I(g, 1)), I(g, g->npt)), I(g, s->n));
-    int64_t bpt = hc_cdiv(s->batch, g->c->tb);
-    HC_FOR(g->b, bj, "bj", I(g, bpt), hc_serial()) {
-        hc_expr *bi = ADD(MUL(tbi, I(g, bpt)), R(g, bj));
-        hc_b_if_begin(g->b, LT(bi, I(g, s->batch)));
+    hc_expr *bpt = cdiv_e(g, g->NB, g->c->tb);
+    HC_FOR(g->b, bj, "bj", bpt, hc_serial()) {
+        hc_expr *bi = ADD(MUL(tbi, bpt), R(g, bj));
+        hc_b_if_begin(g->b, LT(bi, g->NB));
         g->bi = let(g, "bi", bi);
         HC_FOR(g->b, jc, "jc", I(g, hc_cdiv(g->npt, g->ncb)), hc_serial()) {
             hc_expr *n0 = ADD(MUL(tj, I(g, g->npt)), MUL(R(g, jc), I(g, g->ncb)));
@@ -641,8 +651,8 @@ static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
                     g->k0 = let(g, "k0", MUL(g->pc, I(g, g->kcb)));
                     g->kc = let(g, "kc", MIN(I(g, g->kcb), SUB(I(g, s->k), g->k0)));
                     if (g->c->pack_b && !g->c->pre_b) pack_b(g);
-                    HC_FOR(g->b, ic, "ic", I(g, hc_cdiv(g->mpt, g->mcb)), hc_serial()) {
-                        hc_expr *m0 = ADD(MUL(ti, I(g, g->mpt)), MUL(R(g, ic), I(g, g->mcb)));
+                    HC_FOR(g->b, ic, "ic", cdiv_e(g, g->mpt, g->mcb), hc_serial()) {
+                        hc_expr *m0 = ADD(MUL(ti, g->mpt), MUL(R(g, ic), I(g, g->mcb)));
                         HC_IF(g->b, LT(m0, m_end)) {
                             g->m0 = let(g, "m0", m0);
                             g->mc = let(g, "mc", MIN(I(g, g->mcb), SUB(m_end, g->m0)));
@@ -657,46 +667,72 @@ static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
     }
 }
 
-static hc_var *param(mm *g, const char *name, int64_t d0, int64_t d1, int64_t d2) {
+static hc_var *param(mm *g, const char *name, hc_expr *d0, hc_expr *d1, hc_expr *d2) {
     return hc_var_new(g->a, name,
-                      hc_type_tensor_c(g->a, HC_F32, 3, (int64_t[]){d0, d1, d2}, HC_SCOPE_GLOBAL));
+                      hc_type_tensor(g->a, HC_F32, 3, (hc_expr *[]){d0, d1, d2}, NULL,
+                                     HC_SCOPE_GLOBAL));
 }
 
 static hc_var *flat_param(mm *g, const char *name, int64_t n) {
     return hc_var_new(g->a, name, hc_type_tensor_c(g->a, HC_F32, 1, &n, HC_SCOPE_GLOBAL));
 }
 
-static hc_var *heap_buffer(mm *g, const char *name, int64_t d0, int64_t d1, int64_t d2) {
-    const hc_type *t = hc_type_tensor_c(g->a, HC_F32, 3, (int64_t[]){d0, d1, d2}, HC_SCOPE_GLOBAL);
+static hc_var *heap_buffer(mm *g, const char *name, hc_expr *d0, hc_expr *d1, hc_expr *d2) {
+    const hc_type *t =
+        hc_type_tensor(g->a, HC_F32, 3, (hc_expr *[]){d0, d1, d2}, NULL, HC_SCOPE_GLOBAL);
     return hc_b_declare(g->b, name, t, NULL);
+}
+
+/* A dimension of the shape: the constant, or the symbol expression where it is one. */
+static hc_expr *dim_e(mm *g, const hc_sym *sym, int64_t v) {
+    return sym ? hc_sym_expr(g->a, sym) : I(g, v);
 }
 
 hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
                        const hc_matmul_config *c, const hc_target *t, hc_error *err) {
+    return hc_matmul_cpu_sym(a, name, s, NULL, c, t, err);
+}
+
+hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape *s,
+                           const hc_matmul_sym *sym, const hc_matmul_config *c,
+                           const hc_target *t, hc_error *err) {
+    const hc_sym *msym = sym ? sym->m : NULL, *bsym = sym ? sym->batch : NULL;
     if (hc_matmul_validate_shape(s, err) || hc_matmul_validate(c, err)) return NULL;
     if (c->lanes != hc_target_f32_lanes(t)) {
         hc_error_set(err, HC_ERR_INVALID, "matmul config: lanes %d but target %s has %d f32 lanes",
                      c->lanes, t->name, hc_target_f32_lanes(t));
         return NULL;
     }
+    /* a packed operand is laid out once, at compile time: it cannot depend on a symbol */
+    if ((c->pre_a && (msym || (bsym && !c->a_shared))) || (c->pre_b && bsym)) {
+        hc_error_set(err, HC_ERR_INVALID, "matmul: a pre-packed %s with symbolic %s",
+                     c->pre_b && bsym ? "B" : "A", msym ? "rows" : "batches");
+        return NULL;
+    }
     hc_builder b;
     hc_builder_init(&b, a);
     mm g = {.a = a, .b = &b, .s = s, .c = c, .nv = c->nr / c->lanes};
     g.vec = hc_type_vector(a, HC_F32, c->lanes);
-    g.mpt = part_extent(s->m, c->mr, c->tm);
+    g.M = dim_e(&g, msym, s->m);
+    g.NB = dim_e(&g, bsym, s->batch);
+    g.Mlast = msym ? hc_sub(a, g.M, I(&g, 1)) : I(&g, s->m - 1);
+    /* rows per thread: whole mr tiles, ceil(ceil(M / mr) / tm) of them */
+    g.mpt = msym ? hc_mul(a, cdiv_e(&g, cdiv_e(&g, g.M, c->mr), c->tm), I(&g, c->mr))
+                    : I(&g, part_extent(s->m, c->mr, c->tm));
     g.npt = part_extent(s->n, c->nr, c->tn);
     g.kcb = HC_MIN(c->kc, s->k);
-    g.mcb = HC_MIN(c->mc, g.mpt);
+    /* a symbolic M keeps the whole M block: the hint's rows say nothing of the others' */
+    g.mcb = msym ? c->mc : HC_MIN(c->mc, part_extent(s->m, c->mr, c->tm));
     g.ncb = HC_MIN(c->nc, g.npt);
     g.mpad = hc_round_up(s->m, c->mr);
     g.npad = hc_round_up(s->n, c->nr);
     g.A = c->pre_a ? flat_param(&g, "A", hc_matmul_packed_size(s, c, 0))
-                   : param(&g, "A", s->batch, s->m, s->k);
+                   : param(&g, "A", g.NB, g.M, I(&g, s->k));
     g.B = c->pre_b ? flat_param(&g, "B", hc_matmul_packed_size(s, c, 1))
-                   : param(&g, "B", s->batch, s->k, s->n);
-    g.C = param(&g, "C", s->batch, s->m, s->n);
+                   : param(&g, "B", g.NB, I(&g, s->k), I(&g, s->n));
+    g.C = param(&g, "C", g.NB, g.M, I(&g, s->n));
     g.nkb = hc_cdiv(s->k, g.kcb);
-    if (c->c_write_once && g.nkb > 1) g.Cs = heap_buffer(&g, "Cs", s->batch, s->m, s->n);
+    if (c->c_write_once && g.nkb > 1) g.Cs = heap_buffer(&g, "Cs", g.NB, g.M, I(&g, s->n));
 
     int threads = c->tb * c->tm * c->tn;
     hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
@@ -705,8 +741,10 @@ hc_func *hc_matmul_cpu(hc_arena *a, const char *name, const hc_matmul_shape *s,
         const hc_mapping *grid = hc_map_spatial(a, 3, (int64_t[]){c->tb, c->tm, c->tn});
         static const char *const names[3] = {"tb", "ti", "tj"};
         HC_FOR_MAP(&b, grid, R(&g, th), 3, tv, names) {
-            if (c->pack_a && !c->pre_a) g.Ap = heap_buffer(&g, "Ap", g.mcb / c->mr, g.kcb, c->mr);
-            if (c->pack_b && !c->pre_b) g.Bp = heap_buffer(&g, "Bp", g.ncb / c->nr, g.kcb, c->nr);
+            if (c->pack_a && !c->pre_a)
+                g.Ap = heap_buffer(&g, "Ap", I(&g, g.mcb / c->mr), I(&g, g.kcb), I(&g, c->mr));
+            if (c->pack_b && !c->pre_b)
+                g.Bp = heap_buffer(&g, "Bp", I(&g, g.ncb / c->nr), I(&g, g.kcb), I(&g, c->nr));
             thread_body(&g, R(&g, tv[0]), R(&g, tv[1]), R(&g, tv[2]));
         }
     }

@@ -7,6 +7,7 @@
 #include "target/cpu/templates/matmul.h"
 #include "target/cpu/templates/registry.h"
 #include "target/cpu/templates/select.h"
+#include "target/sched_util.h"
 
 /* ---- MatMul on the matmul template -------------------------------------------------- */
 /* The template's parameters are [batch, m, k] etc.; the task's are dense tensors of the
@@ -19,6 +20,10 @@ typedef struct rebind_ctx {
     hc_var *from[3], *to[3];
     bool bad;      /* a parameter used other than by a 3-index access */
     bool bcast[3]; /* one matrix for every batch (A of a conv's weights at batch > 1) */
+    /* symbolic shapes (dynamic M or batch): the template's and the task's dims as symbol
+     * expressions, constants where fixed; sym false: both read from the params' types */
+    bool sym;
+    const hc_sym *osym[3][3], *nsym[3][HC_MAX_DIMS];
 } rebind_ctx;
 
 static int rebind_find(const rebind_ctx *c, const hc_var *v) {
@@ -29,6 +34,14 @@ static int rebind_find(const rebind_ctx *c, const hc_var *v) {
 
 static hc_expr **rebind_idx(hc_arena *a, const rebind_ctx *c, int p, int n, hc_expr *const *idx) {
     const hc_type *ot = c->from[p]->type, *nt = c->to[p]->type;
+    if (c->sym) {
+        hc_expr **out = HC_NEW_ARRAY(a, hc_expr *, nt->ndim);
+        hc_expr *bidx[3] = {idx[0], idx[1], idx[2]};
+        const hc_sym *os[3] = {c->osym[p][0], c->osym[p][1], c->osym[p][2]};
+        if (c->bcast[p]) bidx[0] = hc_int(a, 0), os[0] = hc_sym_const(a, 1);
+        hc_reshape_index_sym(a, 3, os, bidx, nt->ndim, c->nsym[p], out);
+        return out;
+    }
     int64_t os[HC_MAX_DIMS], ns[HC_MAX_DIMS];
     for (int i = 0; i < n; i++) hc_expr_is_const_int(ot->shape[i], &os[i]);
     for (int i = 0; i < nt->ndim; i++) hc_expr_is_const_int(nt->shape[i], &ns[i]);
@@ -70,11 +83,71 @@ static hc_stmt *rebind_stmt(hc_mutator *m, hc_stmt *s) {
     return hc_store(m->a, to, to->type->ndim, idx, s->u.store.value);
 }
 
-/* The template shape for this MatMul, or false when the template does not fit. */
-static bool mm_template_shape(const hc_node *n, hc_matmul_shape *s) {
+static bool sym_is(const hc_sym *x, int64_t v) {
+    int64_t c;
+    return hc_sym_is_const(x, &c) && c == v;
+}
+
+/* The product of dims [lo, hi) of t as a symbol expression. */
+static const hc_sym *dims_product(hc_arena *a, const hc_tensor *t, int lo, int hi) {
+    const hc_sym *p = hc_sym_const(a, 1);
+    for (int d = lo; d < hi; d++) p = hc_sym_mul(a, p, hc_tensor_dim(t, d));
+    return p;
+}
+
+/* The symbol expression of x, NULL when it is a constant. */
+static const hc_sym *sym_or_null(const hc_sym *x) {
+    int64_t c;
+    return hc_sym_is_const(x, &c) ? NULL : x;
+}
+
+/* The template shape of a MatMul with symbolic dims (dynamic shapes): the batch and the
+ * rows may be symbolic, K and N may not. The cases of the static one below, matched by
+ * the dims' expressions (equal for every binding), not by their hint values. */
+static bool mm_template_shape_sym(hc_arena *a, const hc_node *n, const hc_nn_mm_dims *d,
+                                  hc_matmul_shape *s, hc_matmul_sym *sym, bool *a_shared) {
+    const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1), *Y = n->outputs[0];
+    int ra = A->ndim, rb = B->ndim;
+    if (Y->ndim != d->nb + 2 || ra < 2 || rb < 2) return false;
+    /* K and N stay constants: the register tiles, K blocks and packed B depend on them */
+    if (sym_or_null(hc_tensor_dim(A, ra - 1)) || sym_or_null(hc_tensor_dim(B, rb - 2)) ||
+        sym_or_null(hc_tensor_dim(B, rb - 1)))
+        return false;
+    int64_t batch = 1;
+    for (int i = 0; i < d->nb; i++) batch *= d->batch[i];
+    const hc_sym *ab = dims_product(a, A, 0, ra - 2), *bb = dims_product(a, B, 0, rb - 2);
+    const hc_sym *yb = dims_product(a, Y, 0, d->nb), *m = hc_tensor_dim(A, ra - 2);
+    if (hc_sym_equal(ab, yb) && hc_sym_equal(bb, yb)) {
+        *s = (hc_matmul_shape){batch, d->m, d->n, d->k};
+        *sym = (hc_matmul_sym){sym_or_null(yb), sym_or_null(m)};
+        return true;
+    }
+    if (hc_sym_equal(ab, yb) && sym_is(bb, 1)) { /* one B for every row of every batch */
+        *s = (hc_matmul_shape){1, batch * d->m, d->n, d->k};
+        *sym = (hc_matmul_sym){NULL, sym_or_null(hc_sym_mul(a, yb, m))};
+        return true;
+    }
+    if (sym_is(ab, 1) && hc_sym_equal(bb, yb)) { /* one A for every batch of B */
+        *s = (hc_matmul_shape){batch, d->m, d->n, d->k};
+        *sym = (hc_matmul_sym){sym_or_null(yb), sym_or_null(m)};
+        *a_shared = s->batch > 1 || sym->batch;
+        return true;
+    }
+    return false;
+}
+
+/* The template shape for this MatMul, or false when the template does not fit; sym: its
+ * symbolic batches and rows (built in `a`); a_shared: one A for every batch. */
+static bool mm_template_shape(hc_arena *a, const hc_node *n, hc_matmul_shape *s,
+                              hc_matmul_sym *sym, bool *a_shared) {
     hc_nn_mm_dims d;
     const hc_tensor *A = hc_nn_in(n, 0), *B = hc_nn_in(n, 1);
+    *a_shared = false;
+    *sym = (hc_matmul_sym){NULL, NULL};
     if (hc_nn_matmul_dims(n, &d, NULL) || A->dtype != HC_F32 || d.a_vec || d.b_vec) return false;
+    if (hc_tensor_is_symbolic(A) || hc_tensor_is_symbolic(B) ||
+        hc_tensor_is_symbolic(n->outputs[0]))
+        return mm_template_shape_sym(a, n, &d, s, sym, a_shared);
     int64_t batch = 1, a_batch = 1, b_batch = 1;
     for (int i = 0; i < d.nb; i++) batch *= d.batch[i];
     for (int i = 0; i < A->ndim - 2; i++) a_batch *= A->shape[i];
@@ -90,6 +163,7 @@ static bool mm_template_shape(const hc_node *n, hc_matmul_shape *s) {
     }
     if (a_batch == 1 && b_batch == batch) { /* one A for every batch of B (conv weights) */
         *s = (hc_matmul_shape){batch, d.m, d.n, d.k};
+        *a_shared = batch > 1;
         return true;
     }
     return false;
@@ -97,37 +171,56 @@ static bool mm_template_shape(const hc_node *n, hc_matmul_shape *s) {
 
 static int space_matmul(const hc_node *n, const hc_target *target, int level) {
     hc_matmul_shape s;
-    if (!mm_template_shape(n, &s)) return 0;
-    return hc_matmul_space(target, &s, level, NULL, 0);
+    hc_matmul_sym sym;
+    bool shared;
+    hc_arena tmp;
+    hc_arena_init(&tmp);
+    int count = mm_template_shape(&tmp, n, &s, &sym, &shared) ? hc_matmul_space(target, &s, level, NULL, 0)
+                                                        : 0;
+    hc_arena_free(&tmp);
+    return count;
 }
 
 /* The config of candidate opts->candidate at opts->level (the default without opts), with
  * the operands pre-packed that opts->prepacked names. false with err set on a bad
  * candidate. */
 static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul_shape *s,
-                      const hc_sched_opts *opts, hc_matmul_config *cfg, hc_error *err) {
-    *cfg = hc_matmul_default_config(target, s);
+                      bool a_shared, const hc_sched_opts *opts, hc_matmul_config *cfg,
+                      hc_error *err) {
+    *cfg = hc_matmul_default_config(target, s); /* symbolic dims: at their hints */
     if (!HC_CPU_SELECT_CONFIG(*cfg, hc_matmul_space, target, s, n, opts, err)) return false;
     cfg->c_write_once = opts && opts->write_once;
     cfg->pre_a = opts && (opts->prepacked & 1u);
     cfg->pre_b = opts && (opts->prepacked & 2u);
     /* the template's batch index selects nothing in an A shared by every batch */
-    cfg->a_shared = s->batch > 1 && hc_tensor_numel(hc_nn_in(n, 0)) == s->m * s->k;
+    cfg->a_shared = a_shared;
     return true;
+}
+
+/* Whether input `input`'s packed form would depend on a symbol (then it is not packed). */
+static bool packed_is_symbolic(const hc_matmul_sym *sym, bool a_shared, int input) {
+    return input == 0 ? sym->m || (sym->batch && !a_shared) : sym->batch != NULL;
 }
 
 static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const hc_sched_opts *opts,
                               int input, const void *src, void *dst) {
     hc_matmul_shape s;
     hc_matmul_config cfg;
-    if ((input != 0 && input != 1) || !mm_template_shape(n, &s) ||
-        hc_nn_in(n, input)->dtype != HC_F32)
-        return 0;
+    hc_matmul_sym sym;
+    bool shared;
+    if (input != 0 && input != 1) return 0;
+    hc_arena tmp;
+    hc_arena_init(&tmp);
+    int64_t size = 0;
     hc_sched_opts o = opts ? *opts : (hc_sched_opts){0};
     o.prepacked = 1u << input;
-    if (!mm_config(n, target, &s, &o, &cfg, NULL)) return 0;
-    if (src && dst) hc_matmul_prepack(&s, &cfg, input, src, dst);
-    return hc_matmul_packed_size(&s, &cfg, input);
+    if (mm_template_shape(&tmp, n, &s, &sym, &shared) && hc_nn_in(n, input)->dtype == HC_F32 &&
+        !packed_is_symbolic(&sym, shared, input) && mm_config(n, target, &s, shared, &o, &cfg, NULL)) {
+        if (src && dst) hc_matmul_prepack(&s, &cfg, input, src, dst);
+        size = hc_matmul_packed_size(&s, &cfg, input);
+    }
+    hc_arena_free(&tmp);
+    return size;
 }
 
 static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
@@ -135,22 +228,36 @@ static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
                                 const hc_sched_opts *opts, hc_error *err) {
     hc_matmul_shape s;
     hc_matmul_config cfg;
-    if (!mm_template_shape(n, &s) || t->ninputs != 2 || t->noutputs != 1) return NULL;
-    if (!mm_config(n, target, &s, opts, &cfg, err)) return NULL;
+    hc_matmul_sym sym;
+    bool shared;
+    if (!mm_template_shape(a, n, &s, &sym, &shared) || t->ninputs != 2 || t->noutputs != 1)
+        return NULL;
+    if (!mm_config(n, target, &s, shared, opts, &cfg, err)) return NULL;
     hc_error e2 = {0};
-    hc_func *f = hc_matmul_cpu(a, fname, &s, &cfg, target, &e2);
+    hc_func *f = hc_matmul_cpu_sym(a, fname, &s, &sym, &cfg, target, &e2);
     if (!f || f->nparams != 3) return NULL; /* the auto-scheduler still handles it */
     rebind_ctx c = {{f->params[0], f->params[1], f->params[2]}, {NULL}, false, {false}};
     c.bcast[0] = cfg.a_shared;
     const hc_tnode *tn[3] = {t->inputs[0], t->inputs[1], t->outputs[0]};
+    c.sym = sym.m || sym.batch;
+    if (c.sym) { /* the template's [batch, m, k] etc. and the task's dims, as expressions */
+        const hc_sym *nb = sym.batch ? sym.batch : hc_sym_const(a, s.batch);
+        const hc_sym *m = sym.m ? sym.m : hc_sym_const(a, s.m);
+        const hc_sym *k = hc_sym_const(a, s.k), *nn = hc_sym_const(a, s.n);
+        const hc_sym *os[3][3] = {{nb, m, k}, {nb, k, nn}, {nb, m, nn}};
+        memcpy(c.osym, os, sizeof os);
+        for (int i = 0; i < 3; i++)
+            for (int d = 0; d < tn[i]->ndim; d++) c.nsym[i][d] = hc_tnode_dim_sym(a, tn[i], d);
+    }
     for (int i = 0; i < 3; i++) {
         if ((i == 0 && cfg.pre_a) || (i == 1 && cfg.pre_b)) { /* packed: 1-D, kept as is */
             c.to[i] = f->params[i];
             c.from[i] = NULL;
             continue;
         }
-        const hc_type *ty = hc_type_tensor_c(a, HC_F32, tn[i]->ndim, tn[i]->shape,
-                                             HC_SCOPE_GLOBAL);
+        const hc_type *ty = c.sym ? hc_as_buffer_type(a, tn[i])
+                                  : hc_type_tensor_c(a, HC_F32, tn[i]->ndim, tn[i]->shape,
+                                                     HC_SCOPE_GLOBAL);
         c.to[i] = hc_var_new(a, f->params[i]->name, ty);
     }
     hc_mutator m = {.a = a, .ctx = &c, .expr = rebind_expr, .stmt = rebind_stmt};
@@ -159,5 +266,6 @@ static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
     return hc_func_new(a, f->name, HC_FN_CPU_KERNEL, 3, c.to, body);
 }
 
+/* symbolic: a symbolic M (rows of A and C) and symbolic batch dims; K and N fixed */
 const hc_template hc_cpu_template_matmul = {"matmul", HC_OPK_MATMUL, schedule_matmul,
-                                             space_matmul, prepack_matmul};
+                                             space_matmul, prepack_matmul, true};
