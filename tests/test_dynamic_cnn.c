@@ -10,55 +10,13 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "test.h"
+#include "sym_build.h"
 
 static hc_error err;
 
-/* ---- graphs built here (the helpers of tests/test_sym_infer.c) ------------------------ */
-typedef struct sym_in {
-    const char *name;
-    int ndim;
-    const char *dims[HC_MAX_DIMS]; /* a symbol name, or digits */
-} sym_in;
-
-/* An input whose dims are symbols (names) or fixed (digits): the symbols bound by b when
- * given (a fixed graph), else symbolic with hints 16, 24, ... */
-static hc_tensor *input(hc_graph *g, const sym_in *in, const hc_sym_binding *b) {
-    int64_t shape[HC_MAX_DIMS] = {0};
-    const hc_sym *d[HC_MAX_DIMS];
-    bool symbolic = false;
-    for (int k = 0; k < in->ndim; k++) {
-        const char *s = in->dims[k];
-        if (s[0] >= '0' && s[0] <= '9') {
-            shape[k] = atoll(s);
-            d[k] = hc_sym_const(&g->arena, shape[k]);
-            continue;
-        }
-        int64_t v = 0;
-        for (int j = 0; b && j < b->n; j++)
-            if (!strcmp(b->names[j], s)) v = b->values[j];
-        if (b) {
-            shape[k] = v;
-            d[k] = hc_sym_const(&g->arena, v);
-            continue;
-        }
-        symbolic = true;
-        const char *nm = hc_graph_symbol(g, s, 16 + 8 * (int64_t)g->sym_names.len);
-        d[k] = hc_sym_var(&g->arena, nm);
-        shape[k] = 1;
-    }
-    hc_tensor *t = hc_graph_add_input(g, in->name, HC_F32, in->ndim, shape);
-    if (symbolic) CHECK(hc_tensor_set_sym_shape(t, in->ndim, d));
-    return t;
-}
-
-static hc_tensor *node(hc_graph *g, hc_op_kind op, const char *name, int nin, hc_tensor **in,
-                       int nattrs, const hc_attr *attrs) {
-    hc_node *n = hc_graph_add_node(g, op, name, nin, in, 0, NULL, nattrs, attrs, &err);
-    CHECK_MSG(n != NULL, "%s: %s", name, err.msg);
-    if (!n) abort();
-    n->outputs[0]->name = hc_arena_printf(&g->arena, "%s_out", name);
-    return n->outputs[0];
-}
+/* ---- graphs built here (tests/sym_build.h) --------------------------------------------- */
+#define input(g, in, b) sym_input((g), (in), (b), NULL)
+#define node sym_node
 
 static hc_attr a_int(const char *name, int64_t v) {
     return (hc_attr){.name = name, .kind = HC_ATTR_INT, .i = v};
@@ -67,7 +25,7 @@ static hc_attr a_ints(const char *name, int n, const int64_t *v) {
     return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
 }
 
-typedef void (*build_fn)(hc_graph *g, const hc_sym_binding *b);
+typedef sym_build_fn build_fn;
 
 static hc_tensor *rand_const(hc_graph *g, hc_rng *rng, const char *name, int nd,
                              const int64_t *shape, double lo, double hi) {
@@ -178,10 +136,6 @@ static void build_stem(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, y);
 }
 
-static void fill_random(hc_rng *rng, float *v, int64_t n) {
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, -2, 2);
-}
-
 /* Kernels of the model whose node is op (templated ones in *templated). */
 static int count_kernels(const hc_model *m, hc_op_kind op, int *templated) {
     int n = 0;
@@ -195,66 +149,12 @@ static int count_kernels(const hc_model *m, hc_op_kind op, int *templated) {
     return n;
 }
 
-/* Compile the symbolic graph once; at each binding run it on random inputs and compare
- * every output with the reference evaluator on the graph built at that binding. */
+/* Compile the symbolic graph once; at each binding run it against the reference
+ * evaluator on the graph built at that binding (tests/sym_build.h). */
 static hc_model *check_compiled(const char *label, build_fn build, const hc_compile_options *o,
                                 int nb, const char *const *names, const int64_t (*vals)[8]) {
-    hc_graph *g = hc_graph_new(label, 17);
-    build(g, NULL);
-    hc_model *m = NULL;
-    hc_status st = hc_pass_infer_shapes(g, &err);
-    CHECK_MSG(st == HC_OK, "%s: %s", label, err.msg);
-    if (st == HC_OK) st = hc_model_compile(g, o, &m, &err);
-    else hc_graph_free(g);
-    CHECK_MSG(st == HC_OK, "%s: compile: %s", label, err.msg);
-    if (st != HC_OK) return NULL;
-    CHECK(hc_model_is_symbolic(m));
-    hc_rng rng = {11};
-    for (int k = 0; k < nb; k++) {
-        hc_sym_binding b = {(int)hc_model_graph(m)->sym_names.len, names, vals[k]};
-        hc_graph *f = hc_graph_new(label, 17);
-        build(f, &b);
-        st = hc_pass_infer_shapes(f, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d: %s", label, k, err.msg);
-        if (st != HC_OK) {
-            hc_graph_free(f);
-            continue;
-        }
-        int ni = hc_model_num_inputs(m), no = hc_model_num_outputs(m);
-        void **in = calloc((size_t)ni + 1, sizeof(void *)), **out = calloc((size_t)no + 1, sizeof(void *));
-        void **ref = calloc((size_t)no + 1, sizeof(void *));
-        const int64_t **dims = calloc((size_t)ni + 1, sizeof(int64_t *));
-        for (int i = 0; i < ni; i++) {
-            const hc_tensor *t = f->inputs.data[i];
-            in[i] = malloc(hc_tensor_nbytes(t) + 4);
-            fill_random(&rng, in[i], hc_tensor_numel(t));
-            dims[i] = t->shape;
-        }
-        for (int i = 0; i < no; i++) {
-            const hc_tensor *t = f->outputs.data[i];
-            int64_t od[HC_MAX_DIMS];
-            CHECK(hc_model_output_dims(m, dims, i, od, &err) == HC_OK);
-            for (int d = 0; d < t->ndim; d++)
-                CHECK_MSG(od[d] == t->shape[d], "%s binding %d: output %d dim %d: %lld, want %lld",
-                          label, k, i, d, (long long)od[d], (long long)t->shape[d]);
-            out[i] = calloc(1, hc_tensor_nbytes(t) + 4);
-            ref[i] = calloc(1, hc_tensor_nbytes(t) + 4);
-        }
-        st = hc_model_run_dims(m, in, dims, out, NULL, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d: run: %s", label, k, err.msg);
-        hc_status rs = hc_graph_eval_reference(f, in, ref, &err);
-        CHECK_MSG(rs == HC_OK, "%s binding %d: reference: %s", label, k, err.msg);
-        for (int i = 0; st == HC_OK && rs == HC_OK && i < no; i++) {
-            const hc_tensor *t = f->outputs.data[i];
-            double worst = max_rel_err(out[i], ref[i], hc_tensor_numel(t));
-            CHECK_MSG(worst < 1e-4, "%s binding %d (%s=%lld): output %s differs by %g", label,
-                      k, names[0], (long long)vals[k][0], t->name, worst);
-        }
-        for (int i = 0; i < ni; i++) free(in[i]);
-        for (int i = 0; i < no; i++) free(out[i]), free(ref[i]);
-        free(in), free(out), free(ref), free(dims);
-        hc_graph_free(f);
-    }
+    hc_model *m = sym_compile(label, build, o);
+    if (m) sym_run_bindings(label, build, 1, &m, nb, names, vals[0], 8);
     return m;
 }
 

@@ -16,67 +16,14 @@
 #include "runtime/runtime.h"
 #include "fuse/fuse.h"
 #include "test.h"
+#include "sym_build.h"
 
-static hc_error err;
 
-/* ---- building graphs (as tests/test_sym_infer.c) ---------------------------------------- */
-typedef struct sym_in {
-    const char *name;
-    int ndim;
-    const char *dims[HC_MAX_DIMS]; /* a symbol name, or digits */
-} sym_in;
-
-/* Hints of the symbols by name (first match), else 16, 24, ... in order of appearance. */
-typedef struct hint {
-    const char *name;
-    int64_t value;
-} hint;
-static const hint *hints;
-
-/* An input whose dims are symbols (names) or fixed (digits): symbols bound by `b` when b
- * is given (a fixed graph), else symbolic. */
-static hc_tensor *input(hc_graph *g, const sym_in *in, const hc_sym_binding *b) {
-    int64_t shape[HC_MAX_DIMS] = {0};
-    const hc_sym *d[HC_MAX_DIMS];
-    bool symbolic = false;
-    for (int k = 0; k < in->ndim; k++) {
-        const char *s = in->dims[k];
-        if (s[0] >= '0' && s[0] <= '9') {
-            shape[k] = atoll(s);
-            d[k] = hc_sym_const(&g->arena, shape[k]);
-            continue;
-        }
-        if (b) {
-            int64_t v = 0;
-            for (int j = 0; j < b->n; j++)
-                if (!strcmp(b->names[j], s)) v = b->values[j];
-            shape[k] = v;
-            d[k] = hc_sym_const(&g->arena, v);
-            continue;
-        }
-        symbolic = true;
-        int64_t h = 16 + 8 * (int64_t)g->sym_names.len;
-        for (const hint *p = hints; p && p->name; p++)
-            if (!strcmp(p->name, s)) {
-                h = p->value;
-                break;
-            }
-        d[k] = hc_sym_var(&g->arena, hc_graph_symbol(g, s, h));
-        shape[k] = 1;
-    }
-    hc_tensor *t = hc_graph_add_input(g, in->name, HC_F32, in->ndim, shape);
-    if (symbolic) CHECK(hc_tensor_set_sym_shape(t, in->ndim, d));
-    return t;
-}
-
-static hc_tensor *node(hc_graph *g, hc_op_kind op, const char *name, int nin, hc_tensor **in,
-                       int nattrs, const hc_attr *attrs) {
-    hc_node *n = hc_graph_add_node(g, op, name, nin, in, 0, NULL, nattrs, attrs, &err);
-    CHECK_MSG(n != NULL, "%s: %s", name, err.msg);
-    if (!n) abort();
-    n->outputs[0]->name = hc_arena_printf(&g->arena, "%s_out", name);
-    return n->outputs[0];
-}
+/* ---- building graphs (tests/sym_build.h) ---------------------------------------- */
+/* Hints of the symbols by name (NULL: 16, 24, ... in order of appearance). */
+static const sym_hint *hints;
+#define input(g, in, b) sym_input((g), (in), (b), hints)
+#define node sym_node
 
 static hc_tensor *op2(hc_graph *g, hc_op_kind op, const char *name, hc_tensor *x, hc_tensor *y) {
     return node(g, op, name, 2, (hc_tensor *[]){x, y}, 0, NULL);
@@ -112,7 +59,7 @@ static hc_tensor *gelu(hc_graph *g, const char *p, hc_tensor *x) {
                scalar(g, hc_arena_printf(&g->arena, "%s_05", p), 0.5f));
 }
 
-typedef void (*build_fn)(hc_graph *g, const hc_sym_binding *b);
+typedef sym_build_fn build_fn;
 
 /* BERT's FFN on x [batch, seq, 400]: h = GELU(x W1 + b1) (K = 400: two K blocks, so the
  * partial sums go through the scratch; N = 72: a narrow tail tile), then
@@ -183,26 +130,14 @@ static void build_declined(hc_graph *g, const hc_sym_binding *b) {
 }
 
 /* ---- compiled once, run at each binding ------------------------------------------------- */
-static void fill_random(hc_rng *rng, float *v, int64_t n) {
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, -2, 2);
-}
-
 /* Compile the symbolic graph once (checking that its MatMuls are templated, or not when
  * `templated` is false); at each binding, run it on random inputs and compare every output
  * with the reference evaluator on the graph built at that binding. */
 static void check_compiled(const char *label, build_fn build, int tune, bool templated, int nb,
                            const char *const *names, const int64_t (*vals)[4]) {
-    hc_graph *g = hc_graph_new(label, 17);
-    build(g, NULL);
-    hc_model *m = NULL;
     hc_compile_options o = {.num_threads = 2, .tune_level = tune};
-    hc_status st = hc_pass_infer_shapes(g, &err);
-    CHECK_MSG(st == HC_OK, "%s: %s", label, err.msg);
-    if (st == HC_OK) st = hc_model_compile(g, &o, &m, &err);
-    else hc_graph_free(g);
-    CHECK_MSG(st == HC_OK, "%s: compile: %s", label, err.msg);
-    if (st != HC_OK) return;
-    CHECK(hc_model_is_symbolic(m));
+    hc_model *m = sym_compile(label, build, &o);
+    if (!m) return;
     int matmuls = 0;
     for (int i = 0; i < hc_model_num_kernels(m); i++) {
         const hc_node *n = hc_model_kernel_node(m, i);
@@ -226,57 +161,7 @@ static void check_compiled(const char *label, build_fn build, int tune, bool tem
                   label, n->name, chosen);
     }
     CHECK_MSG(matmuls > 0, "%s: no MatMul kernel", label);
-    hc_rng rng = {11};
-    for (int k = 0; k < nb; k++) {
-        hc_sym_binding b = {(int)hc_model_graph(m)->sym_names.len, names, vals[k]};
-        hc_graph *f = hc_graph_new(label, 17);
-        build(f, &b);
-        st = hc_pass_infer_shapes(f, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d: %s", label, k, err.msg);
-        if (st != HC_OK) {
-            hc_graph_free(f);
-            continue;
-        }
-        int ni = hc_model_num_inputs(m), no = hc_model_num_outputs(m);
-        void **in = calloc((size_t)ni + 1, sizeof(void *)), **out = calloc((size_t)no + 1, sizeof(void *));
-        void **ref = calloc((size_t)no + 1, sizeof(void *));
-        const int64_t **dims = calloc((size_t)ni + 1, sizeof(int64_t *));
-        for (int i = 0; i < ni; i++) {
-            const hc_tensor *t = f->inputs.data[i];
-            in[i] = malloc(hc_tensor_nbytes(t) + 4);
-            fill_random(&rng, in[i], hc_tensor_numel(t));
-            dims[i] = t->shape;
-        }
-        for (int i = 0; i < no; i++) {
-            const hc_tensor *t = f->outputs.data[i];
-            int64_t od[HC_MAX_DIMS];
-            CHECK(hc_model_output_dims(m, dims, i, od, &err) == HC_OK);
-            for (int d = 0; d < t->ndim; d++)
-                CHECK_MSG(od[d] == t->shape[d], "%s binding %d: output %d dim %d: %lld, want %lld",
-                          label, k, i, d, (long long)od[d], (long long)t->shape[d]);
-            out[i] = calloc(1, hc_tensor_nbytes(t) + 4);
-            ref[i] = calloc(1, hc_tensor_nbytes(t) + 4);
-        }
-        st = hc_model_run_dims(m, in, dims, out, NULL, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d: run: %s", label, k, err.msg);
-        hc_status rs = hc_graph_eval_reference(f, in, ref, &err);
-        CHECK_MSG(rs == HC_OK, "%s binding %d: reference: %s", label, k, err.msg);
-        for (int i = 0; st == HC_OK && rs == HC_OK && i < no; i++) {
-            const hc_tensor *t = f->outputs.data[i];
-            double worst = 0;
-            for (int64_t e = 0; e < hc_tensor_numel(t); e++) {
-                double a = ((float *)out[i])[e], r = ((float *)ref[i])[e];
-                double d = fabs(a - r) / (1 + fabs(r));
-                if (!(d <= worst)) worst = d;
-            }
-            CHECK_MSG(worst < 1e-4, "%s binding %d: output %s differs by %g", label, k,
-                      t->name, worst);
-        }
-        for (int i = 0; i < ni; i++) free(in[i]);
-        for (int i = 0; i < no; i++) free(out[i]), free(ref[i]);
-        free(in), free(out), free(ref), free(dims);
-        hc_graph_free(f);
-    }
+    sym_run_bindings(label, build, 1, &m, nb, names, vals[0], 4);
     hc_model_free(m);
 }
 
@@ -286,7 +171,7 @@ static void test_ffn(void) {
     hints = NULL; /* batch*seq at 16 * 24 */
     check_compiled("ffn", build_ffn, 0, true, 6, bs, bv);
     /* tiny hints: the config of 5 rows (mr 5, B read in place), run at other sizes */
-    static const hint small[] = {{"batch", 1}, {"seq", 5}, {NULL, 0}};
+    static const sym_hint small[] = {{"batch", 1}, {"seq", 5}, {NULL, 0}};
     hints = small;
     check_compiled("ffn", build_ffn, 0, true, 6, bs, bv);
     hints = NULL;

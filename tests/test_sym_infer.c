@@ -20,6 +20,7 @@
 #include "passes/passes.h"
 #include "runtime/runtime.h"
 #include "test.h"
+#include "sym_build.h"
 
 static hc_error err;
 
@@ -114,52 +115,9 @@ static void check_model(const char *path, int nb, char **bindings) {
 }
 
 /* ---- graphs built here ------------------------------------------------------------------- */
-typedef struct sym_in {
-    const char *name;
-    int ndim;
-    const char *dims[HC_MAX_DIMS]; /* a symbol name, or digits */
-} sym_in;
-
-/* An input whose dims are symbols (names) or fixed (digits), symbols bound by `b` when b
- * is given (a fixed graph), else symbolic with the given hints. */
-static hc_tensor *input(hc_graph *g, const sym_in *in, const hc_sym_binding *b) {
-    int64_t shape[HC_MAX_DIMS] = {0};
-    const hc_sym *d[HC_MAX_DIMS];
-    bool symbolic = false;
-    for (int k = 0; k < in->ndim; k++) {
-        const char *s = in->dims[k];
-        if (s[0] >= '0' && s[0] <= '9') {
-            shape[k] = atoll(s);
-            d[k] = hc_sym_const(&g->arena, shape[k]);
-            continue;
-        }
-        int64_t v = 0;
-        for (int j = 0; b && j < b->n; j++)
-            if (!strcmp(b->names[j], s)) v = b->values[j];
-        if (b) {
-            shape[k] = v;
-            d[k] = hc_sym_const(&g->arena, v);
-            continue;
-        }
-        symbolic = true;
-        /* hints: 16, 24, ... by order of appearance (as the importer gives them) */
-        const char *nm = hc_graph_symbol(g, s, 16 + 8 * (int64_t)g->sym_names.len);
-        d[k] = hc_sym_var(&g->arena, nm);
-        shape[k] = 1;
-    }
-    hc_tensor *t = hc_graph_add_input(g, in->name, HC_F32, in->ndim, shape);
-    if (symbolic) CHECK(hc_tensor_set_sym_shape(t, in->ndim, d));
-    return t;
-}
-
-static hc_tensor *node(hc_graph *g, hc_op_kind op, const char *name, int nin, hc_tensor **in,
-                       int nattrs, const hc_attr *attrs) {
-    hc_node *n = hc_graph_add_node(g, op, name, nin, in, 0, NULL, nattrs, attrs, &err);
-    CHECK_MSG(n != NULL, "%s: %s", name, err.msg);
-    if (!n) abort();
-    n->outputs[0]->name = hc_arena_printf(&g->arena, "%s_out", name);
-    return n->outputs[0];
-}
+/* (tests/sym_build.h) hints 16, 24, ... by order of appearance */
+#define input(g, in, b) sym_input((g), (in), (b), NULL)
+#define node sym_node
 
 static hc_tensor *ci64(hc_graph *g, int n, const int64_t *v) {
     return hc_pass_const_i64(g, NULL, n, v);
@@ -172,7 +130,7 @@ static hc_attr a_ints(const char *name, int n, const int64_t *v) {
     return (hc_attr){.name = name, .kind = HC_ATTR_INTS, .n = n, .ints = (int64_t *)v};
 }
 
-typedef void (*build_fn)(hc_graph *g, const hc_sym_binding *b);
+typedef sym_build_fn build_fn;
 
 static hc_tensor *rand_weights(hc_graph *g, hc_rng *rng) { /* [8, 3, 3, 3] */
     float w[8 * 3 * 3 * 3];
@@ -465,26 +423,14 @@ static void build_elementwise(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, rows);
 }
 
-static void fill_random(hc_rng *rng, float *v, int64_t n) {
-    for (int64_t i = 0; i < n; i++) v[i] = (float)hc_rng_uniform(rng, -2, 2);
-}
-
-/* Compile the symbolic graph once; at each binding, run it on random inputs and compare
- * every output with the reference evaluator on the graph built at that binding. */
+/* Compile the symbolic graph once; at each binding, run it, and the same model through a
+ * file (its symbols, constraints and kernels' symbols kept), against the reference
+ * evaluator on the graph built at that binding. */
 static void check_compiled(const char *label, build_fn build, int nb, const char *const *names,
                            const int64_t (*vals)[8]) {
-    hc_graph *g = hc_graph_new(label, 17);
-    build(g, NULL);
-    hc_model *m = NULL;
     hc_compile_options o = {.num_threads = 2};
-    hc_status st = hc_pass_infer_shapes(g, &err);
-    CHECK_MSG(st == HC_OK, "%s: %s", label, err.msg);
-    if (st == HC_OK) st = hc_model_compile(g, &o, &m, &err);
-    else hc_graph_free(g);
-    CHECK_MSG(st == HC_OK, "%s: compile: %s", label, err.msg);
-    if (st != HC_OK) return;
-    CHECK(hc_model_is_symbolic(m));
-    /* the same model through a file: its symbols, constraints and kernels' symbols kept */
+    hc_model *m = sym_compile(label, build, &o);
+    if (!m) return;
     char path[256];
     snprintf(path, sizeof path, "%s/hc_sym_%s_%d.hcm", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
              label, (int)getpid());
@@ -493,61 +439,7 @@ static void check_compiled(const char *label, build_fn build, int nb, const char
     CHECK_MSG(hc_model_load(path, &lm, &err) == HC_OK, "%s: load: %s", label, err.msg);
     unlink(path);
     if (lm) CHECK(hc_model_is_symbolic(lm));
-    hc_rng rng = {11};
-    for (int k = 0; k < nb; k++) {
-        hc_sym_binding b = {(int)hc_model_graph(m)->sym_names.len, names, vals[k]};
-        hc_graph *f = hc_graph_new(label, 17);
-        build(f, &b);
-        st = hc_pass_infer_shapes(f, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d: %s", label, k, err.msg);
-        if (st != HC_OK) {
-            hc_graph_free(f);
-            continue;
-        }
-        int ni = hc_model_num_inputs(m), no = hc_model_num_outputs(m);
-        void **in = calloc((size_t)ni + 1, sizeof(void *)), **out = calloc((size_t)no + 1, sizeof(void *));
-        void **ref = calloc((size_t)no + 1, sizeof(void *));
-        const int64_t **dims = calloc((size_t)ni + 1, sizeof(int64_t *));
-        for (int i = 0; i < ni; i++) {
-            const hc_tensor *t = f->inputs.data[i];
-            in[i] = malloc(hc_tensor_nbytes(t) + 4);
-            fill_random(&rng, in[i], hc_tensor_numel(t));
-            dims[i] = t->shape;
-        }
-        for (int i = 0; i < no; i++) {
-            const hc_tensor *t = f->outputs.data[i];
-            int64_t od[HC_MAX_DIMS];
-            CHECK(hc_model_output_dims(m, dims, i, od, &err) == HC_OK);
-            for (int d = 0; d < t->ndim; d++)
-                CHECK_MSG(od[d] == t->shape[d], "%s binding %d: output %d dim %d: %lld, want %lld",
-                          label, k, i, d, (long long)od[d], (long long)t->shape[d]);
-            out[i] = calloc(1, hc_tensor_nbytes(t) + 4);
-            ref[i] = calloc(1, hc_tensor_nbytes(t) + 4);
-        }
-        hc_status rs = hc_graph_eval_reference(f, in, ref, &err);
-        CHECK_MSG(rs == HC_OK, "%s binding %d: reference: %s", label, k, err.msg);
-        for (int pass = 0; pass < 2; pass++) {
-        hc_model *rm = pass ? lm : m;
-        if (!rm) continue;
-        st = hc_model_run_dims(rm, in, dims, out, NULL, &err);
-        CHECK_MSG(st == HC_OK, "%s binding %d%s: run: %s", label, k, pass ? " (loaded)" : "", err.msg);
-        for (int i = 0; st == HC_OK && rs == HC_OK && i < no; i++) {
-            const hc_tensor *t = f->outputs.data[i];
-            double worst = 0;
-            for (int64_t e = 0; e < hc_tensor_numel(t); e++) {
-                double a = ((float *)out[i])[e], r = ((float *)ref[i])[e];
-                double d = fabs(a - r) / (1 + fabs(r));
-                if (!(d <= worst)) worst = d;
-            }
-            CHECK_MSG(worst < 1e-4, "%s binding %d%s: output %s differs by %g", label, k,
-                      pass ? " (loaded)" : "", t->name, worst);
-        }
-        }
-        for (int i = 0; i < ni; i++) free(in[i]);
-        for (int i = 0; i < no; i++) free(out[i]), free(ref[i]);
-        free(in), free(out), free(ref), free(dims);
-        hc_graph_free(f);
-    }
+    sym_run_bindings(label, build, 2, (hc_model *[]){m, lm}, nb, names, vals[0], 8);
     hc_model_free(m);
     hc_model_free(lm);
 }
