@@ -190,14 +190,7 @@ static hc_status bind_kernel_symbols(hc_model *m, hc_error *err) {
                 }
             }
         }
-        if (!n) continue;
-        hc_var **ps = HC_NEW_ARRAY(&m->arena, hc_var *, k->func->nparams + n + 1);
-        memcpy(ps, k->func->params, sizeof(hc_var *) * (size_t)k->func->nparams);
-        for (int j = 0; j < n; j++) ps[k->func->nparams + j] = hc_sym_ir_var(g->sym_names.data[slots[j]]);
-        hc_func *f = HC_NEW(&m->arena, hc_func);
-        *f = *k->func;
-        f->nparams += n, f->params = ps;
-        k->func = f;
+        k->func = hc_func_with_symbols(&m->arena, k->func, g->sym_names.data, slots, n);
         k->nsyms = n, k->sym_slots = slots;
     }
     return HC_OK;

@@ -544,12 +544,7 @@ hc_func *hc_fuse_rewrite(hc_arena *a, const hc_group *grp, const hc_func *f, con
     if (sg && sg->sym_names.len) {
         int ns = (int)sg->sym_names.len, *slots = HC_NEW_ARRAY(a, int, ns + 1);
         int nsy = hc_program_symbols(a, res, ns, sg->sym_names.data, slots, &e);
-        if (nsy > 0) {
-            hc_var **ps = HC_NEW_ARRAY(a, hc_var *, np + nsy + 1);
-            memcpy(ps, params, sizeof(hc_var *) * (size_t)np);
-            for (int j = 0; j < nsy; j++) ps[np + j] = hc_sym_ir_var(sg->sym_names.data[slots[j]]);
-            chk = hc_func_new(a, f->name, f->kind, np + nsy, ps, body);
-        }
+        chk = hc_func_with_symbols(a, res, sg->sym_names.data, slots, nsy);
     }
     if (hc_verify_func(chk, false, &e) != HC_OK) {
         res = NULL;

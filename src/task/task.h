@@ -207,5 +207,9 @@ bool hc_task_same(const hc_task *x, const hc_task *y, const char **why);
  * scalar i64 parameter, the symbol's variable itself (hc_sym_ir_var). */
 int hc_program_symbols(hc_arena *a, const hc_func *f, int nsyms, const char *const *names,
                        int *slots, hc_error *err);
+/* f with the n symbols names[slots[0..n)] appended as parameters (their variables, as
+ * the kernel takes them); f itself when n is 0. */
+hc_func *hc_func_with_symbols(hc_arena *a, const hc_func *f, const char *const *names,
+                              const int *slots, int n);
 
 #endif

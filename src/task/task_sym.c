@@ -427,13 +427,13 @@ bool hc_task_same(const hc_task *x, const hc_task *y, const char **why) {
     return eq;
 }
 
-/* ---- binding a program's symbols ---------------------------------------------------- */
-typedef struct bind_ctx {
+/* ---- the symbols a program uses ---------------------------------------------------- */
+typedef struct sym_uses {
     HC_VEC(hc_var *) vars;
-} bind_ctx;
+} sym_uses;
 
-static hc_expr *bind_scan(hc_mutator *m, hc_expr *e) {
-    bind_ctx *c = m->ctx;
+static hc_expr *collect_symbol(hc_mutator *m, hc_expr *e) {
+    sym_uses *c = m->ctx;
     if (e->kind == HC_E_VAR && hc_sym_ir_name(e->u.var)) {
         for (size_t i = 0; i < c->vars.len; i++)
             if (c->vars.data[i] == e->u.var) return e;
@@ -442,10 +442,22 @@ static hc_expr *bind_scan(hc_mutator *m, hc_expr *e) {
     return e;
 }
 
+hc_func *hc_func_with_symbols(hc_arena *a, const hc_func *f, const char *const *names,
+                              const int *slots, int n) {
+    if (n <= 0) return (hc_func *)f;
+    hc_var **ps = HC_NEW_ARRAY(a, hc_var *, f->nparams + n + 1);
+    memcpy(ps, f->params, sizeof(hc_var *) * (size_t)f->nparams);
+    for (int j = 0; j < n; j++) ps[f->nparams + j] = hc_sym_ir_var(names[slots[j]]);
+    hc_func *g = HC_NEW(a, hc_func);
+    *g = *f;
+    g->nparams += n, g->params = ps;
+    return g;
+}
+
 int hc_program_symbols(hc_arena *a, const hc_func *f, int nsyms, const char *const *names,
                        int *slots, hc_error *err) {
-    bind_ctx c = {0};
-    hc_mutator m = {.a = a, .ctx = &c, .expr = bind_scan};
+    sym_uses c = {0};
+    hc_mutator m = {.a = a, .ctx = &c, .expr = collect_symbol};
     hc_mutate_stmt(&m, f->body);
     for (int i = 0; i < f->nparams; i++) { /* buffer shapes name them too */
         const hc_type *t = f->params[i]->type;
