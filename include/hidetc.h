@@ -231,8 +231,12 @@ HIDETC_API hidetc_status hidetc_model_load(hidetc_model **out, const char *path)
  * ABI: HIDETC_ABI_VERSION changes when a struct's layout or a function's meaning
  * changes incompatibly; options structs only grow at their end. A session is created
  * only when the caller's header (o.abi_version, set by hidetc_session_options_init) is
- * one this library implements. */
-#define HIDETC_ABI_VERSION 1
+ * one this library implements (version 1 callers: their options end before
+ * num_tune_shapes). */
+#define HIDETC_ABI_VERSION 2
+/* The oldest ABI version this library still serves (the shared library's SOVERSION):
+ * callers built against versions HIDETC_ABI_OLDEST to HIDETC_ABI_VERSION all work. */
+#define HIDETC_ABI_OLDEST 1
 /* The ABI version of the library (HIDETC_ABI_VERSION of the header it was built with). */
 HIDETC_API int hidetc_abi_version(void);
 /* A constant English name of a status ("HIDETC_ERR_NOMEM: out of memory"). */
@@ -250,6 +254,13 @@ typedef struct hidetc_input_shape {
     int ndim;
     const int64_t *dims;
 } hidetc_input_shape;
+
+/* The values a symbolic dimension takes when the kernels are tuned (tune_shapes). */
+typedef struct hidetc_tune_shape {
+    const char *name; /* the symbol (ONNX dim_param) */
+    int num_values;
+    const int64_t *values;
+} hidetc_tune_shape;
 
 /* Compile progress: stage is "import", "optimize", "schedule", "tune", "build" or
  * "done"; done of total steps of that stage. */
@@ -270,6 +281,12 @@ typedef struct hidetc_session_options {
     hidetc_progress_fn progress; /* NULL: none */
     void *progress_user;
     size_t max_memory;      /* bytes a run may hold; 0: no limit */
+    /* ABI 2: with tune_level > 0, a model with symbolic dimensions has its kernels tuned
+     * at every combination of these values (the other symbols at their hints; none: at
+     * the hints); a kernel whose best config differs keeps one program per size range,
+     * and each run picks the one tuned nearest its shape (docs/dynamic.md, dispatch) */
+    int num_tune_shapes;
+    const hidetc_tune_shape *tune_shapes;
 } hidetc_session_options;
 
 /* Defaults: all cores, level 0, this CPU, the default cache, no overrides. */

@@ -13,7 +13,10 @@
 #    files whose shapes fix the symbols (kernels for that shape, with a note); wrong shapes
 #    (rank, a fixed dimension, `seq` differing between inputs, a broken constraint) are
 #    errors naming the input, the dimension and the expected value;
-#  - compiling the tagger without inputs needs fixed symbols: the error names the node.
+#  - compiling the tagger without inputs needs fixed symbols: the error names the node;
+#  - BERT tuned at two sequence lengths (--tune 1 --tune-shapes seq=7,17: a dispatch
+#    table where the winners differ) runs right at both shapes and benches at one between;
+#    the --tune-shapes errors.
 # Exits 77 without PyTorch (like the model tests).
 set -u
 HIDETC=$1 SRC=$2
@@ -112,6 +115,36 @@ for m in resnet50 bert gpt2 tagger; do
             $(meta "$d/meta.json" outputs) >"$TMP/cmp" 2>&1 || fail "run $m at $sh: $(cat "$TMP/cmp")"
     done
 done
+# tuned at two sequence lengths (--tune-shapes; a dispatch table where the winners
+# differ): one file, right at both shapes and at one between them
+d=$OUT/bert-small-dyn
+"$HIDETC" compile "$d/model_op17.onnx" -o "$TMP/bert-tuned.hcm" --tune 1 --tune-shapes seq=7,17 \
+    --dim-hint batch=2 --verbose >"$TMP/out" 2>"$TMP/err" ||
+    fail "compile bert --tune-shapes: $(tail -c 400 "$TMP/err")"
+grep -q "hidetc: tuning" "$TMP/err" || fail "compile bert --tune-shapes: tuned nothing"
+for sh in $(meta "$d/meta.json" shapes); do
+    ins=()
+    for i in $(meta "$d/meta.json" inputs); do ins+=(--input "$i=$d/shapes/$sh/inputs/$i.npy"); done
+    rm -rf "$TMP/got" && mkdir -p "$TMP/got"
+    "$HIDETC" run "$TMP/bert-tuned.hcm" "${ins[@]}" --output-dir "$TMP/got" >"$TMP/out" 2>"$TMP/err" ||
+        { fail "run tuned bert at $sh: $(tail -c 400 "$TMP/err")"; continue; }
+    "$PY" "$SRC/tests/models/compare.py" "$d/shapes/$sh/expected" "$TMP/got" \
+        $(meta "$d/meta.json" outputs) >"$TMP/cmp" 2>&1 || fail "run tuned bert at $sh: $(cat "$TMP/cmp")"
+done
+"$HIDETC" bench "$TMP/bert-tuned.hcm" --bind batch=1 --bind seq=11 --repeat 2 --profile 3 \
+    >"$TMP/out" 2>"$TMP/err" || fail "bench tuned bert at seq=11: $(tail -c 400 "$TMP/err")"
+grep -q "^median_ms" "$TMP/out" || fail "bench tuned bert: no median"
+"$HIDETC" compile "$d/model_op17.onnx" -o "$TMP/x.hcm" --tune-shapes seq=7 >"$TMP/out" 2>"$TMP/err" &&
+    fail "--tune-shapes without --tune passed"
+grep -qF -- "--tune-shapes: tuning is off" "$TMP/err" || fail "--tune-shapes without --tune: $(cat "$TMP/err")"
+"$HIDETC" compile "$d/model_op17.onnx" -o "$TMP/x.hcm" --tune 1 --tune-shapes sq=7 >"$TMP/out" 2>"$TMP/err" &&
+    fail "--tune-shapes sq passed"
+grep -qF "the model has no such symbol (its symbols: batch, seq)" "$TMP/err" ||
+    fail "--tune-shapes sq: $(cat "$TMP/err")"
+"$HIDETC" compile "$d/model_op17.onnx" -o "$TMP/x.hcm" --tune 1 --tune-shapes seq=7,x >"$TMP/out" 2>"$TMP/err" &&
+    fail "--tune-shapes seq=7,x passed"
+grep -qF "expects sizes of at least 1" "$TMP/err" || fail "--tune-shapes seq=7,x: $(cat "$TMP/err")"
+
 # wrong input shapes: the input, the dimension and the expected value named
 B=$OUT/bert-small-dyn
 "$PY" - "$TMP" <<'PY'

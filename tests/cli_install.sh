@@ -59,7 +59,7 @@ cmp -s "$SRC/include/hidetc.h" "$PREFIX/include/hidetc.h" || fail "installed hid
 [ -f "$LIB/libhidetc.so" ] || finish
 
 # 2. the shared library: soname, exports
-abi=$(sed -n 's/^#define HIDETC_ABI_VERSION \([0-9]*\).*/\1/p' "$SRC/include/hidetc.h")
+abi=$(sed -n 's/^#define HIDETC_ABI_OLDEST \([0-9]*\).*/\1/p' "$SRC/include/hidetc.h")
 soname=$(readelf -d "$LIB/libhidetc.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libhidetc.so.$abi" ] || fail "soname '$soname', want libhidetc.so.$abi"
 [ -L "$LIB/libhidetc.so" ] && [ -f "$LIB/libhidetc.so.$abi" ] || fail "no libhidetc.so -> libhidetc.so.$abi link"

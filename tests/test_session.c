@@ -193,6 +193,20 @@ static void test_symbolic_session(void) {
     CHECK(hidetc_session_run_buffers(s, (const void *[]){x}, (void *[]){y, y}) == HIDETC_ERR_INVALID);
     CHECK(has(hidetc_last_error(), "symbolic"));
     hidetc_session_free(s);
+    /* tuned at two batches (a dispatch table where the winners differ): right at every one */
+    hidetc_tune_shape ts = {"batch", 2, (int64_t[]){1, 6}};
+    o.tune_level = 1, o.num_tune_shapes = 1, o.tune_shapes = &ts;
+    s = NULL;
+    CHECK_MSG(hidetc_session_create(&s, model_path, &o) == HIDETC_OK, "%s", hidetc_last_error());
+    for (int i = 0; s && i < 6; i++) {
+        double e = run_check(s, batches[i], 99u + (unsigned)i);
+        CHECK_MSG(e < 1e-5, "tuned symbolic session, batch %d: error %g", batches[i], e);
+    }
+    hidetc_session_free(s);
+    hidetc_tune_shape bad = {"bacth", 1, (int64_t[]){2}};
+    o.tune_shapes = &bad;
+    CHECK(hidetc_session_create(&s, model_path, &o) == HIDETC_ERR_INVALID);
+    CHECK(has(hidetc_last_error(), "bacth") && has(hidetc_last_error(), "its symbols: batch"));
 }
 
 static void test_symbolic_errors(void) {
@@ -221,6 +235,23 @@ static void test_symbolic_errors(void) {
     o.num_shapes = 0, o.abi_version = HIDETC_ABI_VERSION + 1;
     CHECK(hidetc_session_create(&s, model_path, &o) == HIDETC_ERR_INVALID);
     CHECK(has(hidetc_last_error(), "ABI version"));
+    o.abi_version = -1; /* below HIDETC_ABI_OLDEST (0 reads as the current version) */
+    CHECK(hidetc_session_create(&s, model_path, &o) == HIDETC_ERR_INVALID);
+    /* a version-1 caller's options end before the tune shapes: what lies there is not read */
+    o.abi_version = 1, o.num_tune_shapes = 12345, o.tune_shapes = (const hidetc_tune_shape *)8;
+    CHECK_MSG(hidetc_session_create(&s, model_path, &o) == HIDETC_OK, "%s", hidetc_last_error());
+    hidetc_session_free(s);
+    s = NULL;
+    /* the current version reads them: tuning is needed, names checked */
+    o.abi_version = HIDETC_ABI_VERSION;
+    hidetc_tune_shape ts = {"batch", 2, (int64_t[]){1, 4}};
+    o.num_tune_shapes = 1, o.tune_shapes = &ts;
+    CHECK(hidetc_session_create(&s, model_path, &o) == HIDETC_ERR_INVALID);
+    CHECK(has(hidetc_last_error(), "--tune-shapes"));
+    o.num_tune_shapes = 1, o.tune_shapes = NULL;
+    CHECK(hidetc_session_create(&s, model_path, &o) == HIDETC_ERR_INVALID);
+    CHECK(has(hidetc_last_error(), "num_tune_shapes without tune_shapes"));
+    o.num_tune_shapes = 0;
     CHECK(hidetc_session_create(&s, "/nonexistent/m.onnx", NULL) == HIDETC_ERR_IO);
     CHECK(has(hidetc_last_error(), "/nonexistent/m.onnx"));
 }

@@ -156,19 +156,46 @@ static int slower_first(const void *a, const void *b) {
 
 static double gflops(double flops, double ms) { return ms > 0 ? flops / ms * 1e-6 : 0; }
 
-static void print_kernel(const hc_model *m, const kernel_time *k, double total, long runs,
-                         double peak) {
-    const hc_node *n = hc_model_kernel_node(m, k->kernel);
-    const char *op = hc_op_onnx_name(n->op)[0] ? hc_op_onnx_name(n->op) : hc_op_name(n->op);
-    double ms = k->ms / (double)runs, gf = gflops(hc_node_flops(n), ms);
+/* Kernel k's anchor: its FLOPs and output shapes (a symbolic model's at the run's
+ * binding: the shapes evaluated there for the count, then put back). */
+typedef struct kernel_desc {
+    double flops;
+    char *shape;
+} kernel_desc;
+
+static kernel_desc describe_kernel(const hc_model *m, int k, const hc_sym_binding *b) {
+    hc_node *n = (hc_node *)hc_model_kernel_node(m, k);
+    enum { MAXT = 64 };
+    int64_t saved[MAXT][HC_MAX_DIMS];
+    hc_tensor *ts[MAXT];
+    int nt = 0;
+    for (int pass = 0; pass < 2 && b; pass++)
+        for (int i = 0; i < (pass ? n->noutputs : n->ninputs); i++) {
+            hc_tensor *t = pass ? n->outputs[i] : n->inputs[i];
+            if (!t || !t->sym || nt == MAXT) continue;
+            ts[nt] = t;
+            memcpy(saved[nt++], t->shape, sizeof(int64_t) * (size_t)t->ndim);
+            for (int d = 0; d < t->ndim; d++)
+                if (t->sym[d]) hc_sym_eval(t->sym[d], b, &t->shape[d]);
+        }
+    kernel_desc kd = {hc_node_flops(n), NULL};
     hc_sb sb;
     hc_sb_init(&sb);
     for (int i = 0; i < n->noutputs; i++)
         if (n->outputs[i]) hc_print_shape(&sb, n->outputs[i]->ndim, n->outputs[i]->shape);
+    kd.shape = hc_sb_take(&sb);
+    for (int q = 0; q < nt; q++) memcpy(ts[q]->shape, saved[q], sizeof(int64_t) * (size_t)ts[q]->ndim);
+    return kd;
+}
+
+static void print_kernel(const hc_model *m, const kernel_time *k, const kernel_desc *kd,
+                         double total, long runs, double peak) {
+    const hc_node *n = hc_model_kernel_node(m, k->kernel);
+    const char *op = hc_op_onnx_name(n->op)[0] ? hc_op_onnx_name(n->op) : hc_op_name(n->op);
+    double ms = k->ms / (double)runs, gf = gflops(kd->flops, ms);
     printf("  %9.3f ms %5.1f%%  %8.2f GFLOP/s %5.1f%%  %s (%s, %s) -> %s\n", ms,
            total > 0 ? 100 * k->ms / total : 0, gf, peak > 0 ? 100 * gf / peak : 0, n->name,
-           op, hc_model_kernel_templated(m, k->kernel) ? "template" : "auto", hc_sb_str(&sb));
-    hc_sb_free(&sb);
+           op, hc_model_kernel_templated(m, k->kernel) ? "template" : "auto", kd->shape);
 }
 
 /* The inputs' dims of every run (a symbolic model's, at --bind or the hints). */
@@ -185,24 +212,52 @@ static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
     kernel_time *kt = hc_xcalloc((size_t)nk + 1, sizeof *kt);
     double *ms = hc_xcalloc((size_t)nk + 1, sizeof(double)), total = 0, flops = 0;
     hc_error err = {0};
-    for (int i = 0; i < nk; i++) kt[i].kernel = i, flops += hc_node_flops(hc_model_kernel_node(m, i));
+    /* a symbolic model tuned at several shapes runs one entry of each dispatch set */
+    bool *runs = hc_xcalloc((size_t)nk + 1, sizeof(bool));
+    if (hc_model_kernels_at(m, g_dims, runs, &err) != HC_OK) {
+        fprintf(stderr, "hidetc bench: %s\n", err.msg);
+        free(kt), free(ms), free(runs);
+        return 1;
+    }
+    const hc_graph *g = hc_model_graph(m);
+    int64_t *values = hc_xcalloc(g->sym_names.len + 1, sizeof(int64_t));
+    hc_sym_binding bind = {(int)g->sym_names.len, g->sym_names.data, values};
+    if (hc_model_bind(m, g_dims, values, &err) != HC_OK) {
+        fprintf(stderr, "hidetc bench: %s\n", err.msg);
+        free(kt), free(ms), free(runs), free(values);
+        return 1;
+    }
+    kernel_desc *kd = hc_xcalloc((size_t)nk + 1, sizeof *kd);
+    int nrun = 0;
+    for (int i = 0; i < nk; i++) {
+        if (!runs[i]) continue;
+        kd[i] = describe_kernel(m, i, g->sym_names.len ? &bind : NULL);
+        kt[nrun++].kernel = i, flops += kd[i].flops;
+    }
+    free(runs), free(values);
     for (long run = 0; run < r->repeat; run++) {
         if (hc_model_run_dims(m, b->in, g_dims, b->out, ms, &err) != HC_OK) {
             fprintf(stderr, "hidetc bench: %s\n", err.msg);
-            free(kt), free(ms);
+            for (int i = 0; i < nk; i++) free(kd[i].shape);
+            free(kt), free(ms), free(kd);
             return 1;
         }
-        for (int i = 0; i < nk; i++) kt[i].ms += ms[i], total += ms[i];
+        for (int i = 0; i < nrun; i++) kt[i].ms += ms[kt[i].kernel], total += ms[kt[i].kernel];
     }
-    qsort(kt, (size_t)nk, sizeof *kt, slower_first);
+    qsort(kt, (size_t)nrun, sizeof *kt, slower_first);
     double per_run = total / (double)r->repeat, gf = gflops(flops, per_run);
     printf("profile: %d kernels, %.3f ms per run in kernels, %.6f GFLOP per run (%.2f GFLOP/s, "
-           "%.1f%% of peak); the slowest:\n", nk, per_run, flops * 1e-9, gf,
+           "%.1f%% of peak); the slowest:\n", nrun, per_run, flops * 1e-9, gf,
            peak > 0 ? 100 * gf / peak : 0);
     printf("  (per kernel: ms per run, share of the kernel time, GFLOP/s, share of the peak, "
            "anchor node (op, template|auto) -> output shape)\n");
-    for (int i = 0; i < nk && i < r->profile; i++) print_kernel(m, &kt[i], total, r->repeat, peak);
-    free(kt), free(ms);
+    for (int i = 0; i < nrun && i < r->profile; i++)
+        print_kernel(m, &kt[i], &kd[kt[i].kernel], total, r->repeat, peak);
+    if (nrun < nk)
+        printf("  (dispatch: %d kernels are alternatives tuned for other shapes, not run at this "
+               "one)\n", nk - nrun);
+    for (int i = 0; i < nk; i++) free(kd[i].shape);
+    free(kt), free(ms), free(kd);
     return 0;
 }
 

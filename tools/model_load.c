@@ -24,7 +24,42 @@ static hc_onnx_dim g_binds[CLI_MAX_OVERRIDES];
 static char g_bind_names[CLI_MAX_OVERRIDES][256];
 static int g_nbinds;
 
+/* --tune-shapes NAME=V1,V2,...: the values symbolic kernels are tuned at (dispatch) */
+#define CLI_MAX_TUNE_VALUES 64
+static hc_tune_shape g_tshapes[CLI_MAX_OVERRIDES];
+static int64_t g_tshape_values[CLI_MAX_OVERRIDES][CLI_MAX_TUNE_VALUES];
+static char g_tshape_names[CLI_MAX_OVERRIDES][256];
+static int g_ntshapes;
+
 static hc_status load_model(const char *spec, bool symbolic, hc_graph **out, hc_error *err);
+
+/* NAME=V1,V2,... into tune shape i; false with a message. */
+static bool parse_tune_shape(const char *cmd, const char *val, int i) {
+    const char *eq = val ? strchr(val, '=') : NULL;
+    if (!eq || eq == val || (size_t)(eq - val) >= sizeof g_tshape_names[0]) {
+        fprintf(stderr, "hidetc %s: --tune-shapes expects NAME=V1,V2,..., got '%s'\n", cmd,
+                val ? val : "(nothing)");
+        return false;
+    }
+    snprintf(g_tshape_names[i], sizeof g_tshape_names[0], "%.*s", (int)(eq - val), val);
+    int n = 0;
+    for (const char *p = eq + 1;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 1 || (*end && *end != ',') || n == CLI_MAX_TUNE_VALUES) {
+            fprintf(stderr, "hidetc %s: --tune-shapes %s: expects sizes of at least 1 separated "
+                    "by commas (at most %d), got '%s'\n", cmd, g_tshape_names[i],
+                    CLI_MAX_TUNE_VALUES, eq + 1);
+            return false;
+        }
+        g_tshape_values[i][n++] = v;
+        if (!*end) break;
+        p = end + 1;
+    }
+    g_tshapes[i] = (hc_tune_shape){g_tshape_names[i], n, g_tshape_values[i]};
+    return true;
+}
 
 hc_status cli_load_model(const char *spec, hc_graph **out, hc_error *err) {
     return load_model(spec, true, out, err); /* symbols kept: one compile for every shape */
@@ -88,13 +123,13 @@ hc_status cli_open_model(const char *spec, const hc_compile_options *co, hc_mode
                             spec, threads, co->num_threads, co->num_threads);
     }
     const hc_optimize_options *p = co ? &co->paths : NULL;
-    if (co && (co->no_fusion || co->tune_level || co->no_prepack || p->no_winograd ||
+    if (co && (co->no_fusion || co->tune_level || co->tune_nshapes || co->no_prepack || p->no_winograd ||
                p->force_winograd || p->no_direct || p->force_direct || p->no_nchwc ||
                p->no_int8 || p->wino_tile))
         fprintf(stderr,
                 "hidetc: note: %s is already compiled: --no-fusion, --no-prepack, "
                 "--no-winograd, --winograd-all, --winograd-tile, --no-direct, --direct-all, "
-                "--no-nchwc, --no-int8 and --tune do not apply\n",
+                "--no-nchwc, --no-int8, --tune and --tune-shapes do not apply\n",
                 spec);
     if (co && co->verbose)
         fprintf(stderr, "hidetc: loaded %s: %d kernels, %d programs, %d threads, %.0f ms\n",
@@ -289,6 +324,15 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
             *flags[i].flag = true;
             return 1;
         }
+    if (!strcmp(o, "--tune-shapes")) {
+        if (g_ntshapes >= CLI_MAX_OVERRIDES) {
+            fprintf(stderr, "hidetc %s: at most %d %s options\n", cmd, CLI_MAX_OVERRIDES, o);
+            return -1;
+        }
+        if (!parse_tune_shape(cmd, val, g_ntshapes)) return -1;
+        co->tune_shapes = g_tshapes, co->tune_nshapes = ++g_ntshapes;
+        return 2;
+    }
     if (!strcmp(o, "--tune")) {
         long level;
         if (!cli_parse_int(cmd, o, val, 0, 2, &level)) return -1;

@@ -74,12 +74,17 @@ bool cli_parse_int(const char *cmd, const char *opt, const char *s, long lo, lon
 int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compile_options *co);
 #define CLI_COMPILE_OPTIONS_USAGE                                                                  \
     "[--no-fusion] [--no-prepack] [--no-winograd] [--no-direct] [--tune 0|1|2] "         \
+    "[--tune-shapes NAME=V1,V2,...] "                                                       \
     "[--target NAME] [--no-cuda-graph] [--dump-ir STAGE] [--max-memory BYTES] [--no-pin] "  \
     "[--dim NAME=N] [--shape INPUT=D0,D1,...] [--dim-hint NAME=N] [--bind NAME=N]"
 /* Their help lines, for each command's usage text. */
 #define CLI_COMPILE_OPTIONS_HELP                                                                   \
     "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"     \
     "  at compile time; --tune L: schedule-space level (0 default)\n"                              \
+    "  --tune-shapes NAME=V1,V2,...: with --tune, tune a symbolic model's kernels at these\n"  \
+    "  values of symbol NAME (every combination with the other options; default: the\n"     \
+    "  hints); a kernel whose best config differs keeps one program per size range, and\n"   \
+    "  each run picks the one tuned nearest its shape (docs/dynamic.md)\n"                    \
     "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"                    \
     "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"                       \
     "  --winograd-tile 2|4: F(2x2, 3x3) or F(4x4, 3x3) for every blocked Winograd conv\n"      \

@@ -15,7 +15,7 @@ from typing import Dict, Type
 import numpy as np
 
 #: The ABI version these bindings were written against (HIDETC_ABI_VERSION).
-ABI_VERSION = 1
+ABI_VERSION = 2
 #: HIDETC_MAX_DIMS: the largest rank of a tensor.
 MAX_DIMS = 8
 
@@ -146,6 +146,12 @@ class InputShape(Structure):
     _fields_ = [("input", c_char_p), ("ndim", c_int), ("dims", POINTER(c_int64))]
 
 
+class TuneShape(Structure):
+    """hidetc_tune_shape: the values a symbol takes when the kernels are tuned."""
+
+    _fields_ = [("name", c_char_p), ("num_values", c_int), ("values", POINTER(c_int64))]
+
+
 #: hidetc_progress_fn: void (*)(void *user, const char *stage, int done, int total)
 PROGRESS_FN = CFUNCTYPE(None, c_void_p, c_char_p, c_int, c_int)
 
@@ -168,6 +174,8 @@ class SessionOptions(Structure):
         ("progress", PROGRESS_FN),
         ("progress_user", c_void_p),
         ("max_memory", c_size_t),
+        ("num_tune_shapes", c_int),
+        ("tune_shapes", POINTER(TuneShape)),
     ]
 
 

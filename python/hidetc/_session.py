@@ -136,7 +136,8 @@ class _Options:
                  dims: Optional[Mapping[str, int]],
                  shapes: Optional[Mapping[str, Sequence[int]]], cache_dir: Optional[str],
                  pin_threads: bool, verbose: bool, max_memory: Optional[int],
-                 progress: Optional[ProgressFn]) -> None:
+                 progress: Optional[ProgressFn],
+                 tune_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
         self.padded = _lib.PaddedSessionOptions()
         o = self.padded.o
         lib.hidetc_session_options_init(byref(o))
@@ -170,6 +171,20 @@ class _Options:
             self._keep.append(arr2)
             o.num_shapes = len(shapes)
             o.shapes = ctypes.cast(arr2, ctypes.POINTER(_lib.InputShape))
+        if tune_shapes:
+            arr3 = (_lib.TuneShape * len(tune_shapes))()
+            for k, (name, values) in enumerate(tune_shapes.items()):
+                vals = [_int(f"tune_shapes[{name!r}]", v, 1) for v in values]
+                if not vals:
+                    raise InvalidArgument(f"tune_shapes[{name!r}]: no values")
+                buf = (c_int64 * len(vals))(*vals)
+                self._keep.append(buf)
+                arr3[k].name = self._str(name)
+                arr3[k].num_values = len(vals)
+                arr3[k].values = ctypes.cast(buf, ctypes.POINTER(c_int64))
+            self._keep.append(arr3)
+            o.num_tune_shapes = len(tune_shapes)
+            o.tune_shapes = ctypes.cast(arr3, ctypes.POINTER(_lib.TuneShape))
         o.pin_threads = 1 if pin_threads else 0
         o.verbose = 1 if verbose else 0
         if max_memory is not None:
@@ -270,6 +285,10 @@ class InferenceSession:
             with the count it was compiled for: leave this None or give that count.
         tune: 0 (the templates' default configs), 1 or 2 (tune over the small / full
             schedule space at creation; winners are kept in the kernel cache).
+        tune_shapes: with ``tune``, the values symbolic dimensions are tuned at, e.g.
+            ``{"seq": [32, 128]}`` (every combination; default: the hints). A kernel whose
+            best config differs keeps one program per size range; each run picks the one
+            tuned nearest its shape (docs/dynamic.md).
         target: ``"cpu"`` (this CPU; the default), ``"cpu:avx2"``, ``"opencl"``,
             ``"cuda"``, ... (docs/targets.md).
         dims: fix symbolic dimensions (ONNX ``dim_param``) by name, e.g.
@@ -305,7 +324,9 @@ class InferenceSession:
                  shapes: Optional[Mapping[str, Sequence[int]]] = None,
                  cache_dir: Optional[str] = None, pin_threads: bool = False,
                  verbose: bool = False, *, max_memory: Optional[int] = None,
-                 progress: Optional[ProgressFn] = None, sess_options: Any = None,
+                 progress: Optional[ProgressFn] = None,
+                 tune_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+                 sess_options: Any = None,
                  providers: Optional[Sequence[Any]] = None,
                  provider_options: Optional[Sequence[Any]] = None) -> None:
         self._handle: Optional[int] = None
@@ -331,7 +352,7 @@ class InferenceSession:
         for k, tgt in enumerate(targets):
             try:
                 self._create(path_or_bytes, threads, tune, tgt, dims, shapes, cache_dir,
-                             pin_threads, verbose, max_memory, progress)
+                             pin_threads, verbose, max_memory, progress, tune_shapes)
                 break
             except _lib.HidetcError:
                 if k == len(targets) - 1:
@@ -350,9 +371,10 @@ class InferenceSession:
                 target: Optional[str], dims: Optional[Mapping[str, int]],
                 shapes: Optional[Mapping[str, Sequence[int]]], cache_dir: Optional[str],
                 pin_threads: bool, verbose: bool, max_memory: Optional[int],
-                progress: Optional[ProgressFn]) -> None:
+                progress: Optional[ProgressFn],
+                tune_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
         opts = _Options(threads, tune, target, dims, shapes, cache_dir, pin_threads, verbose,
-                        max_memory, progress)
+                        max_memory, progress, tune_shapes)
         h = c_void_p()
         if isinstance(src, (bytes, bytearray, memoryview)):
             data = src if isinstance(src, bytes) else bytes(src)
@@ -579,7 +601,8 @@ def compile(model: ModelSource, out_path: Union[str, "os.PathLike[str]"],
             threads: Optional[int] = None, tune: int = 0, target: Optional[str] = None,
             dims: Optional[Mapping[str, int]] = None,
             shapes: Optional[Mapping[str, Sequence[int]]] = None, *,
-            cache_dir: Optional[str] = None, verbose: bool = False) -> None:
+            cache_dir: Optional[str] = None, verbose: bool = False,
+            tune_shapes: Optional[Mapping[str, Sequence[int]]] = None) -> None:
     """Compile a model once and write a compiled-model file (as ``hidetc compile``).
 
     The file holds the kernels' shared objects, the memory plan and the weights:
@@ -595,12 +618,13 @@ def compile(model: ModelSource, out_path: Union[str, "os.PathLike[str]"],
     out = _encode(out_path)
     if _lib.HAS_SESSION_SAVE:
         with InferenceSession(model, threads=threads, tune=tune, target=target, dims=dims,
-                              shapes=shapes, cache_dir=cache_dir, verbose=verbose) as s:
+                              shapes=shapes, cache_dir=cache_dir, verbose=verbose,
+                              tune_shapes=tune_shapes) as s:
             check(lib.hidetc_session_save(s._handle, out))
         return
     # A library without hidetc_session_save: the model API, which has no tune, target,
     # dims or shapes options.
-    if tune or dims or shapes or target not in (None, "cpu"):
+    if tune or dims or shapes or tune_shapes or target not in (None, "cpu"):
         raise Unsupported(
             "hidetc.compile: tune, target, dims and shapes need hidetc_session_save, which "
             "this hidetc library does not have")

@@ -258,6 +258,21 @@ class Dims(unittest.TestCase):
             s.run(None, {"x": np.zeros((2, 5), np.float32)})
         self.assertIn("'x'", str(cm.exception))
 
+    def test_tune_shapes(self):
+        # tuned at two batches (a dispatch table where the winners differ): right at every
+        # batch, also between and beyond the tuned ones
+        s = hidetc.InferenceSession(SYM, threads=THREADS, tune=1,
+                                    tune_shapes={"batch": [1, 9]})
+        for b in (1, 3, 9, 40):
+            x = RNG.standard_normal((b, 4)).astype(np.float32)
+            (y,) = s.run(None, {"x": x})
+            self.assertTrue(close(y, np.maximum(x @ W, 0)))
+        with self.assertRaises(hidetc.InvalidArgument) as cm:
+            hidetc.InferenceSession(SYM, threads=THREADS, tune=1, tune_shapes={"bacth": [2]})
+        self.assertIn("bacth", str(cm.exception))
+        with self.assertRaises(hidetc.InvalidArgument):
+            hidetc.InferenceSession(SYM, threads=THREADS, tune=1, tune_shapes={"batch": [0]})
+
     def test_dims(self):
         s = hidetc.InferenceSession(SYM, threads=THREADS, dims={"batch": 3})
         a = s.get_inputs()[0]

@@ -4,6 +4,7 @@
  * (runtime.c, "Runs in flight"). */
 #include "hidetc.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "frontend/onnx.h"
@@ -189,9 +190,9 @@ static hc_status open_model(hidetc_session *s, const char *path, const void *dat
             strcmp(hc_model_target(s->m)->name, target->name))
             return hc_error_set(err, HC_ERR_INVALID, "%s was compiled for target '%s', not '%s'",
                                 name, hc_model_target(s->m)->name, target->name);
-        if (o->num_dims || o->num_shapes || o->tune_level)
-            return hc_error_set(err, HC_ERR_INVALID, "%s is already compiled: dims, shapes and "
-                                "tune_level do not apply to it", name);
+        if (o->num_dims || o->num_shapes || o->tune_level || o->num_tune_shapes)
+            return hc_error_set(err, HC_ERR_INVALID, "%s is already compiled: dims, shapes, "
+                                "tune_level and tune_shapes do not apply to it", name);
         hc_model_set_pin_threads(s->m, o->pin_threads != 0);
         return HC_OK;
     }
@@ -200,6 +201,13 @@ static hc_status open_model(hidetc_session *s, const char *path, const void *dat
     if (o->num_dims < 0 || o->num_shapes < 0 || (o->num_dims && !o->dims) ||
         (o->num_shapes && !o->shapes))
         return hc_error_set(err, HC_ERR_INVALID, "num_dims / num_shapes without dims / shapes");
+    if (o->num_tune_shapes < 0 || (o->num_tune_shapes && !o->tune_shapes))
+        return hc_error_set(err, HC_ERR_INVALID, "num_tune_shapes without tune_shapes");
+    for (int i = 0; i < o->num_tune_shapes; i++)
+        if (!o->tune_shapes[i].name || o->tune_shapes[i].num_values < 1 ||
+            !o->tune_shapes[i].values)
+            return hc_error_set(err, HC_ERR_INVALID, "tune_shapes[%d]: a name and at least one "
+                                "value are needed", i);
     hc_onnx_dim *dims = hc_xcalloc((size_t)o->num_dims + 1, sizeof *dims);
     hc_onnx_shape *shapes = hc_xcalloc((size_t)o->num_shapes + 1, sizeof *shapes);
     hc_status st = HC_OK;
@@ -252,8 +260,18 @@ static hc_status open_model(hidetc_session *s, const char *path, const void *dat
         .progress_user = (void *)o,
         .max_memory = o->max_memory,
     };
+    hc_tune_shape *ts = NULL;
+    if (o->num_tune_shapes) { /* the same struct under the library's name */
+        ts = hc_xcalloc((size_t)o->num_tune_shapes, sizeof *ts);
+        for (int i = 0; i < o->num_tune_shapes; i++)
+            ts[i] = (hc_tune_shape){o->tune_shapes[i].name, o->tune_shapes[i].num_values,
+                                    o->tune_shapes[i].values};
+        co.tune_nshapes = o->num_tune_shapes, co.tune_shapes = ts;
+    }
     if (o->progress) o->progress(o->progress_user, "import", 1, 1);
-    return hc_model_compile(g, &co, &s->m, err);
+    st = hc_model_compile(g, &co, &s->m, err);
+    free(ts);
+    return st;
 }
 
 static hidetc_status create(hidetc_session **out, const char *path, const void *data,
@@ -267,11 +285,13 @@ static hidetc_status create(hidetc_session **out, const char *path, const void *
     hidetc_session_options_init(&o);
     /* the version first: it says how large the caller's struct is (a later ABI copies only
      * the fields that version has) */
-    if (opt && opt->abi_version != 0 && opt->abi_version != HIDETC_ABI_VERSION)
+    if (opt && opt->abi_version != 0 && (opt->abi_version < HIDETC_ABI_OLDEST || opt->abi_version > HIDETC_ABI_VERSION))
         return failf(HC_ERR_INVALID, "%s: the caller was built against ABI version %d of "
-                     "hidetc.h; this library implements version %d", fn, opt->abi_version,
-                     HIDETC_ABI_VERSION);
-    if (opt) o = *opt;
+                     "hidetc.h; this library implements versions %d to %d", fn,
+                     opt->abi_version, HIDETC_ABI_OLDEST, HIDETC_ABI_VERSION);
+    if (opt && opt->abi_version == 1) /* its struct ends before the tune shapes */
+        memcpy(&o, opt, offsetof(hidetc_session_options, num_tune_shapes));
+    else if (opt) o = *opt;
     hidetc_session *s = calloc(1, sizeof *s);
     if (!s) return failf(HC_ERR_NOMEM, "%s: out of memory", fn);
     hc_error err = {0};

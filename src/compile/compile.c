@@ -330,6 +330,9 @@ static hc_status settle_options(hc_model *m, const hc_compile_options *opt, hc_e
     if (!m->opt.dump_stage && dump && *dump) m->opt.dump_stage = hc_stage_parse(dump);
     if (verify && !strcmp(verify, "1")) m->opt.verify = true;
     if (!m->opt.paths.target) m->opt.paths.target = m->target;
+    if (m->opt.tune_nshapes && m->opt.tune_level <= 0)
+        return hc_error_set(err, HC_ERR_INVALID, "--tune-shapes: tuning is off: give --tune 1 "
+                            "or 2 (tune_level)");
     if (m->target->kind == HC_TARGET_GPU) {
         /* the GPU targets have templates for neither the channel-blocked layout, nor
          * Winograd, nor the direct conv: their convs are im2col + the matmul template

@@ -49,21 +49,31 @@ static int group_input_index(const kernel *k, const hc_tensor *t) {
 }
 
 /* ---- tuning ---------------------------------------------------------------------- */
+/* tests: a hook that decides the winners instead of timing (hc_compile_set_tune_hook) */
+static hc_tune_hook_fn tune_hook;
+static void *tune_hook_user;
+
+void hc_compile_set_tune_hook(hc_tune_hook_fn fn, void *user) {
+    tune_hook = fn, tune_hook_user = user;
+}
+
 typedef struct tune_job {
     int kernel;
     int ncand;
     unsigned prepacked; /* candidates are measured with these inputs pre-packed */
     bool cold;          /* the weights are evicted from the caches before each timed run */
     char key[33];
+    /* a symbolic kernel (dynamic shapes): the binding its candidates are timed at, the
+     * model's symbols' values (the candidates take them as parameters); NULL: static */
+    int64_t *point;
 } tune_job;
 
-static void fill_random(void *buf, const hc_tensor *t, hc_rng *rng) {
-    int64_t n = hc_tensor_numel(t);
+static void fill_random(void *buf, const hc_tensor *t, size_t bytes, hc_rng *rng) {
     if (t->dtype == HC_F32) {
         float *f = buf;
-        for (int64_t i = 0; i < n; i++) f[i] = (float)hc_rng_uniform(rng, -1, 1);
+        for (size_t i = 0; i < bytes / sizeof(float); i++) f[i] = (float)hc_rng_uniform(rng, -1, 1);
     } else {
-        memset(buf, 0, hc_tensor_nbytes(t));
+        memset(buf, 0, bytes);
     }
 }
 
@@ -106,8 +116,9 @@ static void packed_set_free(packed_set *ps) {
 static void ***candidate_args(hc_model *m, const kernel *k, const tune_job *job,
                               const hc_target *target, void **args, int np, packed_set *ps) {
     void ***each = hc_xcalloc((size_t)job->ncand, sizeof *each);
+    size_t ns = m->g->sym_names.len; /* room for the symbols' values after the buffers */
     for (int c = 0; c < job->ncand; c++) {
-        each[c] = hc_xmalloc(sizeof(void *) * ((size_t)np + 1));
+        each[c] = hc_xcalloc((size_t)np + ns + 1, sizeof(void *));
         memcpy(each[c], args, sizeof(void *) * (size_t)np);
         if (!job->prepacked) continue;
         hc_sched_opts o = {.level = m->opt.tune_level, .candidate = c};
@@ -137,57 +148,80 @@ static void ***candidate_args(hc_model *m, const kernel *k, const tune_job *job,
     return each;
 }
 
-static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *target,
-                             hc_progress *pg, hc_error *err) {
+/* Candidate c as a symbolic kernel takes it: the symbols it uses appended as parameters
+ * (their slots in *slots, *n of them), so that it can be timed at a binding. */
+static hc_func *with_symbols(hc_model *m, hc_func *f, int **slots, int *n, hc_error *err) {
+    int ns = (int)m->g->sym_names.len;
+    *slots = HC_NEW_ARRAY(&m->arena, int, ns + 1);
+    *n = hc_program_symbols(&m->arena, f, ns, m->g->sym_names.data, *slots, err);
+    if (*n < 0) return NULL;
+    return hc_func_with_symbols(&m->arena, f, m->g->sym_names.data, *slots, *n);
+}
+
+/* Run one tuning job: the winner from its record, or every candidate scheduled, fused and
+ * timed. *best: the winner; *cands: the candidates' programs (NULL when the record gave
+ * the winner), under the names cand<kernel>_<c>, without symbol parameters. */
+static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *target,
+                         hc_progress *pg, int *best, bool *cached, hc_func ***cands_out,
+                         hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
     hc_tune_record rec;
+    *cands_out = NULL, *cached = false;
     if (hc_tune_record_get(m->opt.jit, job->key, &rec) && rec.ncand == job->ncand &&
         rec.best >= 0 && rec.best < job->ncand) {
         hc_progress_step(pg, job->ncand);
         hc_progress_task_done(pg);
-        k->chosen = rec.best, k->tune_cached = true;
-        /* the default program is already scheduled; pre-packed ones prepack_kernel makes */
-        if (k->chosen == 0 || job->prepacked) return HC_OK;
-        hc_func *f = schedule_candidate(m, k, target, k->chosen, 0, k->func->name, err);
-        if (!f) return err ? err->status : HC_ERR_UNSUPPORTED;
-        k->func = f;
+        *best = rec.best, *cached = true;
         return HC_OK;
     }
     const hc_group *ag = &k->group;
     hc_func **cands = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
+    hc_func **timed = HC_NEW_ARRAY(&m->arena, hc_func *, job->ncand);
+    int **cslots = HC_NEW_ARRAY(&m->arena, int *, job->ncand);
+    int *cns = HC_NEW_ARRAY(&m->arena, int, job->ncand);
     for (int c = 0; c < job->ncand; c++) {
         const char *name = hc_arena_printf(&m->arena, "cand%d_%d", job->kernel, c);
         if (c == 0 && !job->prepacked) { /* the default program, scheduled: renamed copy */
             cands[0] = HC_NEW(&m->arena, hc_func);
             *cands[0] = *k->func;
             cands[0]->name = name;
-            continue;
+        } else {
+            cands[c] = schedule_candidate(m, k, target, c, job->prepacked, name, err);
+            if (!cands[c]) return err ? err->status : HC_ERR_UNSUPPORTED;
         }
-        cands[c] = schedule_candidate(m, k, target, c, job->prepacked, name, err);
-        if (!cands[c]) return err ? err->status : HC_ERR_UNSUPPORTED;
+        timed[c] = cands[c], cns[c] = 0;
+        if (job->point && !(timed[c] = with_symbols(m, cands[c], &cslots[c], &cns[c], err)))
+            return err ? err->status : HC_ERR_INVALID;
     }
+    hc_sym_binding bind = {(int)m->g->sym_names.len, m->g->sym_names.data, job->point};
     int np = ag->ninputs + ag->noutputs;
     void **args = hc_xcalloc((size_t)np + 1, sizeof(void *));
+    size_t *nbytes = hc_xcalloc((size_t)np + 1, sizeof(size_t));
     hc_rng rng = {0x1234};
+    hc_status st = HC_OK;
     for (int i = 0; i < np; i++) {
         const hc_tensor *t = group_param(ag, i);
+        nbytes[i] = hc_tensor_nbytes(t);
         if (i < ag->ninputs && hc_rt_is_const(t)) {
             args[i] = t->data;
             continue;
         }
-        size_t bytes = (hc_tensor_nbytes(t) + 63) / 64 * 64;
+        if (job->point && !hc_tensor_nbytes_at(t, &bind, &nbytes[i]) && st == HC_OK)
+            st = hc_error_set(err, HC_ERR_INVALID, "tuning '%s': tensor '%s' has no size at "
+                              "the tuning binding", k->node->name, t->name);
+        size_t bytes = (nbytes[i] + 63) / 64 * 64;
         args[i] = aligned_alloc(64, bytes ? bytes : 64);
-        fill_random(args[i], t, &rng);
+        fill_random(args[i], t, nbytes[i], &rng);
     }
     /* a device target times its kernels on device copies of the same data */
     const hc_executor *ex = target->exec;
     void **host = NULL;
-    if (hc_exec_is_device(ex)) {
+    if (st == HC_OK && hc_exec_is_device(ex)) {
         host = args;
         args = hc_xcalloc((size_t)np + 1, sizeof(void *));
         hc_status dst = HC_OK;
         for (int i = 0; i < np && dst == HC_OK; i++) {
-            size_t bytes = hc_tensor_nbytes(group_param(ag, i));
+            size_t bytes = nbytes[i];
             if (!(args[i] = ex->alloc(bytes ? bytes : 64)))
                 dst = hc_error_set(err, HC_ERR_NOMEM, "tune: out of device memory for '%s'",
                                    group_param(ag, i)->name);
@@ -198,26 +232,35 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
                 if (args[i]) ex->release(args[i]);
                 if (!(i < ag->ninputs && hc_rt_is_const(group_param(ag, i)))) free(host[i]);
             }
-            free(args), free(host);
+            free(args), free(host), free(nbytes);
             return dst;
         }
     }
+    if (st != HC_OK) {
+        for (int i = 0; i < np; i++)
+            if (!(i < ag->ninputs && hc_rt_is_const(group_param(ag, i)))) free(args[i]);
+        free(args), free(nbytes);
+        return st;
+    }
+    free(nbytes);
     packed_set ps = {0};
     void ***each = candidate_args(m, k, job, target, args, np, &ps);
+    for (int c = 0; c < job->ncand; c++) /* the symbols' values, by address */
+        for (int j = 0; j < cns[c]; j++) each[c][np + j] = &job->point[cslots[c][j]];
     /* candidates that are the same program (with pre-packed weights, pack_a / pack_b of
      * a pre-packed operand change nothing) are measured once */
     int nu = 0, *uniq = hc_xmalloc(sizeof(int) * (size_t)job->ncand);
     char(*keys)[33] = hc_xmalloc(sizeof *keys * (size_t)job->ncand);
     for (int c = 0; c < job->ncand; c++) {
         size_t cost;
-        hc_compile_program_key(&m->arena, cands[c], keys[c], &cost);
+        hc_compile_program_key(&m->arena, timed[c], keys[c], &cost);
         bool dup = false;
         for (int q = 0; q < nu && !dup; q++) dup = !strcmp(keys[uniq[q]], keys[c]);
         if (!dup) uniq[nu++] = c;
     }
     hc_func **ucands = hc_xmalloc(sizeof *ucands * (size_t)nu);
     void ***uargs = hc_xmalloc(sizeof *uargs * (size_t)nu);
-    for (int q = 0; q < nu; q++) ucands[q] = cands[uniq[q]], uargs[q] = each[uniq[q]];
+    for (int q = 0; q < nu; q++) ucands[q] = timed[uniq[q]], uargs[q] = each[uniq[q]];
     if (pg && nu < job->ncand) hc_progress_step(pg, job->ncand - nu);
     /* with cold weights: each candidate's constants (its own packed copies) */
     hc_tune_cold *cold = NULL;
@@ -239,8 +282,8 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
         }
     }
     hc_tune_result res = {0};
-    hc_status st = hc_tune_select_each(&m->arena, nu, ucands, (void *const *const *)uargs, cold,
-                                       target, m->opt.jit, pg, &res, err);
+    st = hc_tune_select_each(&m->arena, nu, ucands, (void *const *const *)uargs, cold, target,
+                             m->opt.jit, pg, &res, err);
     free(cold);
     if (st == HC_OK) res.best = uniq[res.best];
     free(ucands), free(uargs), free(uniq), free(keys);
@@ -261,13 +304,23 @@ static hc_status tune_kernel(hc_model *m, const tune_job *job, const hc_target *
     rec = (hc_tune_record){res.best, res.best_ms, job->ncand};
     st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
     if (st != HC_OK) return st;
-    k->chosen = res.best;
-    /* the winner's program, under the kernel's name; with pre-packed weights prepack_kernel
-     * schedules it, since it also binds the packed constants */
-    if (k->chosen != 0 && !job->prepacked) {
-        cands[k->chosen]->name = k->func->name;
-        k->func = cands[k->chosen];
-    }
+    *best = res.best;
+    *cands_out = cands;
+    return HC_OK;
+}
+
+/* Kernel k runs candidate `chosen`: its program, under the kernel's name (cands: the
+ * tuned programs, or NULL to schedule it). With pre-packed weights prepack_kernel
+ * schedules it, since it also binds the packed constants. */
+static hc_status apply_choice(hc_model *m, kernel *k, const hc_target *target, int chosen,
+                              unsigned prepacked, hc_func **cands, hc_error *err) {
+    k->chosen = chosen;
+    if (chosen == 0 || prepacked) return HC_OK; /* the default program is scheduled */
+    hc_func *f = cands ? cands[chosen] : NULL;
+    if (!f && !(f = schedule_candidate(m, k, target, chosen, 0, k->func->name, err)))
+        return err ? err->status : HC_ERR_UNSUPPORTED;
+    f->name = k->func->name;
+    k->func = f;
     return HC_OK;
 }
 
@@ -297,6 +350,173 @@ static bool group_is_symbolic(const hc_group *g) {
     return false;
 }
 
+/* ---- dynamic shapes: tuning at bindings, dispatch (docs/dynamic.md) ------------------ */
+enum { MAX_TUNE_POINTS = 64 };
+
+static int symbol_index(const hc_graph *g, const char *name) {
+    for (size_t i = 0; i < g->sym_names.len; i++)
+        if (!strcmp(g->sym_names.data[i], name)) return (int)i;
+    return -1;
+}
+
+static const char *binding_text(hc_arena *a, const hc_graph *g, const int64_t *v,
+                                const int *slots, int n) {
+    hc_sb sb;
+    hc_sb_init(&sb);
+    for (int j = 0; j < n; j++)
+        hc_sb_printf(&sb, "%s%s=%lld", j ? "," : "", g->sym_names.data[slots[j]],
+                     (long long)v[slots[j]]);
+    const char *s = hc_arena_strdup(a, sb.len ? sb.buf : "");
+    hc_sb_free(&sb);
+    return s;
+}
+
+/* The bindings symbolic kernels are tuned at (*n of them, each the model's symbols'
+ * values): every combination of opt.tune_shapes' values, the other symbols at their
+ * hints; without tune_shapes, the hints. Each is checked against the graph's
+ * constraints. */
+static hc_status tune_points(hc_model *m, int64_t **out, int *nout, hc_error *err) {
+    const hc_graph *g = m->g;
+    const hc_compile_options *o = &m->opt;
+    size_t ns = g->sym_names.len;
+    *out = NULL, *nout = 0;
+    if (o->tune_nshapes && !ns)
+        return hc_error_set(err, HC_ERR_INVALID, "--tune-shapes: the model has no symbolic "
+                            "dimensions");
+    int total = 1, *slot = hc_xcalloc((size_t)o->tune_nshapes + 1, sizeof(int));
+    for (int i = 0; i < o->tune_nshapes; i++) {
+        const hc_tune_shape *ts = &o->tune_shapes[i];
+        slot[i] = symbol_index(g, ts->name);
+        hc_status st = HC_OK;
+        if (slot[i] < 0) {
+            hc_sb sb;
+            hc_sb_init(&sb);
+            for (size_t k = 0; k < ns; k++) hc_sb_printf(&sb, "%s%s", k ? ", " : "", g->sym_names.data[k]);
+            st = hc_error_set(err, HC_ERR_INVALID, "--tune-shapes %s: the model has no such "
+                              "symbol (its symbols: %s)", ts->name, sb.buf);
+            hc_sb_free(&sb);
+        }
+        for (int j = 0; j < i && st == HC_OK; j++)
+            if (slot[j] == slot[i])
+                st = hc_error_set(err, HC_ERR_INVALID, "--tune-shapes %s: given twice", ts->name);
+        if (st == HC_OK && ts->nvalues < 1)
+            st = hc_error_set(err, HC_ERR_INVALID, "--tune-shapes %s: no values", ts->name);
+        for (int j = 0; j < ts->nvalues && st == HC_OK; j++)
+            if (ts->values[j] < 1)
+                st = hc_error_set(err, HC_ERR_INVALID, "--tune-shapes %s=%lld: a value must be "
+                                  "at least 1", ts->name, (long long)ts->values[j]);
+        if (st == HC_OK && (int64_t)total * ts->nvalues > MAX_TUNE_POINTS)
+            st = hc_error_set(err, HC_ERR_INVALID, "--tune-shapes: more than %d bindings to "
+                              "tune at", MAX_TUNE_POINTS);
+        if (st != HC_OK) {
+            free(slot);
+            return st;
+        }
+        total *= ts->nvalues;
+    }
+    int64_t *pts = hc_xmalloc(sizeof(int64_t) * (size_t)total * (ns ? ns : 1));
+    for (int p = 0; p < total; p++) {
+        int64_t *v = pts + (size_t)p * ns;
+        memcpy(v, g->sym_hints.data, sizeof(int64_t) * ns);
+        for (int i = 0, r = p; i < o->tune_nshapes; i++) { /* mixed radix: the first fastest */
+            v[slot[i]] = o->tune_shapes[i].values[r % o->tune_shapes[i].nvalues];
+            r /= o->tune_shapes[i].nvalues;
+        }
+        hc_sym_binding b = {(int)ns, g->sym_names.data, v};
+        hc_error e = {0};
+        if (hc_graph_check_binding(g, &b, &e) != HC_OK) {
+            int *all = hc_xmalloc(sizeof(int) * (ns + 1));
+            for (size_t k = 0; k < ns; k++) all[k] = (int)k;
+            hc_error_set(err, HC_ERR_INVALID, "--tune-shapes: the binding %s: %s",
+                         binding_text(&m->arena, g, v, all, (int)ns), e.msg);
+            free(all), free(slot), free(pts);
+            return err ? err->status : HC_ERR_INVALID;
+        }
+    }
+    free(slot);
+    *out = pts, *nout = total;
+    return HC_OK;
+}
+
+/* A kernel's tuning: its jobs (one per binding for a symbolic kernel) and their
+ * winners. */
+typedef struct kernel_tuning {
+    int first_job, njobs;
+} kernel_tuning;
+
+typedef struct job_result {
+    int best;
+    bool cached;
+    hc_func **cands;
+} job_result;
+
+/* Symbolic kernel k's tuning bindings: pts projected on the symbols its program takes
+ * (the others at their hints), duplicates dropped; *slots and *nslots: those symbols. */
+static int kernel_points(hc_model *m, const kernel *k, const int64_t *pts, int npts,
+                         int64_t **out, int **slots, int *nslots, hc_error *err) {
+    const hc_graph *g = m->g;
+    size_t ns = g->sym_names.len;
+    *slots = HC_NEW_ARRAY(&m->arena, int, ns + 1);
+    *nslots = hc_program_symbols(&m->arena, k->func, (int)ns, g->sym_names.data, *slots, err);
+    if (*nslots < 0) return -1;
+    int64_t *kp = HC_NEW_ARRAY(&m->arena, int64_t, (size_t)npts * ns + 1);
+    int n = 0;
+    for (int p = 0; p < npts; p++) {
+        int64_t *v = kp + (size_t)n * ns;
+        memcpy(v, g->sym_hints.data, sizeof(int64_t) * ns);
+        for (int j = 0; j < *nslots; j++) v[(*slots)[j]] = pts[(size_t)p * ns + (size_t)(*slots)[j]];
+        bool dup = false;
+        for (int q = 0; q < n && !dup; q++) dup = !memcmp(kp + (size_t)q * ns, v, sizeof(int64_t) * ns);
+        if (!dup) n++;
+    }
+    *out = kp;
+    return n;
+}
+
+/* Kernel k tuned at several bindings to different winners: one entry per winner (in
+ * the order of the bindings), each with the bindings it won, pushed onto `out` as a set
+ * of alternatives. */
+static hc_status push_alternatives(hc_model *m, const kernel *k, const tune_job *jobs,
+                                   const job_result *res, const kernel_tuning *kt,
+                                   const hc_target *target, void *outv, hc_error *err) {
+    HC_VEC(kernel) *out = outv;
+    size_t ns = m->g->sym_names.len;
+    int *win = hc_xmalloc(sizeof(int) * (size_t)kt->njobs), nwin = 0;
+    for (int j = 0; j < kt->njobs; j++) {
+        int b = res[kt->first_job + j].best;
+        bool seen = false;
+        for (int q = 0; q < nwin && !seen; q++) seen = win[q] == b;
+        if (!seen) win[nwin++] = b;
+    }
+    int first = (int)out->len;
+    hc_status st = HC_OK;
+    for (int w = 0; w < nwin && st == HC_OK; w++) {
+        kernel e = *k;
+        e.alt = first, e.nalt = nwin;
+        e.points = HC_NEW_ARRAY(&m->arena, int64_t, (size_t)kt->njobs * ns + 1);
+        e.npoints = 0;
+        hc_func **cands = NULL;
+        bool cached = true;
+        for (int j = 0; j < kt->njobs; j++) {
+            const job_result *r = &res[kt->first_job + j];
+            if (r->best != win[w]) continue;
+            memcpy(e.points + (size_t)e.npoints++ * ns, jobs[kt->first_job + j].point,
+                   sizeof(int64_t) * ns);
+            if (r->cands && !cands) cands = r->cands;
+            cached &= r->cached;
+        }
+        e.tune_cached = cached;
+        hc_func *f = HC_NEW(&m->arena, hc_func); /* each alternative its own name */
+        *f = *k->func;
+        if (w) f->name = hc_arena_printf(&m->arena, "%s_d%d", k->func->name, w);
+        e.func = f;
+        st = apply_choice(m, &e, target, win[w], jobs[kt->first_job].prepacked, cands, err);
+        if (st == HC_OK) hc_vec_push(out, e);
+    }
+    free(win);
+    return st;
+}
+
 hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *err) {
     int level = m->opt.tune_level;
     if (level <= 0) return HC_OK;
@@ -309,49 +529,110 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
     if (m->verbose)
         fprintf(stderr, "hidetc: tuning with the weights %s\n",
                 cold ? "evicted from the caches before each run" : "as the runs leave them");
+    int64_t *pts = NULL;
+    int npts = 0;
+    hc_status st = tune_points(m, &pts, &npts, err);
+    if (st != HC_OK) return st;
     HC_VEC(tune_job) jobs = {0};
+    kernel_tuning *kt = hc_xcalloc(m->kernels.len + 1, sizeof *kt);
     int total = 0, tasks = 0;
-    for (size_t i = 0; i < m->kernels.len; i++) {
+    for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
         kernel *k = &m->kernels.data[i];
         const hc_template *def = hc_target_template(target, k->node->op);
+        kt[i].first_job = (int)jobs.len;
         if (!k->templated || !def || !def->space) continue;
-        /* a kernel with symbolic extents is not tuned: timing it needs the symbols'
-         * values as arguments; it runs its space's default (decided at the hints) */
-        if (group_is_symbolic(&k->group)) continue;
         int n = def->space(k->node, target, level);
         k->ncand = HC_MAX(n, 1);
         if (n <= 1) continue;
-        tune_job j = {.kernel = (int)i, .ncand = n, .cold = cold};
         /* the signature: the fused group's default program (shapes and fused code) */
         char sig[33];
         size_t cost;
         hc_compile_program_key(&m->arena, k->func, sig, &cost);
         hc_sched_opts o = {.level = level};
         int64_t size[MAXIN];
-        j.prepacked = prepack_mask(m, k, target, &o, size);
-        /* candidates measured pre-packed or not are different records */
-        hc_tune_key(hc_arena_printf(&m->arena, "%s prepacked %u%s", sig, j.prepacked,
-                                    cold ? " cold" : ""),
-                    level, target, j.key);
-        bool dup = false;
-        for (size_t q = 0; q < jobs.len && !dup; q++) dup = !strcmp(jobs.data[q].key, j.key);
-        if (!dup) total += n, tasks++;
-        hc_vec_push(&jobs, j);
+        unsigned prepacked = prepack_mask(m, k, target, &o, size);
+        /* a symbolic kernel: one job per binding, its candidates given the symbols */
+        int64_t *kp = NULL;
+        int *slots = NULL, nslots = 0, nk = 1;
+        if (group_is_symbolic(&k->group) &&
+            (nk = kernel_points(m, k, pts, npts, &kp, &slots, &nslots, err)) < 0)
+            st = err ? err->status : HC_ERR_INVALID;
+        for (int p = 0; p < nk && st == HC_OK; p++) {
+            tune_job j = {.kernel = (int)i, .ncand = n, .cold = cold, .prepacked = prepacked};
+            const char *at = "";
+            if (kp) {
+                j.point = kp + (size_t)p * m->g->sym_names.len;
+                at = hc_arena_printf(&m->arena, " at %s",
+                                     binding_text(&m->arena, m->g, j.point, slots, nslots));
+            }
+            /* candidates measured pre-packed or not are different records */
+            hc_tune_key(hc_arena_printf(&m->arena, "%s prepacked %u%s%s", sig, prepacked,
+                                        cold ? " cold" : "", at),
+                        level, target, j.key);
+            bool dup = false;
+            for (size_t q = 0; q < jobs.len && !dup; q++) dup = !strcmp(jobs.data[q].key, j.key);
+            if (!dup) total += n, tasks++;
+            hc_vec_push(&jobs, j);
+            kt[i].njobs++;
+        }
     }
+    job_result *res = hc_xcalloc(jobs.len + 1, sizeof *res);
     hc_progress pg;
     hc_progress_begin(&pg, "tuning", tasks, total);
-    hc_status st = HC_OK;
     for (size_t i = 0; i < jobs.len && st == HC_OK; i++) {
         bool dup = false;
         for (size_t q = 0; q < i && !dup; q++) dup = !strcmp(jobs.data[q].key, jobs.data[i].key);
-        if (dup) { /* tuned just before: its record is there, without progress steps */
-            hc_progress quiet = {0};
-            st = tune_kernel(m, &jobs.data[i], target, &quiet, err);
-        } else {
-            st = tune_kernel(m, &jobs.data[i], target, &pg, err);
+        hc_progress quiet = {0}; /* tuned just before: its record is there, no steps */
+        res[i].best = tune_hook ? -1 : 0;
+        if (tune_hook) { /* tests: the winner decided by the hook, nothing timed */
+            const tune_job *j = &jobs.data[i];
+            res[i].best = tune_hook(tune_hook_user, j->kernel, m->g->sym_names.data,
+                                    j->point, (int)m->g->sym_names.len, j->ncand);
+            if (res[i].best < 0 || res[i].best >= j->ncand) res[i].best = 0;
+            continue;
         }
+        st = run_job(m, &jobs.data[i], target, dup ? &quiet : &pg, &res[i].best, &res[i].cached,
+                     &res[i].cands, err);
     }
     hc_progress_end(&pg);
+    /* apply: one choice per kernel, or a set of alternatives (dispatch) */
+    HC_VEC(kernel) out = {0};
+    bool any_set = false;
+    for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
+        kernel *k = &m->kernels.data[i];
+        const kernel_tuning *t = &kt[i];
+        bool one = true; /* one winner at every binding (or not tuned) */
+        for (int j = 1; j < t->njobs && one; j++)
+            one = res[t->first_job + j].best == res[t->first_job].best;
+        if (t->njobs && one) {
+            const job_result *r = &res[t->first_job];
+            k->tune_cached = r->cached;
+            st = apply_choice(m, k, target, r->best, jobs.data[t->first_job].prepacked,
+                              r->cands, err);
+        }
+        if (st != HC_OK) break;
+        if (one) {
+            hc_vec_push(&out, *k);
+            continue;
+        }
+        any_set = true;
+        st = push_alternatives(m, k, jobs.data, res, t, target, &out, err);
+    }
+    if (st == HC_OK && any_set) { /* the kernels, with the alternatives in place */
+        hc_vec_free(&m->kernels);
+        m->kernels.data = out.data, m->kernels.len = out.len, m->kernels.cap = out.cap;
+    } else {
+        hc_vec_free(&out);
+    }
+    if (st == HC_OK && any_set && m->verbose)
+        for (size_t i = 0; i < m->kernels.len; i++) {
+            const kernel *k = &m->kernels.data[i];
+            if (!k->nalt) continue;
+            fprintf(stderr, "hidetc: kernel %zu ('%s'): dispatch entry %d of %d, candidate %d, "
+                    "tuned best at %d binding%s\n", i, k->node->name, (int)i - k->alt + 1,
+                    k->nalt, k->chosen, k->npoints, k->npoints == 1 ? "" : "s");
+        }
+    free(res), free(kt), free(pts);
     hc_vec_free(&jobs);
     return st;
 }

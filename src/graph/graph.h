@@ -83,6 +83,9 @@ bool hc_tensor_dims_equal(const hc_tensor *x, int dx, const hc_tensor *y, int dy
 bool hc_tensor_numel_equal(const hc_tensor *x, const hc_tensor *y);
 /* Element count and bytes of t as expressions of the symbols. */
 const hc_sym *hc_tensor_numel_sym(hc_arena *a, const hc_tensor *t);
+/* The bytes of t at binding b (its symbolic dims evaluated there); false when a dim cannot
+ * be evaluated, or the size overflows or exceeds the tensor limit. */
+bool hc_tensor_nbytes_at(const hc_tensor *t, const hc_sym_binding *b, size_t *out);
 /* Dimension d of t as an expression (a constant when fixed), in t's graph's arena. */
 const hc_sym *hc_tensor_dim(const hc_tensor *t, int d);
 /* Element i of a shape-like tensor as an expression: its symval, or its constant value;

@@ -23,6 +23,20 @@ const hc_sym *hc_tensor_numel_sym(hc_arena *a, const hc_tensor *t) {
     return n;
 }
 
+bool hc_tensor_nbytes_at(const hc_tensor *t, const hc_sym_binding *b, size_t *out) {
+    int64_t shape[HC_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++) {
+        shape[d] = t->shape[d];
+        if (t->sym && t->sym[d] && !hc_sym_eval(t->sym[d], b, &shape[d])) return false;
+        if (shape[d] < 0) return false;
+    }
+    if (hc_shape_too_large(t->dtype, t->ndim, shape)) return false;
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= shape[d];
+    *out = (size_t)n * (size_t)hc_dtype_size(t->dtype);
+    return true;
+}
+
 bool hc_tensor_numel_equal(const hc_tensor *x, const hc_tensor *y) {
     if (!x->sym && !y->sym) return hc_tensor_numel(x) == hc_tensor_numel(y);
     hc_arena a;

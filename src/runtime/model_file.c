@@ -25,7 +25,7 @@
 #include "runtime/runtime_internal.h"
 
 static const unsigned char MAGIC[8] = {0x89, 'H', 'C', 'M', 'O', 'D', 'E', 'L'};
-enum { VERSION = 4, HEADER_BYTES = 32, ALIGN = 64 };
+enum { VERSION = 5, HEADER_BYTES = 32, ALIGN = 64 };
 static const uint32_t END_MARK = 0x444e4548u; /* "HEND" */
 
 /* Location and copy kinds are stored by value (docs/model_file.md): pin them. */
@@ -335,6 +335,10 @@ static void w_body(writer *w, const hc_model *m, const parts *p) {
         w_u8(w, k->tune_cached);
         w_u32(w, (uint32_t)k->nsyms);
         for (int j = 0; j < k->nsyms; j++) w_u32(w, (uint32_t)k->sym_slots[j]);
+        w_u32(w, (uint32_t)(k->nalt ? k->alt : 0)); /* dispatch: its set of alternatives */
+        w_u32(w, (uint32_t)k->nalt);
+        w_u32(w, (uint32_t)k->npoints);
+        for (size_t j = 0; j < (size_t)k->npoints * m->g->sym_names.len; j++) w_i64(w, k->points[j]);
         w_u32(w, (uint32_t)k->group.ninputs);
         w_u32(w, (uint32_t)k->group.noutputs);
         for (int j = 0; j < k->group.ninputs + k->group.noutputs; j++, a++) {
@@ -636,6 +640,7 @@ typedef struct loader {
     struct mf_loaded *ld;
     const hc_target *gpu; /* the GPU target the file was compiled for; NULL: a CPU */
     bool check_only; /* hc_model_file_check: no arena, nothing loaded */
+    uint32_t nkernels; /* the file's kernel count (dispatch sets are checked against it) */
 } loader;
 
 static hc_status read_whole(const char *path, void **buf, size_t *size, hc_error *err) {
@@ -975,6 +980,23 @@ static void read_kernel(loader *L, int ki) {
             return (void)r_fail(r, "kernel %d: symbol %d of %zu", ki, k.sym_slots[j],
                                 m->g->sym_names.len);
     }
+    k.alt = (int)r_u32(r, "kernel alternatives' first");
+    k.nalt = (int)r_u32(r, "kernel alternatives");
+    size_t ns = m->g->sym_names.len;
+    uint32_t npoints = r_count(r, 8 * (ns ? ns : 1), "kernel dispatch points");
+    if (r->st != HC_OK) return;
+    /* a set is consecutive kernels of one anchor, each with the bindings it won */
+    if (k.nalt == 1 || k.nalt > 4096 || k.alt > ki || (k.nalt && k.alt + k.nalt <= ki) ||
+        (!k.nalt && (k.alt || npoints)) || (k.nalt && (!npoints || !ns)) ||
+        (k.nalt && k.alt == ki && k.alt + k.nalt > (int)L->nkernels) ||
+        (k.nalt && k.alt < ki &&
+         (m->kernels.data[k.alt].nalt != k.nalt ||
+          strcmp(m->kernels.data[k.alt].node->name, k.node->name))))
+        return (void)r_fail(r, "kernel %d ('%s'): bad dispatch set %d of %d (%u points)", ki,
+                            k.node->name, k.alt, k.nalt, npoints);
+    k.npoints = (int)npoints;
+    k.points = HC_NEW_ARRAY(&m->arena, int64_t, (size_t)npoints * ns + 1);
+    for (size_t j = 0; j < (size_t)npoints * ns && r->st == HC_OK; j++) k.points[j] = r_i64(r, "dispatch point");
     uint32_t nin = r_count(r, 16, "kernel inputs"), nout = r_count(r, 16, "kernel outputs");
     if (r->st != HC_OK) return;
     if ((uint64_t)nin + nout > (r->size - r->pos) / 16)
@@ -1225,6 +1247,7 @@ static hc_status read_body(loader *L) {
         return hc_error_set(r->err, HC_ERR_NOMEM, "%s: cannot allocate the %zu-byte arena",
                             r->path, m->arena_bytes);
     uint32_t nk = r_count(r, 32, "kernels");
+    L->nkernels = nk;
     for (uint32_t i = 0; i < nk && r->st == HC_OK; i++) read_kernel(L, (int)i);
     read_copies(L);
     m->symbolic = hc_graph_has_symbols(m->g);

@@ -6,6 +6,7 @@
  * input or output buffer, a constant's data, an offset in the arena, or (empty tensors)
  * a dummy. The argument arrays of all kernels are prepared once; a run only writes the
  * caller's buffer pointers into their slots, so it allocates nothing. */
+#include <math.h>
 #include <string.h>
 
 #include "fuse/fuse.h"
@@ -95,6 +96,8 @@ static void add_entry(hc_model *m, const hc_tensor *t, int k) {
 /* Give the outputs of kernel k arena places, and extend the live ranges of its inputs. */
 static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error *err) {
     const hc_node *n = grp->anchor;
+    const kernel *kk = &m->kernels.data[k];
+    bool alternative = kk->nalt && kk->alt != k; /* writes what the set's first entry wrote */
     for (int i = 0; i < grp->ninputs; i++) {
         const hc_tensor *t = grp->inputs[i];
         loc *l = &m->locs[t->id];
@@ -120,6 +123,11 @@ static hc_status locate_kernel(hc_model *m, const hc_group *grp, int k, hc_error
         const hc_tensor *t = grp->outputs[i];
         loc *l = &m->locs[t->id];
         if (l->kind == LOC_OUTPUT) continue;
+        if (alternative && l->kind == LOC_ARENA) { /* live from the set's first entry */
+            m->plan.data[l->index].last = HC_MAX(m->plan.data[l->index].last, k);
+            continue;
+        }
+        if (alternative && l->kind == LOC_EMPTY) continue;
         if (l->kind != LOC_NONE)
             return hc_error_set(err, HC_ERR_INVALID, "node '%s': output '%s' is written twice",
                                 n->name, t->name);
@@ -591,26 +599,13 @@ typedef struct sym_plan {
     size_t *offsets; /* per plan entry */
     size_t total;
     size_t *out_bytes; /* per graph output */
+    bool *runs;        /* per kernel: whether it runs at this binding (dispatch) */
 } sym_plan;
 
 #define MAX_RUN_SYMS 64
 
 static hc_sym_binding binding_of(const hc_model *m, const int64_t *values) {
     return (hc_sym_binding){(int)m->g->sym_names.len, m->g->sym_names.data, values};
-}
-
-/* Bytes of t at binding b; false when they overflow or exceed the tensor limit. */
-static bool bytes_at(const hc_tensor *t, const hc_sym_binding *b, size_t *out) {
-    int64_t shape[HC_MAX_DIMS];
-    for (int d = 0; d < t->ndim; d++) {
-        shape[d] = t->shape[d];
-        if (t->sym && t->sym[d] && !hc_sym_eval(t->sym[d], b, &shape[d])) return false;
-    }
-    if (hc_shape_too_large(t->dtype, t->ndim, shape)) return false;
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++) n *= shape[d];
-    *out = (size_t)n * (size_t)hc_dtype_size(t->dtype);
-    return true;
 }
 
 static hc_status sym_bind(const hc_model *m, const int64_t *const *dims, int64_t *values,
@@ -640,7 +635,7 @@ static hc_status sym_bind(const hc_model *m, const int64_t *const *dims, int64_t
 
 static void sym_plan_free(sym_plan *p) {
     if (!p) return;
-    free(p->values), free(p->offsets), free(p->out_bytes), free(p);
+    free(p->values), free(p->offsets), free(p->out_bytes), free(p->runs), free(p);
 }
 
 /* The plan of binding `values` (made and kept on first use); NULL and err when a size
@@ -664,13 +659,13 @@ static const sym_plan *sym_plan_get(hc_model *m, const int64_t *values, hc_error
         const hc_plan_entry *e = &m->plan.data[i];
         HC_ASSERT(e->alias_of < 0); /* no in-place Concat in a symbolic model */
         bytes[i] = e->bytes, first[i] = e->first, last[i] = e->last;
-        if (e->sym_bytes) ok = bytes_at(e->tensor, &b, &bytes[i]);
+        if (e->sym_bytes) ok = hc_tensor_nbytes_at(e->tensor, &b, &bytes[i]);
         if (!ok)
             hc_error_set(err, HC_ERR_INVALID, "tensor '%s' is too large at this binding",
                          e->tensor->name);
     }
     for (size_t i = 0; i < m->g->outputs.len && ok; i++)
-        if (!(ok = bytes_at(m->g->outputs.data[i], &b, &p->out_bytes[i])))
+        if (!(ok = hc_tensor_nbytes_at(m->g->outputs.data[i], &b, &p->out_bytes[i])))
             hc_error_set(err, HC_ERR_INVALID, "output '%s' is too large at this binding",
                          m->g->outputs.data[i]->name);
     if (ok) p->total = hc_plan_memory(n, bytes, first, last, p->offsets);
@@ -684,8 +679,54 @@ static const sym_plan *sym_plan_get(hc_model *m, const int64_t *values, hc_error
         sym_plan_free(p);
         return NULL;
     }
+    p->runs = hc_xmalloc(sizeof(bool) * (m->kernels.len + 1));
+    hc_rt_dispatch(m, values, p->runs);
     hc_vec_push(&m->sym_plans, p);
     return p;
+}
+
+/* log(v) for a symbol's value (>= 1 for the distance; 0 and 1 are the same size). */
+static double log_size(int64_t v) { return log((double)(v < 1 ? 1 : v)); }
+
+void hc_rt_dispatch(const hc_model *m, const int64_t *values, bool *runs) {
+    size_t ns = m->g->sym_names.len, nk = m->kernels.len;
+    for (size_t i = 0; i < nk; i++) runs[i] = true;
+    for (size_t i = 0; i < nk; i++) {
+        const kernel *k = &m->kernels.data[i];
+        if (k->nalt < 2 || k->alt != (int)i) continue;
+        int best = (int)i;
+        double best_d = INFINITY;
+        for (int e = (int)i; e < (int)i + k->nalt && (size_t)e < nk; e++) {
+            const kernel *ke = &m->kernels.data[e];
+            runs[e] = false;
+            for (int q = 0; q < ke->npoints; q++) {
+                const int64_t *pt = ke->points + (size_t)q * ns;
+                double d = 0;
+                for (int j = 0; j < k->nsyms; j++)
+                    d += fabs(log_size(values[k->sym_slots[j]]) - log_size(pt[k->sym_slots[j]]));
+                if (d < best_d - 1e-12) best_d = d, best = e;
+            }
+        }
+        runs[best] = true;
+    }
+}
+
+hc_status hc_model_bind(const hc_model *m, const int64_t *const *dims, int64_t *values,
+                        hc_error *err) {
+    if (!m->g->sym_names.len) return HC_OK;
+    return sym_bind(m, dims, values, err);
+}
+
+hc_status hc_model_kernels_at(hc_model *m, const int64_t *const *dims, bool *runs,
+                              hc_error *err) {
+    if (!m->symbolic) {
+        for (size_t i = 0; i < m->kernels.len; i++) runs[i] = true;
+        return HC_OK;
+    }
+    int64_t values[MAX_RUN_SYMS];
+    hc_status st = sym_bind(m, dims, values, err);
+    if (st == HC_OK) hc_rt_dispatch(m, values, runs);
+    return st;
 }
 
 /* Point context c's arguments into an arena planned by p (grown when too small). */
@@ -791,7 +832,12 @@ static hc_status run_in(hc_model *m, run_ctx *c, void *const *inputs, void *cons
         ex->replay(m->replay);
     } else {
         if (record && !ex->record_begin()) record = false, m->replay_failed = true;
+        const sym_plan *sp = c ? c->plan : NULL;
         for (size_t i = 0; i < m->kernels.len; i++) {
+            if (sp && !sp->runs[i]) { /* an alternative of another config (dispatch) */
+                if (ms) ms[i] = 0;
+                continue;
+            }
             double t0 = ms ? hc_now_ms() : 0;
             ex->launch(m->kernels.data[i].fn, c ? c->args[i] : m->kernels.data[i].args);
             if (ms && ex->check) ex->check(NULL); /* a device kernel's time: wait for it */
@@ -893,4 +939,14 @@ bool hc_model_kernel_templated(const hc_model *m, int i) {
 unsigned hc_model_kernel_prepacked(const hc_model *m, int i) {
     HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
     return m->kernels.data[i].prepacked;
+}
+
+void hc_model_kernel_dispatch(const hc_model *m, int i, int *first, int *nalt, int *npoints,
+                              const int64_t **points) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    const kernel *k = &m->kernels.data[i];
+    if (first) *first = k->nalt ? k->alt : i;
+    if (nalt) *nalt = k->nalt;
+    if (npoints) *npoints = k->npoints;
+    if (points) *points = k->points;
 }

@@ -18,6 +18,14 @@ typedef enum hc_tune_weights {
     HC_TUNE_WEIGHTS_COLD,
 } hc_tune_weights;
 
+/* Dynamic shapes: the values a symbol takes when symbolic kernels are tuned
+ * (docs/dynamic.md, "Tuning and dispatch"). */
+typedef struct hc_tune_shape {
+    const char *name; /* one of the graph's symbols */
+    int nvalues;
+    const int64_t *values;
+} hc_tune_shape;
+
 typedef struct hc_compile_options {
     const hc_target *target;   /* NULL: hc_target_default() (the host CPU) */
     int num_threads;           /* <= 0: all of the target's cores */
@@ -32,6 +40,12 @@ typedef struct hc_compile_options {
                                   (src/passes/passes.h; default: the measured rules) */
     int tune_level;            /* 0: default configs; 1: small spaces; 2: full spaces */
     hc_tune_weights tune_weights; /* the cache state of the weights while tuning */
+    /* dynamic shapes, with tune_level > 0: symbolic kernels are tuned at every combination
+     * of these values (the other symbols at their hints; none given: at the hints), and a
+     * kernel whose winners differ keeps one program per winner, the run picking the one
+     * tuned nearest its binding (a dispatch table: docs/dynamic.md) */
+    int tune_nshapes;
+    const hc_tune_shape *tune_shapes;
     bool schedule_only;        /* stop before code generation (for inspection: the model
                                   cannot run) */
     bool emit_source;          /* with schedule_only: also lower and emit every program
@@ -103,6 +117,19 @@ bool hc_model_kernel_templated(const hc_model *m, int i);
 /* Bit j set: kernel i's anchor reads its input j pre-packed at compile time (weights); 0
  * for a model read from a file. */
 unsigned hc_model_kernel_prepacked(const hc_model *m, int i);
+/* Dispatch (dynamic shapes, docs/dynamic.md): kernel i's set of alternatives, the
+ * kernels first .. first + *nalt - 1 (*nalt 0: it has none), and the bindings its config
+ * was tuned best at (*npoints of them, each hc_model's symbols' values, in graph order;
+ * the pointer lives as long as the model). */
+void hc_model_kernel_dispatch(const hc_model *m, int i, int *first, int *nalt, int *npoints,
+                              const int64_t **points);
+/* The symbols' values (graph order) that the inputs' dims bind, as a run binds them. */
+hc_status hc_model_bind(const hc_model *m, const int64_t *const *dims, int64_t *values,
+                        hc_error *err);
+/* Which kernels run with the inputs' dims (as hc_model_run_dims): runs[i] per kernel. A
+ * static model runs every kernel. Errors as a run's for dims that bind no symbol. */
+hc_status hc_model_kernels_at(hc_model *m, const int64_t *const *dims, bool *runs,
+                              hc_error *err);
 
 /* ---- memory plan (exposed for tests and tools) ------------------------------------ */
 /* Place n buffers of bytes[i] bytes, live from kernel step first[i] to last[i]

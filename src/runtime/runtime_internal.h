@@ -28,6 +28,14 @@ typedef struct kernel {
      * sym_slots[0..nsyms) (scalar parameters, passed by address) */
     int nsyms;
     int *sym_slots;
+    /* dispatch (dynamic shapes, docs/dynamic.md): a symbolic kernel tuned to different
+     * configs at different bindings is a set of alternatives, nalt (>= 2) consecutive
+     * entries of m->kernels with the same group, the first at index alt; nalt is 0 for a
+     * kernel without. points: the npoints bindings (each the model's nsym values, the
+     * symbols the kernel does not take at their hints) at which this entry's config won.
+     * A run executes the entry with the point nearest its binding (hc_rt_dispatch). */
+    int alt, nalt, npoints;
+    int64_t *points;
     hc_packed_fn fn;
     int nargs;
     void **args;
@@ -147,6 +155,10 @@ hc_status hc_rt_prepare_args(hc_model *m, hc_error *err);
 /* Device targets: the buffers of the graph's inputs and outputs, and the placeholder
  * for empty tensors (m->dev_in, dev_out, dev_empty). */
 hc_status hc_rt_alloc_device_io(hc_model *m, hc_error *err);
+/* Dispatch: for each kernel whether it runs at binding values (the model's symbols):
+ * every kernel without alternatives, and of each set the entry with the point nearest
+ * the binding (the sum over the kernel's symbols of |log v - log p|; ties: the first). */
+void hc_rt_dispatch(const hc_model *m, const int64_t *values, bool *runs);
 /* "hidetc: memory plan: ..." on stderr. */
 void hc_rt_report_plan(const hc_model *m);
 
