@@ -115,6 +115,10 @@ PY
             { HIDETC_CACHE_DIR="$B/cache" "$H" compile "$SEEDS.tmp/sym.onnx" -o "$SEEDS.tmp/sym.hcm" \
                   --threads 1 >/dev/null 2>&1 || echo "scripts/fuzz.sh: note: could not compile sym.onnx" >&2
               rm -f "$SEEDS.tmp/sym.onnx"; }
+        # a model with a dispatch set (kernels tuned to two configs at two bindings)
+        [ -x "$ROOT/build/test_dispatch" ] || cmake --build "$ROOT/build" --target test_dispatch -j"$JOBS" >/dev/null
+        HIDETC_CACHE_DIR="$B/cache" "$ROOT/build/test_dispatch" --save "$SEEDS.tmp/dispatch.hcm" >/dev/null 2>&1 ||
+            echo "scripts/fuzz.sh: note: could not write the dispatch seed" >&2
         ;;
     mapping)
         i=0

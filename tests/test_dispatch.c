@@ -103,6 +103,8 @@ static int entry_at(hc_model *m, int64_t r) {
 
 static const char *const ROWS[] = {"rows"};
 
+static const char *save_path; /* test_dispatch --save PATH: the hooked model's file (a fuzz seed) */
+
 static void test_hooked(void) {
     hook_log log = {0};
     hc_compile_set_tune_hook(pick, &log);
@@ -142,6 +144,7 @@ static void test_hooked(void) {
     hc_error e = {0};
     hc_model *lm = NULL;
     CHECK_MSG(hc_model_save(m, path, &e) == HC_OK, "save: %s", e.msg);
+    if (save_path) CHECK_MSG(hc_model_save(m, save_path, &e) == HC_OK, "save: %s", e.msg);
     CHECK_MSG(hc_model_load(path, &lm, &e) == HC_OK, "load: %s", e.msg);
     unlink(path);
     if (lm) {
@@ -258,7 +261,12 @@ static void test_errors(void) {
                  "more than 64 bindings");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "--save")) { /* scripts/fuzz.sh: a seed with a set */
+        save_path = argv[2];
+        test_hooked();
+        TEST_DONE();
+    }
     test_hooked();
     test_one_winner();
     test_two_symbols();
