@@ -8,7 +8,8 @@
 #  - `hidetc inspect` prints the symbolic inputs, outputs, symbols and constraints;
 #  - a binding that breaks a constraint is refused naming the node; --dim-hint sets hints;
 #  - ResNet-50, BERT and GPT-2 compile once (`hidetc compile`, the symbols kept in the
-#    file) and that file runs at two bindings other than the export's, against PyTorch's
+#    file) and that file runs at three bindings (batch 2 seq 7, batch 3 seq 17, batch 1
+#    seq 1), against PyTorch's
 #    outputs there; the tagger, whose unrolled LSTM fixes the sequence, runs with --input
 #    files whose shapes fix the symbols (kernels for that shape, with a note); wrong shapes
 #    (rank, a fixed dimension, `seq` differing between inputs, a broken constraint) are

@@ -335,7 +335,7 @@ DYNAMIC_AXES = {
 
 # --dynamic: PyTorch's outputs at other values of the symbols too, in
 # shapes/batchB_seqS/{inputs,expected} (one export serves them all).
-DYNAMIC_BINDINGS = [{"batch": 2, "seq": 7}, {"batch": 3, "seq": 17}]
+DYNAMIC_BINDINGS = [{"batch": 2, "seq": 7}, {"batch": 3, "seq": 17}, {"batch": 1, "seq": 1}]
 
 
 def export_dynamic_references(name, model, inputs, in_names, out_names, config, folder):
