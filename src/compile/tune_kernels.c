@@ -583,7 +583,6 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
         bool dup = false;
         for (size_t q = 0; q < i && !dup; q++) dup = !strcmp(jobs.data[q].key, jobs.data[i].key);
         hc_progress quiet = {0}; /* tuned just before: its record is there, no steps */
-        res[i].best = tune_hook ? -1 : 0;
         if (tune_hook) { /* tests: the winner decided by the hook, nothing timed */
             const tune_job *j = &jobs.data[i];
             res[i].best = tune_hook(tune_hook_user, j->kernel, m->g->sym_names.data,
@@ -606,7 +605,8 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
             one = res[t->first_job + j].best == res[t->first_job].best;
         if (t->njobs && one) {
             const job_result *r = &res[t->first_job];
-            k->tune_cached = r->cached;
+            k->tune_cached = true; /* every binding's winner from its record */
+            for (int j = 0; j < t->njobs; j++) k->tune_cached &= res[t->first_job + j].cached;
             st = apply_choice(m, k, target, r->best, jobs.data[t->first_job].prepacked,
                               r->cands, err);
         }
