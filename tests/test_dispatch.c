@@ -53,8 +53,8 @@ typedef struct hook_log {
 } hook_log;
 
 static int pick(void *user, int kernel, const char *const *names, const int64_t *point,
-                int nsyms, int ncand) {
-    (void)kernel, (void)names;
+                int nsyms, int ncand, double *ms) {
+    (void)kernel, (void)names, (void)ms;
     hook_log *h = user;
     h->calls++;
     if (!point) return 0;
@@ -162,9 +162,55 @@ static void test_hooked(void) {
 
 /* One winner at every binding: no set. */
 static int pick_same(void *user, int kernel, const char *const *names, const int64_t *point,
-                     int nsyms, int ncand) {
-    (void)user, (void)kernel, (void)names, (void)point, (void)nsyms;
+                     int nsyms, int ncand, double *ms) {
+    (void)user, (void)kernel, (void)names, (void)point, (void)nsyms, (void)ms;
     return ncand - 1;
+}
+
+/* Times given: candidate 1 wins at rows 4 and the last at rows 64, by `gain` over
+ * candidate 1 there (candidate 1 is the winner at the first binding, so the set starts
+ * with it). */
+static double gain;
+
+static int pick_timed(void *user, int kernel, const char *const *names, const int64_t *point,
+                      int nsyms, int ncand, double *ms) {
+    (void)user, (void)kernel, (void)names, (void)nsyms;
+    if (!point) return 0;
+    for (int c = 0; c < ncand; c++) ms[c] = 10.0;
+    if (point[0] <= 8) {
+        ms[1] = 5.0;
+        return 1;
+    }
+    ms[1] = 8.0 * (1 + gain);
+    ms[ncand - 1] = 8.0;
+    return ncand - 1;
+}
+
+/* A winner only a little faster than a config kept for another binding is not worth a
+ * program (and its weights) of its own: within 5% the set is one config. */
+static void test_gain(void) {
+    const double gains[] = {0.03, 0.20};
+    const int want[] = {0, 2};
+    for (int q = 0; q < 2; q++) {
+        gain = gains[q];
+        hc_compile_set_tune_hook(pick_timed, NULL);
+        hc_tune_shape ts = {"rows", 2, (int64_t[]){4, 64}};
+        hc_compile_options o = {.num_threads = 2, .tune_level = 1, .tune_nshapes = 1, .tune_shapes = &ts};
+        hc_model *m = sym_compile("dispatch_gain", build_rows, &o);
+        hc_compile_set_tune_hook(NULL, NULL);
+        if (!m) continue;
+        int sets;
+        CHECK_MSG(alternatives(m, &sets) == want[q], "gain %.2f: %d alternatives, want %d",
+                  gain, alternatives(m, &sets), want[q]);
+        int chosen = -1;
+        for (int i = 0; i < hc_model_num_kernels(m) && !want[q]; i++)
+            if (hc_model_kernel_node(m, i)->op == HC_OPK_MATMUL)
+                hc_model_kernel_tuning(m, i, NULL, &chosen, NULL);
+        if (!want[q]) CHECK_EQ_INT(chosen, 1); /* the config of rows 4 serves rows 64 */
+        int64_t vals[] = {1, 5, 64, 99};
+        sym_run_bindings("dispatch_gain", build_rows, 1, &m, 4, ROWS, vals, 1);
+        hc_model_free(m);
+    }
 }
 
 static void test_one_winner(void) {
@@ -269,6 +315,7 @@ int main(int argc, char **argv) {
     }
     test_hooked();
     test_one_winner();
+    test_gain();
     test_two_symbols();
     test_timed();
     test_errors();

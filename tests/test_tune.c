@@ -53,7 +53,18 @@ static void test_records(void) {
     snprintf(path, sizeof path, "%s/tune/%s", cache, k1);
     CHECK(hc_read_file(path, &text, &size, NULL) == HC_OK);
     CHECK(text && strstr(text, "best 0\n") && strstr(text, "ncand 1\n") && strstr(text, "desc "));
+    CHECK(text && !strstr(text, "time ")); /* no times given: none written */
     free(text);
+    /* every candidate's time (the dispatch table weighs configs by them); unknown: 0 */
+    w = (hc_tune_record){2, 0.5, 4, {1.25f, 0, 0.5f, 3.0f}};
+    CHECK_EQ_INT(hc_tune_record_put(&opt, k1, &w, &err), HC_OK);
+    CHECK(hc_tune_record_get(&opt, k1, &r) && r.best == 2 && r.ncand == 4);
+    CHECK_NEAR(r.times[0], 1.25, 1e-6);
+    CHECK_NEAR(r.times[1], 0, 0);
+    CHECK_NEAR(r.times[2], 0.5, 1e-6);
+    CHECK_NEAR(r.times[3], 3.0, 1e-6);
+    char rec[] = "hidetc-tune 1\nbest 1\nbest_ms 2\nncand 2\ntime 0 4.5\ntime 1 -3\ntime 9 1\ntime 70 1\n";
+    CHECK(hc_tune_record_parse(rec, &r) && r.times[0] == 4.5f && r.times[1] == 0 && r.times[9] == 0);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "test -z \"$(ls '%s/tune' | grep tmp)\"", cache);
     CHECK(system(cmd) == 0);

@@ -18,9 +18,10 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
 /* Tests: decide every tuning job's winner with fn instead of timing candidates (NULL:
  * time them). point is the binding of a symbolic kernel's job (the model's nsyms
  * symbols' values, names[i] the i-th) or NULL; a result outside [0, ncand) reads as 0.
- * No records are read or written. Not thread-safe: set it around one compile. */
+ * ms[0..ncand): the candidates' times, as the hook pretends them (0: unknown; all 0 on
+ * entry). No records are read or written. Not thread-safe: set it around one compile. */
 typedef int (*hc_tune_hook_fn)(void *user, int kernel, const char *const *names,
-                               const int64_t *point, int nsyms, int ncand);
+                               const int64_t *point, int nsyms, int ncand, double *ms);
 void hc_compile_set_tune_hook(hc_tune_hook_fn fn, void *user);
 /* Reschedule kernels with their constant weights packed once (tune_kernels.c). */
 hc_status hc_compile_prepack_all(hc_model *m, const hc_target *target, hc_error *err);

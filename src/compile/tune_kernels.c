@@ -2,6 +2,7 @@
  * kernel's candidates, fused with its group, timed on the real shapes through the target
  * (src/tune), the winner kept as a record; then the chosen programs with their constant
  * weights packed once. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,7 +164,7 @@ static hc_func *with_symbols(hc_model *m, hc_func *f, int **slots, int *n, hc_er
  * the winner), under the names cand<kernel>_<c>, without symbol parameters. */
 static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *target,
                          hc_progress *pg, int *best, bool *cached, hc_func ***cands_out,
-                         hc_error *err) {
+                         double *ms, hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
     hc_tune_record rec;
     *cands_out = NULL, *cached = false;
@@ -172,6 +173,7 @@ static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *targ
         hc_progress_step(pg, job->ncand);
         hc_progress_task_done(pg);
         *best = rec.best, *cached = true;
+        for (int c = 0; c < job->ncand && c < HC_TUNE_RECORD_TIMES; c++) ms[c] = rec.times[c];
         return HC_OK;
     }
     const hc_group *ag = &k->group;
@@ -286,6 +288,9 @@ static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *targ
                              m->opt.jit, pg, &res, err);
     free(cold);
     if (st == HC_OK) res.best = uniq[res.best];
+    for (int c = 0; st == HC_OK && res.ms && c < job->ncand; c++) /* each candidate's median */
+        for (int q = 0; q < nu; q++)
+            if (!strcmp(keys[uniq[q]], keys[c])) ms[c] = res.ms[q];
     free(ucands), free(uargs), free(uniq), free(keys);
     for (int c = 0; c < job->ncand; c++) free(each[c]);
     free(each);
@@ -301,7 +306,8 @@ static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *targ
     free(res.ms);
     if (st != HC_OK) return st;
     hc_progress_task_done(pg);
-    rec = (hc_tune_record){res.best, res.best_ms, job->ncand};
+    rec = (hc_tune_record){res.best, res.best_ms, job->ncand, {0}};
+    for (int c = 0; c < job->ncand && c < HC_TUNE_RECORD_TIMES; c++) rec.times[c] = (float)ms[c];
     st = hc_tune_record_put(m->opt.jit, job->key, &rec, err);
     if (st != HC_OK) return st;
     *best = res.best;
@@ -448,6 +454,7 @@ typedef struct job_result {
     int best;
     bool cached;
     hc_func **cands;
+    double *ms; /* per candidate: its median at the job's binding (0: unknown) */
 } job_result;
 
 /* Symbolic kernel k's tuning bindings: pts projected on the symbols its program takes
@@ -473,47 +480,82 @@ static int kernel_points(hc_model *m, const kernel *k, const int64_t *pts, int n
     return n;
 }
 
-/* Kernel k tuned at several bindings to different winners: one entry per winner (in
- * the order of the bindings), each with the bindings it won, pushed onto `out` as a set
- * of alternatives. */
+/* A config kept for another binding is enough there unless the binding's winner is more
+ * than this much faster: every alternative is one more program and, where its config
+ * packs the weights differently, one more copy of them. */
+#define DISPATCH_GAIN 0.05
+
+/* Candidate c's time in job result r: +inf when unknown (not measured, or a record
+ * without times), so that only measured configs stand in for a winner. */
+static double time_of(const job_result *r, int c) {
+    return r->ms && r->ms[c] > 0 ? r->ms[c] : INFINITY;
+}
+
+/* The configs symbolic kernel k keeps over its jobs (kt's): the winner at the most
+ * bindings first (ties: the earliest), then, binding by binding, its winner where every
+ * config kept so far is more than DISPATCH_GAIN slower; each binding then goes to the
+ * kept config fastest there (assign[j]: an index into kept). Returns how many. */
+static int choose_configs(const job_result *res, const kernel_tuning *kt, int *kept,
+                          int *assign) {
+    const job_result *r = res + kt->first_job;
+    int n = kt->njobs, first = 0, most = 0, nk = 0;
+    for (int j = 0; j < n; j++) {
+        int cnt = 0;
+        for (int q = 0; q < n; q++) cnt += r[q].best == r[j].best;
+        if (cnt > most) most = cnt, first = r[j].best;
+    }
+    kept[nk++] = first;
+    for (int j = 0; j < n; j++) {
+        double best = time_of(&r[j], r[j].best), have = INFINITY;
+        bool in = false;
+        for (int q = 0; q < nk; q++) have = fmin(have, time_of(&r[j], kept[q])), in |= kept[q] == r[j].best;
+        if (!in && !(isfinite(best) && have <= (1 + DISPATCH_GAIN) * best)) kept[nk++] = r[j].best;
+    }
+    for (int j = 0; j < n; j++) {
+        assign[j] = 0;
+        for (int q = 0; q < nk; q++) {
+            if (kept[q] == r[j].best) { /* its own winner, when kept */
+                assign[j] = q;
+                break;
+            }
+            if (time_of(&r[j], kept[q]) < time_of(&r[j], kept[assign[j]])) assign[j] = q;
+        }
+    }
+    return nk;
+}
+
+/* Symbolic kernel k with several configs kept: one entry per config (kept's order), each
+ * with the bindings assigned to it, pushed onto `out` as a set of alternatives. */
 static hc_status push_alternatives(hc_model *m, const kernel *k, const tune_job *jobs,
                                    const job_result *res, const kernel_tuning *kt,
+                                   const int *kept, int nkept, const int *assign,
                                    const hc_target *target, void *outv, hc_error *err) {
     HC_VEC(kernel) *out = outv;
     size_t ns = m->g->sym_names.len;
-    int *win = hc_xmalloc(sizeof(int) * (size_t)kt->njobs), nwin = 0;
-    for (int j = 0; j < kt->njobs; j++) {
-        int b = res[kt->first_job + j].best;
-        bool seen = false;
-        for (int q = 0; q < nwin && !seen; q++) seen = win[q] == b;
-        if (!seen) win[nwin++] = b;
-    }
     int first = (int)out->len;
+    hc_func **cands = NULL; /* any job's candidates: every one has them all */
+    for (int j = 0; j < kt->njobs && !cands; j++) cands = res[kt->first_job + j].cands;
     hc_status st = HC_OK;
-    for (int w = 0; w < nwin && st == HC_OK; w++) {
+    for (int w = 0; w < nkept && st == HC_OK; w++) {
         kernel e = *k;
-        e.alt = first, e.nalt = nwin;
+        e.alt = first, e.nalt = nkept;
         e.points = HC_NEW_ARRAY(&m->arena, int64_t, (size_t)kt->njobs * ns + 1);
         e.npoints = 0;
-        hc_func **cands = NULL;
         bool cached = true;
         for (int j = 0; j < kt->njobs; j++) {
-            const job_result *r = &res[kt->first_job + j];
-            if (r->best != win[w]) continue;
+            cached &= res[kt->first_job + j].cached;
+            if (assign[j] != w) continue;
             memcpy(e.points + (size_t)e.npoints++ * ns, jobs[kt->first_job + j].point,
                    sizeof(int64_t) * ns);
-            if (r->cands && !cands) cands = r->cands;
-            cached &= r->cached;
         }
         e.tune_cached = cached;
         hc_func *f = HC_NEW(&m->arena, hc_func); /* each alternative its own name */
         *f = *k->func;
         if (w) f->name = hc_arena_printf(&m->arena, "%s_d%d", k->func->name, w);
         e.func = f;
-        st = apply_choice(m, &e, target, win[w], jobs[kt->first_job].prepacked, cands, err);
+        st = apply_choice(m, &e, target, kept[w], jobs[kt->first_job].prepacked, cands, err);
         if (st == HC_OK) hc_vec_push(out, e);
     }
-    free(win);
     return st;
 }
 
@@ -583,15 +625,17 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
         bool dup = false;
         for (size_t q = 0; q < i && !dup; q++) dup = !strcmp(jobs.data[q].key, jobs.data[i].key);
         hc_progress quiet = {0}; /* tuned just before: its record is there, no steps */
+        res[i].ms = HC_NEW_ARRAY(&m->arena, double, jobs.data[i].ncand + 1);
+        memset(res[i].ms, 0, sizeof(double) * (size_t)(jobs.data[i].ncand + 1));
         if (tune_hook) { /* tests: the winner decided by the hook, nothing timed */
             const tune_job *j = &jobs.data[i];
             res[i].best = tune_hook(tune_hook_user, j->kernel, m->g->sym_names.data,
-                                    j->point, (int)m->g->sym_names.len, j->ncand);
+                                    j->point, (int)m->g->sym_names.len, j->ncand, res[i].ms);
             if (res[i].best < 0 || res[i].best >= j->ncand) res[i].best = 0;
             continue;
         }
         st = run_job(m, &jobs.data[i], target, dup ? &quiet : &pg, &res[i].best, &res[i].cached,
-                     &res[i].cands, err);
+                     &res[i].cands, res[i].ms, err);
     }
     hc_progress_end(&pg);
     /* apply: one choice per kernel, or a set of alternatives (dispatch) */
@@ -600,23 +644,25 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
     for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++) {
         kernel *k = &m->kernels.data[i];
         const kernel_tuning *t = &kt[i];
-        bool one = true; /* one winner at every binding (or not tuned) */
-        for (int j = 1; j < t->njobs && one; j++)
-            one = res[t->first_job + j].best == res[t->first_job].best;
-        if (t->njobs && one) {
-            const job_result *r = &res[t->first_job];
+        int *kept = hc_xmalloc(sizeof(int) * (size_t)(t->njobs + 1));
+        int *assign = hc_xmalloc(sizeof(int) * (size_t)(t->njobs + 1));
+        int nkept = t->njobs ? choose_configs(res, t, kept, assign) : 0;
+        if (nkept == 1) { /* one config for every binding */
+            hc_func **cands = NULL;
             k->tune_cached = true; /* every binding's winner from its record */
-            for (int j = 0; j < t->njobs; j++) k->tune_cached &= res[t->first_job + j].cached;
-            st = apply_choice(m, k, target, r->best, jobs.data[t->first_job].prepacked,
-                              r->cands, err);
+            for (int j = 0; j < t->njobs; j++) {
+                k->tune_cached &= res[t->first_job + j].cached;
+                if (!cands) cands = res[t->first_job + j].cands;
+            }
+            st = apply_choice(m, k, target, kept[0], jobs.data[t->first_job].prepacked, cands,
+                              err);
         }
-        if (st != HC_OK) break;
-        if (one) {
-            hc_vec_push(&out, *k);
-            continue;
+        if (st == HC_OK && nkept <= 1) hc_vec_push(&out, *k);
+        else if (st == HC_OK) {
+            any_set = true;
+            st = push_alternatives(m, k, jobs.data, res, t, kept, nkept, assign, target, &out, err);
         }
-        any_set = true;
-        st = push_alternatives(m, k, jobs.data, res, t, target, &out, err);
+        free(kept), free(assign);
     }
     if (st == HC_OK && any_set) { /* the kernels, with the alternatives in place */
         hc_vec_free(&m->kernels);

@@ -117,12 +117,15 @@ bool hc_tune_record_get(const hc_jit_options *jit, const char *key, hc_tune_reco
 }
 
 bool hc_tune_record_parse(char *text, hc_tune_record *out) {
-    hc_tune_record r = {-1, -1, -1};
-    int version = 0;
+    hc_tune_record r = {-1, -1, -1, {0}};
+    int version = 0, tc;
+    float tms;
     for (char *line = text; line && *line;) {
         char *next = strchr(line, '\n');
         if (next) *next++ = '\0';
-        if (sscanf(line, "hidetc-tune %d", &version) == 1) {
+        if (sscanf(line, "time %d %f", &tc, &tms) == 2) {
+            if (tc >= 0 && tc < HC_TUNE_RECORD_TIMES && tms > 0 && tms < 1e9f) r.times[tc] = tms;
+        } else if (sscanf(line, "hidetc-tune %d", &version) == 1) {
         } else if (sscanf(line, "best_ms %lf", &r.best_ms) == 1) {
         } else if (sscanf(line, "best %d", &r.best) == 1) {
         } else if (sscanf(line, "ncand %d", &r.ncand) == 1) {
@@ -130,6 +133,7 @@ bool hc_tune_record_parse(char *text, hc_tune_record *out) {
         line = next;
     }
     bool ok = version == 1 && r.ncand >= 1 && r.best >= 0 && r.best < r.ncand && r.best_ms >= 0;
+    for (int c = r.ncand > 0 ? r.ncand : 0; ok && c < HC_TUNE_RECORD_TIMES; c++) r.times[c] = 0;
     if (ok && out) *out = r;
     return ok;
 }
@@ -152,6 +156,8 @@ hc_status hc_tune_record_put(const hc_jit_options *jit, const char *key,
     hc_sb_init(&sb);
     hc_sb_printf(&sb, "hidetc-tune 1\nbest %d\nbest_ms %.6f\nncand %d\n", r->best, r->best_ms,
                  r->ncand);
+    for (int c = 0; c < r->ncand && c < HC_TUNE_RECORD_TIMES; c++)
+        if (r->times[c] > 0) hc_sb_printf(&sb, "time %d %.6f\n", c, (double)r->times[c]);
     hc_sb_printf(&sb, "desc candidate %d of %d, %.4f ms\n", r->best, r->ncand, r->best_ms);
     /* unique per process and call: concurrent writers of one key each rename a whole file */
     static int counter;

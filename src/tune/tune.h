@@ -12,7 +12,7 @@
  *   if (!hc_tune_record_get(jit, key, &rec)) {
  *       ... schedule candidates 0..n-1 ...
  *       hc_tune_select(arena, n, funcs, args, target, jit, &progress, &res, &err);
- *       hc_tune_record_put(jit, key, &(hc_tune_record){res.best, res.best_ms, n}, &err);
+ *       hc_tune_record_put(jit, key, &(hc_tune_record){res.best, res.best_ms, n, {...}}, &err);
  *   }
  */
 #ifndef HC_TUNE_H
@@ -38,10 +38,15 @@ void hc_progress_task_done(hc_progress *p);
 void hc_progress_end(hc_progress *p); /* final line with the total time, then newline */
 
 /* ---- records ------------------------------------------------------------------------ */
+enum { HC_TUNE_RECORD_TIMES = 64 };
 typedef struct hc_tune_record {
     int best;       /* candidate index at that level */
     double best_ms; /* its median time */
     int ncand;      /* the space size when tuned (a record whose ncand differs is stale) */
+    /* every candidate's median (ms; 0: not measured), for the first
+     * HC_TUNE_RECORD_TIMES candidates ("time C MS" lines; none in older records: all 0):
+     * the dispatch table weighs configs at each binding by them (docs/dynamic.md) */
+    float times[HC_TUNE_RECORD_TIMES];
 } hc_tune_record;
 
 /* A short description of the machine t runs on (CPU: model name and core count). */
