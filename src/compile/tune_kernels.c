@@ -690,7 +690,17 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
  * opts.prepacked and reads a new constant instead, so it packs nothing per call. The
  * original stays in the graph (other kernels may read it); a compiled model file keeps
  * only the constants its kernels read. */
-static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target, hc_error *err) {
+/* The weights packed so far: the source tensor and its packed copy. Two kernels whose
+ * configs pack one weight into the same bytes (a dispatch set's alternatives, or two
+ * kernels reading one weight) share one copy. */
+typedef struct packed_weight {
+    const hc_tensor *src;
+    hc_tensor *packed;
+} packed_weight;
+typedef HC_VEC(packed_weight) packed_list;
+
+static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target,
+                                packed_list *done, hc_error *err) {
     const hc_node *an = k->node;
     const hc_template *def = hc_target_template(target, an->op);
     hc_sched_opts o = {.level = m->opt.tune_level, .candidate = k->chosen};
@@ -722,11 +732,23 @@ static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target,
         if (j < 0)
             return hc_error_set(err, HC_ERR_INVALID, "node '%s': weight '%s' is not a kernel "
                                 "input", an->name, t->name);
-        const char *name = hc_arena_printf(&m->arena, "%s.packed%d", t->name, (int)m->kernels.len);
-        hc_tensor *p = hc_graph_constant(m->g, name, HC_F32, 1, &size[i], NULL);
-        if (!p) return hc_error_set(err, HC_ERR_NOMEM, "node '%s': no memory to pack '%s'",
-                                    an->name, t->name);
-        def->prepack(an, target, &o, i, t->data, p->data);
+        size_t bytes = (size_t)size[i] * sizeof(float);
+        float *buf = malloc(bytes ? bytes : 1);
+        if (!buf) return hc_error_set(err, HC_ERR_NOMEM, "node '%s': no memory to pack '%s'",
+                                      an->name, t->name);
+        def->prepack(an, target, &o, i, t->data, buf);
+        hc_tensor *p = NULL;
+        for (size_t q = 0; q < done->len && !p; q++) /* the same bytes packed before: shared */
+            if (done->data[q].src == t && hc_tensor_nbytes(done->data[q].packed) == bytes &&
+                !memcmp(done->data[q].packed->data, buf, bytes))
+                p = done->data[q].packed;
+        if (!p) {
+            const char *name = hc_arena_printf(&m->arena, "%s.packed%d", t->name,
+                                               (int)(k - m->kernels.data));
+            p = hc_graph_constant(m->g, name, HC_F32, 1, &size[i], buf);
+            hc_vec_push(done, ((packed_weight){t, p}));
+        }
+        free(buf);
         ins[j] = p;
     }
     k->group.inputs = ins;
@@ -737,7 +759,9 @@ static hc_status prepack_kernel(hc_model *m, kernel *k, const hc_target *target,
 
 hc_status hc_compile_prepack_all(hc_model *m, const hc_target *target, hc_error *err) {
     hc_status st = HC_OK;
+    packed_list done = {0};
     for (size_t i = 0; i < m->kernels.len && st == HC_OK; i++)
-        st = prepack_kernel(m, &m->kernels.data[i], target, err);
+        st = prepack_kernel(m, &m->kernels.data[i], target, &done, err);
+    hc_vec_free(&done);
     return st;
 }
