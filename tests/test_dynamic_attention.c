@@ -23,6 +23,7 @@
 
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "target/cpu/cpu.h"
 #include "target/target.h"
 #include "test.h"
 #include "sym_build.h"
@@ -156,6 +157,40 @@ static void build_fused(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, y);
 }
 
+/* ONNX Attention (opset 23) with symbolic batch and sequences: 4-D q [batch, 2, seq, 24],
+ * k and v [batch, 1, kv, 24 | 20] (GQA) or 3-D [batch, seq, 48] with 2 query and 1 KV
+ * heads; the attributes of `onnx_attrs`; a float mask [batch, 1, seq, kv] or none; a KV
+ * cache of `past` entries or none (the causal frontier then a symbol: past). */
+static hc_attr onnx_attrs[3];
+static int onnx_nattrs;
+static bool onnx_3d, onnx_mask, onnx_past;
+static void build_onnx(hc_graph *g, const hc_sym_binding *b) {
+    sym_in qi = {"q", 4, {"batch", "2", "seq", "24"}}, ki = {"k", 4, {"batch", "1", "kv", "24"}};
+    sym_in vi = {"v", 4, {"batch", "1", "kv", "20"}}, mi = {"mask", 4, {"batch", "1", "seq", "kv"}};
+    sym_in q3 = {"q", 3, {"batch", "seq", "48"}}, k3 = {"k", 3, {"batch", "kv", "24"}};
+    sym_in v3 = {"v", 3, {"batch", "kv", "20"}};
+    sym_in pk = {"past_key", 4, {"batch", "1", "past", "24"}};
+    sym_in pv = {"past_value", 4, {"batch", "1", "past", "20"}};
+    hc_tensor *in[6] = {input(g, onnx_3d ? &q3 : &qi, b), input(g, onnx_3d ? &k3 : &ki, b),
+                        input(g, onnx_3d ? &v3 : &vi, b)};
+    if (onnx_mask) in[3] = input(g, &mi, b);
+    if (onnx_past) in[4] = input(g, &pk, b), in[5] = input(g, &pv, b);
+    hc_error e = {0};
+    hc_node *n = hc_graph_add_node(g, HC_OPK_ATTENTION, "attention", onnx_past ? 6 : onnx_mask ? 4 : 3,
+                                   in, 1, NULL, onnx_nattrs, onnx_attrs, &e);
+    CHECK_MSG(n != NULL, "attention: %s", e.msg);
+    if (!n) abort();
+    n->opset = 23;
+    n->outputs[0]->name = "y";
+    hc_graph_add_output(g, n->outputs[0]);
+    /* the reference (a fixed graph): Attention has no Task of its own; lowered for a target
+     * without the template it is MatMuls around ATTENTION_CORE, not the fused op's Task */
+    hc_optimize_options o = {.target = hc_target_cpu(HC_ISA_SCALAR)};
+    if (b)
+        CHECK_MSG(hc_pass_infer_shapes(g, &e) == HC_OK && hc_pass_lower_attention_with(g, &o, &e) == HC_OK,
+                  "lower: %s", e.msg);
+}
+
 /* Compile once; every attention kernel templated (where the host takes the template); run
  * at each binding against the reference. */
 static void check_compiled(const char *label, sym_build_fn build, int nb, const char *const *names,
@@ -232,8 +267,29 @@ static void test_fused(void) {
     hints = NULL;
 }
 
+static void test_onnx(void) {
+    const char *ns[] = {"batch", "seq", "kv", "past"};
+    const int64_t bv[][4] = {{1, 1, 1, 1}, {3, 2, 7, 5}, {1, 7, 2, 31}, {3, 31, 31, 2},
+                             {1, 64, 129, 1}, {2, 129, 64, 7}};
+    /* 4-d, 4-d with a mask, 3-d causal, 3-d with a mask; a past (k = 4: 4-d causal) is not
+     * symbolic yet: the Concat of the cache and the new keys along a symbolic axis is not */
+    for (int k = 0; k < 4; k++) {
+        onnx_3d = k == 2 || k == 3, onnx_mask = k == 1 || k == 3, onnx_past = k == 4;
+        onnx_nattrs = 0;
+        if (onnx_3d) {
+            onnx_attrs[onnx_nattrs++] = a_int("q_num_heads", 2);
+            onnx_attrs[onnx_nattrs++] = a_int("kv_num_heads", 1);
+        }
+        onnx_attrs[onnx_nattrs++] = a_int("is_causal", k == 1 || k == 2 || k == 4);
+        hints = hint_sets[k % 4];
+        check_compiled(onnx_3d ? "onnx 3-d" : "onnx 4-d", build_onnx, 6, ns, bv);
+    }
+    hints = NULL;
+}
+
 int main(void) {
     test_blocks();
     test_fused();
+    test_onnx();
     TEST_DONE();
 }
