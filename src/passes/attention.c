@@ -44,20 +44,36 @@ static hc_tensor *transpose0213(a_ctx *c, hc_tensor *x) {
     return emit(c, HC_OPK_TRANSPOSE, 1, &x, 1, &a);
 }
 
-/* [B, S, H * d] -> [B, H, S, d] */
+/* [B, S, H * d] -> [B, H, S, d] (symbolic B and S: kept by 0s, no hint baked in) */
 static hc_tensor *to_heads(a_ctx *c, hc_tensor *x, int64_t heads) {
-    int64_t sh[4] = {x->shape[0], x->shape[1], heads, x->shape[2] / heads};
+    bool sym = hc_tensor_is_symbolic(x);
+    int64_t sh[4] = {sym ? 0 : x->shape[0], sym ? 0 : x->shape[1], heads, x->shape[2] / heads};
     return transpose0213(c, reshape(c, x, 4, sh));
 }
+
+/* Whether dim d of t is symbolic. */
+static bool sym_dim(const hc_tensor *t, int d) { return t && t->sym && t->sym[d]; }
 
 static hc_tensor *scalar(a_ctx *c, hc_dtype dt, double v) {
     return hc_pass_const_float(c->g, fresh(c, "k"), dt, 0, NULL, &v);
 }
 
-/* The mask as a 4-D additive bias over [B, Hq, Sq, T]. */
-static hc_tensor *bias_of(a_ctx *c, hc_tensor *mask, hc_dtype dt, int64_t T) {
+/* The mask as a 4-D additive bias over [B, Hq, Sq, T] (k: the keys, [B, Hk, T, D]). */
+static hc_tensor *bias_of(a_ctx *c, hc_tensor *mask, hc_dtype dt, const hc_tensor *k) {
     if (!mask) return NULL;
+    int64_t T = k->shape[2];
     hc_tensor *m = mask;
+    if (hc_tensor_is_symbolic(m) || sym_dim(k, 2)) {
+        /* symbolic: the columns must be all of T (a pad of a symbolic width is no constant),
+         * and a rank below 4 has one symbolic dim at most (the Reshape's -1) */
+        int nsym = 0;
+        for (int d = 0; d < m->ndim; d++) nsym += sym_dim(m, d);
+        if (!hc_tensor_dims_equal(m, m->ndim - 1, k, 2) || (m->ndim < 4 && nsym > 1)) {
+            hc_node_fail(c->n, HC_ERR_UNSUPPORTED, c->err, "a mask of symbolic dims other than "
+                         "[.., total sequence] (fix the symbols with --dim or --shape)");
+            return NULL;
+        }
+    }
     if (m->dtype == HC_BOOL) {
         hc_tensor *w[3] = {m, scalar(c, dt, 0), scalar(c, dt, -INFINITY)};
         m = emit(c, HC_OPK_WHERE, 3, w, 0, NULL);
@@ -78,7 +94,7 @@ static hc_tensor *bias_of(a_ctx *c, hc_tensor *mask, hc_dtype dt, int64_t T) {
     }
     if (nd < 4) {
         int64_t sh[4] = {1, 1, 1, 1};
-        for (int d = 0; d < nd; d++) sh[4 - nd + d] = m->shape[d];
+        for (int d = 0; d < nd; d++) sh[4 - nd + d] = sym_dim(m, d) ? -1 : m->shape[d];
         m = reshape(c, m, 4, sh);
     }
     return m;
@@ -118,7 +134,11 @@ static hc_status lower_one(hc_graph *g, hc_node *n, const hc_target *target, hc_
     }
     int64_t T = k->shape[2], B = q->shape[0], Hq = q->shape[1], Sq = q->shape[2], D = q->shape[3];
     int64_t Hk = k->shape[1], Dv = v->shape[3], grp = Hq / Hk;
-    hc_tensor *bias = bias_of(&c, in[3], q->dtype, T);
+    /* symbolic batch and sequences: the Reshapes keep them by 0 and -1, and a symbolic
+     * cache length is the frontier T - Sq (offset_kv) */
+    bool sym = hc_tensor_is_symbolic(q) || hc_tensor_is_symbolic(k);
+    bool sym_past = in[4] && sym_dim(in[4], 2);
+    hc_tensor *bias = bias_of(&c, in[3], q->dtype, k);
     if (in[3] && !bias) return err->status;
     /* S = (Q c) @ (K c)^T, the query heads of one KV head as rows of one product */
     double scale = hc_node_attr_float(n, "scale", 0);
@@ -129,43 +149,51 @@ static hc_status lower_one(hc_graph *g, hc_node *n, const hc_target *target, hc_
     static const int64_t kperm[4] = {0, 1, 3, 2};
     hc_attr kp = {.name = "perm", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)kperm};
     hc_tensor *kt = emit(&c, HC_OPK_TRANSPOSE, 1, &kc, 1, &kp);
-    hc_tensor *mm[2] = {reshape(&c, qc, 4, (int64_t[]){B, Hk, grp * Sq, D}), kt};
+    hc_tensor *mm[2] = {reshape(&c, qc, 4, sym ? (int64_t[]){0, Hk, -1, D}
+                                               : (int64_t[]){B, Hk, grp * Sq, D}), kt};
     hc_tensor *scores = reshape(&c, emit(&c, HC_OPK_MATMUL, 2, mm, 0, NULL), 4,
-                                (int64_t[]){B, Hq, Sq, T});
+                                sym ? (int64_t[]){0, Hq, -1, 0} : (int64_t[]){B, Hq, Sq, T});
     if (!scores) return err->status;
-    hc_attr at[6] = {
+    hc_attr at[7] = {
         {.name = "softcap", .kind = HC_ATTR_FLOAT, .f = hc_node_attr_float(n, "softcap", 0)},
         {.name = "causal", .kind = HC_ATTR_INT, .i = hc_node_attr_int(n, "is_causal", 0)},
         {.name = "offset", .kind = HC_ATTR_INT, .i = P},
         {.name = "left", .kind = HC_ATTR_INT, .i = hc_node_attr_int(n, "left_window_size", -1)},
         {.name = "right", .kind = HC_ATTR_INT, .i = hc_node_attr_int(n, "right_window_size", -1)},
         {.name = "qk_mode", .kind = HC_ATTR_INT, .i = -1},
+        {.name = "offset_kv", .kind = HC_ATTR_INT, .i = 1},
     };
+    int nat = sym_past ? 7 : 6; /* offset_kv only where the cache length is a symbol */
     hc_tensor *core[3] = {scores, bias, in[6]};
     int ncore = in[6] ? 3 : bias ? 2 : 1;
     hc_tensor *fy = NULL;
     if (n->outputs[0]) {
-        hc_attr fa[6] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = scale}, at[0], at[1],
-                         at[2], at[3], at[4]};
+        hc_attr fa[7] = {{.name = "scale", .kind = HC_ATTR_FLOAT, .f = scale}, at[0], at[1],
+                         at[2], at[3], at[4], at[6]};
         hc_tensor *fin[5] = {q, k, v, bias, in[6]};
-        fy = fused(&c, target, fin, 6, fa);
+        fy = fused(&c, target, fin, nat, fa);
         if (!fy && err->status != HC_OK) return err->status;
     }
     if (fy) {
-        if (three) fy = reshape(&c, transpose0213(&c, fy), 3, (int64_t[]){B, Sq, Hq * Dv});
+        if (three)
+            fy = reshape(&c, transpose0213(&c, fy), 3,
+                         sym ? (int64_t[]){0, 0, Hq * Dv} : (int64_t[]){B, Sq, Hq * Dv});
         if (replace(&c, 0, fy)) return err->status;
     } else if (n->outputs[0]) {
-        hc_tensor *p = emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, 6, at);
-        hc_tensor *pv[2] = {reshape(&c, p, 4, (int64_t[]){B, Hk, grp * Sq, T}), v};
+        hc_tensor *p = emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, nat, at);
+        hc_tensor *pv[2] = {reshape(&c, p, 4, sym ? (int64_t[]){0, Hk, -1, 0}
+                                                  : (int64_t[]){B, Hk, grp * Sq, T}), v};
         hc_tensor *y = reshape(&c, emit(&c, HC_OPK_MATMUL, 2, pv, 0, NULL), 4,
-                               (int64_t[]){B, Hq, Sq, Dv});
-        if (y && three) y = reshape(&c, transpose0213(&c, y), 3, (int64_t[]){B, Sq, Hq * Dv});
+                               sym ? (int64_t[]){0, Hq, -1, Dv} : (int64_t[]){B, Hq, Sq, Dv});
+        if (y && three)
+            y = reshape(&c, transpose0213(&c, y), 3,
+                        sym ? (int64_t[]){0, 0, Hq * Dv} : (int64_t[]){B, Sq, Hq * Dv});
         if (replace(&c, 0, y)) return err->status;
     }
     if (replace(&c, 1, k) || replace(&c, 2, v)) return err->status;
     if (n->noutputs > 3 && n->outputs[3]) {
         at[5].i = hc_node_attr_int(n, "qk_matmul_output_mode", 0);
-        if (replace(&c, 3, emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, 6, at))) return err->status;
+        if (replace(&c, 3, emit(&c, HC_OPK_ATTENTION_CORE, ncore, core, nat, at))) return err->status;
     }
     return HC_OK;
 }

@@ -17,7 +17,11 @@
  * kernel then skips the keys past each tile's last row); another cond, the bias
  * Where(cond, 0, fill), for fills of at most -1e30 (which swallow any score: the same
  * probabilities, a row masked whole uniform in both), or -inf with the causal cond only
- * (no row masked whole: Softmax gives NaN there, the fused op 0). */
+ * (no row masked whole: Softmax gives NaN there, the fused op 0).
+ *
+ * Symbolic blocks (dynamic shapes) match the same way, their dims compared as expressions
+ * (equal at every binding); the causal cond is then no constant but a constant causal
+ * table sliced from 0 to the sequence (GPT-2's causal[:, :, :seq, :seq]), offset 0. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +49,17 @@ static bool const_scalar(const hc_tensor *t, double *v) {
 
 static bool is_4d_f32(const hc_tensor *t) { return t && t->ndim == 4 && t->dtype == HC_F32; }
 
+/* Whether 4-D x and y have the same dims: equal numbers, or equal expressions of the
+ * symbols (dynamic shapes: equal at every binding). */
+static bool same_dims4(const hc_tensor *x, const hc_tensor *y) {
+    for (int d = 0; d < 4; d++)
+        if (!hc_tensor_dims_equal(x, d, y, d)) return false;
+    return true;
+}
+
+/* Whether dim d of t is the constant 1. */
+static bool dim_is_one(const hc_tensor *t, int d) { return !(t->sym && t->sym[d]) && t->shape[d] == 1; }
+
 /* t = MatMul(Q, Kt) [* c | / c]: the MatMul node and the scale; every step single-use. */
 static hc_node *scores_of(const hc_graph *g, const hc_tensor *t, double *scale) {
     *scale = 1;
@@ -58,18 +73,17 @@ static hc_node *scores_of(const hc_graph *g, const hc_tensor *t, double *scale) 
         if (c == 0 || !single_use(g, x) || !x->producer) return NULL;
         *scale = p->op == HC_OPK_MUL ? c : 1.0 / c;
         p = x->producer;
-        if (memcmp(x->shape, t->shape, sizeof(int64_t) * 4)) return NULL; /* no broadcast */
+        if (x->ndim != 4 || !same_dims4(x, t)) return NULL; /* no broadcast */
     }
     return p->op == HC_OPK_MATMUL ? p : NULL;
 }
 
-/* Whether m (rank 1 to 4) broadcasts to the scores' shape without growing it. */
-static bool shape_fits(const hc_tensor *m, const int64_t *full) {
+/* Whether m (rank 1 to 4) broadcasts to the scores z without growing them: each dim 1 or
+ * z's (symbolic: the same expression; one that may be 1 at run time is not taken). */
+static bool shape_fits(const hc_tensor *m, const hc_tensor *z) {
     if (!m || m->ndim < 1 || m->ndim > 4) return false;
-    for (int d = 0; d < m->ndim; d++) {
-        int64_t md = m->shape[d], want = full[4 - m->ndim + d];
-        if (md != 1 && md != want) return false;
-    }
+    for (int d = 0; d < m->ndim; d++)
+        if (!dim_is_one(m, d) && !hc_tensor_dims_equal(m, d, z, 4 - m->ndim + d)) return false;
     return true;
 }
 
@@ -88,13 +102,44 @@ static bool causal_of(const hc_tensor *c, int64_t Sq, int64_t T, int64_t *offset
     return true;
 }
 
-/* Whether m (rank <= 4, f32) broadcasts to the scores' shape without growing it. */
-static bool mask_fits(const hc_tensor *m, const int64_t *full) {
-    if (!m || m->dtype != HC_F32 || m->ndim < 1 || m->ndim > 4) return false;
-    for (int d = 0; d < m->ndim; d++) {
-        int64_t md = m->shape[d], want = full[4 - m->ndim + d];
-        if (md != 1 && md != want) return false;
+/* Whether m (rank <= 4, f32) broadcasts to the scores z without growing them; a mask of
+ * rank < 4 (made 4-D by a Reshape) with at most one symbolic dim (the Reshape's -1). */
+static bool mask_fits(const hc_tensor *m, const hc_tensor *z) {
+    if (!m || m->dtype != HC_F32 || !shape_fits(m, z)) return false;
+    int nsym = 0;
+    for (int d = 0; d < m->ndim; d++) nsym += m->sym && m->sym[d];
+    return m->ndim == 4 || nsym <= 1;
+}
+
+/* Whether integer tensor t is a constant whose every value is v. */
+static bool const_all(const hc_tensor *t, int64_t v) {
+    if (!t || !t->data || t->sym || (t->dtype != HC_I64 && t->dtype != HC_I32)) return false;
+    for (int64_t i = 0; i < hc_tensor_numel(t); i++)
+        if (hc_elem_get(t->data, t->dtype, i) != v) return false;
+    return true;
+}
+
+/* Whether the bool c with symbolic dims [1.., Sq, T] is a constant causal table sliced from
+ * its start (the exporters' buffer cut to the sequence, GPT-2's causal[:, :, :seq, :seq]):
+ * a chain of Slices starting at 0 with step 1 of a constant whose leading dims are 1 and
+ * whose entry [i][j] is j <= i, so that c's is too (the offset 0). */
+static bool causal_slice(const hc_tensor *c) {
+    const hc_tensor *t = c;
+    while (t->producer && t->producer->op == HC_OPK_SLICE && t->producer->opset >= 10) {
+        const hc_node *s = t->producer;
+        if (s->ninputs < 3 || !const_all(s->inputs[1], 0) ||
+            (s->ninputs > 4 && s->inputs[4] && !const_all(s->inputs[4], 1)))
+            return false;
+        t = s->inputs[0];
     }
+    if (t == c || !t->data || t->sym || t->dtype != HC_BOOL || t->ndim != c->ndim || t->ndim < 2)
+        return false;
+    for (int d = 0; d < t->ndim - 2; d++)
+        if (t->shape[d] != 1) return false;
+    int64_t R = t->shape[t->ndim - 2], C = t->shape[t->ndim - 1];
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++)
+            if ((hc_elem_get(t->data, HC_BOOL, i * C + j) != 0) != (j <= i)) return false;
     return true;
 }
 
@@ -126,8 +171,8 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
         hc_node *ad = z->producer;
         for (int side = 0; side < 2 && !qk; side++) {
             hc_tensor *s = ad->inputs[side], *m = ad->inputs[1 - side];
-            if (s->ndim == 4 && !memcmp(s->shape, z->shape, sizeof(int64_t) * 4) &&
-                mask_fits(m, z->shape) && (qk = scores_of(g, s, &scale)))
+            if (s->ndim == 4 && same_dims4(s, z) && mask_fits(m, z) &&
+                (qk = scores_of(g, s, &scale)))
                 mask = m;
         }
     } else if (z->producer && z->producer->op == HC_OPK_WHERE && single_use(g, z)) {
@@ -136,10 +181,14 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
         hc_tensor *cond = w->inputs[0], *s = w->inputs[1];
         double fill;
         if (const_scalar(w->inputs[2], &fill) && fill <= -1e30 && cond->dtype == HC_BOOL &&
-            s->ndim == 4 && !memcmp(s->shape, z->shape, sizeof(int64_t) * 4) &&
-            shape_fits(cond, z->shape) && (qk = scores_of(g, s, &scale))) {
+            s->ndim == 4 && same_dims4(s, z) && shape_fits(cond, z) &&
+            (qk = scores_of(g, s, &scale))) {
             if (causal_of(cond, z->shape[2], z->shape[3], &offset)) {
                 causal = true;
+            } else if (hc_tensor_is_symbolic(cond) && cond->ndim >= 2 &&
+                       hc_tensor_dims_equal(cond, cond->ndim - 2, z, 2) &&
+                       hc_tensor_dims_equal(cond, cond->ndim - 1, z, 3) && causal_slice(cond)) {
+                causal = true, offset = 0;
             } else if (isinf(fill)) {
                 qk = NULL; /* a row masked whole is NaN there, 0 here */
             } else {
@@ -159,9 +208,12 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
     if (!qk) return HC_OK;
     hc_tensor *q = qk->inputs[0], *kt = qk->inputs[1];
     if (!is_4d_f32(q) || !is_4d_f32(kt)) return HC_OK;
-    int64_t B = q->shape[0], H = q->shape[1], Sq = q->shape[2], D = q->shape[3], T = kt->shape[3];
-    if (kt->shape[0] != B || kt->shape[1] != H || kt->shape[2] != D || v->shape[0] != B ||
-        v->shape[1] != H || v->shape[2] != T || z->shape[2] != Sq || z->shape[3] != T)
+    /* dims compared as expressions where symbolic: Q [B, H, Sq, D], Kt [B, H, D, T],
+     * V [B, H, T, Dv], the scores [.., Sq, T] */
+    if (!hc_tensor_dims_equal(kt, 0, q, 0) || !hc_tensor_dims_equal(kt, 1, q, 1) ||
+        !hc_tensor_dims_equal(kt, 2, q, 3) || !hc_tensor_dims_equal(v, 0, q, 0) ||
+        !hc_tensor_dims_equal(v, 1, q, 1) || !hc_tensor_dims_equal(v, 2, kt, 3) ||
+        !hc_tensor_dims_equal(z, 2, q, 2) || !hc_tensor_dims_equal(z, 3, kt, 3))
         return HC_OK;
     /* K = transpose(Kt, (0, 1, 3, 2)), composed with Kt's own Transpose */
     hc_tensor *src = kt;
@@ -177,8 +229,12 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
     hc_tensor *k = add(g, mv, HC_OPK_TRANSPOSE, "keys", 1, &src, 1, &ta, err);
     if (!k) return err->status;
     if (mask && mask->ndim < 4) {
+        int nsym = 0;
+        for (int d = 0; d < mask->ndim; d++) nsym += mask->sym && mask->sym[d];
+        if (nsym > 1) return HC_OK; /* no one Reshape makes it 4-D (the new nodes are dead) */
         int64_t sh[4] = {1, 1, 1, 1};
-        for (int d = 0; d < mask->ndim; d++) sh[4 - mask->ndim + d] = mask->shape[d];
+        for (int d = 0; d < mask->ndim; d++) /* a symbolic dim (one at most): the -1 */
+            sh[4 - mask->ndim + d] = mask->sym && mask->sym[d] ? -1 : mask->shape[d];
         hc_tensor *in[2] = {mask, hc_pass_const_i64(g, hc_arena_printf(&g->arena, "%s_mshape",
                                                                        mv->name), 4, sh)};
         mask = add(g, mv, HC_OPK_RESHAPE, "mask4", 2, in, 0, NULL, err);
@@ -213,8 +269,6 @@ hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc
     for (size_t i = 0; i < n0; i++) {
         hc_node *n = g->nodes.data[i];
         if (n->op != HC_OPK_MATMUL) continue;
-        /* the fused attention template has static extents: symbolic blocks stay MatMuls */
-        if (n->inputs[0]->sym || n->inputs[1]->sym) continue;
         bool done;
         hc_status st = match_one(g, n, target, &done, err);
         if (st != HC_OK) return st;

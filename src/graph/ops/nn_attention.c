@@ -166,6 +166,10 @@ typedef struct att {
     int64_t Sq;
     bool causal;
     int64_t offset, left, right;
+    /* dynamic shapes: the scores' symbolic dims [B, Hq, Sq, T] (NULL where fixed), and the
+     * frontier offset's expression where it is one (offset_kv: T - Sq) */
+    const hc_sym *const *ssym;
+    const hc_sym *off_sym;
 } att;
 
 static hc_expr *cnum(const att *t, double v) { return hc_const_num(t->a, t->ct->dtype, v); }
@@ -179,8 +183,10 @@ static hc_expr *to_ct(const att *t, hc_expr *e) {
 /* The frontier offset of row (b): nonpad[b] - Sq, or the cache length. */
 static hc_expr *offset_of(const att *t, hc_expr *b) {
     hc_arena *a = t->a;
-    if (t->np) return hc_sub(a, hc_at(a, t->np, (hc_expr *[]){b}), hc_int(a, t->Sq));
-    return hc_int(a, t->offset);
+    if (t->np)
+        return hc_sub(a, hc_at(a, t->np, (hc_expr *[]){b}),
+                      t->ssym && t->ssym[2] ? hc_sym_expr(a, t->ssym[2]) : hc_int(a, t->Sq));
+    return t->off_sym ? hc_sym_expr(a, t->off_sym) : hc_int(a, t->offset);
 }
 
 /* The bias at (b, h, i, j): the mask's value plus -inf where the causal frontier, the
@@ -190,8 +196,12 @@ static hc_expr *bias_at(const att *t, hc_expr *b, hc_expr *h, hc_expr *i, hc_exp
     hc_expr *v = cnum(t, 0);
     if (t->bias) {
         hc_expr *idx[4] = {b, h, i, j};
-        for (int d = 0; d < 4; d++)
-            if (t->bias->shape[d] == 1) idx[d] = hc_int(a, 0);
+        for (int d = 0; d < 4; d++) {
+            const hc_sym *bs = t->bias->sym[d], *full = t->ssym ? t->ssym[d] : NULL;
+            if (!bs && t->bias->shape[d] == 1) idx[d] = hc_int(a, 0);
+            else if (bs && !(full && hc_sym_equal(bs, full))) /* may be 1 at run time */
+                idx[d] = hc_select(a, hc_eq(a, hc_sym_expr(a, bs), hc_int(a, 1)), hc_int(a, 0), idx[d]);
+        }
         v = to_ct(t, hc_at(a, t->bias, idx));
     }
     hc_expr *ok = NULL;
@@ -225,15 +235,17 @@ static hc_tnode *core_of(att *t, const hc_tnode *s, double softcap, int64_t mode
     if (softcap > 0)
         sv = hc_mul(a, hc_math(a, HC_PRIM_TANH, hc_div(a, sv, cnum(t, softcap)), NULL),
                     cnum(t, softcap));
-    hc_tnode *sc = hc_compute_with_axes(a, "capped", 4, shape, ax, sv);
+    const hc_sym *const *ss = s->sym, *rsym[4] = {s->sym[0], s->sym[1], s->sym[2], NULL};
+    hc_tnode *sc = hc_tnode_set_sym(hc_compute_with_axes(a, "capped", 4, shape, ax, sv), ss);
     /* z = scores + bias; the bias's own row maximum tells a fully masked row */
     bool any_bias = t->bias || t->np || t->causal || t->left >= 0 || t->right >= 0;
     hc_tnode *bias = NULL, *z = sc;
     if (any_bias) {
         map4(a, ax);
-        bias = hc_compute_with_axes(a, "bias", 4, shape, ax,
-                                    bias_at(t, hc_ref(a, ax[0]), hc_ref(a, ax[1]),
-                                            hc_ref(a, ax[2]), hc_ref(a, ax[3])));
+        bias = hc_tnode_set_sym(hc_compute_with_axes(a, "bias", 4, shape, ax,
+                                                     bias_at(t, hc_ref(a, ax[0]), hc_ref(a, ax[1]),
+                                                             hc_ref(a, ax[2]), hc_ref(a, ax[3]))),
+                                ss);
         z = hc_compute_binop(a, "z", HC_OP_ADD, sc, bias, err);
         if (!z) return NULL;
     }
@@ -250,13 +262,16 @@ static hc_tnode *core_of(att *t, const hc_tnode *s, double softcap, int64_t mode
     /* max(max, lowest finite): the reference's 0 for a row of -inf gives the same 0s
      * (every exp is exp(-inf)), without a select over a load */
     double lowest = t->ct->dtype == HC_F64 ? -1.7976931348623157e308 : -3.4028234663852886e38;
-    hc_tnode *safe = hc_compute_with_axes(a, "safe_max", 4, rshape, ax,
-                                          hc_max(a, hc_at_axes(a, m, ax), cnum(t, lowest)));
+    hc_tnode *safe = hc_tnode_set_sym(
+        hc_compute_with_axes(a, "safe_max", 4, rshape, ax, hc_max(a, hc_at_axes(a, m, ax), cnum(t, lowest))),
+        rsym);
     map4(a, ax);
     hc_expr *row[4] = {hc_ref(a, ax[0]), hc_ref(a, ax[1]), hc_ref(a, ax[2]), hc_int(a, 0)};
-    hc_tnode *e = hc_compute_with_axes(
-        a, "exp", 4, shape, ax,
-        hc_math(a, HC_PRIM_EXP, hc_sub(a, hc_at_axes(a, z, ax), hc_at(a, safe, row)), NULL));
+    hc_tnode *e = hc_tnode_set_sym(
+        hc_compute_with_axes(
+            a, "exp", 4, shape, ax,
+            hc_math(a, HC_PRIM_EXP, hc_sub(a, hc_at_axes(a, z, ax), hc_at(a, safe, row)), NULL)),
+        ss);
     hc_tnode *l = hc_compute_reduce(a, "sum", e, 1, (int[]){3}, true, HC_REDUCE_SUM, err);
     if (!l) return NULL;
     map4(a, ax);
@@ -270,18 +285,29 @@ static hc_tnode *core_of(att *t, const hc_tnode *s, double softcap, int64_t mode
         hc_expr *dead = hc_and(a, hc_math(a, HC_PRIM_ISINF, bv, NULL), hc_lt(a, bv, cnum(t, 0)));
         r = hc_mul(a, r, hc_select(a, dead, cnum(t, 0), cnum(t, 1))); /* r is finite */
     }
-    hc_tnode *rinv = hc_compute_with_axes(a, "rinv", 4, rshape, ax, r);
+    hc_tnode *rinv = hc_tnode_set_sym(hc_compute_with_axes(a, "rinv", 4, rshape, ax, r), rsym);
     map4(a, ax);
     hc_expr *prow[4] = {hc_ref(a, ax[0]), hc_ref(a, ax[1]), hc_ref(a, ax[2]), hc_int(a, 0)};
     hc_expr *pv = hc_mul(a, hc_at_axes(a, e, ax), hc_at(a, rinv, prow));
-    return hc_compute_with_axes(a, pname, 4, shape, ax, pv);
+    return hc_tnode_set_sym(hc_compute_with_axes(a, pname, 4, shape, ax, pv), ss);
 }
 
 /* The attributes the core shares with the fused op. */
-static void att_attrs(att *t, const hc_node *n) {
+/* The attributes the core shares with the fused op; s: the scores. offset_kv 1 says the
+ * offset is T - Sq, from the dims (symbolic ones: the expression). */
+static void att_attrs(att *t, const hc_node *n, const hc_tnode *s) {
     t->causal = hc_node_attr_int(n, "causal", 0) != 0;
     t->offset = hc_node_attr_int(n, "offset", 0);
     t->left = hc_node_attr_int(n, "left", -1), t->right = hc_node_attr_int(n, "right", -1);
+    t->ssym = hc_tnode_is_symbolic(s) ? s->sym : NULL;
+    if (hc_node_attr_int(n, "offset_kv", 0)) {
+        t->offset = s->shape[3] - s->shape[2];
+        if (t->ssym) {
+            const hc_sym *off = hc_sym_sub(t->a, hc_tnode_dim_sym(t->a, s, 3), hc_tnode_dim_sym(t->a, s, 2));
+            int64_t c;
+            if (!hc_sym_is_const(off, &c)) t->off_sym = off;
+        }
+    }
 }
 
 hc_task *hc_nn_task_attention_core(hc_arena *a, const hc_node *n, hc_error *err) {
@@ -295,7 +321,7 @@ hc_task *hc_nn_task_attention_core(hc_arena *a, const hc_node *n, hc_error *err)
     hc_dtype dt = s->dtype;
     t.ct = hc_type_scalar(dt == HC_F64 ? HC_F64 : HC_F32);
     t.Sq = s->shape[2];
-    att_attrs(&t, n);
+    att_attrs(&t, n, s);
     int64_t mode = hc_node_attr_int(n, "qk_mode", -1);
     hc_tnode *out = core_of(&t, s, hc_node_attr_float(n, "softcap", 0), mode,
                             dt == t.ct->dtype ? n->outputs[0]->name : "probs", err);
@@ -338,6 +364,7 @@ typedef struct fused_ctx {
     const hc_tnode *x, *y; /* the product's operands: Q and K, or P and V */
     int64_t grp;           /* query heads per KV head */
     int64_t len;           /* the reduced extent */
+    const hc_sym *lsym;    /* its expression where symbolic (the keys of P @ V) */
     bool second;           /* P @ V (else Q K^T) */
     double scale;          /* of Q K^T */
     hc_var *const *o;      /* the output axes */
@@ -358,7 +385,9 @@ static hc_expr *fused_term(hc_arena *a, hc_var *const *r, void *vctx) {
 static hc_expr *fused_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     fused_ctx *c = vctx;
     c->o = axes;
-    hc_expr *sum = hc_reduce_expr(a, 1, &c->len, fused_term, c, HC_REDUCE_SUM);
+    hc_var *r = hc_axis(a, "r0"); /* as hc_reduce_expr names it */
+    hc_expr *sext = c->lsym ? hc_sym_expr(a, c->lsym) : NULL;
+    hc_expr *sum = hc_reduce_sym(a, HC_REDUCE_SUM, 1, &r, &c->len, &sext, fused_term(a, &r, c));
     return c->second ? sum : hc_mul(a, sum, cnum(c->t, c->scale));
 }
 
@@ -376,17 +405,20 @@ hc_task *hc_nn_task_attention_fused(hc_arena *a, const hc_node *n, hc_error *err
     hc_dtype dt = q->dtype;
     t.ct = hc_type_scalar(dt == HC_F64 ? HC_F64 : HC_F32);
     t.Sq = q->shape[2];
-    att_attrs(&t, n);
     int64_t grp = q->shape[1] / k->shape[1];
     const int64_t sshape[4] = {q->shape[0], q->shape[1], q->shape[2], k->shape[2]};
-    fused_ctx c1 = {&t, q, k, grp, q->shape[3], false, hc_node_attr_float(n, "scale", 1), NULL};
-    hc_tnode *scores = hc_compute(a, "scores", 4, sshape, fused_out, &c1);
+    const hc_sym *ssym[4] = {q->sym[0], q->sym[1], q->sym[2], k->sym[2]};
+    fused_ctx c1 = {&t, q, k, grp, q->shape[3], NULL, false, hc_node_attr_float(n, "scale", 1), NULL};
+    hc_tnode *scores = hc_tnode_set_sym(hc_compute(a, "scores", 4, sshape, fused_out, &c1), ssym);
+    att_attrs(&t, n, scores);
     hc_tnode *p = core_of(&t, scores, hc_node_attr_float(n, "softcap", 0), -1, "probs", err);
     if (!p) return NULL;
-    fused_ctx c2 = {&t, p, v, grp, k->shape[2], true, 1, NULL};
+    fused_ctx c2 = {&t, p, v, grp, k->shape[2], k->sym[2], true, 1, NULL};
     const int64_t yshape[4] = {q->shape[0], q->shape[1], q->shape[2], v->shape[3]};
+    const hc_sym *ysym[4] = {q->sym[0], q->sym[1], q->sym[2], v->sym[3]};
     bool same = dt == t.ct->dtype;
-    hc_tnode *y = hc_compute(a, same ? n->outputs[0]->name : "y", 4, yshape, fused_out, &c2);
+    hc_tnode *y = hc_tnode_set_sym(
+        hc_compute(a, same ? n->outputs[0]->name : "y", 4, yshape, fused_out, &c2), ysym);
     if (!same) y = hc_compute_cast(a, n->outputs[0]->name, y, dt);
     return hc_node_task(a, n, nin, in, 1, &y);
 }

@@ -25,7 +25,16 @@ static hc_task *reshape_task(hc_arena *a, const hc_node *n, hc_error *err) {
             xa[d] = hc_axis(a, "x");
             xi[d] = hc_ref(a, xa[d]);
         }
-        hc_reshape_index(a, p[0]->ndim, p[0]->shape, xi, o->ndim, o->shape, yi);
+        if (hc_tnode_is_symbolic(p[0]) || hc_tnode_is_symbolic(y)) {
+            /* by the dims' expressions: the numbers are the hints', where a symbol at 1
+             * would read as a size-1 dim (index 0) */
+            const hc_sym *xs[HC_MAX_DIMS], *ys[HC_MAX_DIMS];
+            for (int d = 0; d < p[0]->ndim; d++) xs[d] = hc_tnode_dim_sym(a, p[0], d);
+            for (int d = 0; d < y->ndim; d++) ys[d] = hc_tnode_dim_sym(a, y, d);
+            hc_reshape_index_sym(a, p[0]->ndim, xs, xi, y->ndim, ys, yi);
+        } else {
+            hc_reshape_index(a, p[0]->ndim, p[0]->shape, xi, o->ndim, o->shape, yi);
+        }
         hc_task_set_inverse(a, t, 0, p[0]->ndim, xa, o->ndim, yi);
     }
     return t;

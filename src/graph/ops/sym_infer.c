@@ -1014,6 +1014,31 @@ static hc_status rule_attention(ctx *c) {
     return HC_OK;
 }
 
+/* The internal ops the attention passes make (src/graph/ops/nn_attention.c):
+ * ATTENTION_CORE keeps its scores' shape; ATTENTION_FUSED(Q [B, Hq, Sq, D], K [B, Hk, T,
+ * D], V [B, Hk, T, Dv], ...) gives [B, Hq, Sq, Dv], the heads and head sizes fixed. */
+static bool fixed_dims(const hc_tensor *x, int from, int to);
+static hc_status rule_attention_internal(ctx *c) {
+    hc_node *n = c->n;
+    const hc_tensor *q = n->inputs[0];
+    if (n->op == HC_OPK_ATTENTION_CORE) {
+        same_as(c, 0, q);
+        return HC_OK;
+    }
+    const hc_tensor *k = n->inputs[1], *v = n->inputs[2];
+    if (!fixed_dims(q, 1, 2) || !fixed_dims(q, 3, 4) || !fixed_dims(k, 1, 2) ||
+        !fixed_dims(k, 3, 4) || !fixed_dims(v, 1, 2) || !fixed_dims(v, 3, 4))
+        return unsupported(c, "symbolic heads or head sizes");
+    hc_status st;
+    if ((st = need(c, HC_SYMC_EQ, D(k, 0), D(q, 0), "K's batch")) ||
+        (st = need(c, HC_SYMC_EQ, D(v, 0), D(q, 0), "V's batch")) ||
+        (st = need(c, HC_SYMC_EQ, D(v, 2), D(k, 2), "V's keys against K's")))
+        return st;
+    const hc_sym *d[4] = {D(q, 0), D(q, 1), D(q, 2), D(v, 3)};
+    set_dims(c, 0, 4, d);
+    return HC_OK;
+}
+
 /* Resize / Upsample: a symbolic size scales by a rational scale (floor(in * p / q)), or
  * comes from the sizes input's values. */
 static hc_status rule_resize(ctx *c) {
@@ -1199,6 +1224,7 @@ static hc_status apply_rule(ctx *c) {
     case HC_OPK_SPACE_TO_DEPTH: return rule_depth_space(c, false);
     case HC_OPK_RNN: case HC_OPK_GRU: case HC_OPK_LSTM: return rule_rnn(c);
     case HC_OPK_ATTENTION: return rule_attention(c);
+    case HC_OPK_ATTENTION_CORE: case HC_OPK_ATTENTION_FUSED: return rule_attention_internal(c);
     case HC_OPK_GRID_SAMPLE: return rule_grid_sample(c);
     case HC_OPK_EINSUM: return rule_einsum(c);
     case HC_OPK_RESIZE: case HC_OPK_UPSAMPLE: return rule_resize(c);

@@ -15,7 +15,13 @@
  * forms: with `pack`, K^T of the item's keys is packed into a scratch [D][keys] once per
  * item and the tile is rq rows x kv key vectors (Q broadcast, the matmul micro-kernel);
  * without, the tile is rq rows x kv keys with vectors along D and one horizontal sum per
- * score (no packing: decode steps, where a row sees each key once). */
+ * score (no packing: decode steps, where a row sees each key once).
+ *
+ * Symbolic B, Sq and T (dynamic shapes) take the same program with those extents as
+ * expressions: the config is planned at the hints, the item count and the scratch rows
+ * (sized by T) are expressions, the scratch a per-thread workspace buffer of that size
+ * (emit_c.c: grown once, kept across calls). A symbolic Sq that the hints give one chunk
+ * per head keeps one chunk (all of Sq) at every binding. */
 #ifndef HC_TARGET_CPU_TEMPLATES_ATTENTION_H
 #define HC_TARGET_CPU_TEMPLATES_ATTENTION_H
 
@@ -31,6 +37,13 @@ typedef struct hc_attn_shape {
     bool causal;             /* keys j <= i + offset */
     int64_t offset;          /* the causal frontier (the cache length) without nonpad */
     int64_t left, right;     /* window: i + offset - left <= j <= i + offset + right; -1: unbounded */
+    /* Dynamic shapes (docs/dynamic.md): the expressions of a symbolic batch, query count
+     * and key count, NULL where fixed (B, Sq, T then hold their values at the hints, where
+     * the config is planned); bias_sym: the bias dims' (each NULL or the scores' dim's
+     * expression). The heads and head sizes are fixed. */
+    const hc_sym *Bs, *Sqs, *Ts;
+    const hc_sym *bias_sym[4];
+    bool offset_kv;          /* the frontier offset is T - Sq (an expression where symbolic) */
 } hc_attn_shape;
 
 typedef struct hc_attn_config {

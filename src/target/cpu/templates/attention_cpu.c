@@ -210,6 +210,8 @@ typedef struct at {
     hc_var *S, *Kt, *rs;                /* per-thread scratch */
     hc_expr *bi, *h, *hk, *off, *npb;   /* the item's batch, heads, frontier offset, nonpad */
     hc_expr *kb;                        /* the first key packed in Kt */
+    /* extents: constants, or the symbols' expressions (dynamic shapes) */
+    hc_expr *Be, *Sqe, *Te, *tpe, *nch, *rowse;
 } at;
 
 static hc_expr *addr(at *g, hc_var *buf, int nd, hc_expr **idx) {
@@ -246,7 +248,7 @@ static hc_expr *lo_of(at *g, hc_expr *i) {
 }
 static hc_expr *hi_of(at *g, hc_expr *i) {
     const hc_attn_shape *s = g->s;
-    hc_expr *hi = I(g, s->T);
+    hc_expr *hi = g->Te;
     if (s->causal) hi = MIN(hi, ADD(ADD(i, g->off), I(g, 1)));
     if (s->right >= 0) hi = MIN(hi, ADD(ADD(i, g->off), I(g, s->right + 1)));
     if (s->nonpad) hi = MIN(hi, g->npb);
@@ -349,10 +351,12 @@ static void qk_dot(at *g, hc_expr *const *ir, hc_expr *klo, hc_expr *nk) {
 static hc_expr *bias_vec(at *g, hc_expr *i, hc_expr *j) {
     const hc_attn_shape *s = g->s;
     const int64_t *bs = s->bias_shape;
-    hc_expr *idx[4] = {bs[0] == 1 ? I(g, 0) : g->bi, bs[1] == 1 ? I(g, 0) : g->h,
-                       bs[2] == 1 ? I(g, 0) : i, bs[3] == 1 ? I(g, 0) : j};
-    if (bs[3] == 1) return bcast(g, hc_load(g->a, g->Bias, 4, idx));
-    return vload_n(g, addr(g, g->Bias, 4, idx), SUB(I(g, s->T), j));
+    bool one[4];
+    for (int d = 0; d < 4; d++) one[d] = bs[d] == 1 && !s->bias_sym[d];
+    hc_expr *idx[4] = {one[0] ? I(g, 0) : g->bi, one[1] ? I(g, 0) : g->h, one[2] ? I(g, 0) : i,
+                       one[3] ? I(g, 0) : j};
+    if (one[3]) return bcast(g, hc_load(g->a, g->Bias, 4, idx));
+    return vload_n(g, addr(g, g->Bias, 4, idx), SUB(g->Te, j));
 }
 
 /* Row r (query row i) of the tile: the scores' nvec vectors become probabilities times
@@ -476,20 +480,22 @@ static void tile(at *g, hc_expr *i0, hc_expr *nrows) {
 static void item(at *g, hc_expr *w) {
     const hc_attn_shape *s = g->s;
     hc_arena *a = g->a;
-    int rows = g->c->rows, rq = g->c->rq;
-    hc_expr *chunk = let(g, "chunk", hc_mod(a, w, I(g, g->nchunks)));
-    hc_expr *rest = let(g, "rest", DIV(w, I(g, g->nchunks)));
+    int rq = g->c->rq;
+    hc_expr *chunk = let(g, "chunk", hc_mod(a, w, g->nch));
+    hc_expr *rest = let(g, "rest", DIV(w, g->nch));
     g->h = let(g, "h", hc_mod(a, rest, I(g, s->Hq)));
     g->bi = let(g, "b", DIV(rest, I(g, s->Hq)));
     g->hk = g->grp == 1 ? g->h : let(g, "hk", DIV(g->h, I(g, g->grp)));
     if (s->nonpad) {
         g->npb = let(g, "npb", hc_load(a, g->Np, 1, (hc_expr *[]){g->bi}));
-        g->off = let(g, "off", SUB(g->npb, I(g, s->Sq)));
+        g->off = let(g, "off", SUB(g->npb, g->Sqe));
+    } else if (s->offset_kv && (s->Ts || s->Sqs)) {
+        g->off = let(g, "off", SUB(g->Te, g->Sqe));
     } else {
         g->off = I(g, s->offset);
     }
-    hc_expr *ib = let(g, "ib", MUL(chunk, I(g, rows)));
-    hc_expr *nri = let(g, "nri", MIN(I(g, rows), SUB(I(g, s->Sq), ib)));
+    hc_expr *ib = let(g, "ib", MUL(chunk, g->rowse));
+    hc_expr *nri = let(g, "nri", MIN(g->rowse, SUB(g->Sqe, ib)));
     if (g->c->pack) {
         g->kb = let(g, "kb", lo_of(g, ib));
         pack_kt(g, MAX(SUB(hi_of(g, ADD(ib, SUB(nri, I(g, 1)))), g->kb), I(g, 0)));
@@ -501,25 +507,51 @@ static void item(at *g, hc_expr *w) {
     }
 }
 
+/* A per-thread scratch [rows][tp]: tp a constant, or the expression of a symbolic T. */
+static const hc_type *scratch_type(at *g, int64_t rows) {
+    if (!g->s->Ts)
+        return hc_type_tensor_c(g->a, HC_F32, 2, (int64_t[]){rows, g->tp}, HC_SCOPE_GLOBAL);
+    return hc_type_tensor(g->a, HC_F32, 2, (hc_expr *[]){I(g, rows), g->tpe}, NULL, HC_SCOPE_GLOBAL);
+}
+
 static void thread_setup(void *ctx) {
     at *g = ctx;
-    g->S = hc_b_declare(g->b, "S",
-                        hc_type_tensor_c(g->a, HC_F32, 2, (int64_t[]){g->c->rq, g->tp},
-                                         HC_SCOPE_GLOBAL),
-                        NULL);
-    if (g->c->pack)
-        g->Kt = hc_b_declare(g->b, "Kt",
-                             hc_type_tensor_c(g->a, HC_F32, 2, (int64_t[]){g->s->D, g->tp},
-                                              HC_SCOPE_GLOBAL),
-                             NULL);
+    g->S = hc_b_declare(g->b, "S", scratch_type(g, g->c->rq), NULL);
+    if (g->c->pack) g->Kt = hc_b_declare(g->b, "Kt", scratch_type(g, g->s->D), NULL);
     g->rs = hc_b_declare(g->b, "rs",
                          hc_type_tensor_c(g->a, HC_F32, 1, (int64_t[]){g->c->rq}, HC_SCOPE_GLOBAL),
                          NULL);
 }
 static void item_body(void *ctx, hc_expr *w) { item(ctx, w); }
 
-static hc_var *param(at *g, const char *name, hc_dtype t, int nd, const int64_t *shape) {
-    return hc_var_new(g->a, name, hc_type_tensor_c(g->a, t, nd, shape, HC_SCOPE_GLOBAL));
+/* A parameter of shape `shape`; sym (may be NULL): the dims' expressions, NULL where fixed. */
+static hc_var *param(at *g, const char *name, hc_dtype t, int nd, const int64_t *shape,
+                     const hc_sym *const *sym) {
+    bool any = false;
+    for (int d = 0; sym && d < nd; d++) any |= sym[d] != NULL;
+    if (!any) return hc_var_new(g->a, name, hc_type_tensor_c(g->a, t, nd, shape, HC_SCOPE_GLOBAL));
+    hc_expr *dims[4];
+    for (int d = 0; d < nd; d++) dims[d] = sym[d] ? hc_sym_expr(g->a, sym[d]) : I(g, shape[d]);
+    return hc_var_new(g->a, name, hc_type_tensor(g->a, t, nd, dims, NULL, HC_SCOPE_GLOBAL));
+}
+
+/* x's expression, or the constant v where x is NULL. */
+static hc_expr *dim_e(at *g, const hc_sym *x, int64_t v) { return x ? hc_sym_expr(g->a, x) : I(g, v); }
+
+/* The extents as expressions: constants, or those of the symbols. */
+static void extents(at *g) {
+    const hc_attn_shape *s = g->s;
+    const hc_attn_config *c = g->c;
+    g->Be = dim_e(g, s->Bs, s->B), g->Sqe = dim_e(g, s->Sqs, s->Sq), g->Te = dim_e(g, s->Ts, s->T);
+    /* the scratch rows: T rounded up to whole vectors, plus one key tile (row_len) */
+    if (s->Ts)
+        g->tpe = ADD(MUL(DIV(ADD(g->Te, I(g, g->L - 1)), I(g, g->L)), I(g, g->L)),
+                     I(g, hc_round_up(key_tile(c), g->L)));
+    /* a symbolic Sq whose hint is one chunk stays one chunk (all of Sq) */
+    bool whole = s->Sqs && c->rows >= s->Sq;
+    g->rowse = whole ? g->Sqe : I(g, c->rows);
+    g->nch = !s->Sqs || whole ? I(g, whole ? 1 : g->nchunks)
+                              : DIV(ADD(g->Sqe, I(g, c->rows - 1)), I(g, c->rows));
 }
 
 hc_func *hc_attn_cpu(hc_arena *a, const char *name, const hc_attn_shape *s,
@@ -549,13 +581,19 @@ hc_func *hc_attn_cpu(hc_arena *a, const char *name, const hc_attn_shape *s,
     g.nchunks = hc_cdiv(s->Sq, c.rows);
     g.grp = s->Hq / s->Hk;
     hc_builder_init(&b, a);
-    g.Q = param(&g, "Q", HC_F32, 4, (int64_t[]){s->B, s->Hq, s->Sq, s->D});
-    g.K = param(&g, "K", HC_F32, 4, (int64_t[]){s->B, s->Hk, s->T, s->D});
-    g.V = param(&g, "V", HC_F32, 4, (int64_t[]){s->B, s->Hk, s->T, s->Dv});
-    g.Bias = s->bias ? param(&g, "bias", HC_F32, 4, s->bias_shape) : NULL;
-    g.Np = s->nonpad ? param(&g, "nonpad", HC_I64, 1, (int64_t[]){s->B}) : NULL;
-    g.Y = param(&g, "Y", HC_F32, 4, (int64_t[]){s->B, s->Hq, s->Sq, s->Dv});
-    hc_sched_split_items(&b, s->B * s->Hq * g.nchunks, c.threads, thread_setup, item_body, &g);
+    extents(&g);
+    const hc_sym *bq[4] = {s->Bs, NULL, s->Sqs, NULL}, *bk[4] = {s->Bs, NULL, s->Ts, NULL};
+    g.Q = param(&g, "Q", HC_F32, 4, (int64_t[]){s->B, s->Hq, s->Sq, s->D}, bq);
+    g.K = param(&g, "K", HC_F32, 4, (int64_t[]){s->B, s->Hk, s->T, s->D}, bk);
+    g.V = param(&g, "V", HC_F32, 4, (int64_t[]){s->B, s->Hk, s->T, s->Dv}, bk);
+    g.Bias = s->bias ? param(&g, "bias", HC_F32, 4, s->bias_shape, s->bias_sym) : NULL;
+    g.Np = s->nonpad ? param(&g, "nonpad", HC_I64, 1, (int64_t[]){s->B}, bq) : NULL;
+    g.Y = param(&g, "Y", HC_F32, 4, (int64_t[]){s->B, s->Hq, s->Sq, s->Dv}, bq);
+    if (s->Bs || s->Sqs)
+        hc_sched_split_items_expr(&b, hc_mul(a, hc_mul(a, g.Be, I(&g, s->Hq)), g.nch), c.threads,
+                                  thread_setup, item_body, &g);
+    else
+        hc_sched_split_items(&b, s->B * s->Hq * g.nchunks, c.threads, thread_setup, item_body, &g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[6];
     int np = 0;
