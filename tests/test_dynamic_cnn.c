@@ -297,10 +297,11 @@ static void list_kernels(const char *label, const hc_model *m) {
 
 /* build's graph compiled at a fixed batch, the hint's (hint), and with the batch symbolic:
  * the same kernels (the same fusion) of the same ops, Winograd with the same tiles: the
- * passes decide at the hint as at that fixed batch. Returns the symbolic model. */
-static hc_model *same_decisions(const char *label, build_fn build, int64_t hint) {
+ * passes decide at the hint as at that fixed batch (small: with the small-image rule).
+ * Returns the symbolic model. */
+static hc_model *same_decisions(const char *label, build_fn build, int64_t hint, bool small) {
     hc_compile_options o = {.num_threads = 2};
-    o.paths.nchwc_small_pixels = -1;
+    o.paths.nchwc_small_pixels = small ? 0 : -1; /* small: the small-image rule */
     hc_sym_binding b = {1, batch_names, &hint};
     hc_graph *f = hc_graph_new(label, 17);
     build(f, &b);
@@ -329,7 +330,7 @@ static hc_model *same_decisions(const char *label, build_fn build, int64_t hint)
     return md;
 }
 
-static void test_same_kernels(void) { hc_model_free(same_decisions("cnn", build_block, 16)); }
+static void test_same_kernels(void) { hc_model_free(same_decisions("cnn", build_block, 16, false)); }
 
 /* The tile rule at the hint: a hint of 1 takes what batch 1 takes, 16 what 16 takes; both
  * models run at every batch. */
@@ -338,7 +339,7 @@ static void test_hint_decides(void) {
     hc_model *ms[2];
     for (int i = 0; i < 2; i++) {
         g_hint = hints[i];
-        ms[i] = same_decisions("wino hint", build_wino_hint, hints[i]);
+        ms[i] = same_decisions("wino hint", build_wino_hint, hints[i], true);
         if (ms[i]) check_winograd("wino hint", ms[i], 1, 0, true);
     }
     g_hint = 16;
