@@ -1,7 +1,8 @@
 /* test_dynamic_cnn.c — ResNet-style CNN blocks with a symbolic batch (docs/dynamic.md,
  * docs/nchwc.md): compiled once, run at several batches against the reference evaluator
  * of the same graph built at that batch; the convs and pools must take their templates
- * (the channel-blocked conv and pool), not the auto-scheduler. */
+ * (the channel-blocked conv and pool, blocked Winograd's transforms and batched matmul),
+ * not the auto-scheduler. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,59 @@ static void build_stem(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, y);
 }
 
+/* Conv 3x3 of c -> m channels, pads [top, left, bottom, right], a bias when `bias`. */
+static hc_tensor *conv3(hc_graph *g, hc_rng *rng, const char *name, hc_tensor *x, int64_t c,
+                        int64_t m, const int64_t *pads, bool bias) {
+    double r = 1.0 / sqrt((double)(c * 9));
+    hc_tensor *in[3] = {x, rand_const(g, rng, hc_arena_printf(&g->arena, "%s_w", name), 4,
+                                      (int64_t[]){m, c, 3, 3}, -r, r), NULL};
+    if (bias)
+        in[2] = rand_const(g, rng, hc_arena_printf(&g->arena, "%s_b", name), 1, (int64_t[]){m},
+                           -0.5, 0.5);
+    int64_t ks[2] = {3, 3};
+    hc_attr ca[2] = {a_ints("kernel_shape", 2, ks), a_ints("pads", 4, pads)};
+    return node(g, HC_OPK_CONV, name, bias ? 3 : 2, in, 2, ca);
+}
+
+/* Winograd-eligible 3x3 convs (stride 1, no more output than input channels: the rule
+ * takes Winograd over the direct conv; 16 channels, a multiple of every target's block)
+ * on awkward images: x [batch, 16, 11, 7] -> conv pad 1 + bias -> Relu -> conv pad 1 (no
+ * bias) -> output; 11 x 7 (primes) leaves a tail of tiles in both directions for F(2x2)
+ * and F(4x4). */
+static void build_wino_chain(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {17};
+    sym_in xi = {"x", 4, {"batch", "16", "11", "7"}};
+    hc_tensor *x = input(g, &xi, b);
+    const int64_t p1[4] = {1, 1, 1, 1};
+    hc_tensor *y = relu(g, "relu0", conv3(g, &rng, "wconv0", x, 16, 16, p1, true));
+    y = conv3(g, &rng, "wconv1", y, 16, 16, p1, false);
+    hc_graph_add_output(g, y);
+}
+
+/* One conv with no padding (13 x 13 -> 11 x 11) and one with asymmetric pads on a 7 x 9
+ * image (-> 6 x 8), each with a bias. */
+static void build_wino_single(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {19};
+    sym_in xi = {"x", 4, {"batch", "16", "13", "13"}};
+    sym_in zi = {"z", 4, {"batch", "16", "7", "9"}};
+    hc_tensor *x = input(g, &xi, b), *z = input(g, &zi, b);
+    const int64_t p0[4] = {0, 0, 0, 0}, pa[4] = {0, 1, 1, 0};
+    hc_graph_add_output(g, conv3(g, &rng, "wvalid", x, 16, 16, p0, true));
+    hc_graph_add_output(g, conv3(g, &rng, "wasym", z, 16, 16, pa, true));
+}
+
+/* An 8 x 8 image: F(4x4) has 4 tiles per image, so the tile rule (9 tiles per batch)
+ * decides by the batch: at the hint (g_hint) for a symbolic one. */
+static int64_t g_hint = 16;
+static void build_wino_hint(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {23};
+    sym_in xi = {"x", 4, {"batch", "16", "8", "8"}};
+    const sym_hint h[2] = {{"batch", g_hint}, {NULL, 0}};
+    hc_tensor *x = sym_input(g, &xi, b, h);
+    const int64_t p1[4] = {1, 1, 1, 1};
+    hc_graph_add_output(g, relu(g, "relu0", conv3(g, &rng, "wconv0", x, 16, 16, p1, true)));
+}
+
 /* Kernels of the model whose node is op (templated ones in *templated). */
 static int count_kernels(const hc_model *m, hc_op_kind op, int *templated) {
     int n = 0;
@@ -147,6 +201,38 @@ static int count_kernels(const hc_model *m, hc_op_kind op, int *templated) {
         *templated += hc_model_kernel_templated(m, i);
     }
     return n;
+}
+
+/* nconv convs took blocked Winograd with F(tile x tile) (tile 0: either): both transforms
+ * and the batched matmul templated, the matmul reading its transformed weights pre-packed
+ * as a static compile's does. A fallback (the direct conv, the auto-scheduler, weights
+ * packed on every call) fails; `only`: no other conv in the model. */
+static void check_winograd(const char *label, const hc_model *m, int nconv, int tile, bool only) {
+    int ni = 0, no = 0, nm = 0, ti = 0, to = 0, tm = 0, packed = 0, tiles = 0;
+    for (int i = 0; i < hc_model_num_kernels(m); i++) {
+        const hc_node *k = hc_model_kernel_node(m, i);
+        if (!k) continue;
+        bool t = hc_model_kernel_templated(m, i);
+        if (k->op == HC_OPK_WINO_INPUT_NCHWC) {
+            int64_t kt = hc_node_attr_int(k, "tile", 2);
+            ni++, ti += t, tiles += tile == 0 ? (kt == 2 || kt == 4) : kt == tile;
+        } else if (k->op == HC_OPK_WINO_OUTPUT_NCHWC) {
+            no++, to += t;
+        } else if (k->op == HC_OPK_MATMUL && strstr(k->name, "_wino_mm")) {
+            nm++, tm += t, packed += (hc_model_kernel_prepacked(m, i) & 2u) != 0;
+        }
+    }
+    CHECK_MSG(ni == nconv && ti == nconv && tiles == nconv,
+              "%s: %d Winograd input transforms, %d templated, %d of tile %d (want %d)", label, ni,
+              ti, tiles, tile, nconv);
+    CHECK_MSG(no == nconv && to == nconv, "%s: %d Winograd output transforms, %d templated",
+              label, no, to);
+    CHECK_MSG(nm == nconv && tm == nconv && packed == nconv,
+              "%s: %d Winograd matmuls, %d templated, %d with pre-packed weights", label, nm, tm,
+              packed);
+    int tc = 0;
+    bool others = count_kernels(m, HC_OPK_CONV_NCHWC, &tc) || count_kernels(m, HC_OPK_CONV, &tc);
+    CHECK_MSG(!only || !others, "%s: a conv left off Winograd", label);
 }
 
 /* Compile the symbolic graph once; at each binding run it against the reference
@@ -162,7 +248,8 @@ static const char *const batch_names[] = {"batch"};
 static const int64_t batches[][8] = {{1}, {2}, {3}, {5}, {8}, {2}};
 
 /* The block at the target's block of channels: every conv blocked (small images too) and
- * templated, the pool templated. */
+ * templated (the three 3x3 stride-1 ones by Winograd, as at a fixed batch), the pool
+ * templated. */
 static void test_block(void) {
     hc_compile_options o = {.num_threads = 2};
     o.paths.nchwc_small_pixels = -1;
@@ -176,7 +263,8 @@ static void test_block(void) {
     }
     int nc = count_kernels(m, HC_OPK_CONV_NCHWC, &tc);
     int np = count_kernels(m, HC_OPK_MAX_POOL_NCHWC, &tp);
-    CHECK_MSG(nc == 5 && tc == 5, "%d blocked conv kernels, %d templated", nc, tc);
+    CHECK_MSG(nc == 2 && tc == 2, "%d blocked conv kernels, %d templated", nc, tc);
+    check_winograd("cnn", m, 3, 0, false);
     CHECK_MSG(np == 1 && tp == 1, "%d blocked pool kernels, %d templated", np, tp);
     hc_model_free(m);
 }
@@ -201,43 +289,89 @@ static void test_stem(void) {
 static void list_kernels(const char *label, const hc_model *m) {
     for (int i = 0; getenv("DYN_VERBOSE") && i < hc_model_num_kernels(m); i++) {
         const hc_node *k = hc_model_kernel_node(m, i);
-        fprintf(stderr, "%s kernel %d: %s (%s)%s\n", label, i, k ? k->name : "?",
-                k ? hc_op_name(k->op) : "", hc_model_kernel_templated(m, i) ? " templated" : "");
+        fprintf(stderr, "%s kernel %d: %s (%s)%s tile %lld\n", label, i, k ? k->name : "?",
+                k ? hc_op_name(k->op) : "", hc_model_kernel_templated(m, i) ? " templated" : "",
+                k ? (long long)hc_node_attr_int(k, "tile", 0) : 0LL);
     }
 }
 
-/* The same block compiled at a fixed batch: the symbolic model has as many kernels (the
- * same fusion). */
-static void test_same_kernels(void) {
+/* build's graph compiled at a fixed batch, the hint's (hint), and with the batch symbolic:
+ * the same kernels (the same fusion) of the same ops, Winograd with the same tiles: the
+ * passes decide at the hint as at that fixed batch (small: with the small-image rule).
+ * Returns the symbolic model. */
+static hc_model *same_decisions(const char *label, build_fn build, int64_t hint, bool small) {
     hc_compile_options o = {.num_threads = 2};
-    o.paths.nchwc_small_pixels = -1;
-    o.paths.no_winograd = true; /* as the symbolic batch takes the direct conv */
-    const int64_t two[1] = {2};
-    hc_sym_binding b = {1, batch_names, two};
-    hc_graph *f = hc_graph_new("cnn2", 17);
-    build_block(f, &b);
+    o.paths.nchwc_small_pixels = small ? 0 : -1; /* small: the small-image rule */
+    hc_sym_binding b = {1, batch_names, &hint};
+    hc_graph *f = hc_graph_new(label, 17);
+    build(f, &b);
     hc_model *ms = NULL, *md = NULL;
     CHECK(hc_pass_infer_shapes(f, &err) == HC_OK);
-    CHECK_MSG(hc_model_compile(f, &o, &ms, &err) == HC_OK, "%s", err.msg);
-    hc_graph *g = hc_graph_new("cnn", 17);
-    build_block(g, NULL);
+    CHECK_MSG(hc_model_compile(f, &o, &ms, &err) == HC_OK, "%s: %s", label, err.msg);
     o.verbose = getenv("DYN_VERBOSE") != NULL;
-    CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
-    CHECK_MSG(hc_model_compile(g, &o, &md, &err) == HC_OK, "%s", err.msg);
+    md = sym_compile(label, build, &o);
     if (ms && md) {
         list_kernels("static", ms);
         list_kernels("symbolic", md);
-        CHECK_MSG(hc_model_num_kernels(md) == hc_model_num_kernels(ms),
-                  "%d kernels symbolic, %d static", hc_model_num_kernels(md),
+        int nk = hc_model_num_kernels(md);
+        CHECK_MSG(nk == hc_model_num_kernels(ms), "%s: %d kernels symbolic, %d static", label, nk,
                   hc_model_num_kernels(ms));
+        for (int i = 0; i < nk && nk == hc_model_num_kernels(ms); i++) {
+            const hc_node *d = hc_model_kernel_node(md, i), *s = hc_model_kernel_node(ms, i);
+            if (!d || !s) continue;
+            CHECK_MSG(d->op == s->op && hc_node_attr_int(d, "tile", 0) == hc_node_attr_int(s, "tile", 0),
+                      "%s (hint %lld): kernel %d is %s tile %lld symbolic, %s tile %lld static",
+                      label, (long long)hint, i, hc_op_name(d->op),
+                      (long long)hc_node_attr_int(d, "tile", 0), hc_op_name(s->op),
+                      (long long)hc_node_attr_int(s, "tile", 0));
+        }
     }
     hc_model_free(ms);
-    hc_model_free(md);
+    return md;
+}
+
+static void test_same_kernels(void) { hc_model_free(same_decisions("cnn", build_block, 16, false)); }
+
+/* The tile rule at the hint: a hint of 1 takes what batch 1 takes, 16 what 16 takes; both
+ * models run at every batch. */
+static void test_hint_decides(void) {
+    const int64_t hints[2] = {1, 16};
+    hc_model *ms[2];
+    for (int i = 0; i < 2; i++) {
+        g_hint = hints[i];
+        ms[i] = same_decisions("wino hint", build_wino_hint, hints[i], true);
+        if (ms[i]) check_winograd("wino hint", ms[i], 1, 0, true);
+    }
+    g_hint = 16;
+    if (ms[0] && ms[1]) sym_run_bindings("wino hint", build_wino_hint, 2, ms, 5, batch_names, batches[0], 8);
+    for (int i = 0; i < 2; i++) hc_model_free(ms[i]);
+}
+
+/* Blocked Winograd at a symbolic batch: compiled once for each tile (the rule's, F(2x2),
+ * F(4x4)), each model run at batches 1, 2, 3, 5, 8 against the reference evaluator. */
+static void test_winograd(const char *label, build_fn build, int nconv) {
+    static const int tiles[3] = {0, 2, 4};
+    hc_model *ms[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        hc_compile_options o = {.num_threads = 2};
+        o.paths.wino_tile = tiles[i];
+        char l[64];
+        snprintf(l, sizeof l, "%s tile %d", label, tiles[i]);
+        ms[i] = sym_compile(l, build, &o);
+        if (!ms[i]) continue;
+        list_kernels(l, ms[i]);
+        check_winograd(l, ms[i], nconv, tiles[i], true);
+    }
+    if (ms[0] && ms[1] && ms[2]) sym_run_bindings(label, build, 3, ms, 5, batch_names, batches[0], 8);
+    for (int i = 0; i < 3; i++) hc_model_free(ms[i]);
 }
 
 int main(void) {
     test_same_kernels();
+    test_hint_decides();
     test_block();
     test_stem();
+    test_winograd("wino chain", build_wino_chain, 2);
+    test_winograd("wino single", build_wino_single, 2);
     TEST_DONE();
 }

@@ -416,12 +416,10 @@ static hc_status convert_all(lctx *c, bool depthwise) {
         if (!conv_eligible(c, n)) continue;
         bool dw = hc_node_attr_int(n, "group", 1) != 1;
         if (dw != depthwise || (dw && !is_from(n->inputs[0]))) continue;
-        /* A symbolic batch (dynamic shapes) takes the direct blocked conv, whose template
-         * runs at any batch: Winograd's batched matmul has the tiles of every image as its
-         * M, which the matmul template does not take symbolic yet (the auto-scheduler's
-         * matmul is several times slower than the direct conv). docs/dynamic.md */
-        bool wino = !dw && !hc_tensor_is_symbolic(n->inputs[0]) &&
-                    hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
+        /* A symbolic batch (dynamic shapes) decides as a fixed one at its hint (the shapes'
+         * numbers are the hint's): the Winograd transforms and their batched matmul (M =
+         * the tiles of every image) take a symbolic batch. docs/dynamic.md */
+        bool wino = !dw && hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
         /* Small images (HC_NCHWC_SMALL_PIXELS): the matmul path (pixels on the lanes,
          * each weight streamed once) beats the blocked direct conv there; Winograd stays
          * blocked (its blocked transforms win at every size). docs/nchwc.md */

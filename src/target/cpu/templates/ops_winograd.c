@@ -4,6 +4,26 @@
 #include "target/cpu/templates/registry.h"
 #include "target/cpu/templates/winograd.h"
 
+/* Dynamic shapes: the blocked transforms take a symbolic batch (the image side's dim 0, T =
+ * batch * tiles per image on the V / M side); *nsym is that batch (NULL when fixed). Any
+ * other symbolic dim, and any symbolic dim of the NCHW transforms, is declined (false: the
+ * auto-scheduler takes the node). */
+static bool batch_only(hc_arena *a, const hc_tensor *img, const hc_tensor *tiles, bool blocked,
+                       int64_t per_image, const hc_sym **nsym) {
+    *nsym = NULL;
+    bool sym = false;
+    for (int d = 0; d < img->ndim; d++) sym |= img->sym && img->sym[d];
+    for (int d = 0; d < tiles->ndim; d++) sym |= tiles->sym && tiles->sym[d];
+    if (!sym) return true;
+    if (!blocked || !img->sym || !img->sym[0] || !tiles->sym || !tiles->sym[1]) return false;
+    for (int d = 1; d < img->ndim; d++)
+        if (img->sym[d]) return false;
+    if (tiles->sym[0] || tiles->sym[2]) return false;
+    if (!hc_sym_equal(tiles->sym[1], hc_sym_mul_c(a, img->sym[0], per_image))) return false;
+    *nsym = img->sym[0];
+    return true;
+}
+
 /* NULL: the auto-scheduler. */
 static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
                               const hc_target *target, const char *fname,
@@ -32,6 +52,8 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
                             .ow = y->shape[3]};
     }
     s.m = w->m;
+    int64_t per_image = hc_cdiv(s.oh, w->m) * hc_cdiv(s.ow, w->m);
+    if (!batch_only(a, img, input ? y : x, blocked, per_image, &s.nsym)) return NULL;
     int threads = target->caps.num_cores > 0 ? target->caps.num_cores : 1;
     if (blocked)
         return input ? hc_wino_input_nchwc_cpu(a, fname, &s, (int)block, threads, &e2)
@@ -40,7 +62,9 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
                  : hc_wino_output_cpu(a, fname, &s, threads, &e2);
 }
 
-#define WINO(op) {"winograd", op, schedule_wino, NULL, NULL}
-const hc_template hc_cpu_template_wino[4] = {WINO(HC_OPK_WINO_INPUT), WINO(HC_OPK_WINO_OUTPUT),
-                                             WINO(HC_OPK_WINO_INPUT_NCHWC),
-                                             WINO(HC_OPK_WINO_OUTPUT_NCHWC)};
+#define WINO(op, sym) {"winograd", op, schedule_wino, NULL, NULL, .symbolic = sym}
+/* symbolic: the blocked transforms take a symbolic batch (batch_only) */
+const hc_template hc_cpu_template_wino[4] = {WINO(HC_OPK_WINO_INPUT, false),
+                                             WINO(HC_OPK_WINO_OUTPUT, false),
+                                             WINO(HC_OPK_WINO_INPUT_NCHWC, true),
+                                             WINO(HC_OPK_WINO_OUTPUT_NCHWC, true)};

@@ -18,6 +18,8 @@ typedef struct hc_wino_shape {
     int64_t oh, ow;     /* convolution output */
     int m;              /* output tile m x m: F(m x m, 3 x 3); 0 means 2 (the NCHW templates
                          * have only 2, the blocked ones 2 and 4) */
+    const struct hc_sym *nsym; /* a symbolic batch (the blocked templates only; n is then
+                                * its hint): NULL when fixed */
 } hc_wino_shape;
 
 /* Work items (image, channel, tile rows) split evenly over `threads` threads. */
@@ -31,7 +33,9 @@ hc_func *hc_wino_output_cpu(hc_arena *a, const char *name, const hc_wino_shape *
  *   input:  X [n, c/block, h, w, block] -> V [a*a, T, c]      params X, V
  *   output: M [a*a, T, c] -> Y [n, c/block, oh, ow, block]     params M, Y
  * with the channels on the vector lanes (block = the target's f32 lanes), T = n *
- * ceil(oh/m) * ceil(ow/m), the input tile of (ty, tx) at row m*ty - pt, column m*tx - pl. */
+ * ceil(oh/m) * ceil(ow/m), the input tile of (ty, tx) at row m*ty - pt, column m*tx - pl.
+ * With s->nsym (dynamic shapes) the batch dim of X and Y is its expression, T that times
+ * the tiles per image, and the items (image, tile row) that times ceil(oh/m). */
 hc_func *hc_wino_input_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
                                  int block, int threads, hc_error *err);
 hc_func *hc_wino_output_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,

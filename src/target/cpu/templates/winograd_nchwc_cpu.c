@@ -16,11 +16,17 @@
  * V x U^T with the transformed weights [a*a, C, OC] as its constant operand. Every access
  * is a whole vector along a tensor's last dimension; each Y element is stored once. The
  * matrix products are unrolled over the nonzero entries of B^T and A^T (hc_wino_matrices):
- * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant. */
+ * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant.
+ *
+ * A symbolic batch (s->nsym, dynamic shapes): the batch dim of X / Y, the T of V / M and
+ * the item count are expressions of it; nothing else depends on the batch (the tiles per
+ * image, the unrolled tiles and their guards are constants), so the split over the threads
+ * is the only thing computed at run time. */
 #include "ir/mapping.h"
 #include "target/cpu/cpu.h"
 #include "target/cpu/templates/dsl.h"
 #include "target/cpu/templates/winograd.h"
+#include "task/task.h"
 
 typedef struct wb {
     hc_arena *a;
@@ -219,13 +225,26 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
     int64_t tiles = s->n * g->th * g->tw;
     const int64_t xs[5] = {s->n, g->cb, input ? s->h : s->oh, input ? s->w : s->ow, block};
     const int64_t vs[3] = {(int64_t)w->a * w->a, tiles, s->c};
-    const hc_type *xt = hc_type_tensor_c(a, HC_F32, 5, xs, HC_SCOPE_GLOBAL);
-    const hc_type *vt = hc_type_tensor_c(a, HC_F32, 3, vs, HC_SCOPE_GLOBAL);
+    const hc_type *xt, *vt;
+    if (s->nsym) { /* the batch, T and the items: multiples of the batch's expression */
+        hc_expr *nb = hc_sym_expr(a, s->nsym), *xe[5] = {nb}, *ve[3];
+        for (int d = 1; d < 5; d++) xe[d] = I(g, xs[d]);
+        ve[0] = I(g, vs[0]), ve[1] = MUL(nb, I(g, g->th * g->tw)), ve[2] = I(g, vs[2]);
+        xt = hc_type_tensor(a, HC_F32, 5, xe, NULL, HC_SCOPE_GLOBAL);
+        vt = hc_type_tensor(a, HC_F32, 3, ve, NULL, HC_SCOPE_GLOBAL);
+    } else {
+        xt = hc_type_tensor_c(a, HC_F32, 5, xs, HC_SCOPE_GLOBAL);
+        vt = hc_type_tensor_c(a, HC_F32, 3, vs, HC_SCOPE_GLOBAL);
+    }
     g->in = hc_var_new(a, input ? "X" : "M", input ? xt : vt);
     g->out = hc_var_new(a, input ? "V" : "Y", input ? vt : xt);
     hc_builder_init(&b, a);
     g->input = input;
-    hc_sched_split_items(&b, s->n * g->th, threads, NULL, item_body, g);
+    if (s->nsym)
+        hc_sched_split_items_expr(&b, MUL(hc_sym_expr(a, s->nsym), I(g, g->th)), threads, NULL,
+                                  item_body, g);
+    else
+        hc_sched_split_items(&b, s->n * g->th, threads, NULL, item_body, g);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[2] = {g->in, g->out};
     return hc_func_new(a, name ? name : (input ? "wino_input_nchwc" : "wino_output_nchwc"),
