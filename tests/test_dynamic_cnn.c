@@ -366,7 +366,30 @@ static void test_winograd(const char *label, build_fn build, int nconv) {
     for (int i = 0; i < 3; i++) hc_model_free(ms[i]);
 }
 
+/* A batch symbol whose hint is 1 (`--dim-hint batch=1`): an im2col conv (stride 2, small
+ * image: NCHW) keeps the batch dim of its columns and its fused im2col prologue reads
+ * every image (the column matrix was squeezed to one image at a hint of 1, refused; its
+ * Reshape's inverse map read every batch at 0). Then a 1x1 conv and a blocked block at the
+ * same hint. */
+static void build_hint1(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {41};
+    sym_in xi = {"x", 4, {"batch", "16", "8", "8"}};
+    const sym_hint h[2] = {{"batch", 1}, {NULL, 0}};
+    hc_tensor *x = sym_input(g, &xi, b, h);
+    hc_tensor *y = relu(g, "h1_relu0", conv(g, &rng, "h1_conv0", x, 16, 8, 3, 2, 1));
+    y = relu(g, "h1_relu1", conv(g, &rng, "h1_conv1", y, 8, 12, 1, 1, 0));
+    hc_graph_add_output(g, y);
+}
+
+static void test_hint_one(void) {
+    hc_compile_options o = {.num_threads = 2};
+    hc_model *m = check_compiled("hint 1", build_hint1, &o, 6, batch_names, batches);
+    if (m) list_kernels("hint 1", m);
+    hc_model_free(m);
+}
+
 int main(void) {
+    test_hint_one();
     test_same_kernels();
     test_hint_decides();
     test_block();

@@ -89,11 +89,13 @@ static hc_tensor *conv_columns(lower_ctx *c, const int64_t *k, const int64_t *s,
     hc_tensor *x = c->n->inputs[0];
     const hc_tensor *y = c->n->outputs[0];
     int64_t nb = x->shape[0], ck = x->shape[1] * k[0] * k[1], p = y->shape[2] * y->shape[3];
+    /* a symbolic batch keeps its dim even when its hint is 1 */
+    bool one = nb == 1 && !(x->sym && x->sym[0]);
     bool pointwise = k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1;
     for (int i = 0; i < 4; i++) pointwise &= pads[i] == 0;
     int64_t mat[2] = {ck, p}, batched[3] = {nb, ck, p};
     if (pointwise) /* the columns are x itself */
-        return nb == 1 ? reshape(c, x, "cols", 2, mat) : reshape(c, x, "cols", 3, batched);
+        return one ? reshape(c, x, "cols", 2, mat) : reshape(c, x, "cols", 3, batched);
     hc_attr attrs[5] = {
         {.name = "kernel_shape", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)k},
         {.name = "strides", .kind = HC_ATTR_INTS, .n = 2, .ints = (int64_t *)s},
@@ -101,7 +103,7 @@ static hc_tensor *conv_columns(lower_ctx *c, const int64_t *k, const int64_t *s,
         {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads},
         {.name = "squeeze_batch", .kind = HC_ATTR_INT, .i = 1},
     };
-    return emit(c, HC_OPK_IM2COL, "im2col", 1, &x, nb == 1 ? 5 : 4, attrs);
+    return emit(c, HC_OPK_IM2COL, "im2col", 1, &x, one ? 5 : 4, attrs);
 }
 
 /* ---- Conv by Winograd F(2x2, 3x3) (docs/winograd.md) ----------------------------- */
