@@ -389,6 +389,7 @@ static hc_status tune_points(hc_model *m, int64_t **out, int *nout, hc_error *er
     if (o->tune_nshapes && !ns)
         return hc_error_set(err, HC_ERR_INVALID, "--tune-shapes: the model has no symbolic "
                             "dimensions");
+    if (!ns) return HC_OK; /* static kernels only: no bindings */
     int total = 1, *slot = hc_xcalloc((size_t)o->tune_nshapes + 1, sizeof(int));
     for (int i = 0; i < o->tune_nshapes; i++) {
         const hc_tune_shape *ts = &o->tune_shapes[i];
