@@ -163,11 +163,9 @@ class _Options:
             arr2 = (_lib.InputShape * len(shapes))()
             for k, (name, shape) in enumerate(shapes.items()):
                 sizes = [_int(f"shapes[{name!r}]", d) for d in shape]
-                buf = (c_int64 * max(1, len(sizes)))(*sizes)
-                self._keep.append(buf)
                 arr2[k].input = self._str(name)
                 arr2[k].ndim = len(sizes)
-                arr2[k].dims = ctypes.cast(buf, ctypes.POINTER(c_int64))
+                arr2[k].dims = self._i64s(sizes)
             self._keep.append(arr2)
             o.num_shapes = len(shapes)
             o.shapes = ctypes.cast(arr2, ctypes.POINTER(_lib.InputShape))
@@ -177,11 +175,9 @@ class _Options:
                 vals = [_int(f"tune_shapes[{name!r}]", v, 1) for v in values]
                 if not vals:
                     raise InvalidArgument(f"tune_shapes[{name!r}]: no values")
-                buf = (c_int64 * len(vals))(*vals)
-                self._keep.append(buf)
                 arr3[k].name = self._str(name)
                 arr3[k].num_values = len(vals)
-                arr3[k].values = ctypes.cast(buf, ctypes.POINTER(c_int64))
+                arr3[k].values = self._i64s(vals)
             self._keep.append(arr3)
             o.num_tune_shapes = len(tune_shapes)
             o.tune_shapes = ctypes.cast(arr3, ctypes.POINTER(_lib.TuneShape))
@@ -201,6 +197,12 @@ class _Options:
             fn = _lib.PROGRESS_FN(call)
             self._keep.append(fn)
             o.progress = fn
+
+    def _i64s(self, values: Sequence[int]) -> Any:
+        """An int64 array of values (at least one element), kept alive with the options."""
+        buf = (c_int64 * max(1, len(values)))(*values)
+        self._keep.append(buf)
+        return ctypes.cast(buf, ctypes.POINTER(c_int64))
 
     def _str(self, s: Union[str, "os.PathLike[str]"]) -> bytes:
         b = _encode(s)
