@@ -234,6 +234,10 @@ static void detect(void) {
                                                                                       : 0;
         emit_only[i].caps.int8_dot = targets[i].caps.int8_dot;
     }
+    /* An emit-only target above the CPU's ISA compiles (it cannot run here): "native"
+     * would not enable its instructions, so it names a CPU that has them. */
+    if (cpu < HC_ISA_AVX512) emit_only[HC_ISA_AVX512].cflags = "-O3 -march=skylake-avx512";
+    if (cpu < HC_ISA_AVX2) emit_only[HC_ISA_AVX2].cflags = "-O3 -march=haswell";
     cpu_isa = cpu;
     host_isa = apply_env_isa(cpu);
     /* A target above the CPU's ISA cannot run here: clamp requests to the CPU. */
