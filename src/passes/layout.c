@@ -422,10 +422,15 @@ static hc_status convert_all(lctx *c, bool depthwise) {
         bool wino = !dw && hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
         /* Small images (HC_NCHWC_SMALL_PIXELS): the matmul path (pixels on the lanes,
          * each weight streamed once) beats the blocked direct conv there; Winograd stays
-         * blocked (its blocked transforms win at every size). docs/nchwc.md */
+         * blocked (its blocked transforms win at every size). docs/nchwc.md
+         * A symbolic batch counts as one image here, whatever its hint: the rule is for
+         * latency at small batches, where a wrong blocked layout costs most (ResNet-50's
+         * layer4 at batch 1: 9% at a hint of 16), and the NCHW path it keeps runs every
+         * batch (bench/results/dynamic.md). */
         const hc_tensor *y = n->outputs[0];
         int64_t small = opt->nchwc_small_pixels ? opt->nchwc_small_pixels : HC_NCHWC_SMALL_PIXELS;
-        if (!dw && !wino && y->shape[0] * y->shape[2] * y->shape[3] <= small) continue;
+        int64_t images = y->sym && y->sym[0] ? 1 : y->shape[0];
+        if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small) continue;
         hc_status st = convert_conv(c, n, wino);
         if (st != HC_OK) return st;
     }
