@@ -639,6 +639,39 @@ static const ccase conv_cases[] = {
     {"dw_3x3_d2_p2_cb1_9x10", 1, 1, 9, 10, 1, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, true, true},
 };
 
+/* The default's rows per item fit an item's input rows in half of L2 (an injected AVX2
+ * target of 512 KiB, Zen 3's, and of 2 MiB): ResNet-50's 256 -> 64 1x1 on 56x56 reads
+ * 56 x 256 floats (57 KiB) per row, so 4 rows at 512 KiB, 14 at 2 MiB, at batch 1 (28
+ * rows per thread before) and batch 8 (the whole image before); a padded 3x3 the same
+ * with its halo rows; a depthwise conv keeps the threads' split (it reads its own
+ * channels once). */
+static void test_rows_fit_l2(void) {
+    hc_target t = *hc_target_cpu_emit_only(HC_ISA_AVX2);
+    t.caps.num_cores = 2;
+    const int64_t l2s[2] = {512 << 10, 2 << 20};
+    const int want[2][2] = {{4, 4}, {14, 14}}; /* [l2][batch 1, 8] */
+    for (int i = 0; i < 2; i++) {
+        t.caps.l2_bytes = l2s[i];
+        for (int k = 0; k < 2; k++) {
+            hc_conv_nchwc_shape s = {k ? 8 : 1, 32, 56, 56, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+                                     56, 56, 8, true, false};
+            hc_conv_nchwc_config c = hc_conv_nchwc_default_config(&t, &s);
+            CHECK_MSG(c.rt == want[i][k], "1x1, L2 %lld, batch %lld: rt %d, want %d",
+                      (long long)l2s[i], (long long)s.n, c.rt, want[i][k]);
+            s.kh = s.kw = 3, s.pt = s.pl = s.pb = s.pr = 1;
+            c = hc_conv_nchwc_default_config(&t, &s);
+            int64_t bytes = 32 * ((int64_t)c.rt + 2) * 58 * 8 * 4;
+            CHECK_MSG(bytes <= l2s[i] / 2 && (c.rt == 1 || 32 * (2 * (int64_t)c.rt + 2) * 58 * 32 > l2s[i] / 2),
+                      "3x3, L2 %lld: rt %d reads %lld bytes", (long long)l2s[i], c.rt,
+                      (long long)bytes);
+        }
+    }
+    hc_conv_nchwc_shape dw = {1, 12, 56, 56, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 56, 56, 8, true, true};
+    t.caps.l2_bytes = 512 << 10;
+    hc_conv_nchwc_config c = hc_conv_nchwc_default_config(&t, &dw);
+    CHECK_MSG(c.rt == 28 || c.osplit == 2, "depthwise: rt %d os %d", c.rt, c.osplit);
+}
+
 /* Space: candidate 0 is the default at every level; candidates are distinct and valid;
  * level 0 has one; `max` bounds what is written. */
 static void test_space(void) {
@@ -1942,6 +1975,7 @@ int main(void) {
     test_conv_q8();
     test_contract_checker();
     test_space();
+    test_rows_fit_l2();
     test_default_tiles();
     test_conv_errors();
     const hc_target *host = hc_target_host();
