@@ -2060,6 +2060,32 @@ int main(void) {
             hc_graph_free(g);
         }
     }
+    /* the threshold grows as L2 shrinks (by the square of 2 MiB / L2): a stated AVX2
+     * machine of 512 KiB keeps a 1x1 conv of 32x32 = 1024 output pixels NCHW and blocks
+     * one of 32x33; one of 1 MiB keeps 16x16 = 256 and blocks 16x17; the 2 MiB machine
+     * above blocks both sizes of 256 and more */
+    {
+        const int64_t l2s[3] = {512 << 10, 1 << 20, 2 << 20}, hs[3] = {32, 16, 16};
+        for (int m = 0; m < 3; m++)
+            for (int v = 0; v < 2; v++) {
+                const hc_target t = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, l2s[m], 32 << 20);
+                hc_error err = {0};
+                hc_rng r = {9};
+                hc_graph *g = hc_graph_new("small_l2", 17);
+                hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4,
+                                                  (int64_t[]){1, 32, hs[m], hs[m] + v});
+                hc_graph_add_output(g, conv(g, &r, x, 32, 1, 1, 0, 1, true));
+                hc_optimize_options o = {.target = &t, .nchwc_block = 8};
+                CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+                CHECK_MSG(hc_pass_layout_nchwc(g, &o, &err) == HC_OK, "%s", err.msg);
+                bool blocked = count_op(g, HC_OPK_CONV_NCHWC) == 1;
+                bool want = m == 2 || v == 1;
+                CHECK_MSG(blocked == want, "L2 %lld, 1x1 on %lldx%lld: %s, expected %s",
+                          (long long)l2s[m], (long long)hs[m], (long long)(hs[m] + v),
+                          blocked ? "blocked" : "NCHW", want ? "blocked" : "NCHW");
+                hc_graph_free(g);
+            }
+    }
     /* a block other than the target's lanes is an error naming the option, not a silent
      * fallback (the templates take blocks of one vector only) */
     {

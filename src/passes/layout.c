@@ -15,13 +15,27 @@
 #include <string.h>
 
 #include "passes/pass_util.h"
+#include "target/target.h"
 
 /* Non-Winograd dense convs with at most this many output pixels (batch x height x width)
- * stay NCHW (hc_optimize_options.nchwc_small_pixels overrides it). A shape threshold (a
- * matmul of a few dozen columns against thousands of channels), not a fact of one
- * machine: no cache size, core or lane count enters it; it was measured on AVX-512 only
- * (docs/nchwc.md, "Measurements"). */
+ * stay NCHW (hc_optimize_options.nchwc_small_pixels overrides it) on a core with 2 MiB of
+ * L2; a smaller L2 keeps larger images NCHW, by the square of the ratio, at most 4096
+ * (small_pixels). The matmul path blocks K and streams each weight once; the blocked conv
+ * reads every input row of an item once per group of output blocks and a group's weights
+ * once per pixel tile, so it needs the larger caches. Two measured points (docs/nchwc.md,
+ * "Measurements"): 2 MiB (Xeon, AVX-512): 64 (14x14 wins blocked, 8x8 and 7x7 lose);
+ * 512 KiB (Zen 3, AVX2): 1024 (28x28 loses blocked: ResNet-50 -17%, Inception-V3 -9%). */
 #define HC_NCHWC_SMALL_PIXELS 64
+#define HC_NCHWC_SMALL_L2 ((int64_t)2 << 20)
+
+static int64_t small_pixels(const hc_optimize_options *opt) {
+    if (opt->nchwc_small_pixels) return opt->nchwc_small_pixels;
+    const hc_target *t = opt->target ? opt->target : hc_target_default();
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : HC_NCHWC_SMALL_L2;
+    double r = (double)HC_NCHWC_SMALL_L2 / (double)l2;
+    double p = HC_NCHWC_SMALL_PIXELS * r * r;
+    return p <= HC_NCHWC_SMALL_PIXELS ? HC_NCHWC_SMALL_PIXELS : p >= 4096 ? 4096 : (int64_t)p;
+}
 
 typedef struct lctx {
     hc_graph *g;
@@ -420,7 +434,7 @@ static hc_status convert_all(lctx *c, bool depthwise) {
          * numbers are the hint's): the Winograd transforms and their batched matmul (M =
          * the tiles of every image) take a symbolic batch. docs/dynamic.md */
         bool wino = !dw && hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
-        /* Small images (HC_NCHWC_SMALL_PIXELS): the matmul path (pixels on the lanes,
+        /* Small images (small_pixels): the matmul path (pixels on the lanes,
          * each weight streamed once) beats the blocked direct conv there; Winograd stays
          * blocked (its blocked transforms win at every size). docs/nchwc.md
          * A symbolic batch counts as one image here, whatever its hint: the rule is for
@@ -428,7 +442,7 @@ static hc_status convert_all(lctx *c, bool depthwise) {
          * layer4 at batch 1: 9% at a hint of 16), and the NCHW path it keeps runs every
          * batch (bench/results/dynamic.md). */
         const hc_tensor *y = n->outputs[0];
-        int64_t small = opt->nchwc_small_pixels ? opt->nchwc_small_pixels : HC_NCHWC_SMALL_PIXELS;
+        int64_t small = small_pixels(opt);
         int64_t images = y->sym && y->sym[0] ? 1 : y->shape[0];
         if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small) continue;
         hc_status st = convert_conv(c, n, wino);
