@@ -185,10 +185,18 @@ static int space_matmul(const hc_node *n, const hc_target *target, int level) {
  * the operands pre-packed that opts->prepacked names. false with err set on a bad
  * candidate. */
 static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul_shape *s,
-                      bool a_shared, const hc_sched_opts *opts, hc_matmul_config *cfg,
-                      hc_error *err) {
+                      const hc_matmul_sym *sym, bool a_shared, const hc_sched_opts *opts,
+                      hc_matmul_config *cfg, hc_error *err) {
     *cfg = hc_matmul_default_config(target, s); /* symbolic dims: at their hints */
     if (!HC_CPU_SELECT_CONFIG(*cfg, hc_matmul_space, target, s, n, opts, err)) return false;
+    /* A symbolic batch may be 1 (latency) whatever its hint: the threads split each
+     * matrix, as for a batch they do not divide (split over the hint's batches, batch 1
+     * ran on one thread: ResNet-50's NCHW convs at a symbolic batch, 1.5x slower). */
+    if (sym && sym->batch && cfg->tb > 1) {
+        hc_matmul_shape one = *s;
+        one.batch = 1;
+        hc_matmul_config_set_threads(cfg, &one, cfg->tb * cfg->tm * cfg->tn);
+    }
     cfg->c_write_once = opts && opts->write_once;
     cfg->pre_a = opts && (opts->prepacked & 1u);
     cfg->pre_b = opts && (opts->prepacked & 2u);
@@ -215,7 +223,7 @@ static int64_t prepack_matmul(const hc_node *n, const hc_target *target, const h
     hc_sched_opts o = opts ? *opts : (hc_sched_opts){0};
     o.prepacked = 1u << input;
     if (mm_template_shape(&tmp, n, &s, &sym, &shared) && hc_nn_in(n, input)->dtype == HC_F32 &&
-        !packed_is_symbolic(&sym, shared, input) && mm_config(n, target, &s, shared, &o, &cfg, NULL)) {
+        !packed_is_symbolic(&sym, shared, input) && mm_config(n, target, &s, &sym, shared, &o, &cfg, NULL)) {
         if (src && dst) hc_matmul_prepack(&s, &cfg, input, src, dst);
         size = hc_matmul_packed_size(&s, &cfg, input);
     }
@@ -232,7 +240,7 @@ static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
     bool shared;
     if (!mm_template_shape(a, n, &s, &sym, &shared) || t->ninputs != 2 || t->noutputs != 1)
         return NULL;
-    if (!mm_config(n, target, &s, shared, opts, &cfg, err)) return NULL;
+    if (!mm_config(n, target, &s, &sym, shared, opts, &cfg, err)) return NULL;
     hc_error e2 = {0};
     hc_func *f = hc_matmul_cpu_sym(a, fname, &s, &sym, &cfg, target, &e2);
     if (!f || f->nparams != 3) return NULL; /* the auto-scheduler still handles it */
