@@ -163,10 +163,12 @@ static void build_fused(hc_graph *g, const hc_sym_binding *b) {
  * cache of `past` entries or none (the causal frontier then a symbol: past). */
 static hc_attr onnx_attrs[3];
 static int onnx_nattrs;
-static bool onnx_3d, onnx_mask, onnx_past;
+static bool onnx_3d, onnx_mask, onnx_past, onnx_new_is_seq;
 static void build_onnx(hc_graph *g, const hc_sym_binding *b) {
-    sym_in qi = {"q", 4, {"batch", "2", "seq", "24"}}, ki = {"k", 4, {"batch", "1", "kv", "24"}};
-    sym_in vi = {"v", 4, {"batch", "1", "kv", "20"}}, mi = {"mask", 4, {"batch", "1", "seq", "kv"}};
+    /* onnx_new_is_seq: as many new keys as queries (a decoder's step), "seq" for both */
+    const char *kv = onnx_new_is_seq ? "seq" : "kv";
+    sym_in qi = {"q", 4, {"batch", "2", "seq", "24"}}, ki = {"k", 4, {"batch", "1", kv, "24"}};
+    sym_in vi = {"v", 4, {"batch", "1", kv, "20"}}, mi = {"mask", 4, {"batch", "1", "seq", "kv"}};
     sym_in q3 = {"q", 3, {"batch", "seq", "48"}}, k3 = {"k", 3, {"batch", "kv", "24"}};
     sym_in v3 = {"v", 3, {"batch", "kv", "20"}};
     sym_in pk = {"past_key", 4, {"batch", "1", "past", "24"}};
@@ -271,8 +273,7 @@ static void test_onnx(void) {
     const char *ns[] = {"batch", "seq", "kv", "past"};
     const int64_t bv[][4] = {{1, 1, 1, 1}, {3, 2, 7, 5}, {1, 7, 2, 31}, {3, 31, 31, 2},
                              {1, 64, 129, 1}, {2, 129, 64, 7}};
-    /* 4-d, 4-d with a mask, 3-d causal, 3-d with a mask; a past (k = 4: 4-d causal) is not
-     * symbolic yet: the Concat of the cache and the new keys along a symbolic axis is not */
+    /* 4-d, 4-d with a mask, 3-d causal, 3-d with a mask (a past: below) */
     for (int k = 0; k < 4; k++) {
         onnx_3d = k == 2 || k == 3, onnx_mask = k == 1 || k == 3, onnx_past = k == 4;
         onnx_nattrs = 0;
@@ -284,7 +285,37 @@ static void test_onnx(void) {
         hints = hint_sets[k % 4];
         check_compiled(onnx_3d ? "onnx 3-d" : "onnx 4-d", build_onnx, 6, ns, bv);
     }
+    /* A KV cache of symbolic length (the Concat of the cache and the new keys along a
+     * symbolic axis): causal, as many new keys as queries (seq), so the frontier is the
+     * past length; non-causal with new keys of their own length (kv); at each hint set */
+    const char *ps[] = {"batch", "seq", "past"};
+    const int64_t pb[][4] = {{1, 1, 1}, {3, 2, 5}, {1, 7, 31}, {3, 31, 2}, {1, 1, 129}, {2, 64, 7}};
+    const char *pn[] = {"batch", "seq", "kv", "past"};
+    onnx_3d = onnx_mask = false, onnx_past = true;
+    for (int h = 0; h < 4; h++) {
+        hints = hint_sets[h];
+        for (int causal = 0; causal < 2; causal++) {
+            onnx_new_is_seq = causal;
+            onnx_attrs[0] = a_int("is_causal", causal), onnx_nattrs = 1;
+            check_compiled(causal ? "onnx past causal" : "onnx past", build_onnx, 6,
+                           causal ? ps : pn, causal ? pb : bv);
+        }
+    }
+    /* causal with new keys of another length than the queries: the frontier would be
+     * T - Sq, not the past length: refused, naming the node and the two lengths */
+    onnx_new_is_seq = false;
+    onnx_attrs[0] = a_int("is_causal", 1), onnx_nattrs = 1;
     hints = NULL;
+    hc_graph *g = hc_graph_new("past refused", 17);
+    build_onnx(g, NULL);
+    hc_error e = {0};
+    hc_model *m = NULL;
+    hc_compile_options o = {.num_threads = 2};
+    CHECK(hc_pass_infer_shapes(g, &e) == HC_OK);
+    CHECK(hc_model_compile(g, &o, &m, &e) == HC_ERR_UNSUPPORTED && m == NULL);
+    CHECK_MSG(strstr(e.msg, "'attention'") && strstr(e.msg, "KV cache") && strstr(e.msg, "kv") &&
+                  strstr(e.msg, "seq"), "%s", e.msg);
+    onnx_past = false;
 }
 
 /* With an argument (blocks, fused, onnx), that part alone (valgrind runs one). */

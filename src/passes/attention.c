@@ -125,6 +125,16 @@ static hc_status lower_one(hc_graph *g, hc_node *n, const hc_target *target, hc_
     if (three) q = to_heads(&c, q, qh), k = to_heads(&c, k, kh), v = to_heads(&c, v, kh);
     if (!q || !k || !v) return err->status;
     int64_t P = in[4] ? in[4]->shape[2] : 0;
+    /* A causal frontier behind a KV cache of symbolic length is offset_kv's T - Sq: the
+     * past length (ONNX's offset) only where there are as many new keys as queries */
+    if (in[4] && sym_dim(in[4], 2) && hc_node_attr_int(n, "is_causal", 0) &&
+        !hc_sym_equal(hc_tensor_dim(k, 2), hc_tensor_dim(q, 2)))
+        return hc_error_set(err, HC_ERR_UNSUPPORTED,
+                            "node '%s' (Attention): causal with a KV cache of symbolic length "
+                            "needs as many new keys as queries (%s against %s); fix the "
+                            "lengths with --dim or --shape",
+                            n->name, hc_sym_str(&g->arena, hc_tensor_dim(k, 2)),
+                            hc_sym_str(&g->arena, hc_tensor_dim(q, 2)));
     hc_attr cat = {.name = "axis", .kind = HC_ATTR_INT, .i = 2};
     if (in[4]) {
         hc_tensor *kk[2] = {in[4], k}, *vv[2] = {in[5], v};

@@ -238,10 +238,15 @@ hc_status hc_shp_infer_concat(hc_node *n, hc_error *err) {
 
 typedef struct concat_ctx {
     hc_tnode **xs;
-    const int64_t *off; /* off[i]: first output index of input i along axis */
+    const int64_t *off;     /* off[i]: first output index of input i along axis */
+    const hc_sym *const *soff; /* the same as expressions of the symbols (NULL: static) */
     hc_var **ax;
     int axis;
 } concat_ctx;
+
+static hc_expr *concat_off(hc_arena *a, const concat_ctx *c, int i) {
+    return c->soff ? hc_sym_expr(a, c->soff[i]) : hc_int(a, c->off[i]);
+}
 
 /* Inputs lo..hi-1 as a balanced select tree on the axis index: depth log2(n), so long
  * concatenations stay shallow expressions. */
@@ -250,11 +255,11 @@ static hc_expr *concat_tree(hc_arena *a, const concat_ctx *c, int lo, int hi) {
         const hc_tnode *x = c->xs[lo];
         hc_expr *idx[HC_MAX_DIMS];
         for (int d = 0; d < x->ndim; d++) idx[d] = hc_ref(a, c->ax[d]);
-        idx[c->axis] = hc_sub(a, idx[c->axis], hc_int(a, c->off[lo]));
+        idx[c->axis] = hc_sub(a, idx[c->axis], concat_off(a, c, lo));
         return hc_at(a, x, idx);
     }
     int mid = lo + (hi - lo) / 2;
-    hc_expr *left = hc_lt(a, hc_ref(a, c->ax[c->axis]), hc_int(a, c->off[mid]));
+    hc_expr *left = hc_lt(a, hc_ref(a, c->ax[c->axis]), concat_off(a, c, mid));
     return hc_select(a, left, concat_tree(a, c, lo, mid), concat_tree(a, c, mid, hi));
 }
 
@@ -265,11 +270,22 @@ hc_task *hc_shp_task_concat(hc_arena *a, const hc_node *n, hc_error *err) {
     const hc_tensor *o = n->outputs[0];
     int64_t *off = HC_NEW_ARRAY(a, int64_t, count + 1);
     for (int i = 0; i < count; i++) off[i + 1] = off[i] + p[i]->shape[axis];
+    /* a symbolic axis (a KV cache of any length): the offsets are expressions */
+    const hc_sym **soff = NULL;
+    bool sym = false;
+    for (int i = 0; i < count; i++) sym |= hc_tnode_is_symbolic(p[i]);
+    if (sym) {
+        soff = HC_NEW_ARRAY(a, const hc_sym *, count + 1);
+        soff[0] = hc_sym_const(a, 0);
+        for (int i = 0; i < count; i++)
+            soff[i + 1] = hc_sym_add(a, soff[i], hc_tnode_dim_sym(a, p[i], axis));
+    }
     hc_var *ax[HC_MAX_DIMS];
     hc_shp_make_axes(a, o->ndim, ax);
-    concat_ctx c = {p, off, ax, axis};
+    concat_ctx c = {p, off, soff, ax, axis};
     hc_tnode *y = hc_compute_with_axes(a, out_name(n, 0), o->ndim, o->shape, ax,
                                        concat_tree(a, &c, 0, count));
+    if (sym) hc_tnode_set_sym(y, hc_node_output_sym(n, 0));
     return hc_node_task(a, n, count, p, 1, &y);
 }
 
