@@ -220,6 +220,6 @@ hc_status hc_pass_lower_attention(hc_graph *g, hc_error *err) {
 
 hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *opt,
                                        hc_error *err) {
-    const hc_target *target = opt && opt->target ? opt->target : hc_target_default();
+    const hc_target *target = hc_pass_target(opt);
     return hc_pass_lower_each_ctx(g, is_attention, lower_attention_node, (void *)target, err);
 }

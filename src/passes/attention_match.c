@@ -261,7 +261,7 @@ static hc_status match_one(hc_graph *g, hc_node *mv, const hc_target *target, bo
 hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc_error *err) {
     const char *off = getenv("HIDETC_NO_FUSE_ATTENTION"); /* measurements: bench/attention.sh */
     if (off && strcmp(off, "1") == 0) return HC_OK;
-    const hc_target *target = opt && opt->target ? opt->target : hc_target_default();
+    const hc_target *target = hc_pass_target(opt);
     const hc_template *tp = hc_target_template(target, HC_OPK_ATTENTION_FUSED);
     if (!tp || !tp->space) return HC_OK;
     size_t n0 = g->nodes.len;

@@ -30,7 +30,7 @@
 
 static int64_t small_pixels(const hc_optimize_options *opt) {
     if (opt->nchwc_small_pixels) return opt->nchwc_small_pixels;
-    const hc_target *t = opt->target ? opt->target : hc_target_default();
+    const hc_target *t = hc_pass_target(opt);
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : HC_NCHWC_SMALL_L2;
     double r = (double)HC_NCHWC_SMALL_L2 / (double)l2;
     double p = HC_NCHWC_SMALL_PIXELS * r * r;
@@ -425,6 +425,7 @@ static hc_status propagate(lctx *c) {
 static hc_status convert_all(lctx *c, bool depthwise) {
     const hc_optimize_options *opt = c->opt;
     size_t n0 = c->g->nodes.len;
+    const int64_t small = small_pixels(opt);
     for (size_t k = 0; k < n0; k++) {
         hc_node *n = c->g->nodes.data[k];
         if (!conv_eligible(c, n)) continue;
@@ -442,7 +443,6 @@ static hc_status convert_all(lctx *c, bool depthwise) {
          * layer4 at batch 1: 9% at a hint of 16), and the NCHW path it keeps runs every
          * batch (bench/results/dynamic.md). */
         const hc_tensor *y = n->outputs[0];
-        int64_t small = small_pixels(opt);
         int64_t images = y->sym && y->sym[0] ? 1 : y->shape[0];
         if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small) continue;
         hc_status st = convert_conv(c, n, wino);

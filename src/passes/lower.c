@@ -160,8 +160,7 @@ hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool
     return u;
 }
 
-/* The machine the rules decide for: opt->target, else the default target. */
-static const hc_target *rule_target(const hc_optimize_options *o) {
+const hc_target *hc_pass_target(const hc_optimize_options *o) {
     return o && o->target ? o->target : hc_target_default();
 }
 
@@ -182,7 +181,7 @@ int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 3) / 4, tw = (ow + 3) / 4;
     int64_t bytes = 36 * w->shape[0] * w->shape[1] * 4;
-    bool pays = bytes <= wino4_max_weights(rule_target(o)) * y->shape[0] &&
+    bool pays = bytes <= wino4_max_weights(hc_pass_target(o)) * y->shape[0] &&
                 y->shape[0] * th * tw >= 9 && oh * ow * 4 >= 3 * th * tw * 16;
     return pays ? 4 : 2;
 }

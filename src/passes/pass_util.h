@@ -37,6 +37,9 @@ hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o);
  * Winograd also where the direct template would take the conv but F(4x4) applies
  * (hc_pass_winograd_tile) and neither path is forced. */
 hc_conv_path hc_pass_conv_path_blocked(const hc_node *n, const hc_optimize_options *o);
+/* The machine a pass's rules decide for: o->target, else hc_target_default() (a test
+ * states one with hc_target_cpu_describe). */
+const struct hc_target *hc_pass_target(const hc_optimize_options *o);
 /* Winograd F(m x m, 3 x 3)'s transformed weights of w [OC, C, 3, 3] (m = 2 or 4, a =
  * m + 2): [a*a, OC, C], or transposed [a*a, C, OC]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed);
