@@ -1114,10 +1114,20 @@ static void test_wino_tile_rule(void) {
         hc_target t;
         int tile[HC_ARRAY_LEN(cases)]; /* hc_pass_winograd_tile for each case above */
     } machines[] = {
-        /* 2 MiB: layer2's 2.4 MB no longer fits */
+        /* 2 MiB: layer2's 2.4 MB no longer fits, but F(4x4) saves 17 multiply-adds per
+         * byte of its weights there (the bar for 2 cores: 12); layer3's 2.6 do not pay */
         {"AVX2 EPYC, 2 cores, 1 MiB L2",
          hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20),
-         {4, 2, 2, 2, 4, 2, 4, 4, 2}},
+         {4, 4, 2, 2, 4, 2, 4, 4, 2}},
+        /* 512 KiB per core: only the multiply-adds saved per byte decide past layer1 */
+        {"AVX2 EPYC, 2 cores, 512 KiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 512 << 10, 32 << 20),
+         {4, 4, 2, 2, 4, 2, 4, 4, 2}},
+        /* one core: the bar halves (6 per byte), layer3 at batch 8 (21) and layer4 at
+         * batch 8 (11) pass it, layer3 at batch 1 (2.6) does not */
+        {"AVX2, 1 core, 512 KiB L2",
+         hc_target_cpu_describe(HC_ISA_AVX2, 1, 32 << 10, 512 << 10, 32 << 20),
+         {4, 4, 2, 2, 4, 2, 4, 4, 4}},
         /* 32 MiB: layer3's 9.4 MB fits, and 8 images of 38 MB */
         {"AVX-512 Xeon, 16 cores, 2 MiB L2",
          hc_target_cpu_describe(HC_ISA_AVX512, 16, 48 << 10, 2 << 20, 105 << 20),

@@ -168,9 +168,15 @@ const hc_target *hc_pass_target(const hc_optimize_options *o) {
  * 0.56x the matmul's multiply-adds, but 36 transformed weights per channel pair instead of
  * 16, which the matmul streams once per inference for all the images of the batch. It
  * pays where those weights fit the L2 of the cores the model runs on, per image of the
- * batch — caps.l2_bytes * caps.num_cores (a target that states no L2 keeps F(2x2)) —
- * and, as the F(2x2) rule asks of its tiles (shape thresholds), there are at least 9 tiles
- * of 4x4 and they overhang the output by at most a quarter. */
+ * batch — caps.l2_bytes * caps.num_cores (a target that states no L2 keeps F(2x2)) — or
+ * where the multiply-adds it saves per byte of the extra weights (16 x the 2x2 tiles - 36
+ * x the 4x4 tiles, over 80 bytes, per channel pair: a count of the image's tiles, not of
+ * its channels) outnumber what the cores compute while memory delivers a byte,
+ * WINO4_MADDS_PER_BYTE per core: ResNet-50's 28x28 layers (17 per byte) on Zen 3's 2 x
+ * 512 KiB of L2; not its 14x14 ones at batch 1 (2.6; measured slower on both machines).
+ * And, as the F(2x2) rule asks of its tiles (shape thresholds), there are at least 9
+ * tiles of 4x4 and they overhang the output by at most a quarter. */
+#define WINO4_MADDS_PER_BYTE 6
 static int64_t wino4_max_weights(const hc_target *t) {
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 0;
     return l2 * HC_MAX(t->caps.num_cores, 1);
@@ -180,10 +186,14 @@ int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
     if (o && (o->wino_tile == 2 || o->wino_tile == 4)) return o->wino_tile;
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 3) / 4, tw = (ow + 3) / 4;
+    const hc_target *t = hc_pass_target(o);
     int64_t bytes = 36 * w->shape[0] * w->shape[1] * 4;
-    bool pays = bytes <= wino4_max_weights(hc_pass_target(o)) * y->shape[0] &&
-                y->shape[0] * th * tw >= 9 && oh * ow * 4 >= 3 * th * tw * 16;
-    return pays ? 4 : 2;
+    int64_t t4 = y->shape[0] * th * tw, t2 = y->shape[0] * ((oh + 1) / 2) * ((ow + 1) / 2);
+    bool fits = bytes <= wino4_max_weights(t) * y->shape[0];
+    bool saves = t->caps.l2_bytes > 0 &&
+                 16 * t2 - 36 * t4 >= 80 * WINO4_MADDS_PER_BYTE * HC_MAX(t->caps.num_cores, 1);
+    bool tiles = t4 >= 9 && oh * ow * 4 >= 3 * th * tw * 16;
+    return (fits || saves) && tiles ? 4 : 2;
 }
 
 /* V = WINO_INPUT(x) [16, C, T]; M = U x V [16, OC, T] (batched MatMul); y =
