@@ -213,8 +213,9 @@ static void dedup_kernels(hc_model *m) {
             hc_sb sb;
             hc_sb_init(&sb);
             hc_group_print(&sb, &k->group);
-            fprintf(stderr, "hidetc: kernel %zu: %s (%s)%s\n", i, sb.buf,
+            fprintf(stderr, "hidetc: kernel %zu: %s (%s%s%s)%s\n", i, sb.buf,
                     k->templated ? "template" : "auto-scheduled",
+                    k->func->config ? ": " : "", k->func->config ? k->func->config : "",
                     m->uniques.data[k->unique].func != k->func
                         ? ", same program as an earlier kernel"
                         : "");

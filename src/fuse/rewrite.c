@@ -535,6 +535,7 @@ hc_func *hc_fuse_rewrite(hc_arena *a, const hc_group *grp, const hc_func *f, con
         }
     }
     res = hc_func_new(a, f->name, f->kind, np, params, body);
+    res->config = f->config;
     hc_error e = {0};
     /* Dynamic shapes: the symbols' variables become parameters later (compile.c,
      * bind_kernel_symbols); the program is verified with them. */

@@ -552,6 +552,9 @@ struct hc_func {
      * `stage` of; its last `nscratch` params are the program's scratch tensors. */
     const char *program;
     int stage, nscratch;
+    /* The template's config ("mr6 nr16 kc768 ..."), NULL from the auto-scheduler: what
+     * `--verbose` prints beside the kernel. */
+    const char *config;
 };
 
 struct hc_module {

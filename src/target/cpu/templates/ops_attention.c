@@ -79,7 +79,9 @@ static hc_func *schedule_attention(hc_arena *a, const hc_node *n, const hc_task 
     hc_attn_config cfg = hc_attn_default_config(target, &s);
     if (!HC_CPU_SELECT_CONFIG(cfg, hc_attn_space, target, &s, n, opts, err)) return NULL;
     hc_error e2 = {0};
-    return hc_attn_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+    hc_func *f = hc_attn_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+    HC_CPU_DESCRIBE_CONFIG(a, f, hc_attn_config_print, cfg);
+    return f;
 }
 
 /* symbolic: a symbolic batch, query count and key count */

@@ -54,7 +54,9 @@ static hc_func *schedule_conv(hc_arena *a, const hc_node *n, const hc_task *t,
     if (!HC_CPU_SELECT_CONFIG(cfg, hc_conv_dw_space, target, &s, n, opts, err)) return NULL;
     /* every output element is stored once with its final value: write_once holds */
     hc_error e2 = {0};
-    return hc_conv_dw_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+    hc_func *f = hc_conv_dw_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+    HC_CPU_DESCRIBE_CONFIG(a, f, hc_conv_dw_config_print, cfg);
+    return f;
 }
 
 const hc_template hc_cpu_template_conv = {"conv_direct", HC_OPK_CONV, schedule_conv, space_conv,

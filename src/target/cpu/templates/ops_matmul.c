@@ -271,7 +271,9 @@ static hc_func *schedule_matmul(hc_arena *a, const hc_node *n, const hc_task *t,
     hc_mutator m = {.a = a, .ctx = &c, .expr = rebind_expr, .stmt = rebind_stmt};
     hc_stmt *body = hc_mutate_stmt(&m, f->body);
     if (c.bad) return NULL;
-    return hc_func_new(a, f->name, HC_FN_CPU_KERNEL, 3, c.to, body);
+    hc_func *g = hc_func_new(a, f->name, HC_FN_CPU_KERNEL, 3, c.to, body);
+    HC_CPU_DESCRIBE_CONFIG(a, g, hc_matmul_config_print, cfg);
+    return g;
 }
 
 /* symbolic: a symbolic M (rows of A and C) and symbolic batch dims; K and N fixed */

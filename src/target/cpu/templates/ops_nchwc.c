@@ -46,7 +46,9 @@ static hc_func *schedule_conv_nchwc(hc_arena *a, const hc_node *n, const hc_task
     hc_conv_nchwc_config cfg = hc_conv_nchwc_default_config(target, &s);
     if (!HC_CPU_SELECT_CONFIG(cfg, hc_conv_nchwc_space, target, &s, n, opts, err)) return NULL;
     hc_error e2 = {0};
-    return hc_conv_nchwc_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+    hc_func *f = hc_conv_nchwc_cpu(a, fname, &s, &cfg, target, &e2); /* NULL: the auto-scheduler */
+    HC_CPU_DESCRIBE_CONFIG(a, f, hc_conv_nchwc_config_print, cfg);
+    return f;
 }
 
 const hc_template hc_cpu_template_conv_nchwc = {"conv_nchwc", HC_OPK_CONV_NCHWC,
@@ -75,8 +77,10 @@ static hc_func *schedule_conv_q8(hc_arena *a, const hc_node *n, const hc_task *t
     if (!HC_CPU_SELECT_CONFIG(cfg, hc_conv_q8_space, target, &s, n, opts, err)) return NULL;
     float inv = (float)(1.0 / hc_node_attr_float(n, "x_scale", 1));
     hc_error e2 = {0};
-    return hc_conv_q8_cpu(a, fname, &s, inv, hc_node_attr_int(n, "x_zero", 0), &cfg, target,
-                          &e2); /* NULL: the auto-scheduler */
+    hc_func *f = hc_conv_q8_cpu(a, fname, &s, inv, hc_node_attr_int(n, "x_zero", 0), &cfg,
+                                target, &e2); /* NULL: the auto-scheduler */
+    HC_CPU_DESCRIBE_CONFIG(a, f, hc_conv_nchwc_config_print, cfg);
+    return f;
 }
 
 const hc_template hc_cpu_template_conv_q8 = {"conv_q8", HC_OPK_CONV_NCHWC_Q8, schedule_conv_q8,

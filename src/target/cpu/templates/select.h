@@ -33,4 +33,17 @@ bool hc_cpu_candidate_in_range(const hc_node *n, const hc_sched_opts *opts, int 
         _hc_ok;                                                                                    \
     })
 
+/* Sets f->config (f may be NULL) to `print`'s text of the config, in f's arena `a`. */
+#define HC_CPU_DESCRIBE_CONFIG(a, f, print, cfg)                                                   \
+    do {                                                                                           \
+        hc_func *_hc_f = (f);                                                                      \
+        if (_hc_f) {                                                                               \
+            hc_sb _hc_sb;                                                                          \
+            hc_sb_init(&_hc_sb);                                                                   \
+            print(&_hc_sb, &(cfg));                                                                \
+            _hc_f->config = hc_arena_strdup((a), hc_sb_str(&_hc_sb));                              \
+            hc_sb_free(&_hc_sb);                                                                   \
+        }                                                                                          \
+    } while (0)
+
 #endif
