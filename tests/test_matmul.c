@@ -164,6 +164,22 @@ static void test_configs(void) {
         hc_matmul_config_set_threads(&c, &wide, 2);
         CHECK_MSG(c.tb == 1 && c.tm == 1 && c.tn == 2, "%s", isa);
     }
+    /* register tile rows: the fewest padded rows past 5% of padding, never fewer than 10
+     * accumulators (AVX2: 5 rows of 2 vectors; AVX-512: 8 rows, down to 5), all of a
+     * tiny M */
+    static const struct {
+        int machine;
+        int64_t m;
+        int mr;
+    } rows[] = {{1, 16, 6}, {1, 32, 5}, {1, 49, 5}, {1, 128, 6}, {1, 3, 3},
+                {0, 49, 7}, {0, 16, 8}, {0, 20, 5}, {0, 128, 8}, {0, 2, 2}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(rows); i++) {
+        hc_matmul_shape r = {1, rows[i].m, 512, 256};
+        c = hc_matmul_default_config(&machines[rows[i].machine], &r);
+        CHECK_MSG(c.mr == rows[i].mr, "%s, M = %lld: mr %d, want %d",
+                  hc_isa_name(machines[rows[i].machine].caps.isa), (long long)rows[i].m, c.mr,
+                  rows[i].mr);
+    }
     hc_matmul_shape s = {1, 64, 64, 64};
     hc_matmul_config good = hc_matmul_default_config(t, &s);
     struct {

@@ -61,6 +61,10 @@ typedef struct hc_matmul_config {
 #define HC_MATMUL_MAX_VECS 64   /* mr * nr / lanes accumulators */
 #define HC_MATMUL_MAX_THREADS 256
 
+/* Accumulators (FMA chains) the default's register tile keeps at least, where the
+ * target's registers allow them (hc_matmul_default_config). */
+#define HC_MATMUL_MIN_CHAINS 10
+
 /* A config from the target's vector width, register count and cache sizes, with
  * t->caps.num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);

@@ -61,10 +61,17 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
      * GCC gains nothing on Zen 4 (measured: 8x32 ~ 12x32 ~ 14x32) */
     int mr_max = (int)HC_MIN((t->caps.num_regs - nvec - 1) / nvec, 8);
     /* when the padding costs more than 5%, the fewest padded rows among the tallest tiles
-     * (49 rows: 7 tiles of 7, not 7 tiles of 8) */
+     * (49 rows: 7 tiles of 7, not 7 tiles of 8), never below HC_MATMUL_MIN_CHAINS
+     * accumulators (independent FMA chains: 2 FMA pipes x 4 cycles of latency keep 8 in
+     * flight, and the loads sit between them). On AVX2 (2 vectors a row) that is 5 rows:
+     * mr 4 (8 chains) lost to mr 6 and its padded rows wherever --tune 2 met it on Zen 3
+     * (M = 16, 18 rows: ResNet-50's layer4 Winograd matmuls 1.21 -> 1.05 ms; M = 32, 36
+     * rows: MobileNet-V2's 32-channel projections 0.15 -> 0.10 ms), while mr 5 (10
+     * chains) won over mr 6 at M = 49 (50 rows against 54). */
     c.mr = mr_max;
+    int mr_min = HC_MAX(HC_MAX(mr_max - 3, 1), HC_MIN(mr_max, (HC_MATMUL_MIN_CHAINS + nvec - 1) / nvec));
     if ((hc_round_up(s->m, mr_max) - s->m) * 20 > s->m)
-        for (int mr = mr_max - 1; mr >= HC_MAX(mr_max - 3, 1); mr--)
+        for (int mr = mr_max - 1; mr >= mr_min; mr--)
             if (hc_round_up(s->m, mr) < hc_round_up(s->m, c.mr)) c.mr = mr;
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
