@@ -19,6 +19,25 @@ static void observe(const hc_sched_opts *o, hc_stage stage, const hc_func *f) {
     if (o->observe && f) o->observe(o->observe_ctx, stage, f);
 }
 
+/* Whether tensor x is made by prologue nodes of grp that compute something (not only
+ * views: Reshape, Flatten, Squeeze, Unsqueeze, Identity keep the element order). */
+static bool computes(const hc_group *grp, const hc_tensor *x) {
+    const hc_node *p = x ? x->producer : NULL;
+    bool member = false;
+    for (int j = 0; p && j < grp->nprologue && !member; j++) member = grp->prologue[j] == p;
+    if (!member) return false;
+    switch (p->op) {
+    case HC_OPK_RESHAPE:
+    case HC_OPK_FLATTEN:
+    case HC_OPK_SQUEEZE:
+    case HC_OPK_UNSQUEEZE:
+    case HC_OPK_IDENTITY:
+        return computes(grp, p->inputs[0]);
+    default:
+        return true;
+    }
+}
+
 hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
                           const hc_sched_opts *opts, const char *fname, bool *templated,
                           const char **why, hc_error *err) {
@@ -29,6 +48,9 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
     hc_task *task = hc_fuse_node_task(a, grp->anchor, err);
     if (!task) return NULL;
     if (!single) o.write_once = grp->nepilogue > 0;
+    o.prologued = 0;
+    for (int i = 0; i < grp->anchor->ninputs && i < 32; i++)
+        if (computes(grp, grp->anchor->inputs[i])) o.prologued |= 1u << i;
     hc_func *f = template_program(a, grp->anchor, task, t, &o, fname, err);
     if (!f && failed(err)) return NULL;
     observe(&o, HC_STAGE_SCHEDULED, f);

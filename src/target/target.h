@@ -73,6 +73,10 @@ typedef struct hc_sched_opts {
      * program's parameter for it is then the packed 1-D tensor prepack describes, read
      * only by the template (never by a prologue or epilogue). */
     unsigned prepacked;
+    /* Bit i: the anchor's input i is read through a fused prologue (an im2col, a layout
+     * reorder): the template's loads of it cost more than plain loads (set by the fusion,
+     * hc_fuse_schedule; a template may weigh it in its default config). */
+    unsigned prologued;
     /* Called with each program as it leaves a stage (SCHEDULED: the anchor's program as
      * the template or the auto-scheduler made it; FUSED: after the fusion rewrite), for
      * --dump-ir and HIDETC_VERIFY; NULL: nobody watches. */

@@ -80,8 +80,19 @@ bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape 
  * returns the number of candidates. */
 int hc_matmul_space(const hc_target *t, const hc_matmul_shape *s, int level,
                     hc_matmul_config *out, int max);
-/* Choose the tb x tm x tn split of `threads` for this shape (threads >= 1). */
+/* Choose the tb x tm x tn split of `threads` for this shape (threads >= 1): the least
+ * padded work of the slowest thread plus the packing each thread repeats, a packed
+ * element costing HC_MATMUL_PACK_COST multiply-adds. */
 void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads);
+/* The same with the packing of an A and a B element costing a_cost and b_cost. */
+void hc_matmul_config_set_threads_costed(hc_matmul_config *c, const hc_matmul_shape *s,
+                                         int threads, double a_cost, double b_cost);
+/* Multiply-adds a packed element costs: a copy (HC_MATMUL_PACK_COST), or an element read
+ * through a fused prologue (HC_MATMUL_PROLOGUE_PACK_COST: an im2col's index arithmetic
+ * and masked or gathered loads took 25-30% of the conv kernels it fed on Zen 3, M = 128
+ * and 192 output channels: 40-60 multiply-adds an element; perf annotate). */
+#define HC_MATMUL_PACK_COST 8.0
+#define HC_MATMUL_PROLOGUE_PACK_COST 48.0
 hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err);
 hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err);
 /* "mr8 nr32 kc384 mc96 nc2048 t1x1x2 pa1 pb1" (threads tb x tm x tn) */

@@ -27,18 +27,21 @@ static int64_t part_extent(int64_t extent, int64_t tile, int parts) {
 }
 
 /* A rough cost of a split: the padded work of the slowest thread plus the packing every
- * thread repeats (each thread row packs its own B columns, each column its A rows). */
+ * thread repeats (each thread row packs its own B columns, each column its A rows), at
+ * a_cost / b_cost multiply-adds per packed element. */
 static double split_cost(const hc_matmul_config *c, const hc_matmul_shape *s, int tb, int tm,
-                         int tn) {
+                         int tn, double a_cost, double b_cost) {
     double batches = (double)hc_cdiv(s->batch, tb);
     double rows = (double)part_extent(s->m, c->mr, tm);
     double cols = (double)part_extent(s->n, c->nr, tn);
     double compute = rows * cols * (double)s->k;
-    double packing = (c->pack_b ? cols * (double)s->k : 0) + (c->pack_a ? rows * (double)s->k : 0);
-    return batches * (compute + 8.0 * packing);
+    double packing = (c->pack_b ? b_cost * cols * (double)s->k : 0) +
+                     (c->pack_a ? a_cost * rows * (double)s->k : 0);
+    return batches * (compute + packing);
 }
 
-void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads) {
+void hc_matmul_config_set_threads_costed(hc_matmul_config *c, const hc_matmul_shape *s,
+                                         int threads, double a_cost, double b_cost) {
     if (threads < 1) threads = 1;
     c->tb = 1, c->tm = threads, c->tn = 1;
     double best = -1;
@@ -46,10 +49,15 @@ void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s,
         for (int tm = 1; tm <= threads / tb; tm++) {
             if (threads % (tb * tm)) continue;
             int tn = threads / (tb * tm);
-            double cost = split_cost(c, s, tb, tm, tn);
+            double cost = split_cost(c, s, tb, tm, tn, a_cost, b_cost);
             if (best < 0 || cost < best) best = cost, c->tb = tb, c->tm = tm, c->tn = tn;
         }
     }
+}
+
+void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads) {
+    hc_matmul_config_set_threads_costed(c, s, threads, HC_MATMUL_PACK_COST,
+                                        HC_MATMUL_PACK_COST);
 }
 
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {

@@ -189,13 +189,24 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
                       hc_matmul_config *cfg, hc_error *err) {
     *cfg = hc_matmul_default_config(target, s); /* symbolic dims: at their hints */
     if (!HC_CPU_SELECT_CONFIG(*cfg, hc_matmul_space, target, s, n, opts, err)) return false;
+    /* the default's thread split (candidate 0) weighs the packing of an operand read
+     * through a prologue: each thread column packs the A rows, each thread row its B
+     * columns; a split that repeats an im2col's packing loses (Inception-V3's 17x17 convs:
+     * rows split, both threads packed all of B; --tune 2 split the columns) */
+    unsigned pro = opts ? opts->prologued & 3u : 0;
+    double ac = pro & 1u ? HC_MATMUL_PROLOGUE_PACK_COST : HC_MATMUL_PACK_COST;
+    double bc = pro & 2u ? HC_MATMUL_PROLOGUE_PACK_COST : HC_MATMUL_PACK_COST;
+    if (pro && opts->candidate == 0) {
+        hc_matmul_config_set_threads_costed(cfg, s, cfg->tb * cfg->tm * cfg->tn, ac, bc);
+        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+    }
     /* A symbolic batch may be 1 (latency) whatever its hint: the threads split each
      * matrix, as for a batch they do not divide (split over the hint's batches, batch 1
      * ran on one thread: ResNet-50's NCHW convs at a symbolic batch, 1.5x slower). */
     if (sym && sym->batch && cfg->tb > 1) {
         hc_matmul_shape one = *s;
         one.batch = 1;
-        hc_matmul_config_set_threads(cfg, &one, cfg->tb * cfg->tm * cfg->tn);
+        hc_matmul_config_set_threads_costed(cfg, &one, cfg->tb * cfg->tm * cfg->tn, ac, bc);
     }
     cfg->c_write_once = opts && opts->write_once;
     cfg->pre_a = opts && (opts->prepacked & 1u);
