@@ -19,23 +19,17 @@ static void observe(const hc_sched_opts *o, hc_stage stage, const hc_func *f) {
     if (o->observe && f) o->observe(o->observe_ctx, stage, f);
 }
 
-/* Whether tensor x is made by prologue nodes of grp that compute something (not only
- * views: Reshape, Flatten, Squeeze, Unsqueeze, Identity keep the element order). */
-static bool computes(const hc_group *grp, const hc_tensor *x) {
+/* Whether tensor x is made by prologue nodes of grp that compute something: not only
+ * views (reshape-like ops and Identity keep the element order), which cost the anchor's
+ * loads nothing. */
+static bool prologue_computes(const hc_group *grp, const hc_tensor *x) {
     const hc_node *p = x ? x->producer : NULL;
     bool member = false;
     for (int j = 0; p && j < grp->nprologue && !member; j++) member = grp->prologue[j] == p;
     if (!member) return false;
-    switch (p->op) {
-    case HC_OPK_RESHAPE:
-    case HC_OPK_FLATTEN:
-    case HC_OPK_SQUEEZE:
-    case HC_OPK_UNSQUEEZE:
-    case HC_OPK_IDENTITY:
-        return computes(grp, p->inputs[0]);
-    default:
-        return true;
-    }
+    if (hc_op_is_reshape_like(p->op) || p->op == HC_OPK_IDENTITY)
+        return prologue_computes(grp, p->inputs[0]);
+    return true;
 }
 
 hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
@@ -50,7 +44,7 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
     if (!single) o.write_once = grp->nepilogue > 0;
     o.prologued = 0;
     for (int i = 0; i < grp->anchor->ninputs && i < 32; i++)
-        if (computes(grp, grp->anchor->inputs[i])) o.prologued |= 1u << i;
+        if (prologue_computes(grp, grp->anchor->inputs[i])) o.prologued |= 1u << i;
     hc_func *f = template_program(a, grp->anchor, task, t, &o, fname, err);
     if (!f && failed(err)) return NULL;
     observe(&o, HC_STAGE_SCHEDULED, f);

@@ -29,6 +29,10 @@ static const op_row *row(hc_op_kind op) {
 const char *hc_op_name(hc_op_kind op) { return row(op)->name; }
 const char *hc_op_onnx_name(hc_op_kind op) { return row(op)->onnx; }
 hc_op_class hc_op_class_of(hc_op_kind op) { return row(op)->cls; }
+bool hc_op_is_reshape_like(hc_op_kind op) {
+    return op == HC_OPK_RESHAPE || op == HC_OPK_FLATTEN || op == HC_OPK_SQUEEZE ||
+           op == HC_OPK_UNSQUEEZE;
+}
 int hc_op_min_inputs(hc_op_kind op) { return row(op)->imin; }
 int hc_op_max_inputs(hc_op_kind op) { return row(op)->imax; }
 int hc_op_min_outputs(hc_op_kind op) { return row(op)->omin; }

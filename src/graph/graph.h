@@ -248,6 +248,8 @@ void hc_graph_dot(hc_sb *sb, const hc_graph *g);
 const char *hc_op_name(hc_op_kind op);      /* "CONV" */
 const char *hc_op_onnx_name(hc_op_kind op); /* "Conv" ("" for internal ops) */
 hc_op_class hc_op_class_of(hc_op_kind op);
+/* Reshape, Flatten, Squeeze, Unsqueeze: a new shape over the same row-major elements. */
+bool hc_op_is_reshape_like(hc_op_kind op);
 int hc_op_min_inputs(hc_op_kind op), hc_op_max_inputs(hc_op_kind op);
 int hc_op_min_outputs(hc_op_kind op), hc_op_max_outputs(hc_op_kind op);
 /* ONNX op_type -> kind; HC_OPK_COUNT when unknown. */

@@ -5,11 +5,6 @@
 
 #include "passes/pass_util.h"
 
-static bool is_reshape_like(hc_op_kind op) {
-    return op == HC_OPK_RESHAPE || op == HC_OPK_FLATTEN || op == HC_OPK_SQUEEZE ||
-           op == HC_OPK_UNSQUEEZE;
-}
-
 static bool same_shape(const hc_tensor *a, const hc_tensor *b) {
     if (a->ndim != b->ndim) return false;
     for (int d = 0; d < a->ndim; d++)
@@ -88,7 +83,7 @@ static bool is_canonical_reshape(const hc_node *n, const hc_tensor *origin) {
 
 static hc_status simplify_reshape(hc_graph *g, hc_node *n, hc_error *err) {
     hc_tensor *origin = n->inputs[0];
-    while (origin->producer && is_reshape_like(origin->producer->op))
+    while (origin->producer && hc_op_is_reshape_like(origin->producer->op))
         origin = origin->producer->inputs[0];
     if (same_shape(origin, n->outputs[0]) && hc_pass_bypass(g, n->outputs[0], origin))
         return HC_OK;
@@ -115,7 +110,7 @@ hc_status hc_pass_simplify(hc_graph *g, hc_error *err) {
         if (n->op == HC_OPK_IDENTITY) hc_pass_bypass(g, n->outputs[0], n->inputs[0]);
         else if (n->op == HC_OPK_DROPOUT && dropout_is_identity(g, n))
             hc_pass_bypass(g, n->outputs[0], n->inputs[0]);
-        else if (is_reshape_like(n->op))
+        else if (hc_op_is_reshape_like(n->op))
             st = simplify_reshape(g, n, err);
         else if (n->op == HC_OPK_IF_SELECT && n->inputs[0]->data) /* a constant If: one branch */
             hc_pass_bypass(g, n->outputs[0],

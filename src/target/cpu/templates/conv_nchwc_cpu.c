@@ -159,20 +159,20 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * loads ot weight vectors and px broadcasts for px * ot FMAs) among the groups of 2 or
  * more blocks that divide mb; where none does, among all, weighted by the square of the
  * fraction of the computed blocks that are real (a group of ot blocks overhanging mb
- * computes clamped copies); at most 4 blocks and 14 pixels, one vector register left
- * spare; on ties the more accumulators, then the wider ot. (The weighting alone took
- * 3 x 4 on 32 blocks, 3% of its last group wasted: ResNet-50's 256-channel 1x1 convs on
- * 56x56 ran 30% slower than with 2 x 6 on Zen 3. The spare register: 3 x 4 fills all 16
- * of AVX2's, and `--tune 2` on a real AVX2 CPU (Zen 3) picks 2 x 6 for every dense 1x1
- * conv of MobileNet-V2, 3 dividing their blocks or not (16 -> 96 on 112x112: 0.54 ->
- * 0.46 ms); AVX2 code emulated on an AVX-512 CPU has 32 ymm registers, where 3 x 4 had
- * won. With 32 registers the tiles stay 4 x 6, 3 x 9 and 2 x 14.) With 32
+ * computes clamped copies); at most 4 blocks and 14 pixels, DENSE_SPARE_REGS vector
+ * register left spare; on ties the more accumulators, then the wider ot. With 32
  * registers that is 4 x 6 (24 accumulators, measured with bench/nchwc_1x1.c) where 4
  * divides mb, 3 x 9 where 3 does; with 16 (AVX2) 2 x 6 (the former default, 4 x 2, had
- * 8 accumulators).
+ * 8 accumulators). Measured on a real AVX2 CPU (Zen 3): the weighting alone took 3 x 4
+ * on 32 blocks (3% of its last group wasted), 30% slower than 2 x 6 on ResNet-50's
+ * 256-channel 1x1 convs; and 3 x 4 fills all 16 registers, so `--tune 2` picked 2 x 6
+ * for every dense 1x1 conv of MobileNet-V2, 3 dividing their blocks or not (16 -> 96 on
+ * 112x112: 0.54 -> 0.46 ms). AVX2 code run on an AVX-512 CPU has 32 ymm registers,
+ * where 3 x 4 had won.
  * Depthwise: every tap is a load per FMA, so the tile only needs enough independent FMA
  * chains: 12 (3 x 4 with 16 registers, 4 x 3 with 32: the tuner's picks on both), the
  * widest ot that fits, the same waste weighting. */
+#define DENSE_SPARE_REGS 1
 static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int *px_out,
                          int *ot_out) {
     int regs = t->caps.num_regs > 0 ? t->caps.num_regs : 16;
@@ -182,7 +182,7 @@ static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int *
      * fits; pass 1: every group, weighted by what its overhang wastes */
     for (int pass = 0; pass < 2 && best < 0; pass++)
         for (int ot = (int)HC_MIN(s->mb, 4); ot >= (pass ? 1 : 2); ot--) {
-            int px = s->depthwise ? 12 / ot : HC_MIN((regs - 1 - ot - 1) / ot, 14);
+            int px = s->depthwise ? 12 / ot : HC_MIN((regs - DENSE_SPARE_REGS - ot - 1) / ot, 14);
             if (px < 1 || !hc_conv_nchwc_tile_fits(t, px, ot)) continue;
             if (!pass && s->mb % ot) continue;
             double used = (double)s->mb / (double)(hc_cdiv(s->mb, ot) * ot);
