@@ -3,7 +3,7 @@
 # profile header with the model's GFLOP per run, one row per kernel with time, share,
 # GFLOP/s and share of peak, all parsed and checked for sanity; the FLOP count against
 # `hidetc inspect`'s independent estimate (from the operators' Tasks); --serve's protocol
-# (what bench/compare drives) and --input.
+# (what bench/compare drives), --input and --gap-ms.
 set -u
 HIDETC=$1
 TMP=$(mktemp -d)
@@ -99,6 +99,25 @@ grep -q '^error unknown request' "$TMP/bogus.txt" || fail "serve: error line"
 [ $? -eq 1 ] && grep -q "no input 'nope'" "$TMP/err.txt" || fail "bench --input of an unknown name"
 "$HIDETC" bench "$MODEL" --input noequals >/dev/null 2>&1
 [ $? -eq 2 ] || fail "bench --input without '=': expected usage error (2)"
+
+# --gap-ms: the sleeps come between the timed runs, outside their times. 4 timed runs with
+# 400 ms gaps take 1.6 s more than without (the JIT cache is warm from above; 0.2 s for
+# the compile's jitter).
+elapsed() {
+    local t0 t1
+    t0=$(date +%s%N)
+    "$HIDETC" bench "$MODEL" --threads 2 --warmup 0 --repeat 4 "$@" >"$TMP/gap.txt" ||
+        fail "bench $*: exit $?"
+    t1=$(date +%s%N)
+    echo $(((t1 - t0) / 1000000))
+}
+nogap=$(elapsed --gap-ms 0)
+gap=$(elapsed --gap-ms 400)
+[ $((gap - nogap)) -ge 1400 ] || fail "--gap-ms 400: ${gap} ms against ${nogap} ms without"
+med=$(sed -n 's/^median_ms: \([0-9]*\)\..*/\1/p' "$TMP/gap.txt")
+[ -n "$med" ] && [ "$med" -lt 400 ] || fail "--gap-ms: the gap is inside the timed run (median $med ms)"
+"$HIDETC" bench "$MODEL" --gap-ms -5 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "bench --gap-ms -5: expected usage error (2)"
 
 [ $fails -eq 0 ] && echo "cli_bench_profile: all passed"
 exit $((fails > 0))

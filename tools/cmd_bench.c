@@ -1,11 +1,13 @@
-/* hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]
+/* hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N] [--gap-ms G]
  *                    [--input NAME=FILE.npy ...] [--serve] [--verbose]
  *
  * Compiles once, feeds the deterministic random inputs of `hidetc run` (or the --input
  * files), runs W untimed and R timed iterations. --profile N then times each kernel over
  * R more runs and lists the N slowest, with the GFLOP/s each achieves (hc_node_flops of
  * the kernel's anchor node) against the machine's peak, measured first by timing a large
- * fp32 matmul (hidetc's matmul template, the same threads). Output (relied on by
+ * fp32 matmul (hidetc's matmul template, the same threads). --gap-ms G sleeps G ms before
+ * every timed or profiled run: a server's requests arrive apart, and the threads, caches
+ * and TLBs a back-to-back loop keeps warm have gone cold by then. Output (relied on by
  * scripts), the last line being:
  *   median_ms: X min_ms: Y max_ms: Z
  * With --profile, before it:
@@ -21,6 +23,7 @@
  *   quit or EOF  -> exit 0
  * A failure answers "error MESSAGE" and exits 1. */
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "core/npy.h"
@@ -32,7 +35,7 @@
 
 typedef struct bench_args {
     const char *model;
-    long threads, warmup, repeat, profile;
+    long threads, warmup, repeat, profile, gap_ms;
     bool verbose, serve;
     hc_compile_options co;
     int ninputs;
@@ -43,11 +46,12 @@ static void usage(FILE *f) {
     fprintf(
         f,
         "usage: hidetc bench MODEL [--threads T] [--warmup W] [--repeat R] [--profile N]\n"
-        "                          [--input NAME=FILE.npy ...] [--serve] " CLI_COMPILE_OPTIONS_USAGE
+        "                          [--gap-ms G] [--input NAME=FILE.npy ...] [--serve] " CLI_COMPILE_OPTIONS_USAGE
         " [--verbose]\n"
         "  MODEL: an ONNX file, builtin:NAME or a file written by hidetc compile;\n"
         "  defaults: all cores, W = 3, R = 10\n" CLI_COMPILE_OPTIONS_HELP
         "  --profile N: list the N slowest kernels, with GFLOP/s against the peak\n"
+        "  --gap-ms G: sleep G ms before each timed run (requests that arrive apart)\n"
         "  --input: an input's values (others are random)\n"
         "  --serve: answer 'run', 'save DIR' and 'quit' requests on stdin\n");
 }
@@ -89,6 +93,7 @@ static int parse_args(int argc, char **argv, bench_args *r) {
         else if (!strcmp(o, "--warmup")) dst = &r->warmup;
         else if (!strcmp(o, "--repeat")) dst = &r->repeat, lo = 1;
         else if (!strcmp(o, "--profile")) dst = &r->profile, lo = 1;
+        else if (!strcmp(o, "--gap-ms")) dst = &r->gap_ms;
         else if (!strcmp(o, "--input")) {
             int rc = parse_input_arg(r, i + 1 < argc ? argv[i + 1] : NULL);
             if (rc) return rc;
@@ -202,6 +207,12 @@ static void print_kernel(const hc_model *m, const kernel_time *k, const kernel_d
 static const int64_t *const *g_dims;
 static const hc_tensor *g_views; /* the inputs with those dims */
 
+static void gap(const bench_args *r) {
+
+    if (r->gap_ms > 0)
+        nanosleep(&(struct timespec){r->gap_ms / 1000, r->gap_ms % 1000 * 1000000L}, NULL);
+}
+
 /* Per-kernel times summed over R runs; the N slowest kernels, per run. */
 static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
     long threads = r->threads ? r->threads : (long)hc_model_num_threads(m);
@@ -236,6 +247,7 @@ static int profile_kernels(const bench_args *r, hc_model *m, cli_buffers *b) {
     }
     free(runs), free(values);
     for (long run = 0; run < r->repeat; run++) {
+        gap(r);
         if (hc_model_run_dims(m, b->in, g_dims, b->out, ms, &err) != HC_OK) {
             fprintf(stderr, "hidetc bench: %s\n", err.msg);
             for (int i = 0; i < nk; i++) free(kd[i].shape);
@@ -267,6 +279,7 @@ static int time_runs(const bench_args *r, hc_model *m, cli_buffers *b) {
     double *ms = hc_xcalloc((size_t)r->repeat, sizeof(double));
     int rc = 0;
     for (long i = 0; !rc && i < r->warmup + r->repeat; i++) {
+        if (i >= r->warmup) gap(r);
         double t0 = hc_now_ms();
         if (hc_model_run_dims(m, b->in, g_dims, b->out, NULL, &err) != HC_OK) {
             fprintf(stderr, "hidetc bench: %s\n", err.msg);
