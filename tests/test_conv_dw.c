@@ -340,12 +340,39 @@ static void test_space(void) {
     }
 }
 
+/* Depthwise register blocks on stated machines: with 32 registers 2 vectors x 4, 3 or 2
+ * rows (the fewest padded rows); with 16 (AVX2) at most 4 accumulators, 4 x 1 unless
+ * 2 x 2 pads less (14-wide rows: 2 vectors, 14 rows in blocks of 2). */
+static void test_dw_blocks(void) {
+    const hc_target avx512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    const hc_target avx2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20);
+    static const struct {
+        int64_t c, hw;
+        int rb512, nv512, rb2, nv2;
+    } cases[] = {
+        {32, 112, 4, 2, 4, 1}, {144, 56, 4, 2, 4, 1}, {192, 28, 4, 2, 4, 1},
+        {576, 14, 2, 1, 2, 2}, {960, 7, 4, 1, 4, 1},  {96, 15, 3, 1, 3, 1},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        int64_t c = cases[i].c, hw = cases[i].hw;
+        hc_conv_dw_shape s = {1, c, hw, hw, c, c, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, hw, hw, true};
+        hc_conv_dw_config d512 = hc_conv_dw_default_config(&avx512, &s);
+        hc_conv_dw_config d2 = hc_conv_dw_default_config(&avx2, &s);
+        CHECK_MSG(d512.rb == cases[i].rb512 && d512.nv == cases[i].nv512,
+                  "avx512 %lldx%lld: %d x %d", (long long)hw, (long long)hw, d512.rb, d512.nv);
+        CHECK_MSG(d2.rb == cases[i].rb2 && d2.nv == cases[i].nv2, "avx2 %lldx%lld: %d x %d",
+                  (long long)hw, (long long)hw, d2.rb, d2.nv);
+        CHECK(d2.rb * d2.nv <= 4 && d512.rb * d512.nv <= 8);
+    }
+}
+
 int main(void) {
     /* the CPU target's template table wires Conv to the direct conv template */
     const hc_template *conv = hc_target_template(hc_target_default(), HC_OPK_CONV);
     CHECK(conv && conv->op == HC_OPK_CONV && conv->schedule && conv->space &&
           !strcmp(conv->name, "conv_direct"));
     test_space();
+    test_dw_blocks();
     test_fallbacks();
     const hc_target *host = hc_target_host();
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) run_case(&cases[i], host);

@@ -201,20 +201,36 @@ static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shap
     return clip(c, s);
 }
 
+/* Depthwise register blocks, rb rows x nv vectors: the fewest padded output lanes (rows x
+ * vectors), then more accumulators, then one vector (taller blocks share each weight
+ * broadcast among more rows). With 32 registers 2 vectors (or the row's one) x 4, 3 or 2
+ * rows: the rows share the broadcast, 8 accumulators, the unrolled taps stay small
+ * (measured on MobileNet-V2's layers, docs/conv_dw.md: taller or wider blocks are no
+ * faster). With 16 (AVX2) at most 4 accumulators, 4, 3 or 2 rows x 1 vector or 2 x 2:
+ * 4 x 2 left too few registers for the input vectors and broadcasts. On Zen 3 (2 threads,
+ * minima of 3 x 200 runs): 192 x 28 x 28 0.073 -> 0.056 ms (4 x 1), 32 x 112 x 112 0.185
+ * -> 0.117 (4 x 1); 14-wide rows keep 2 x 2 and 7-wide 4 x 1, as before. */
+static void dw_block(const hc_target *t, const hc_conv_dw_shape *s, int lanes, int *rb_out,
+                     int *nv_out) {
+    bool regs16 = t->caps.num_regs < 32;
+    int nv_max = (int)HC_MIN(2, hc_cdiv(s->ow, lanes));
+    int64_t nvec = hc_cdiv(s->ow, lanes), best = -1;
+    int best_acc = 0;
+    for (int nv = regs16 ? 1 : nv_max; nv <= nv_max; nv++) {
+        int rb_max = regs16 ? 4 / nv : 4;
+        for (int rb = rb_max; rb >= HC_MAX(rb_max / 2, 1); rb--) {
+            int r = (int)HC_MIN(rb, s->oh), acc = r * nv;
+            int64_t padded = hc_round_up(s->oh, r) * hc_round_up(nvec, nv);
+            if (best < 0 || padded < best || (padded == best && acc > best_acc))
+                best = padded, best_acc = acc, *rb_out = r, *nv_out = nv;
+        }
+    }
+}
+
 hc_conv_dw_config hc_conv_dw_default_config(const hc_target *t, const hc_conv_dw_shape *s) {
     if (s->m > s->group) return dense_default(t, s);
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t), .mb = 1};
-    /* 4 rows x 2 vectors: the rows share the weight broadcast, 8 accumulators leave
-     * registers for the loads even with 16, and the unrolled taps stay small (measured
-     * on MobileNet-V2's layers, docs/conv_dw.md: taller or wider blocks are no faster);
-     * rows: the fewest padded rows among 4, 3, 2 */
-    int64_t nvec = hc_cdiv(s->ow, c.lanes);
-    c.nv = (int)HC_MIN(nvec, 2);
-    int rb_max = 4;
-    c.rb = rb_max;
-    for (int rb = rb_max - 1; rb >= HC_MAX(rb_max / 2, 1); rb--)
-        if (hc_round_up(s->oh, rb) < hc_round_up(s->oh, c.rb)) c.rb = rb;
-    if (c.rb > s->oh) c.rb = (int)s->oh;
+    dw_block(t, s, c.lanes, &c.rb, &c.nv);
     c.threads = default_threads(t, s);
     c.rt = default_rt(t, s, c.rb, c.nv, c.threads);
     return clip(c, s);
