@@ -658,10 +658,14 @@ static void emit_vload_range(cg *c, hc_sb *sb, const hc_expr *e) {
  * gather does not touch masked-off lanes; its indices i * s are relative to ptr, so they
  * fit 32 bits whenever |s| * (lanes - 1) does (checked, else the scalar loop). Stride 2 on
  * AVX-512 is two masked loads of the even elements and a permute (cheaper than a gather).
- * On AVX2, when all 8 lanes are wanted (an im2col row of a strided conv away from its
- * ends), 8 scalar loads into _mm256_setr_ps: VGATHERDPS takes 6.2-6.9 ns on Zen 3 against
- * 2.5-2.9 ns for them (any stride); Inception-V3's Mixed_6a 3x3/2 conv alone, 3 rounds,
- * minima of 100 runs: 5.65, 4.28, 4.68 -> 4.97, 4.05, 4.51 ms. */
+ * On AVX2 no gather: 8 scalar loads into _mm256_setr_ps when all 8 lanes are wanted (an
+ * im2col row of a strided conv away from its ends); else the wanted lanes' loads with the
+ * others' indices clamped to the nearest wanted lane (valid addresses, whatever the base
+ * pointer), zeroed by the lane mask; none wanted, zero. On Zen 3 VGATHERDPS takes 6.2-6.9
+ * ns against 2.5-2.9 ns for 8 scalar loads (any stride), and a masked one 6.3-8.0 ns
+ * against 4.8-5.4 for the clamped form (the lanes of an im2col vector that crosses a row);
+ * Inception-V3's Mixed_6a 3x3/2 conv alone (all lanes), 3 rounds, minima of 100 runs:
+ * 5.65, 4.28, 4.68 -> 4.97, 4.05, 4.51 ms. */
 static void emit_vload_strided(cg *c, hc_sb *sb, const hc_expr *e) {
     const hc_type *vt = e->type;
     int w = simd_width(c, vt), k = c->tmp++;
@@ -688,14 +692,24 @@ static void emit_vload_strided(cg *c, hc_sb *sb, const hc_expr *e) {
                      k, k, k, k, k, k, k, k, k, k, type_str(c, vt), k, k, k, k);
         return;
     }
+    if (w == 256 && c->t->caps.isa == HC_ISA_AVX2) { /* scalar loads, any stride */
+        const char *ty = type_str(c, vt);
+        hc_sb_printf(sb, "if (_lo%d <= 0 && _hi%d >= 8) _r%d = (%s)_mm256_setr_ps(", k, k, k, ty);
+        for (int l = 0; l < 8; l++)
+            hc_sb_printf(sb, l ? ", _p%d[%d * _s%d]" : "_p%d[%d * _s%d]", k, l, k);
+        hc_sb_printf(sb, "); else { int64_t _a%d = _lo%d < 0 ? 0 : _lo%d, _b%d = (_hi%d > 8 ? 8 : "
+                         "_hi%d) - 1; if (_b%d < _a%d) _r%d = (%s)_mm256_setzero_ps(); else { "
+                         "_r%d = (%s)_mm256_setr_ps(",
+                     k, k, k, k, k, k, k, k, k, ty, k, ty);
+        for (int l = 0; l < 8; l++)
+            hc_sb_printf(sb, "%s_p%d[(%d < _a%d ? _a%d : %d > _b%d ? _b%d : %d) * _s%d]",
+                         l ? ", " : "", k, l, k, k, l, k, k, l, k);
+        hc_sb_printf(sb, "); _r%d = (%s)_mm256_and_ps((__m256)_r%d, _mm256_castsi256_ps("
+                         "_mm256_andnot_si256(hc_mask8(_lo%d), hc_mask8(_hi%d)))); } } _r%d; })",
+                     k, ty, k, k, k, k);
+        return;
+    }
     if ((w == 512 || w == 256) && (fits || !cst)) { /* a masked gather, stride*lane offsets */
-        if (w == 256 && c->t->caps.isa == HC_ISA_AVX2) {
-            hc_sb_printf(sb, "if (_lo%d <= 0 && _hi%d >= 8) _r%d = (%s)_mm256_setr_ps(", k, k, k,
-                         type_str(c, vt));
-            for (int l = 0; l < 8; l++)
-                hc_sb_printf(sb, l ? ", _p%d[%d * _s%d]" : "_p%d[%d * _s%d]", k, l, k);
-            hc_sb_puts(sb, "); else ");
-        }
         if (!cst) hc_sb_printf(sb, "if (_s%d >= -%lld && _s%d <= %lld) ", k, (long long)lim, k,
                                (long long)lim);
         if (w == 512)
