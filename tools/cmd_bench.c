@@ -6,8 +6,8 @@
  * R more runs and lists the N slowest, with the GFLOP/s each achieves (hc_node_flops of
  * the kernel's anchor node) against the machine's peak, measured first by timing a large
  * fp32 matmul (hidetc's matmul template, the same threads). --gap-ms G sleeps G ms before
- * every timed or profiled run: a server's requests arrive apart, and the threads, caches
- * and TLBs a back-to-back loop keeps warm have gone cold by then. Output (relied on by
+ * every timed or profiled run: a server's requests arrive apart, and what a back-to-back
+ * loop keeps warm (the cores' clocks, the caches) has cooled by then (docs/bench.md). Output (relied on by
  * scripts), the last line being:
  *   median_ms: X min_ms: Y max_ms: Z
  * With --profile, before it:
@@ -207,8 +207,8 @@ static void print_kernel(const hc_model *m, const kernel_time *k, const kernel_d
 static const int64_t *const *g_dims;
 static const hc_tensor *g_views; /* the inputs with those dims */
 
+/* --gap-ms: the pause before a timed or profiled run, outside its time. */
 static void gap(const bench_args *r) {
-
     if (r->gap_ms > 0)
         nanosleep(&(struct timespec){r->gap_ms / 1000, r->gap_ms % 1000 * 1000000L}, NULL);
 }

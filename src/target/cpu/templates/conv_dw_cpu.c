@@ -213,8 +213,8 @@ static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shap
 static void dw_block(const hc_target *t, const hc_conv_dw_shape *s, int lanes, int *rb_out,
                      int *nv_out) {
     bool regs16 = t->caps.num_regs < 32;
-    int nv_max = (int)HC_MIN(2, hc_cdiv(s->ow, lanes));
     int64_t nvec = hc_cdiv(s->ow, lanes), best = -1;
+    int nv_max = (int)HC_MIN(2, nvec);
     int best_acc = 0;
     for (int nv = regs16 ? 1 : nv_max; nv <= nv_max; nv++) {
         int rb_max = regs16 ? 4 / nv : 4;
