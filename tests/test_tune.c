@@ -1,5 +1,6 @@
 /* test_tune.c — the tuner: records, keys, benchmarking, one shared object for many
  * candidates (hc_jit_build_parallel), hc_tune_select, the progress bar. */
+#include "target/cpu/cpu.h"
 #include "target/cpu/templates/matmul.h"
 #include "test.h"
 #include "tune/tune.h"
@@ -356,6 +357,50 @@ static void test_progress(void) {
     unsetenv("HIDETC_NO_PROGRESS");
 }
 
+/* Writes `text` to root/rel (its directories made). */
+static void put_file(const char *root, const char *rel, const char *text) {
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    CHECK(system(cmd) == 0);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Cache sizes come from the cache instance cpu0 uses, as sysfs states it: a stated AMD
+ * EPYC Zen 3 tree (L1i and L1d, L2, a 32 MiB L3 slice; glibc's sysconf says 256 MiB
+ * for the package there). Instruction caches are skipped; a missing level is 0. */
+static void test_sysfs_caches(void) {
+    char root[512];
+    snprintf(root, sizeof root, "%s/sysfs", cache);
+    const char *idx[][3] = {{"1", "Instruction", "64K"}, {"1", "Data", "32K"},
+                            {"2", "Unified", "512K"}, {"3", "Unified", "32768K"}};
+    for (int i = 0; i < 4; i++) {
+        char rel[128];
+        const char *what[3] = {"level", "type", "size"};
+        for (int j = 0; j < 3; j++) {
+            snprintf(rel, sizeof rel, "cpu0/cache/index%d/%s", i, what[j]);
+            char text[32];
+            snprintf(text, sizeof text, "%s\n", idx[i][j]);
+            put_file(root, rel, text);
+        }
+    }
+    CHECK(hc_cpu_sysfs_cache_size(root, 1) == 32 * 1024);
+    CHECK(hc_cpu_sysfs_cache_size(root, 2) == 512 * 1024);
+    CHECK(hc_cpu_sysfs_cache_size(root, 3) == 32LL * 1024 * 1024);
+    CHECK(hc_cpu_sysfs_cache_size(root, 4) == 0);
+    put_file(root, "cpu0/cache/index3/size", "2M\n"); /* the unit "M" */
+    CHECK(hc_cpu_sysfs_cache_size(root, 3) == 2LL * 1024 * 1024);
+    put_file(root, "cpu0/cache/index3/size", "garbage\n"); /* unreadable: none */
+    CHECK(hc_cpu_sysfs_cache_size(root, 3) == 0);
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/none", root);
+    CHECK(hc_cpu_sysfs_cache_size(missing, 1) == 0);
+}
+
 int main(void) {
     snprintf(cache, sizeof cache, "/tmp/hidetc-test-tune-XXXXXX");
     if (!mkdtemp(cache)) {
@@ -368,6 +413,7 @@ int main(void) {
     test_parallel_matmuls();
     test_select();
     test_progress();
+    test_sysfs_caches();
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
     CHECK(system(cmd) == 0);

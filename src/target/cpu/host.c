@@ -112,44 +112,50 @@ static hc_target targets[3]; /* indexed by hc_isa */
 static hc_isa host_isa;
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 
-/* Size in bytes from /sys/devices/system/cpu/cpu0/cache/indexN ("32K", "1024K", "32M"),
- * used when sysconf does not know (it returns 0 on some kernels/containers). */
-static int64_t sysfs_cache_size(int level) {
+/* Size in bytes of cpu0's level-`level` data (or unified) cache under a sysfs root
+ * ("/sys/devices/system/cpu"): cpu0/cache/indexN/size ("32K", "1024K", "32M"); 0 when
+ * there is none. That is the size of the one cache instance cpu0 uses, which is what a
+ * core can fill: glibc's sysconf reports the L3 from CPUID, which on AMD EPYC is the
+ * whole package (256 MiB on a Zen 3 VM whose cores share a 32 MiB CCX slice). */
+int64_t hc_cpu_sysfs_cache_size(const char *root, int level) {
     for (int idx = 0; idx < 8; idx++) {
-        char path[128], buf[64];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", idx);
+        char path[512], buf[64];
+        snprintf(path, sizeof path, "%s/cpu0/cache/index%d/level", root, idx);
         FILE *f = fopen(path, "r");
         if (!f) break;
         int lv = 0;
         bool ok = fscanf(f, "%d", &lv) == 1;
         fclose(f);
         if (!ok || lv != level) continue;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", idx);
+        snprintf(path, sizeof path, "%s/cpu0/cache/index%d/type", root, idx);
         f = fopen(path, "r");
         if (!f) continue;
         ok = fgets(buf, sizeof buf, f) != NULL;
         fclose(f);
         if (!ok || !strncmp(buf, "Instruction", 11)) continue;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", idx);
+        snprintf(path, sizeof path, "%s/cpu0/cache/index%d/size", root, idx);
         f = fopen(path, "r");
         if (!f) continue;
         long long n = 0;
         char unit = 0;
         int got = fscanf(f, "%lld%c", &n, &unit);
         fclose(f);
-        if (got < 1) continue;
+        if (got < 1 || n <= 0) continue;
         if (unit == 'K') n *= 1024;
         else if (unit == 'M') n *= 1024 * 1024;
+        else if (unit == 'G') n *= 1024 * 1024 * 1024;
         return n;
     }
     return 0;
 }
 
+/* sysfs first (the instance a core uses), then sysconf (0 on some kernels/containers),
+ * then the fallback. */
 static int64_t cache_size(int level, int sc_name, int64_t fallback) {
+    int64_t s = hc_cpu_sysfs_cache_size("/sys/devices/system/cpu", level);
+    if (s > 0) return s;
     long v = sysconf(sc_name);
-    if (v > 0) return v;
-    int64_t s = sysfs_cache_size(level);
-    return s > 0 ? s : fallback;
+    return v > 0 ? v : fallback;
 }
 
 /* Cores this process may run on: a container or taskset may allow fewer than are
