@@ -672,6 +672,32 @@ static void test_rows_fit_l2(void) {
     CHECK_MSG(c.rt == 28 || c.osplit == 2, "depthwise: rt %d os %d", c.rt, c.osplit);
 }
 
+/* The default's split over 2 threads (an injected AVX2 target, Zen 3's caches): a dense
+ * conv takes one output-channel chunk per thread only where its weights outweigh its
+ * input (each chunk streams the whole input), so ResNet-50's 256 -> 64 1x1 on 56x56
+ * (3.2 MB of input, 64 KB of weights) splits the rows even though its 8 blocks split
+ * into whole groups, and a 512 -> 512 3x3 on 7x7 (9.4 MB of weights) splits the
+ * channels; a depthwise conv reads only its own channels, so it takes chunks wherever
+ * they split into whole groups. */
+static void test_default_split(void) {
+    hc_target t = *hc_target_cpu_emit_only(HC_ISA_AVX2);
+    t.caps.num_cores = 2, t.caps.l1_bytes = 32 << 10, t.caps.l2_bytes = 512 << 10;
+    t.caps.l3_bytes = 32 << 20;
+    hc_conv_nchwc_shape big_x = {1, 32, 56, 56, 8, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+                                 56, 56, 8, true, false};
+    hc_conv_nchwc_config c = hc_conv_nchwc_default_config(&t, &big_x);
+    CHECK_MSG(c.osplit == 1 && c.threads == 2, "256 -> 64 1x1 at 56x56: os %d t %d", c.osplit,
+              c.threads);
+    hc_conv_nchwc_shape big_w = {1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
+                                 7, 7, 8, true, false};
+    c = hc_conv_nchwc_default_config(&t, &big_w);
+    CHECK_MSG(c.osplit == 2, "512 -> 512 3x3 at 7x7: os %d", c.osplit);
+    hc_conv_nchwc_shape dw = {1, 12, 28, 28, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
+                              28, 28, 8, true, true};
+    c = hc_conv_nchwc_default_config(&t, &dw);
+    CHECK_MSG(c.osplit == 2, "depthwise 96 channels at 28x28: os %d", c.osplit);
+}
+
 /* Space: candidate 0 is the default at every level; candidates are distinct and valid;
  * level 0 has one; `max` bounds what is written. */
 static void test_space(void) {
@@ -1991,6 +2017,7 @@ int main(void) {
     test_contract_checker();
     test_space();
     test_rows_fit_l2();
+    test_default_split();
     test_default_tiles();
     test_conv_errors();
     const hc_target *host = hc_target_host();

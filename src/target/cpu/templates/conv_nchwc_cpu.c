@@ -107,13 +107,17 @@ static hc_conv_nchwc_config clip(hc_conv_nchwc_config c, const hc_conv_nchwc_sha
 }
 
 /* Whether one output-channel chunk per thread suits the shape: each thread then reads only
- * its share of the weights, which pays where the weights outweigh the input (small images,
- * many channels), or costs nothing where the chunks split into whole groups of ot blocks;
- * never with chunks smaller than a group (the group would compute clamped copies). */
+ * its share of the weights. A depthwise chunk also reads only its own input channels, so
+ * chunks that split into whole groups of ot blocks cost nothing there. A dense chunk reads
+ * every input channel: each thread streams the whole input instead of its rows, so chunks
+ * pay only where the weights outweigh the input (small images, many channels). Measured on
+ * Zen 3 (512 KiB L2, ResNet-50's 256 -> 64 1x1 convs at 56x56, 3.2 MB of input against
+ * 64 KB of weights): chunks 0.78-0.84 ms, rows 0.64-0.68 ms. Never chunks smaller than a
+ * group (the group would compute clamped copies). */
 static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
     int64_t per = s->mb / threads;
     if (per < ot) return false;
-    if (s->mb % threads == 0 && per % ot == 0) return true;
+    if (s->depthwise && s->mb % threads == 0 && per % ot == 0) return true;
     int64_t wbytes = s->mb * s->kh * s->kw * (s->depthwise ? 1 : s->cb * s->block);
     int64_t xbytes = s->n * s->cb * s->h * s->w;
     return wbytes >= xbytes;
