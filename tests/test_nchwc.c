@@ -611,6 +611,10 @@ static const ccase conv_cases[] = {
     {"1x1_cb2_mb7_1x1_n2", 2, 2, 1, 1, 7, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, false, false},
     /* 1x1 stride 2, batch 3 */
     {"1x1_s2_cb2_mb3_9x11_n3", 3, 2, 9, 11, 3, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, true, false},
+    /* reductions without padding (more input than output blocks: rows copied to a scratch) */
+    {"1x1_reduce_cb5_mb2_7x13", 1, 5, 7, 13, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, false},
+    {"1x1_s2_reduce_cb4_mb1_9x11_n2", 2, 4, 9, 11, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, false, false},
+    {"3x2_d2_reduce_cb3_mb2_11x7", 1, 3, 11, 7, 2, 3, 2, 1, 1, 2, 1, 0, 0, 0, 0, true, false},
     /* 3x3: pad 1 stride 1 and 2, a 1x1 image, no padding */
     {"3x3_p1_cb1_mb3_13x7", 1, 1, 13, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, false},
     {"3x3_p1_cb1_mb1_17x19", 1, 1, 17, 19, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, false},
@@ -2022,6 +2026,44 @@ int main(void) {
     test_conv_errors();
     const hc_target *host = hc_target_host();
     for (size_t i = 0; i < HC_ARRAY_LEN(conv_cases); i++) run_conv_case(&conv_cases[i], host, 2);
+    /* unpadded reductions copy their input rows when the input is well beyond the cores'
+     * L2 (copy_pays): a stated machine of the host's ISA with 1 KiB of L2 makes every
+     * reduction case copy; run them there (levels 0 and 1), and check which programs copy */
+    const hc_target tiny = hc_target_cpu_describe(host->caps.isa, 2, 32 << 10, 1 << 10, 32 << 20);
+    for (size_t i = 0; i < HC_ARRAY_LEN(conv_cases); i++)
+        if (strstr(conv_cases[i].name, "reduce")) run_conv_case(&conv_cases[i], &tiny, 1);
+    {
+        int b = hc_target_f32_lanes(host);
+        const hc_conv_nchwc_shape red = {1, 5, 7, 13, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+                                         7, 13, b, true, false},
+                                  exp = {1, 2, 7, 13, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,
+                                         7, 13, b, true, false};
+        const hc_target big = hc_target_cpu_describe(host->caps.isa, 2, 32 << 10, 1 << 20,
+                                                     32 << 20);
+        struct {
+            const hc_conv_nchwc_shape *s;
+            const hc_target *t;
+            bool copies;
+        } want[] = {{&red, &tiny, true}, {&red, &big, false}, {&exp, &tiny, false}};
+        for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
+            hc_arena a;
+            hc_arena_init(&a);
+            hc_error err = {0};
+            hc_conv_nchwc_config c = hc_conv_nchwc_default_config(want[i].t, want[i].s);
+            hc_func *f = hc_conv_nchwc_cpu(&a, "cp", want[i].s, &c, want[i].t, &err);
+            CHECK_MSG(f != NULL, "copy case %zu: %s", i, err.msg);
+            if (f) {
+                hc_sb sb;
+                hc_sb_init(&sb);
+                hc_print_func(&sb, f);
+                char *text = hc_sb_take(&sb);
+                CHECK_MSG((strstr(text, "xs") != NULL) == want[i].copies,
+                          "copy case %zu: scratch %s", i, want[i].copies ? "missing" : "present");
+                free(text);
+            }
+            hc_arena_free(&a);
+        }
+    }
     /* the narrower vectors (blocks of 8 and 4) on a few cases, levels 0 and 1 */
     static const hc_isa lower[] = {HC_ISA_AVX2, HC_ISA_SCALAR};
     for (size_t j = 0; j < HC_ARRAY_LEN(lower); j++) {

@@ -79,14 +79,34 @@ bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
 static bool padded(const hc_conv_nchwc_shape *s) {
     return s->pt || s->pl || s->pb || s->pr;
 }
-/* Whether the program copies padded rows into a scratch (dense convs with padding). */
-static bool scratch_copy(const hc_conv_nchwc_shape *s) { return padded(s) && !s->depthwise; }
+/* Whether an unpadded dense conv copies the input rows an item reads into a scratch: a
+ * reduction (more input blocks than output blocks) whose input is well beyond the cores'
+ * L2 (twice their sum), so that it comes from L3 or memory. A reduction's item rows are
+ * swept by few groups of output blocks, and the first sweep reads cb planes at once, a
+ * plane apart (100 KB at 56x56), in pieces of a few pixels that the hardware prefetchers
+ * do not follow; the copy streams each plane's rows instead. Measured on Zen 3 (512 KiB
+ * L2, 2 threads, per-kernel minima over alternated rounds, docs/nchwc.md): ResNet-50 at
+ * batch 8 256 -> 64 at 56x56 (26 MB of input) 12.4 -> 6.5 ms, 512 -> 128 at 28x28 9.6 ->
+ * 5.4 ms, 1024 -> 256 at 14x14 6.6 -> 6.0 ms; at batch 1 the 3.2 MB reductions were 0-18%
+ * faster, but MobileNet-V2's 1.2-1.8 MB projections (144 -> 24) 25% slower and
+ * Inception-V3's 35x35 reductions (1 MB) within +-20%, and expansions (64 -> 256) 10-20%
+ * slower at either batch. */
+static bool copy_pays(const hc_target *t, const hc_conv_nchwc_shape *s) {
+    if (s->depthwise || padded(s) || s->cb <= s->mb) return false;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t x_bytes = s->n * s->cb * s->h * s->w * s->block * 4;
+    return x_bytes > 2 * l2 * HC_MAX(t->caps.num_cores, 1);
+}
+/* Whether the program copies the input rows it reads into a scratch: dense convs with
+ * padding (then no tap needs a bounds check), and where copy_pays. */
+static bool scratch_copy(const hc_target *t, const hc_conv_nchwc_shape *s) {
+    return !s->depthwise && (padded(s) || copy_pays(t, s));
+}
 static int64_t rows_in(const hc_conv_nchwc_shape *s, int64_t rt) {
     return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
 }
-/* Scratch floats per thread: [cb][rows_in][w + pl + pr][block] (padding only). */
+/* Scratch floats per thread: [cb][rows_in][w + pl + pr][block] (when copying). */
 static int64_t scratch_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
-    if (!scratch_copy(s)) return 0;
     return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * s->block;
 }
 
@@ -127,7 +147,7 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
  * each sweep all of them (every input channel of the rows the item reads, the padded
  * scratch or the tensor's rows); a depthwise group reads only its own channels, once. */
 static int64_t item_input_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
-    if (s->depthwise) return scratch_floats(s, rt);
+    if (s->depthwise) return 0;
     return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * s->block;
 }
 
@@ -660,13 +680,15 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     }
     hc_conv_nchwc_config c = clip(*cfg, s);
     hc_builder b;
-    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = scratch_copy(s)};
+    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = scratch_copy(t, s)};
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
     g.wp = s->w + s->pl + s->pr;
     g.rin = rows_in(s, c.rt);
     g.nrt = row_tiles(s, &c);
     g.chan_tail = s->mb % c.osplit != 0 || (s->mb / c.osplit) % c.ot != 0;
-    int64_t scratch = scratch_floats(s, c.rt);
+    int64_t scratch = g.pad ? scratch_floats(s, c.rt) : 0;
+    if (scratch > HC_CONV_NCHWC_MAX_SCRATCH && !padded(s)) /* the copy is optional there */
+        g.pad = false, scratch = 0;
     if (scratch > HC_CONV_NCHWC_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,
                      "conv_nchwc: scratch of %lld floats per thread exceeds %d",
