@@ -3,7 +3,7 @@
  * A template declares a schedule space per node (hc_template.space); every candidate is a
  * complete program with the same parameters. The tuner compiles all candidates of one
  * task into one shared object (parallel compiler jobs), benchmarks each on the task's
- * real shapes (warm-up, then the median of timed runs) and keeps the fastest. Records
+ * real shapes (warm-up, then the fastest of the timed runs) and keeps the fastest. Records
  * (task signature, level, target, machine) -> winner persist in the JIT cache directory,
  * so a second compile reuses them without benchmarking.
  *
@@ -41,9 +41,9 @@ void hc_progress_end(hc_progress *p); /* final line with the total time, then ne
 enum { HC_TUNE_RECORD_TIMES = 64 };
 typedef struct hc_tune_record {
     int best;       /* candidate index at that level */
-    double best_ms; /* its median time */
+    double best_ms; /* its time (the fastest run) */
     int ncand;      /* the space size when tuned (a record whose ncand differs is stale) */
-    /* every candidate's median (ms; 0: not measured), for the first
+    /* every candidate's time (ms; 0: not measured), for the first
      * HC_TUNE_RECORD_TIMES candidates ("time C MS" lines; none in older records: all 0):
      * the dispatch table weighs configs at each binding by them (docs/dynamic.md) */
     float times[HC_TUNE_RECORD_TIMES];
@@ -69,7 +69,7 @@ hc_status hc_tune_record_put(const hc_jit_options *jit, const char *key,
 typedef struct hc_tune_result {
     int best;
     double best_ms;
-    double *ms;        /* per candidate median (malloc'ed, caller frees; may be NULL) */
+    double *ms;        /* per candidate time, the fastest run (malloc'ed, caller frees; may be NULL) */
     double compile_ms; /* wall time of building the shared object */
     double bench_ms;   /* wall time of benchmarking */
 } hc_tune_result;
@@ -77,11 +77,12 @@ typedef struct hc_tune_result {
 /* Compile the n candidates (distinct function names required) into one shared object
  * with parallel compiler jobs (one module per core, hc_jit_build_parallel), run each on
  * args (one buffer per parameter, shared by all candidates: inputs hold data, outputs are
- * scratch), and pick the one with the smallest median. First pass: candidates in turn,
- * one warm-up run, then at least 5 timed runs up to a 40 ms budget; a candidate whose
- * warm-up run is over 3x the best median so far is not timed further (its ms is that
- * run). Second pass: the 4 fastest run in turn for a few rounds and their medians take
- * in those runs too, so that noise from a shared machine hits them alike.
+ * scratch), and pick the one with the smallest time: its fastest run (noise on a shared
+ * machine only adds time). First pass: candidates in turn, one warm-up run, then at least
+ * 5 timed runs up to a 40 ms budget; a candidate whose warm-up run is over 3x the best
+ * time so far is not timed further (its ms is that run). Second pass: the 4 fastest run
+ * in turn for a few rounds and their times take in those runs too, so that noise from a
+ * shared machine hits them alike.
  * progress may be NULL (else: a redraw after each compiled module, a step after each
  * candidate benchmarked). The library is closed before returning. */
 hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
