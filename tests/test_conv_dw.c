@@ -320,8 +320,9 @@ static void test_space(void) {
     hc_conv_dw_shape f3 = {1, 32, 17, 17, 48, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 17, 17, true};
     hc_conv_dw_shape f5 = {1, 48, 35, 35, 64, 1, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 35, 35, true};
     hc_conv_dw_shape s2 = {1, 3, 35, 35, 64, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 18, 18, true};
-    /* on stated machines (the rule reads the lanes): AVX-512 (16 lanes), AVX2 (8), and
-     * plain C (4: 20 lanes a row against 19 flat, still 5% less padding) */
+    /* on stated machines (the rule reads the lanes): AVX-512 (16 lanes) and AVX2 (8) take
+     * flat blocks for f3; plain C (4 lanes, 16 registers: one-vector rows, 20 lanes a row
+     * against 19 flat, under 5% less padding) keeps rows */
     const hc_target machines[] = {
         hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20),
         hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20),
@@ -330,7 +331,8 @@ static void test_space(void) {
     for (size_t mi = 0; mi < HC_ARRAY_LEN(machines); mi++) {
         const hc_target *m = &machines[mi];
         const char *isa = hc_isa_name(m->caps.isa);
-        CHECK_MSG(hc_conv_dw_default_config(m, &f3).flat, "%s", isa);
+        CHECK_MSG(hc_conv_dw_default_config(m, &f3).flat == (m->caps.isa != HC_ISA_SCALAR), "%s",
+                  isa);
         CHECK_MSG(!hc_conv_dw_default_config(m, &s2).flat, "%s", isa);
         int n5 = hc_conv_dw_space(m, &f5, 1, all, 256), flat = 0, rows = 0;
         for (int i = 0; i < n5; i++) flat += all[i].flat, rows += !all[i].flat;
@@ -366,6 +368,39 @@ static void test_dw_blocks(void) {
     }
 }
 
+/* Dense blocks (several output channels per group) on stated machines: with 32 registers
+ * 8 channels x 2 vectors (1 x 2 or 2 x 1, whichever pads less); with 16 (AVX2) 6
+ * channels x 1 row x 1 vector, fewer where the group has fewer; every block fits. */
+static void test_dense_blocks(void) {
+    const hc_target avx512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    const hc_target avx2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 512 << 10, 32 << 20);
+    static const struct {
+        int64_t c, hw, m, k, st, pad;
+        int mb512, rbnv512, mb2;
+    } cases[] = {
+        {3, 224, 64, 7, 2, 3, 8, 2, 6}, /* ResNet-50's stem */
+        {3, 224, 32, 3, 2, 1, 8, 2, 6}, /* MobileNet-V2's */
+        {3, 299, 32, 3, 2, 0, 8, 2, 6}, /* Inception-V3's 1a */
+        {3, 17, 4, 3, 2, 1, 4, 1, 4},   /* 4 output channels: all of them (9 columns: one
+                                         * vector of 16 lanes, one row pads none) */
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        int64_t hw = cases[i].hw, k = cases[i].k, st = cases[i].st, p = cases[i].pad;
+        int64_t o = (hw + 2 * p - k) / st + 1;
+        hc_conv_dw_shape s = {1, cases[i].c, hw, hw, cases[i].m, 1, k, k, st, st, 1, 1,
+                              p, p, p, p, o, o, true};
+        hc_conv_dw_config d512 = hc_conv_dw_default_config(&avx512, &s);
+        hc_conv_dw_config d2 = hc_conv_dw_default_config(&avx2, &s);
+        CHECK_MSG(d512.mb == cases[i].mb512 && d512.rb * d512.nv == cases[i].rbnv512,
+                  "avx512 case %zu: %d x %d x %d", i, d512.mb, d512.rb, d512.nv);
+        CHECK_MSG(d2.mb == cases[i].mb2 && d2.rb == 1 && d2.nv == 1,
+                  "avx2 case %zu: %d x %d x %d", i, d2.mb, d2.rb, d2.nv);
+        CHECK(d2.mb * (d2.rb * d2.nv + 1) + 1 <= 16 && d512.mb * (d512.rb * d512.nv + 1) + 1 <= 32);
+        hc_error err = {0};
+        CHECK_MSG(hc_conv_dw_validate(&d2, &err) == HC_OK, "%s", err.msg);
+    }
+}
+
 int main(void) {
     /* the CPU target's template table wires Conv to the direct conv template */
     const hc_template *conv = hc_target_template(hc_target_default(), HC_OPK_CONV);
@@ -373,6 +408,7 @@ int main(void) {
           !strcmp(conv->name, "conv_direct"));
     test_space();
     test_dw_blocks();
+    test_dense_blocks();
     test_fallbacks();
     const hc_target *host = hc_target_host();
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) run_case(&cases[i], host);

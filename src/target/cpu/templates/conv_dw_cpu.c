@@ -171,12 +171,18 @@ static bool block_fits(const hc_target *t, int mb, int rb, int nv) {
 
 /* Several output channels per group: register blocks of mb channels x rb rows x nv
  * vectors, each input vector loaded once for mb FMAs and each weight broadcast once for
- * rb * nv. Default: 2 vectors as rows x vectors 1 x 2 or 2 x 1, whichever pads the output
- * least (first wins a tie), and channels for half the vector registers in accumulators
- * (8 x 2 = 16 with 32 registers). Measured at 2 threads on the layers that take this
- * template (bench/conv.c, docs/conv_dw.md): ResNet-50's 7x7/2 stem 0.69 ms (4 x 4 x 1:
- * 0.97), Inception's 3x3/2 1a 0.16 (4 x 2 x 2: 0.19), its 5x5 0.69 (5 x 1 x 3: 0.87),
- * its 147x147 2b 2.58 (4 x 2 x 2: 2.44, the one layer where 4 vectors did better). */
+ * rb * nv. Default with 32 registers: 2 vectors as rows x vectors 1 x 2 or 2 x 1,
+ * whichever pads the output least (first wins a tie), and channels for half the vector
+ * registers in accumulators (8 x 2 = 16). Measured at 2 threads on the layers that take
+ * this template (bench/conv.c, docs/conv_dw.md): ResNet-50's 7x7/2 stem 0.69 ms (4 x 4 x
+ * 1: 0.97), Inception's 3x3/2 1a 0.16 (4 x 2 x 2: 0.19), its 5x5 0.69 (5 x 1 x 3: 0.87),
+ * its 147x147 2b 2.58 (4 x 2 x 2: 2.44, the one layer where 4 vectors did better).
+ * With 16 (AVX2): one vector and the most channels that leave 4 registers spare, 6 x 1 x
+ * 1 (6 accumulators, 6 broadcasts, the input vector). On Zen 3 (2 threads, per-kernel
+ * minima of 12 alternated rounds, the configs forced through tune records) against the
+ * former 4 x 1 x 2 / 4 x 2 x 1: ResNet-50's 7x7/2 stem 2.64 -> 2.00 ms, MobileNet-V2's
+ * 3x3/2 stem 0.313 -> 0.258, Inception-V3's 3x3/2 1a 0.488 -> 0.429; it was the fastest
+ * of the six blocks tried on two of them, and 14% behind 2 x 2 x 2 on MobileNet-V2's. */
 static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shape *s) {
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
     int64_t nvec = hc_cdiv(s->ow, c.lanes), best = -1;
@@ -186,6 +192,9 @@ static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shap
         if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
     }
     c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs / 2) / (c.rb * c.nv)));
+    if (t->caps.num_regs < 32) /* 16 registers: one vector, 6 channels */
+        c.rb = c.nv = 1,
+        c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs - 4) / 2));
     while (c.mb > 1 && !block_fits(t, c.mb, c.rb, c.nv)) c.mb--;
     /* flat blocks of 1 x 2 vectors when they pad at least 5% less (stride 1: Inception's
      * 35-wide 5x5 rows, 48 lanes for 35, or 147-wide rows, 160 for 147) */
