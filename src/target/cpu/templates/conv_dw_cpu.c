@@ -185,21 +185,23 @@ static bool block_fits(const hc_target *t, int mb, int rb, int nv) {
  * of the six blocks tried on two of them, and 14% behind 2 x 2 x 2 on MobileNet-V2's. */
 static hc_conv_dw_config dense_default(const hc_target *t, const hc_conv_dw_shape *s) {
     hc_conv_dw_config c = {.lanes = hc_target_f32_lanes(t)};
-    int64_t nvec = hc_cdiv(s->ow, c.lanes), best = -1;
-    for (int nv = 2; nv >= 1; nv--) {
-        int v = (int)HC_MIN(nv, nvec), rb = (int)HC_MIN(2 / nv, s->oh);
-        int64_t padded = hc_round_up(s->oh, rb) * hc_round_up(nvec, v);
-        if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
+    int64_t nvec = hc_cdiv(s->ow, c.lanes), best = -1, mg = s->m / s->group;
+    if (t->caps.num_regs < 32) { /* 16 registers: one vector, 6 channels */
+        c.rb = c.nv = 1;
+        c.mb = (int)HC_MAX(1, HC_MIN(mg, (t->caps.num_regs - 4) / 2));
+    } else {
+        for (int nv = 2; nv >= 1; nv--) {
+            int v = (int)HC_MIN(nv, nvec), rb = (int)HC_MIN(2 / nv, s->oh);
+            int64_t padded = hc_round_up(s->oh, rb) * hc_round_up(nvec, v);
+            if (best < 0 || padded < best) best = padded, c.nv = v, c.rb = rb;
+        }
+        c.mb = (int)HC_MAX(1, HC_MIN(mg, (t->caps.num_regs / 2) / (c.rb * c.nv)));
     }
-    c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs / 2) / (c.rb * c.nv)));
-    if (t->caps.num_regs < 32) /* 16 registers: one vector, 6 channels */
-        c.rb = c.nv = 1,
-        c.mb = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs - 4) / 2));
     while (c.mb > 1 && !block_fits(t, c.mb, c.rb, c.nv)) c.mb--;
     /* flat blocks of 1 x 2 vectors when they pad at least 5% less (stride 1: Inception's
      * 35-wide 5x5 rows, 48 lanes for 35, or 147-wide rows, 160 for 147) */
     if (s->sh == 1 && s->sw == 1) {
-        int nvf = 2, mbf = (int)HC_MAX(1, HC_MIN(s->m / s->group, (t->caps.num_regs / 2) / nvf));
+        int nvf = 2, mbf = (int)HC_MAX(1, HC_MIN(mg, (t->caps.num_regs / 2) / nvf));
         while (mbf > 1 && !block_fits(t, mbf, 1, nvf)) mbf--;
         if (padded_lanes(s, c.lanes, 1, nvf, true) * 20 <
             padded_lanes(s, c.lanes, c.rb, c.nv, false) * 19)

@@ -79,9 +79,9 @@ bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
 static bool padded(const hc_conv_nchwc_shape *s) {
     return s->pt || s->pl || s->pb || s->pr;
 }
-/* Whether an unpadded dense conv copies the input rows an item reads into a scratch: a
- * reduction (more input blocks than output blocks) whose input is well beyond the cores'
- * L2 (twice their sum), so that it comes from L3 or memory. A reduction's item rows are
+/* Whether an unpadded dense conv (scratch_copy asks) copies the input rows an item reads
+ * into a scratch anyway: a reduction (more input blocks than output blocks) whose input
+ * is well beyond the cores' L2 (twice their sum), so that it comes from L3 or memory. A reduction's item rows are
  * swept by few groups of output blocks, and the first sweep reads cb planes at once, a
  * plane apart (100 KB at 56x56), in pieces of a few pixels that the hardware prefetchers
  * do not follow; the copy streams each plane's rows instead. Measured on Zen 3 (512 KiB
@@ -92,7 +92,7 @@ static bool padded(const hc_conv_nchwc_shape *s) {
  * Inception-V3's 35x35 reductions (1 MB) within +-20%, and expansions (64 -> 256) 10-20%
  * slower at either batch. */
 static bool copy_pays(const hc_target *t, const hc_conv_nchwc_shape *s) {
-    if (s->depthwise || padded(s) || s->cb <= s->mb) return false;
+    if (s->cb <= s->mb) return false;
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
     int64_t x_bytes = s->n * s->cb * s->h * s->w * s->block * 4;
     return x_bytes > 2 * l2 * HC_MAX(t->caps.num_cores, 1);
@@ -147,8 +147,7 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
  * each sweep all of them (every input channel of the rows the item reads, the padded
  * scratch or the tensor's rows); a depthwise group reads only its own channels, once. */
 static int64_t item_input_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
-    if (s->depthwise) return 0;
-    return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * s->block;
+    return s->depthwise ? 0 : scratch_floats(s, rt);
 }
 
 /* Rows per item halved until the input rows an item reads take at most half of L2, so
@@ -275,7 +274,7 @@ typedef struct nc {
     const hc_conv_nchwc_shape *s;
     const hc_conv_nchwc_config *c;
     int L;
-    bool pad;
+    bool copy;            /* the item's input rows are copied into the scratch xs */
     int64_t wp, rin;      /* scratch row width (pixels) and rows */
     int64_t nrt;          /* row tiles per image */
     const hc_type *vec;
@@ -506,10 +505,10 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
         hc_expr *q = let(g, "q", hc_min(a, ADD(q0, I(g, i)), SUB(npix, I(g, 1))));
         orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
         ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
-        /* padded: row in the scratch; else row in X */
-        /* the scratch is padded; X is not (a depthwise conv reads it with masked loads) */
-        int64_t top = g->pad ? 0 : s->pt, left = g->pad ? 0 : s->pl;
-        prow[i] = g->pad ? let(g, "prow", MUL(orow[i], I(g, s->sh)))
+        /* copied: row in the scratch (padded); else row in X, which is not (a depthwise
+         * conv reads it with masked loads) */
+        int64_t top = g->copy ? 0 : s->pt, left = g->copy ? 0 : s->pl;
+        prow[i] = g->copy ? let(g, "prow", MUL(orow[i], I(g, s->sh)))
                          : let(g, "prow", SUB(MUL(ADD(g->ot0, orow[i]), I(g, s->sh)), I(g, top)));
         pcol[i] = let(g, "pcol", SUB(MUL(ocol[i], I(g, s->sw)), I(g, left)));
     }
@@ -558,7 +557,7 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
                     for (int i = 0; i < px; i++) {
                         hc_expr *row = ADD(prow[i], dr), *col = ADD(pcol[i], dc);
                         hc_expr *x =
-                            g->pad ? hc_load(a, g->xs, 4, (hc_expr *[]){R(g, ci), row, col, R(g, l)})
+                            g->copy ? hc_load(a, g->xs, 4, (hc_expr *[]){R(g, ci), row, col, R(g, l)})
                                    : hc_load(a, g->X, 5,
                                              (hc_expr *[]){g->n, R(g, ci), row, col, R(g, l)});
                         hc_var *xb = hc_b_declare(g->b, "xb", g->vec,
@@ -617,7 +616,7 @@ static void item(nc *g, hc_expr *w) {
     g->b1 = let(g, "b1", DIV(MUL(ADD(chunk, I(g, 1)), I(g, s->mb)), I(g, os)));
     g->ot0 = let(g, "ot0", MUL(rti, I(g, g->c->rt)));
     g->rows = let(g, "rows", hc_min(a, I(g, g->c->rt), SUB(I(g, s->oh), g->ot0)));
-    if (g->pad) copy_rows(g);
+    if (g->copy) copy_rows(g);
     hc_expr *npix = let(g, "npix", MUL(g->rows, I(g, s->ow)));
     hc_expr *ntiles = let(g, "ntiles", DIV(ADD(npix, I(g, g->c->px - 1)), I(g, g->c->px)));
     int ot = g->c->ot;
@@ -680,15 +679,15 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
     }
     hc_conv_nchwc_config c = clip(*cfg, s);
     hc_builder b;
-    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = scratch_copy(t, s)};
+    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .copy = scratch_copy(t, s)};
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
     g.wp = s->w + s->pl + s->pr;
     g.rin = rows_in(s, c.rt);
     g.nrt = row_tiles(s, &c);
     g.chan_tail = s->mb % c.osplit != 0 || (s->mb / c.osplit) % c.ot != 0;
-    int64_t scratch = g.pad ? scratch_floats(s, c.rt) : 0;
+    int64_t scratch = g.copy ? scratch_floats(s, c.rt) : 0;
     if (scratch > HC_CONV_NCHWC_MAX_SCRATCH && !padded(s)) /* the copy is optional there */
-        g.pad = false, scratch = 0;
+        g.copy = false, scratch = 0;
     if (scratch > HC_CONV_NCHWC_MAX_SCRATCH) {
         hc_error_set(err, HC_ERR_UNSUPPORTED,
                      "conv_nchwc: scratch of %lld floats per thread exceeds %d",
@@ -705,7 +704,7 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
 
     g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
     g.scratch_shape[3] = L;
-    split(&g, &b, g.pad ? thread_setup : NULL);
+    split(&g, &b, g.copy ? thread_setup : NULL);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
     return hc_func_new(a, name ? name : "conv_nchwc", HC_FN_CPU_KERNEL, g.B ? 4 : 3, params, body);
@@ -758,7 +757,7 @@ hc_func *hc_conv_q8_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape
     }
     hc_conv_nchwc_config c = clip(*cfg, s);
     hc_builder b;
-    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .pad = true, .q8 = true,
+    nc g = {.a = a, .b = &b, .s = s, .c = &c, .L = c.lanes, .copy = true, .q8 = true,
             .inv = inv, .z = z};
     g.vec = hc_type_vector(a, HC_F32, c.lanes);
     g.ivec = hc_type_vector(a, HC_I32, c.lanes);
