@@ -297,6 +297,27 @@ static void test_select(void) {
     free(A), free(B), free(C);
 }
 
+/* The second pass's finalists: the 4 fastest, then the default (candidate 0) when slower */
+static void test_finalists(void) {
+    int order[8];
+    /* the default among the fastest: 4 finalists, by time, ties by index */
+    const double a[6] = {2.0, 5.0, 1.0, 2.0, 9.0, 3.0};
+    CHECK_EQ_INT(hc_tune_finalists(6, a, order), 4);
+    CHECK(order[0] == 2 && order[1] == 0 && order[2] == 3 && order[3] == 5);
+    CHECK(order[4] == 1 && order[5] == 4);
+    /* the default the slowest: it joins the 4 fastest, last */
+    const double b[7] = {102.8, 87.6, 104.7, 79.0, 86.9, 125.9, 80.4};
+    CHECK_EQ_INT(hc_tune_finalists(7, b, order), 5);
+    CHECK(order[0] == 3 && order[1] == 6 && order[2] == 4 && order[3] == 1 && order[4] == 0);
+    CHECK(order[5] == 2 && order[6] == 5); /* the rest, fastest first */
+    /* fewer candidates than finalists: all of them */
+    const double c[2] = {3.0, 1.0};
+    CHECK_EQ_INT(hc_tune_finalists(2, c, order), 2);
+    CHECK(order[0] == 1 && order[1] == 0);
+    CHECK_EQ_INT(hc_tune_finalists(1, c, order), 1);
+    CHECK(order[0] == 0);
+}
+
 /* ---- progress bar -------------------------------------------------------------------- */
 static char *read_fd_file(const char *path) {
     char *text = NULL;
@@ -412,6 +433,7 @@ int main(void) {
     test_parallel_build();
     test_parallel_matmuls();
     test_select();
+    test_finalists();
     test_progress();
     test_sysfs_caches();
     char cmd[128];

@@ -80,9 +80,9 @@ typedef struct hc_tune_result {
  * scratch), and pick the one with the smallest time: its fastest run (noise on a shared
  * machine only adds time). First pass: candidates in turn, one warm-up run, then at least
  * 5 timed runs up to a 40 ms budget; a candidate whose warm-up run is over 3x the best
- * time so far is not timed further (its ms is that run). Second pass: the 4 fastest run
- * in turn for a few rounds and their times take in those runs too, so that noise from a
- * shared machine hits them alike.
+ * time so far is not timed further (its ms is that run). Second pass: the 4 fastest, and
+ * candidate 0 (the default) with them, run in turn for a few rounds and their times take
+ * in those runs too, so that noise from a shared machine hits them alike.
  * progress may be NULL (else: a redraw after each compiled module, a step after each
  * candidate benchmarked). The library is closed before returning. */
 hc_status hc_tune_select(hc_arena *a, int n, hc_func *const *cands, void *const *args,
@@ -105,6 +105,12 @@ hc_status hc_tune_select_each(hc_arena *a, int n, hc_func *const *cands,
                               void *const *const *args, const hc_tune_cold *cold,
                               const hc_target *t, const hc_jit_options *jit,
                               hc_progress *progress, hc_tune_result *out, hc_error *err);
+
+/* The candidates of the second pass, given every candidate's first-pass time ms[0..n):
+ * their indices in order[0..k), k returned: the 4 fastest in order of time (ties: the
+ * lower index first), then candidate 0 (the template's default) when it is not among
+ * them. order[k..n) holds the others, fastest first. */
+int hc_tune_finalists(int n, const double *ms, int *order);
 
 /* Median time (ms) of fn(args) after `warmup` runs: at least min_runs timed runs, more
  * until about budget_ms has passed (at most max_runs). */
