@@ -225,6 +225,16 @@ static void dw_block(const hc_target *t, const hc_conv_dw_shape *s, int lanes, i
                      int *nv_out) {
     bool regs16 = t->caps.num_regs < 32;
     int64_t nvec = hc_cdiv(s->ow, lanes), best = -1;
+    /* With 16 registers, a plane of at most 8 one-vector rows in one block (7x7: 7 x 1,
+     * not 4 x 1 over 8 padded rows). MobileNet-V2's 960 x 7 x 7 layers on Zen 3, per-kernel
+     * minima of 10 alternated rounds (quiet): 0.078 -> 0.052 ms and 0.053 -> 0.038.
+     * (--tune 2 also picked 1 x 4 for its 28-wide rows, 0.067 -> 0.037 ms, but only after
+     * an expand conv that split its output channels across the threads, so that each
+     * thread read its own writes; 1 x 4 alone did not move: 0.067 -> 0.064.) */
+    if (regs16 && nvec == 1 && s->oh <= 8) {
+        *rb_out = (int)s->oh, *nv_out = 1;
+        return;
+    }
     int nv_max = (int)HC_MIN(2, nvec);
     int best_acc = 0;
     for (int nv = regs16 ? 1 : nv_max; nv <= nv_max; nv++) {
