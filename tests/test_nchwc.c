@@ -1483,6 +1483,34 @@ static hc_graph *build_mobilenet(uint64_t seed) {
     return g;
 }
 
+/* The expand convs of build_mobilenet kept NCHW (the matmul path) feed depthwise NCHW
+ * convs, whose threads take contiguous channel planes: their groups are marked and their
+ * default splits the output channels (rows) across the 2 threads, t1x2x1; the projection
+ * convs (which feed no depthwise conv) are not marked. The outputs are checked by the
+ * --no-nchwc variant of the "mobilenet" case. */
+static void test_depthwise_producers(void) {
+    hc_graph *g = build_mobilenet(5);
+    hc_compile_options opt = {.num_threads = 2, .paths = {.no_nchwc = true}};
+    hc_model *m = NULL;
+    hc_error err = {0};
+    CHECK_MSG(hc_model_compile(g, &opt, &m, &err) == HC_OK, "%s", err.msg);
+    if (!m) return;
+    int marked = 0, rows = 0, matmuls = 0;
+    for (int i = 0; i < hc_model_num_kernels(m); i++) {
+        const hc_group *grp = hc_model_kernel_group(m, i);
+        const char *cfg = hc_model_kernel_config(m, i);
+        bool mm = grp->anchor->op == HC_OPK_MATMUL;
+        matmuls += mm;
+        if (!grp->feeds_depthwise) continue;
+        marked++;
+        CHECK_MSG(mm, "kernel %d (%s) marked", i, hc_op_name(grp->anchor->op));
+        rows += mm && cfg && strstr(cfg, " t1x2x1 ") != NULL;
+    }
+    CHECK_MSG(marked == 2 && rows == 2 && matmuls == 4, "%d marked, %d split by rows, %d matmuls",
+              marked, rows, matmuls);
+    hc_model_free(m);
+}
+
 /* (d) 24 channels: Conv(24 -> 24) and Conv(24 -> 32) stay, Conv(32 -> 48) is blocked,
  * Conv(48 -> 24) stays; a depthwise conv on 24 channels stays */
 static hc_graph *build_odd_channels(uint64_t seed) {
@@ -2023,6 +2051,7 @@ int main(void) {
     test_rows_fit_l2();
     test_default_split();
     test_default_tiles();
+    test_depthwise_producers();
     test_conv_errors();
     const hc_target *host = hc_target_host();
     for (size_t i = 0; i < HC_ARRAY_LEN(conv_cases); i++) run_conv_case(&conv_cases[i], host, 2);

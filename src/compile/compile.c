@@ -96,6 +96,27 @@ hc_status hc_compile_check_params(const kernel *k, hc_error *err) {
 }
 
 /* ---- partition and scheduling ------------------------------------------------------ */
+/* Groups whose one output is the data input of a depthwise NCHW conv (a plain Conv with
+ * one input channel per group; the blocked ones are NCHWC ops by now): its template gives
+ * each thread a contiguous range of channel planes, so the producer's default splits its
+ * output channels the same way (hc_sched_opts.rows_to_consumer). MobileNet-V2 on Zen 3:
+ * bench/results/ab_zen3.md. */
+static void mark_depthwise_producers(const hc_graph *g, hc_partition *part) {
+    for (int i = 0; i < part->ngroups; i++) {
+        hc_group *grp = &part->groups[i];
+        if (grp->noutputs != 1) continue;
+        const hc_tensor *y = grp->outputs[0];
+        for (size_t j = 0; j < g->nodes.len && !grp->feeds_depthwise; j++) {
+            const hc_node *n = g->nodes.data[j];
+            if (n->op != HC_OPK_CONV || n->ninputs < 2 || n->inputs[0] != y || y->ndim != 4)
+                continue;
+            int64_t groups = hc_node_attr_int(n, "group", 1);
+            grp->feeds_depthwise = groups > 1 && groups == y->shape[1] && n->inputs[1] &&
+                                   n->inputs[1]->ndim == 4 && n->inputs[1]->shape[1] == 1;
+        }
+    }
+}
+
 /* The kernel nodes (graph order; in-place Concats and folded nodes run none) partitioned
  * into fused groups. */
 static hc_status partition(hc_model *m, const hc_target *target, hc_partition *part,
@@ -113,6 +134,7 @@ static hc_status partition(hc_model *m, const hc_target *target, hc_partition *p
         st = hc_fuse_partition(&m->arena, m->g, target, (int)nodes.len, nodes.data,
                                !m->opt.no_fusion, part, err);
     hc_vec_free(&nodes);
+    if (st == HC_OK) mark_depthwise_producers(m->g, part);
     return st;
 }
 

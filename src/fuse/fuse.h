@@ -43,6 +43,10 @@ typedef struct hc_group {
     hc_tensor **inputs;
     hc_tensor **outputs;
     const char *fallback; /* why this node runs alone although it was grouped, or NULL */
+    /* Set by the compiler after partitioning: the group's output is the input of a
+     * depthwise NCHW conv, whose threads take contiguous ranges of channel planes
+     * (hc_sched_opts.rows_to_consumer). */
+    bool feeds_depthwise;
 } hc_group;
 
 static inline int hc_group_size(const hc_group *g) { return 1 + g->nprologue + g->nepilogue; }

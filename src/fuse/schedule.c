@@ -42,6 +42,7 @@ hc_func *hc_fuse_schedule(hc_arena *a, const hc_group *grp, const hc_target *t,
     hc_task *task = hc_fuse_node_task(a, grp->anchor, err);
     if (!task) return NULL;
     if (!single) o.write_once = grp->nepilogue > 0;
+    o.rows_to_consumer = grp->feeds_depthwise;
     o.prologued = 0;
     for (int i = 0; i < grp->anchor->ninputs && i < 32; i++)
         if (prologue_computes(grp, grp->anchor->inputs[i])) o.prologued |= 1u << i;

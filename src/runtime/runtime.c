@@ -936,6 +936,12 @@ bool hc_model_kernel_templated(const hc_model *m, int i) {
     return m->kernels.data[i].templated;
 }
 
+const char *hc_model_kernel_config(const hc_model *m, int i) {
+    HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
+    const hc_func *f = m->kernels.data[i].func;
+    return f ? f->config : NULL;
+}
+
 unsigned hc_model_kernel_prepacked(const hc_model *m, int i) {
     HC_ASSERT(i >= 0 && (size_t)i < m->kernels.len);
     return m->kernels.data[i].prepacked;

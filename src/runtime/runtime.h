@@ -114,6 +114,9 @@ int hc_model_kernel_program(const hc_model *m, int i);
  * whether it came from a record. */
 void hc_model_kernel_tuning(const hc_model *m, int i, int *ncand, int *chosen, bool *cached);
 bool hc_model_kernel_templated(const hc_model *m, int i);
+/* The config kernel i's template printed for its program ("mr6 nr16 ... t1x2x1 ..."), or
+ * NULL (auto-scheduled, or a model read from a file). */
+const char *hc_model_kernel_config(const hc_model *m, int i);
 /* Bit j set: kernel i's anchor reads its input j pre-packed at compile time (weights); 0
  * for a model read from a file. */
 unsigned hc_model_kernel_prepacked(const hc_model *m, int i);

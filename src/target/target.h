@@ -77,6 +77,11 @@ typedef struct hc_sched_opts {
      * reorder): the template's loads of it cost more than plain loads (set by the fusion,
      * hc_fuse_schedule; a template may weigh it in its default config). */
     unsigned prologued;
+    /* The anchor's output feeds a kernel whose threads take contiguous ranges of its
+     * outermost dimension (a depthwise conv's channel planes; set by the fusion from
+     * hc_group.feeds_depthwise): a default that splits the output's rows the same way
+     * leaves each thread's next input in its own L2. */
+    bool rows_to_consumer;
     /* Called with each program as it leaves a stage (SCHEDULED: the anchor's program as
      * the template or the auto-scheduler made it; FUSED: after the fusion rewrite), for
      * --dump-ir and HIDETC_VERIFY; NULL: nobody watches. */

@@ -200,6 +200,17 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
         hc_matmul_config_set_threads_costed(cfg, s, cfg->tb * cfg->tm * cfg->tn, ac, bc);
         cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
+    /* The output feeds a depthwise conv whose threads take contiguous channel planes: the
+     * default splits the rows (output channels) across the threads the same way, so each
+     * thread reads its own writes from its L2. MobileNet-V2's 28x28 expand convs on Zen 3
+     * (--tune 2's pick, bench/results/ab_zen3.md): the depthwise after them 0.067 ->
+     * 0.037 ms. */
+    int threads = cfg->tb * cfg->tm * cfg->tn;
+    if (opts && opts->rows_to_consumer && opts->candidate == 0 && s->batch == 1 &&
+        threads > 1 && s->m >= (int64_t)threads * cfg->mr) {
+        cfg->tb = 1, cfg->tm = threads, cfg->tn = 1;
+        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+    }
     /* A symbolic batch may be 1 (latency) whatever its hint: the threads split each
      * matrix, as for a batch they do not divide (split over the hint's batches, batch 1
      * ran on one thread: ResNet-50's NCHW convs at a symbolic batch, 1.5x slower). */
