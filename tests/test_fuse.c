@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fuse/fuse.h"
+#include "target/cpu/cpu.h"
 #include "target/cpu/jit.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
@@ -699,7 +700,52 @@ static void test_strided_slice(void) {
     }
 }
 
+/* ---- the default's thread split over a pre-packed B -------------------------------- */
+/* x[m, 768] @ W[768, n] + bias, W a constant: the config of the matmul kernel on a stated
+ * 2-core machine (scheduled only: no code is built, so any host checks any ISA). */
+static char *prepacked_split(const hc_target *t, int64_t m, int64_t n, bool no_prepack) {
+    hc_rng r = {77};
+    hc_graph *g = hc_graph_new("split", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, 768});
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &r, 2, (int64_t[]){768, n}));
+    hc_graph_add_output(g, OP(g, ADD, y, rand_const(g, &r, 1, &n)));
+    hc_compile_options opt = {.target = t, .num_threads = 2, .schedule_only = true,
+                              .no_prepack = no_prepack};
+    hc_model *mod = NULL;
+    hc_error err = {0};
+    CHECK_MSG(hc_model_compile(g, &opt, &mod, &err) == HC_OK, "%s", err.msg);
+    if (!mod) return NULL;
+    const char *c = hc_model_num_kernels(mod) == 1 ? hc_model_kernel_config(mod, 0) : NULL;
+    char *res = c ? hc_xstrdup(c) : NULL;
+    hc_model_free(mod);
+    return res;
+}
+
+/* With B pre-packed, the default splits the rows (M = 128 tokens, each thread one block
+ * of rows); when B is packed on every call, or a thread's rows would take several blocks
+ * (M = 1024: 512 rows a thread, blocks of 168), it splits the columns (each thread packs
+ * its half of B once per block of rows). */
+static void test_prepacked_split(void) {
+    const hc_target x512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    const hc_target x2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
+    struct {
+        const hc_target *t;
+        int64_t m, n;
+        bool no_prepack;
+        const char *want;
+    } cases[] = {{&x512, 128, 3072, false, " t1x2x1 "}, {&x512, 128, 768, false, " t1x2x1 "},
+                 {&x2, 128, 3072, false, " t1x2x1 "},   {&x512, 128, 3072, true, " t1x1x2 "},
+                 {&x512, 1024, 3072, false, " t1x1x2 "}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        char *c = prepacked_split(cases[i].t, cases[i].m, cases[i].n, cases[i].no_prepack);
+        CHECK_MSG(c && strstr(c, cases[i].want), "split case %zu: config '%s', wanted%s", i,
+                  c ? c : "(none)", cases[i].want);
+        free(c);
+    }
+}
+
 int main(void) {
+    test_prepacked_split();
     test_prepacked();
     test_strided_conv();
     test_strided_slice();

@@ -196,7 +196,24 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
     unsigned pro = opts ? opts->prologued & 3u : 0;
     double ac = pro & 1u ? HC_MATMUL_PROLOGUE_PACK_COST : HC_MATMUL_PACK_COST;
     double bc = pro & 2u ? HC_MATMUL_PROLOGUE_PACK_COST : HC_MATMUL_PACK_COST;
-    if (pro && opts->candidate == 0) {
+    /* An operand pre-packed at compile time (weights) costs the threads no packing, where
+     * hc_matmul_default_config's split counted it all the same: it split the columns of
+     * BERT's and GPT-2's matmuls (M = 128 tokens: each thread packed all of A, and packed
+     * half of a B that is read in place), where --tune 2 split the rows on an AVX-512 Xeon
+     * (QKV, FFN-in, FFN-out). Split by rows, each thread packs half of A and writes whole
+     * rows of C, which the next kernel (LayerNorm, the next matmul's A) reads by rows.
+     * Taken only where the other split leaves each thread one block (B: the rows split
+     * gives each thread at most mc rows, so it reads its B panels once): BERT's FFN-in at
+     * batch 8 (512 rows a thread in blocks of 168 would re-read a 4.5 MiB B block 4 times)
+     * keeps its columns split.
+     * Median latency, old and new default in the same rounds (bench/ab.py, Xeon, 30 runs):
+     * BERT 116.7 -> 112.1 ms, GPT-2 170.9 -> 162.1; HIDETC_ISA=avx2: 220.2 -> 211.6 and
+     * 291.0 -> 285.3. The packed layout (mr, nr, kc) does not depend on the split. */
+    unsigned pre = opts ? opts->prepacked & 3u : 0;
+    int nthr = cfg->tb * cfg->tm * cfg->tn;
+    if ((pre & 1u) && hc_cdiv(hc_cdiv(s->n, cfg->nr), nthr) * cfg->nr <= cfg->nc) ac = 0;
+    if ((pre & 2u) && hc_cdiv(hc_cdiv(s->m, cfg->mr), nthr) * cfg->mr <= cfg->mc) bc = 0;
+    if ((pro || ac == 0 || bc == 0) && opts && opts->candidate == 0) {
         hc_matmul_config_set_threads_costed(cfg, s, cfg->tb * cfg->tm * cfg->tn, ac, bc);
         cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
