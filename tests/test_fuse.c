@@ -744,8 +744,50 @@ static void test_prepacked_split(void) {
     }
 }
 
+/* W[24, 96] (a constant: pre-packed A) @ B[96, 200], B = x[96, 200] itself or the
+ * Transpose of x[200, 96] (a prologue that computes). 24 rows are 3 register tiles: B is
+ * read in place (pb0) unless a prologue makes every tile's read cost its work again. */
+static bool pro_transpose;
+static hc_graph *build_prologue_pack(uint64_t seed, int *expect) {
+    hc_rng r = {seed};
+    hc_graph *g = hc_graph_new("prologue_pack", 17);
+    hc_tensor *b;
+    if (pro_transpose) {
+        hc_attr perm[1] = {ints_attr("perm", 2, (int64_t[]){1, 0})};
+        b = OPA(g, TRANSPOSE, perm, 1,
+                hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){200, 96}));
+    } else {
+        b = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){96, 200});
+    }
+    hc_graph_add_output(g, OP(g, MATMUL, rand_const(g, &r, 2, (int64_t[]){24, 96}), b));
+    *expect = 1;
+    return g;
+}
+
+static void test_prologue_pack(void) {
+    const hc_target x512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    for (int t = 0; t < 2; t++) {
+        pro_transpose = t;
+        int expect = 0;
+        hc_graph *g = build_prologue_pack(5, &expect);
+        hc_compile_options opt = {.target = &x512, .num_threads = 2, .schedule_only = true};
+        hc_model *m = NULL;
+        hc_error err = {0};
+        CHECK_MSG(hc_model_compile(g, &opt, &m, &err) == HC_OK, "%s", err.msg);
+        const char *c = m && hc_model_num_kernels(m) == 1 ? hc_model_kernel_config(m, 0) : NULL;
+        CHECK_MSG(c && strstr(c, t ? " pb1 " : " pb0 "), "prologue %d: config '%s'", t,
+                  c ? c : "(none)");
+        hc_model_free(m);
+        /* and the program on this host, against the reference */
+        check(t ? "W @ Transpose(x)" : "W @ x", build_prologue_pack, 5, 1);
+        check(t ? "W @ Transpose(x)" : "W @ x", build_prologue_pack, 5, 2);
+    }
+    pro_transpose = false;
+}
+
 int main(void) {
     test_prepacked_split();
+    test_prologue_pack();
     test_prepacked();
     test_strided_conv();
     test_strided_slice();
