@@ -700,15 +700,10 @@ static void test_strided_slice(void) {
     }
 }
 
-/* ---- the default's thread split over a pre-packed B -------------------------------- */
-/* x[m, 768] @ W[768, n] + bias, W a constant: the config of the matmul kernel on a stated
- * 2-core machine (scheduled only: no code is built, so any host checks any ISA). */
-static char *prepacked_split(const hc_target *t, int64_t m, int64_t n, bool no_prepack) {
-    hc_rng r = {77};
-    hc_graph *g = hc_graph_new("split", 17);
-    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, 768});
-    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &r, 2, (int64_t[]){768, n}));
-    hc_graph_add_output(g, OP(g, ADD, y, rand_const(g, &r, 1, &n)));
+/* ---- default configs on a stated machine ------------------------------------------- */
+/* The config of g's only kernel on target t (2 threads, scheduled only: no code is built,
+ * so any host checks any ISA); NULL if g compiles to other than one kernel. Frees g. */
+static char *kernel_config(hc_graph *g, const hc_target *t, bool no_prepack) {
     hc_compile_options opt = {.target = t, .num_threads = 2, .schedule_only = true,
                               .no_prepack = no_prepack};
     hc_model *mod = NULL;
@@ -719,6 +714,16 @@ static char *prepacked_split(const hc_target *t, int64_t m, int64_t n, bool no_p
     char *res = c ? hc_xstrdup(c) : NULL;
     hc_model_free(mod);
     return res;
+}
+
+/* x[m, 768] @ W[768, n] + bias, W a constant */
+static hc_graph *build_dense(int64_t m, int64_t n) {
+    hc_rng r = {77};
+    hc_graph *g = hc_graph_new("split", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){m, 768});
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &r, 2, (int64_t[]){768, n}));
+    hc_graph_add_output(g, OP(g, ADD, y, rand_const(g, &r, 1, &n)));
+    return g;
 }
 
 /* With B pre-packed, the default splits the rows (M = 128 tokens, each thread one block
@@ -737,7 +742,8 @@ static void test_prepacked_split(void) {
                  {&x2, 128, 3072, false, " t1x2x1 "},   {&x512, 128, 3072, true, " t1x1x2 "},
                  {&x512, 1024, 3072, false, " t1x1x2 "}};
     for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
-        char *c = prepacked_split(cases[i].t, cases[i].m, cases[i].n, cases[i].no_prepack);
+        char *c = kernel_config(build_dense(cases[i].m, cases[i].n), cases[i].t,
+                                cases[i].no_prepack);
         CHECK_MSG(c && strstr(c, cases[i].want), "split case %zu: config '%s', wanted%s", i,
                   c ? c : "(none)", cases[i].want);
         free(c);
@@ -769,15 +775,10 @@ static void test_prologue_pack(void) {
     for (int t = 0; t < 2; t++) {
         pro_transpose = t;
         int expect = 0;
-        hc_graph *g = build_prologue_pack(5, &expect);
-        hc_compile_options opt = {.target = &x512, .num_threads = 2, .schedule_only = true};
-        hc_model *m = NULL;
-        hc_error err = {0};
-        CHECK_MSG(hc_model_compile(g, &opt, &m, &err) == HC_OK, "%s", err.msg);
-        const char *c = m && hc_model_num_kernels(m) == 1 ? hc_model_kernel_config(m, 0) : NULL;
+        char *c = kernel_config(build_prologue_pack(5, &expect), &x512, false);
         CHECK_MSG(c && strstr(c, t ? " pb1 " : " pb0 "), "prologue %d: config '%s'", t,
                   c ? c : "(none)");
-        hc_model_free(m);
+        free(c);
         /* and the program on this host, against the reference */
         check(t ? "W @ Transpose(x)" : "W @ x", build_prologue_pack, 5, 1);
         check(t ? "W @ Transpose(x)" : "W @ x", build_prologue_pack, 5, 2);

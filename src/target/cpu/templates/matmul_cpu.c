@@ -21,8 +21,7 @@
 
 /* ---- configs -------------------------------------------------------------------------- */
 
-/* Rows (cols) per thread when `parts` threads split `extent` in whole `tile` units. */
-static int64_t part_extent(int64_t extent, int64_t tile, int parts) {
+int64_t hc_matmul_part_extent(int64_t extent, int64_t tile, int parts) {
     return hc_cdiv(hc_cdiv(extent, tile), parts) * tile;
 }
 
@@ -32,8 +31,8 @@ static int64_t part_extent(int64_t extent, int64_t tile, int parts) {
 static double split_cost(const hc_matmul_config *c, const hc_matmul_shape *s, int tb, int tm,
                          int tn, double a_cost, double b_cost) {
     double batches = (double)hc_cdiv(s->batch, tb);
-    double rows = (double)part_extent(s->m, c->mr, tm);
-    double cols = (double)part_extent(s->n, c->nr, tn);
+    double rows = (double)hc_matmul_part_extent(s->m, c->mr, tm);
+    double cols = (double)hc_matmul_part_extent(s->n, c->nr, tn);
     double compute = rows * cols * (double)s->k;
     double packing = (c->pack_b ? b_cost * cols * (double)s->k : 0) +
                      (c->pack_a ? a_cost * rows * (double)s->k : 0);
@@ -115,7 +114,7 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
 bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t) {
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    int64_t kcb = HC_MIN(c->kc, s->k), npt = part_extent(s->n, c->nr, c->tn);
+    int64_t kcb = HC_MIN(c->kc, s->k), npt = hc_matmul_part_extent(s->n, c->nr, c->tn);
     return kcb <= 128 && npt >= 512 && kcb * HC_MIN(c->nc, npt) * 4 <= l2 / 2;
 }
 
@@ -733,11 +732,11 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
     g.Mlast = msym ? hc_sub(a, g.M, I(&g, 1)) : I(&g, s->m - 1);
     /* rows per thread: whole mr tiles, ceil(ceil(M / mr) / tm) of them */
     g.mpt = msym ? hc_mul(a, cdiv_e(&g, cdiv_e(&g, g.M, c->mr), c->tm), I(&g, c->mr))
-                    : I(&g, part_extent(s->m, c->mr, c->tm));
-    g.npt = part_extent(s->n, c->nr, c->tn);
+                    : I(&g, hc_matmul_part_extent(s->m, c->mr, c->tm));
+    g.npt = hc_matmul_part_extent(s->n, c->nr, c->tn);
     g.kcb = HC_MIN(c->kc, s->k);
     /* a symbolic M keeps the whole M block: the hint's rows say nothing of the others' */
-    g.mcb = msym ? c->mc : HC_MIN(c->mc, part_extent(s->m, c->mr, c->tm));
+    g.mcb = msym ? c->mc : HC_MIN(c->mc, hc_matmul_part_extent(s->m, c->mr, c->tm));
     g.ncb = HC_MIN(c->nc, g.npt);
     g.mpad = hc_round_up(s->m, c->mr);
     g.npad = hc_round_up(s->n, c->nr);

@@ -210,9 +210,9 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
      * BERT 116.7 -> 112.1 ms, GPT-2 170.9 -> 162.1; HIDETC_ISA=avx2: 220.2 -> 211.6 and
      * 291.0 -> 285.3. The packed layout (mr, nr, kc) does not depend on the split. */
     unsigned pre = opts ? opts->prepacked & 3u : 0;
-    int nthr = cfg->tb * cfg->tm * cfg->tn;
-    if ((pre & 1u) && hc_cdiv(hc_cdiv(s->n, cfg->nr), nthr) * cfg->nr <= cfg->nc) ac = 0;
-    if ((pre & 2u) && hc_cdiv(hc_cdiv(s->m, cfg->mr), nthr) * cfg->mr <= cfg->mc) bc = 0;
+    int threads = cfg->tb * cfg->tm * cfg->tn;
+    if ((pre & 1u) && hc_matmul_part_extent(s->n, cfg->nr, threads) <= cfg->nc) ac = 0;
+    if ((pre & 2u) && hc_matmul_part_extent(s->m, cfg->mr, threads) <= cfg->mc) bc = 0;
     if ((pro || ac == 0 || bc == 0) && opts && opts->candidate == 0) {
         /* an operand read in place through a computing prologue runs the prologue again
          * for every register tile across it: packed, it runs once per block. MobileNet-V2's
@@ -222,7 +222,7 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
          * 0.190 -> 0.112 ms (tuned 0.113) and 0.220 -> 0.148 (the other kernels within 1%) */
         if ((pro & 2u) && !cfg->pack_b && hc_cdiv(s->m, cfg->mr) > 1) cfg->pack_b = true;
         if ((pro & 1u) && !cfg->pack_a && hc_cdiv(s->n, cfg->nr) > 1) cfg->pack_a = true;
-        hc_matmul_config_set_threads_costed(cfg, s, cfg->tb * cfg->tm * cfg->tn, ac, bc);
+        hc_matmul_config_set_threads_costed(cfg, s, threads, ac, bc);
         cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
     /* The output feeds a depthwise conv whose threads take contiguous channel planes: the
@@ -230,7 +230,6 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
      * thread reads its own writes from its L2. MobileNet-V2's 28x28 expand convs on Zen 3
      * (--tune 2's pick, bench/results/ab_zen3.md): the depthwise after them 0.067 ->
      * 0.037 ms. */
-    int threads = cfg->tb * cfg->tm * cfg->tn;
     if (opts && opts->rows_to_consumer && opts->candidate == 0 && s->batch == 1 &&
         threads > 1 && s->m >= (int64_t)threads * cfg->mr) {
         cfg->tb = 1, cfg->tm = threads, cfg->tn = 1;
