@@ -562,7 +562,7 @@ static void run_conv_case(const ccase *k, const hc_target *tg, int max_level) {
         /* hand-made configs: threads 1, 2, 3 with the default tile, row tiles and output
          * chunks with 3 threads (uneven items), wide and narrow tiles */
         hc_conv_nchwc_config dc = hc_conv_nchwc_default_config(tg, &s);
-        hc_conv_nchwc_config hand[8];
+        hc_conv_nchwc_config hand[10];
         int nh = 0;
         for (int th = 1; th <= 3; th++) {
             hand[nh] = dc;
@@ -574,6 +574,12 @@ static void run_conv_case(const ccase *k, const hc_target *tg, int max_level) {
         if (hc_conv_nchwc_tile_fits(tg, 28, 1))
             hand[nh++] = (hc_conv_nchwc_config){dc.lanes, 28, 1, 64, 1, 1};
         hand[nh++] = (hc_conv_nchwc_config){dc.lanes, 2, 7, 1, 1, 3};
+        /* a tile per output row (every tile takes the in-row body) and one pixel less
+         * (tiles in a row and tiles across a row's end, branching per tile) */
+        if (s.ow >= 2 && s.ow <= HC_CONV_NCHWC_MAX_PX) {
+            hand[nh++] = (hc_conv_nchwc_config){dc.lanes, (int)s.ow, 1, 2, 1, 2};
+            hand[nh++] = (hc_conv_nchwc_config){dc.lanes, (int)s.ow - 1, 1, 3, 1, 2};
+        }
         for (int i = 0; i < nh; i++) {
             if (!hc_conv_nchwc_tile_fits(tg, hand[i].px, hand[i].ot)) continue;
             err = (hc_error){0};
@@ -2028,6 +2034,48 @@ static void test_default_tiles(void) {
     }
 }
 
+/* Occurrences of needle in hay. */
+static int count_str(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* A tile inside one output row addresses its pixels from one row and column (constant
+ * column offsets: one base register), not px rows and columns of their own (GCC kept 14 of
+ * them on the stack at px 14): a width px divides has only that body, one column per tile
+ * (q0 % ow); other widths branch per tile to the general body's px columns; a tile wider
+ * than a row has only the general body. Counted in the program: "% ow" per column. */
+static void test_row_tiles(void) {
+    const hc_target *tg = hc_target_cpu_emit_only(HC_ISA_AVX512);
+    static const struct {
+        int64_t w;
+        int px, mods;
+    } want[] = {{28, 14, 1}, {28, 7, 1}, {28, 12, 1 + 12}, {7, 12, 12}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
+        hc_conv_nchwc_shape s = {.n = 1, .cb = 2, .h = 3, .w = want[i].w, .mb = 1, .kh = 1,
+                                 .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .oh = 3,
+                                 .ow = want[i].w, .block = 16};
+        hc_conv_nchwc_config c = {16, want[i].px, 1, 3, 1, 1};
+        hc_arena a;
+        hc_arena_init(&a);
+        hc_error err = {0};
+        hc_func *f = hc_conv_nchwc_cpu(&a, "rowtile", &s, &c, tg, &err);
+        CHECK_MSG(f != NULL, "row tiles %zu: %s", i, err.msg);
+        if (f) {
+            char *body = print_body(f);
+            char needle[16];
+            snprintf(needle, sizeof needle, "%% %lld)", (long long)want[i].w);
+            int got = count_str(body, needle);
+            CHECK_MSG(got == want[i].mods, "row tiles: width %lld, px %d: %d columns, want %d",
+                      (long long)want[i].w, want[i].px, got, want[i].mods);
+            if (got != want[i].mods) fprintf(stderr, "%s\n", body);
+            free(body);
+        }
+        hc_arena_free(&a);
+    }
+}
+
 int main(void) {
     setenv("HIDETC_VERIFY", "1", 1);
     signal(SIGSEGV, on_fault);
@@ -2051,6 +2099,7 @@ int main(void) {
     test_rows_fit_l2();
     test_default_split();
     test_default_tiles();
+    test_row_tiles();
     test_depthwise_producers();
     test_conv_errors();
     const hc_target *host = hc_target_host();

@@ -283,6 +283,7 @@ typedef struct nc {
     hc_expr *b0, *b1;        /* item: its output blocks [b0, b1) */
     int64_t scratch_shape[4]; /* per-thread scratch [cb, rows_in, wp, L] (padding only) */
     bool chan_tail;          /* a group of ot blocks may overhang its chunk */
+    bool full;               /* emitting a tile whose px pixels all lie in one output row */
     /* int8 (CONV_NCHWC_Q8): the scratch holds u8 values quantized from X, the taps are
      * vdot_u8s8 of 4 input channels' bytes and 4 bytes of W per output lane */
     bool q8;
@@ -491,32 +492,87 @@ static void tile_q8(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *
     store_tile(g, acc, first, q0, npix, ob, orow, ocol, sv, bv);
 }
 
+static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *const *ob,
+                      hc_expr *const *prow, hc_expr *const *pcol, hc_expr *const *orow,
+                      hc_expr *const *ocol);
+
+/* Pixel q's window origin in the scratch (copied: padded rows) or in X (which is not
+ * padded: a depthwise conv reads it with masked loads). */
+static hc_expr *window_row(nc *g, hc_expr *orow) {
+    const hc_conv_nchwc_shape *s = g->s;
+    if (g->copy) return MUL(orow, I(g, s->sh));
+    return SUB(MUL(ADD(g->ot0, orow), I(g, s->sh)), I(g, s->pt));
+}
+static hc_expr *window_col(nc *g, hc_expr *ocol) {
+    const hc_conv_nchwc_shape *s = g->s;
+    return SUB(MUL(ocol, I(g, s->sw)), I(g, g->copy ? 0 : s->pl));
+}
+
 /* One register tile: pixels q0 .. q0+px of the item (clamped to its last pixel), output
- * blocks first .. first+ot (clamped to the chunk's last block). */
+ * blocks first .. first+ot (clamped to the chunk's last block).
+ *
+ * A tile may cross the end of an output row; then each pixel has its own row and column,
+ * and the px addresses of its broadcasts are px run-time offsets. Beyond about 10 pixels
+ * they no longer fit the 16 general registers, and GCC reloads them from the stack inside
+ * the reduction loop (MobileNet-V2's 32 -> 16 projection at 112 x 112, px 14: 18 stack
+ * loads per 14 FMAs). So a tile that lies in one row and inside the item (every tile
+ * where px divides the row width) takes a copy of the body whose pixels are one row and
+ * consecutive columns: one base address and constant displacements. Rows that px does
+ * not divide branch per tile between that copy and the general one. */
 static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
     const hc_conv_nchwc_shape *s = g->s;
     hc_arena *a = g->a;
     int px = g->c->px, ot = g->c->ot;
     bool chan_tail = g->chan_tail;
-    /* per pixel: output row (in the item) and column, and its window's origin */
-    hc_expr *prow[HC_CONV_NCHWC_MAX_PX], *pcol[HC_CONV_NCHWC_MAX_PX];
-    hc_expr *orow[HC_CONV_NCHWC_MAX_PX], *ocol[HC_CONV_NCHWC_MAX_PX];
-    for (int i = 0; i < px; i++) {
-        hc_expr *q = let(g, "q", hc_min(a, ADD(q0, I(g, i)), SUB(npix, I(g, 1))));
-        orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
-        ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
-        /* copied: row in the scratch (padded); else row in X, which is not (a depthwise
-         * conv reads it with masked loads) */
-        int64_t top = g->copy ? 0 : s->pt, left = g->copy ? 0 : s->pl;
-        prow[i] = g->copy ? let(g, "prow", MUL(orow[i], I(g, s->sh)))
-                         : let(g, "prow", SUB(MUL(ADD(g->ot0, orow[i]), I(g, s->sh)), I(g, top)));
-        pcol[i] = let(g, "pcol", SUB(MUL(ocol[i], I(g, s->sw)), I(g, left)));
-    }
     hc_expr *ob[HC_CONV_NCHWC_MAX_OT];
     for (int o = 0; o < ot; o++) {
         hc_expr *k = ADD(first, I(g, o));
         ob[o] = chan_tail ? let(g, "ob", hc_min(a, k, SUB(g->b1, I(g, 1)))) : let(g, "ob", k);
     }
+    /* per pixel: output row (in the item) and column, and its window's origin */
+    hc_expr *prow[HC_CONV_NCHWC_MAX_PX] = {0}, *pcol[HC_CONV_NCHWC_MAX_PX] = {0};
+    hc_expr *orow[HC_CONV_NCHWC_MAX_PX] = {0}, *ocol[HC_CONV_NCHWC_MAX_PX] = {0};
+    bool always = s->ow % px == 0; /* every tile starts a row's multiple of px: in a row */
+    bool never = px > s->ow;
+    hc_expr *fast = NULL;
+    if (!never) {
+        hc_expr *r0 = let(g, "orow", DIV(q0, I(g, s->ow)));
+        hc_expr *c0 = let(g, "ocol", hc_mod(a, q0, I(g, s->ow)));
+        hc_expr *pr = let(g, "prow", window_row(g, r0));
+        hc_expr *pc = let(g, "pcol", window_col(g, c0));
+        for (int i = 0; i < px; i++) {
+            orow[i] = r0, prow[i] = pr;
+            ocol[i] = ADD(c0, I(g, i));
+            pcol[i] = ADD(pc, I(g, i * s->sw));
+        }
+        if (!always)
+            fast = hc_and(a, hc_le(a, ADD(q0, I(g, px)), npix),
+                          hc_le(a, ADD(c0, I(g, px)), I(g, s->ow)));
+        if (fast) hc_b_if_begin(g->b, fast);
+        g->full = true;
+        tile_with(g, first, q0, npix, ob, prow, pcol, orow, ocol);
+        g->full = false;
+        if (!fast) return;
+        hc_b_else(g->b);
+    }
+    for (int i = 0; i < px; i++) {
+        hc_expr *q = let(g, "q", hc_min(a, ADD(q0, I(g, i)), SUB(npix, I(g, 1))));
+        orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
+        ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
+        prow[i] = let(g, "prow", window_row(g, orow[i]));
+        pcol[i] = let(g, "pcol", window_col(g, ocol[i]));
+    }
+    tile_with(g, first, q0, npix, ob, prow, pcol, orow, ocol);
+    if (fast) hc_b_end(g->b);
+}
+
+/* The tile's body for the given pixels (g->full: all px pixels exist). */
+static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *const *ob,
+                      hc_expr *const *prow, hc_expr *const *pcol, hc_expr *const *orow,
+                      hc_expr *const *ocol) {
+    const hc_conv_nchwc_shape *s = g->s;
+    hc_arena *a = g->a;
+    int px = g->c->px, ot = g->c->ot;
     if (g->q8) {
         tile_q8(g, first, q0, npix, ob, prow, pcol, orow, ocol);
         return;
@@ -587,7 +643,7 @@ static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr 
     int px = g->c->px, ot = g->c->ot;
     bool chan_tail = g->chan_tail;
     for (int i = 0; i < px; i++) {
-        bool maybe_past = i > 0;
+        bool maybe_past = i > 0 && !g->full;
         if (maybe_past) hc_b_if_begin(g->b, LT(ADD(q0, I(g, i)), npix));
         for (int o = 0; o < ot; o++) {
             bool ct = chan_tail && o > 0;
