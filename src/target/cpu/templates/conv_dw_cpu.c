@@ -446,8 +446,15 @@ static void taps(dw *g, hc_var *acc, hc_expr *ow0) {
         g->b, "wv",
         hc_type_tensor_vec(a, HC_F32, g->L, 1, (hc_expr *[]){I(g, mb)}, NULL, HC_SCOPE_REGISTER),
         NULL);
+    /* With a row stride, taps kh and kh + sh of consecutive rows r read the same input
+     * row; rolled, GCC's predictive commoning carried those vectors across kh iterations
+     * and spilled them (MobileNet-V2's stride-2 depthwise conv at 28x28, rb 4: 30 stack
+     * operands per 24 FMAs). Unrolled (kh <= 3) the loads are plain common
+     * subexpressions: none. Stride 1 keeps the loop (unrolled, features.1's depthwise conv
+     * went from none to 15 per 36 FMAs). */
+    hc_loop_attr kh_attr = s->sh > 1 && s->kh <= 3 ? hc_unroll(0) : hc_serial();
     HC_FOR(g->b, c, "c", I(g, g->cg), hc_serial()) {
-        HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
+        HC_FOR(g->b, kh, "kh", I(g, s->kh), kh_attr) {
             HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
                 HC_FOR(g->b, j, "j", I(g, mb), hc_unroll(0)) {
                     hc_expr *wk = hc_load(
