@@ -54,6 +54,13 @@ static inline double max_rel_err(const float *x, const float *y, long long n) {
     return e;
 }
 
+/* Non-overlapping occurrences of needle in hay. */
+static inline int count_str(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
 #define TEST_DONE()                                                                      \
     do {                                                                                 \
         printf("%d passed, %d failed\n", test_passed, test_failed);                     \

@@ -536,12 +536,6 @@ static char *print_func(const hc_func *f) {
     return hc_sb_take(&sb);
 }
 
-static int count(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
-}
-
 static const tcase *find(const char *name) {
     for (int i = 0; i < ncases; i++)
         if (!strcmp(cases[i].t->name, name)) return &cases[i];
@@ -562,9 +556,9 @@ static void check_structure(const hc_target *tg) {
     bool multi = tg->caps.num_cores > 1;
     char *p = print_for(tg, "softmax_big");
     /* max and sum are heap temporaries with loop nests of their own; exp is inlined */
-    CHECK_MSG(count(p, "global") >= 3, "%s", p);
-    CHECK_EQ_INT(count(p, "# m:") + count(p, "# s:") + count(p, "# y:"), 3);
-    if (multi) CHECK_MSG(count(p, " parallel:") == 3, "%s", p);
+    CHECK_MSG(count_str(p, "global") >= 3, "%s", p);
+    CHECK_EQ_INT(count_str(p, "# m:") + count_str(p, "# s:") + count_str(p, "# y:"), 3);
+    if (multi) CHECK_MSG(count_str(p, " parallel:") == 3, "%s", p);
     free(p);
     p = print_for(tg, "relu_1");
     CHECK_MSG(!strstr(p, "parallel"), "%s", p);
@@ -589,7 +583,7 @@ static void check_structure(const hc_target *tg) {
     CHECK_MSG(strstr(p, "vector of accumulators"), "%s", p);
     free(p);
     p = print_for(tg, "deep"); /* some levels are materialized to bound the size */
-    CHECK_MSG(count(p, "global") > 2 && count(p, "global") < 40, "%s", p);
+    CHECK_MSG(count_str(p, "global") > 2 && count_str(p, "global") < 40, "%s", p);
     free(p);
     p = print_for(tg, "r_sum_2"); /* reduce over the innermost axis: scalar */
     CHECK_MSG(!strstr(p, "vector of accumulators"), "%s", p);

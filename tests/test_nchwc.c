@@ -2034,13 +2034,6 @@ static void test_default_tiles(void) {
     }
 }
 
-/* Occurrences of needle in hay. */
-static int count_str(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
-    return n;
-}
-
 /* A tile inside one output row addresses its pixels from one row and column (constant
  * column offsets: one base register), not px rows and columns of their own (GCC kept 14 of
  * them on the stack at px 14): a width px divides has only that body, one column per tile

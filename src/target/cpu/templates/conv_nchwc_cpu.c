@@ -283,7 +283,6 @@ typedef struct nc {
     hc_expr *b0, *b1;        /* item: its output blocks [b0, b1) */
     int64_t scratch_shape[4]; /* per-thread scratch [cb, rows_in, wp, L] (padding only) */
     bool chan_tail;          /* a group of ot blocks may overhang its chunk */
-    bool full;               /* emitting a tile whose px pixels all lie in one output row */
     /* int8 (CONV_NCHWC_Q8): the scratch holds u8 values quantized from X, the taps are
      * vdot_u8s8 of 4 input channels' bytes and 4 bytes of W per output lane */
     bool q8;
@@ -350,9 +349,18 @@ static void copy_rows(nc *g) {
     }
 }
 
+/* A register tile's pixels: output row (in the item) and column, and the window's origin
+ * (row and column in the scratch or in X; may be negative); full: all px pixels exist
+ * (none lies past the item). */
+typedef struct tile_px {
+    hc_expr *orow[HC_CONV_NCHWC_MAX_PX], *ocol[HC_CONV_NCHWC_MAX_PX];
+    hc_expr *prow[HC_CONV_NCHWC_MAX_PX], *pcol[HC_CONV_NCHWC_MAX_PX];
+    bool full;
+} tile_px;
+
 static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr *npix,
-                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol,
-                       hc_expr *const *sv, hc_expr *const *bv);
+                       hc_expr *const *ob, const tile_px *p, hc_expr *const *sv,
+                       hc_expr *const *bv);
 
 /* Depthwise: acc[q][o] += X[n, ob[o], pixel q's tap (i, j), :] * W[ob[o], 0, i, j, 0, :]
  * over the taps; a tap outside the image is a masked load of no lanes (zeros) at a clamped
@@ -428,8 +436,7 @@ static void depthwise_taps_with(nc *g, hc_var *acc, hc_var *wv, hc_expr *const *
  * 4 input channels of vdot_u8s8(the 4 scratch bytes of pixel q's tap, W's 4L bytes);
  * stored as S[ob] * f32(acc) + B[ob]. */
 static void tile_q8(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *const *ob,
-                    hc_expr *const *prow, hc_expr *const *pcol, hc_expr *const *orow,
-                    hc_expr *const *ocol) {
+                    const tile_px *p) {
     const hc_conv_nchwc_shape *s = g->s;
     hc_arena *a = g->a;
     int px = g->c->px, ot = g->c->ot;
@@ -463,7 +470,7 @@ static void tile_q8(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *
                     }
                     hc_expr *dr = MUL(R(g, kh), I(g, s->dh)), *dc = MUL(R(g, kw), I(g, s->dw));
                     for (int i = 0; i < px; i++) {
-                        hc_expr *row = ADD(prow[i], dr), *col = ADD(pcol[i], dc);
+                        hc_expr *row = ADD(p->prow[i], dr), *col = ADD(p->pcol[i], dc);
                         hc_expr *p = addr(g, g->xs, 4,
                                           (hc_expr *[]){R(g, ci), row, col, MUL(R(g, l), I(g, 4))});
                         hc_var *xb = hc_b_declare(g->b, "xb", g->ivec,
@@ -489,12 +496,11 @@ static void tile_q8(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *
         bv[o] = hc_ref(a, hc_b_declare(g->b, "bias", g->vec,
                                        vcall(g, HC_PRIM_VLOAD, g->vec, 1, addr(g, g->B, 2, ix), 0, 0)));
     }
-    store_tile(g, acc, first, q0, npix, ob, orow, ocol, sv, bv);
+    store_tile(g, acc, first, q0, npix, ob, p, sv, bv);
 }
 
 static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *const *ob,
-                      hc_expr *const *prow, hc_expr *const *pcol, hc_expr *const *orow,
-                      hc_expr *const *ocol);
+                      const tile_px *p);
 
 /* Pixel q's window origin in the scratch (copied: padded rows) or in X (which is not
  * padded: a depthwise conv reads it with masked loads). */
@@ -529,9 +535,7 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
         hc_expr *k = ADD(first, I(g, o));
         ob[o] = chan_tail ? let(g, "ob", hc_min(a, k, SUB(g->b1, I(g, 1)))) : let(g, "ob", k);
     }
-    /* per pixel: output row (in the item) and column, and its window's origin */
-    hc_expr *prow[HC_CONV_NCHWC_MAX_PX] = {0}, *pcol[HC_CONV_NCHWC_MAX_PX] = {0};
-    hc_expr *orow[HC_CONV_NCHWC_MAX_PX] = {0}, *ocol[HC_CONV_NCHWC_MAX_PX] = {0};
+    tile_px p = {.full = true};
     bool always = s->ow % px == 0; /* every tile starts a row's multiple of px: in a row */
     bool never = px > s->ow;
     hc_expr *fast = NULL;
@@ -541,40 +545,38 @@ static void tile(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix) {
         hc_expr *pr = let(g, "prow", window_row(g, r0));
         hc_expr *pc = let(g, "pcol", window_col(g, c0));
         for (int i = 0; i < px; i++) {
-            orow[i] = r0, prow[i] = pr;
-            ocol[i] = ADD(c0, I(g, i));
-            pcol[i] = ADD(pc, I(g, i * s->sw));
+            p.orow[i] = r0, p.prow[i] = pr;
+            p.ocol[i] = ADD(c0, I(g, i));
+            p.pcol[i] = ADD(pc, I(g, i * s->sw));
         }
         if (!always)
             fast = hc_and(a, hc_le(a, ADD(q0, I(g, px)), npix),
                           hc_le(a, ADD(c0, I(g, px)), I(g, s->ow)));
         if (fast) hc_b_if_begin(g->b, fast);
-        g->full = true;
-        tile_with(g, first, q0, npix, ob, prow, pcol, orow, ocol);
-        g->full = false;
+        tile_with(g, first, q0, npix, ob, &p);
         if (!fast) return;
         hc_b_else(g->b);
     }
     for (int i = 0; i < px; i++) {
         hc_expr *q = let(g, "q", hc_min(a, ADD(q0, I(g, i)), SUB(npix, I(g, 1))));
-        orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
-        ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
-        prow[i] = let(g, "prow", window_row(g, orow[i]));
-        pcol[i] = let(g, "pcol", window_col(g, ocol[i]));
+        p.orow[i] = let(g, "orow", DIV(q, I(g, s->ow)));
+        p.ocol[i] = let(g, "ocol", hc_mod(a, q, I(g, s->ow)));
+        p.prow[i] = let(g, "prow", window_row(g, p.orow[i]));
+        p.pcol[i] = let(g, "pcol", window_col(g, p.ocol[i]));
     }
-    tile_with(g, first, q0, npix, ob, prow, pcol, orow, ocol);
+    p.full = false;
+    tile_with(g, first, q0, npix, ob, &p);
     if (fast) hc_b_end(g->b);
 }
 
-/* The tile's body for the given pixels (g->full: all px pixels exist). */
+/* The tile's body for the given pixels. */
 static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr *const *ob,
-                      hc_expr *const *prow, hc_expr *const *pcol, hc_expr *const *orow,
-                      hc_expr *const *ocol) {
+                      const tile_px *p) {
     const hc_conv_nchwc_shape *s = g->s;
     hc_arena *a = g->a;
     int px = g->c->px, ot = g->c->ot;
     if (g->q8) {
-        tile_q8(g, first, q0, npix, ob, prow, pcol, orow, ocol);
+        tile_q8(g, first, q0, npix, ob, p);
         return;
     }
     hc_var *acc = hc_b_declare(
@@ -596,8 +598,8 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
         NULL);
     hc_loop_attr kw_attr = s->kw <= 7 ? hc_unroll(0) : hc_serial();
     if (s->depthwise) {
-        depthwise_taps(g, acc, wv, ob, prow, pcol);
-        store_tile(g, acc, first, q0, npix, ob, orow, ocol, NULL, NULL);
+        depthwise_taps(g, acc, wv, ob, p->prow, p->pcol);
+        store_tile(g, acc, first, q0, npix, ob, p, NULL, NULL);
         return;
     }
     HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
@@ -611,7 +613,7 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
                     }
                     hc_expr *dr = MUL(R(g, kh), I(g, s->dh)), *dc = MUL(R(g, kw), I(g, s->dw));
                     for (int i = 0; i < px; i++) {
-                        hc_expr *row = ADD(prow[i], dr), *col = ADD(pcol[i], dc);
+                        hc_expr *row = ADD(p->prow[i], dr), *col = ADD(p->pcol[i], dc);
                         hc_expr *x =
                             g->copy ? hc_load(a, g->xs, 4, (hc_expr *[]){R(g, ci), row, col, R(g, l)})
                                    : hc_load(a, g->X, 5,
@@ -630,27 +632,27 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
             }
         }
     }
-    store_tile(g, acc, first, q0, npix, ob, orow, ocol, NULL, NULL);
+    store_tile(g, acc, first, q0, npix, ob, p, NULL, NULL);
 }
 
 /* Y[n, ob[o], pixel i] = acc[i][o] (int8: S[ob] * f32(acc[i][o]) + B[ob], sv and bv the
  * S and B vectors; NULL for f32): pixels past the item and blocks past the chunk not
  * stored. */
 static void store_tile(nc *g, hc_var *acc, hc_expr *first, hc_expr *q0, hc_expr *npix,
-                       hc_expr *const *ob, hc_expr *const *orow, hc_expr *const *ocol,
-                       hc_expr *const *sv, hc_expr *const *bv) {
+                       hc_expr *const *ob, const tile_px *p, hc_expr *const *sv,
+                       hc_expr *const *bv) {
     hc_arena *a = g->a;
     int px = g->c->px, ot = g->c->ot;
     bool chan_tail = g->chan_tail;
     for (int i = 0; i < px; i++) {
-        bool maybe_past = i > 0 && !g->full;
+        bool maybe_past = i > 0 && !p->full;
         if (maybe_past) hc_b_if_begin(g->b, LT(ADD(q0, I(g, i)), npix));
         for (int o = 0; o < ot; o++) {
             bool ct = chan_tail && o > 0;
             if (ct) hc_b_if_begin(g->b, LT(ADD(first, I(g, o)), g->b1));
             hc_expr *v = hc_load(a, acc, 2, (hc_expr *[]){I(g, i), I(g, o)});
             if (sv) v = vcall(g, HC_PRIM_VFMA, g->vec, 3, hc_cast(a, g->vec, v), sv[o], bv[o]);
-            hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, orow[i]), ocol[i], I(g, 0)};
+            hc_expr *idx[5] = {g->n, ob[o], ADD(g->ot0, p->orow[i]), p->ocol[i], I(g, 0)};
             vstore(g, addr(g, g->Y, 5, idx), v);
             if (ct) hc_b_end(g->b);
         }

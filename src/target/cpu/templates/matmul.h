@@ -80,11 +80,11 @@ bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape 
  * returns the number of candidates. */
 int hc_matmul_space(const hc_target *t, const hc_matmul_shape *s, int level,
                     hc_matmul_config *out, int max);
+/* Rows (cols) per thread when `parts` threads split `extent` in whole `tile` units. */
+int64_t hc_matmul_part_extent(int64_t extent, int64_t tile, int parts);
 /* Choose the tb x tm x tn split of `threads` for this shape (threads >= 1): the least
  * padded work of the slowest thread plus the packing each thread repeats, a packed
  * element costing HC_MATMUL_PACK_COST multiply-adds. */
-/* Rows (cols) per thread when `parts` threads split `extent` in whole `tile` units. */
-int64_t hc_matmul_part_extent(int64_t extent, int64_t tile, int parts);
 void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s, int threads);
 /* The same with the packing of an A and a B element costing a_cost and b_cost. */
 void hc_matmul_config_set_threads_costed(hc_matmul_config *c, const hc_matmul_shape *s,
