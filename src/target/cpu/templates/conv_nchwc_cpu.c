@@ -190,8 +190,10 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * on 32 blocks (3% of its last group wasted), 30% slower than 2 x 6 on ResNet-50's
  * 256-channel 1x1 convs; and 3 x 4 fills all 16 registers, so `--tune 2` picked 2 x 6
  * for every dense 1x1 conv of MobileNet-V2, 3 dividing their blocks or not (16 -> 96 on
- * 112x112: 0.54 -> 0.46 ms). AVX2 code run on an AVX-512 CPU has 32 ymm registers,
- * where 3 x 4 had won.
+ * 112x112: 0.54 -> 0.46 ms). On an Intel AVX-512 CPU, AVX2 code (built with
+ * -mno-avx512f: the same 16 ymm registers) goes the other way: `--tune 2` picks 3 x 4 for
+ * most 1x1 convs there (MobileNet-V2's 14x14 expands 0.198 -> 0.146 ms, ResNet-50's within
+ * 0.84-1.11x, bench/results/compare_xeon.md), so this rule follows the real AVX2 CPU.
  * Depthwise: every tap is a load per FMA, so the tile only needs enough independent FMA
  * chains: 12 (3 x 4 with 16 registers, 4 x 3 with 32: the tuner's picks on both), the
  * widest ot that fits, the same waste weighting. */
