@@ -193,7 +193,8 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * 112x112: 0.54 -> 0.46 ms). On an Intel AVX-512 CPU, AVX2 code (built with
  * -mno-avx512f: the same 16 ymm registers) goes the other way: `--tune 2` picks 3 x 4 for
  * most 1x1 convs there (MobileNet-V2's 14x14 expands 0.198 -> 0.146 ms, ResNet-50's within
- * 0.84-1.11x, bench/results/compare_xeon.md), so this rule follows the real AVX2 CPU.
+ * 0.84-1.11x, a shared VM: bench/results/compare_xeon.md), so the difference is not the
+ * register count; this rule follows the real AVX2 CPU.
  * Depthwise: every tap is a load per FMA, so the tile only needs enough independent FMA
  * chains: 12 (3 x 4 with 16 registers, 4 x 3 with 32: the tuner's picks on both), the
  * widest ot that fits, the same waste weighting. */
