@@ -12,6 +12,14 @@ the old and the new hidetc into the same rounds: per model, one worker process p
 binary at --tune 0; bench/compare_worker.py for ORT and OpenVINO), each round runs every
 worker once in a rotating order with --gap-ms between requests, and the table gives the
 medians, new / old, and both against ORT and OpenVINO (their median / hidetc's median).
+The machine's speed drifts between regimes, so the table also gives the median of the
+per-round new / old (each round's two builds ran seconds apart: steadier than the ratio
+of the medians when the regime changes during the run), and the same in the faster and
+in the slower half of the rounds, since a change can win in one regime and lose in the
+other (a shorter matmul K block on the Xeon VM: 0.94 slow, 1.04 fast). A round's speed
+is the other systems' times in it (each over its median), or old + new when they are
+not run. Opposite signs in the two halves mean the change tracks the machine's load,
+not the program.
 The models and inputs are bench/compare's exports (BUILD/cache/compare-models/MODEL-bB;
 run bench/compare once to make them) and its venv (BUILD/bench-venv). Both builds' outputs
 are checked against ORT's (relative tolerance 1e-3 of the largest reference value).
@@ -57,6 +65,23 @@ class Worker:
         except BrokenPipeError:
             pass
         self.p.wait()
+
+
+def split_rounds(old, new, speed=None):
+    """The median of the per-round new / old over all rounds, in the faster and in the
+    slower half of the rounds, ranked by speed[r] (the reference systems' time in round r;
+    old + new without one); a middle round of an odd count goes to neither half. None for
+    a half with no rounds."""
+    keys = speed if speed is not None else [o + n for o, n in zip(old, new)]
+    rounds = [p for _, p in sorted(zip(keys, zip(old, new)), key=lambda kp: kp[0])]
+    h = len(rounds) // 2
+    fast, slow = rounds[:h], rounds[len(rounds) - h:]
+    return tuple(statistics.median(n / o for o, n in part) if part else None
+                 for part in (rounds, fast, slow))
+
+
+def fmt_ratio(x):
+    return "-" if x is None else "%.3f" % x
 
 
 def main():
@@ -127,20 +152,28 @@ def main():
                         ok &= x.shape == y.shape and float(np.max(np.abs(x - y))) <= tol
                     agree[s] = "ok" if ok else "MISMATCH"
             med = {s: statistics.median(w.times) for s, w in ws.items()}
+            speed = None
+            if others:
+                ms = {s: statistics.median(ws[s].times) for s in others}
+                speed = [sum(ws[s].times[r] / ms[s] for s in others)
+                         for r in range(len(ws["old"].times))]
+            halves = split_rounds(ws["old"].times, ws["new"].times, speed)
             for w in ws.values():
                 w.close()
-            rows.append((model, batch, med, agree))
+            rows.append((model, batch, med, agree, halves))
             print("ab: %s b%d: %s" % (model, batch, ", ".join("%s %.1f" % kv for kv in med.items())),
                   file=sys.stderr)
-    lines = ["| model | batch | old ms | new ms | new / old | " +
-             " | ".join("%s ms | old vs %s | new vs %s" % (s, s, s) for s in others) +
-             " | outputs vs ORT (old, new) |",
-             "|---|---:|---:|---:|---:|" + "---:|---:|---:|" * len(others) + "---|"]
-    for model, batch, med, agree in rows:
-        cells = ["%.1f | %.2f | %.2f" % (med[s], med[s] / med["old"], med[s] / med["new"])
-                 for s in others]
-        lines.append("| %s | %d | %.1f | %.1f | %.3f | %s | %s, %s |" % (
-            model, batch, med["old"], med["new"], med["new"] / med["old"], " | ".join(cells),
+    lines = ["| model | batch | old ms | new ms | new / old | per round: new / old | "
+             "faster half | slower half | " +
+             "".join("%s ms | old vs %s | new vs %s | " % (s, s, s) for s in others) +
+             "outputs vs ORT (old, new) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|---:|" * len(others) + "---|"]
+    for model, batch, med, agree, halves in rows:
+        cells = "".join("%.1f | %.2f | %.2f | " % (med[s], med[s] / med["old"],
+                                                    med[s] / med["new"]) for s in others)
+        lines.append("| %s | %d | %.1f | %.1f | %.3f | %s | %s | %s | %s%s, %s |" % (
+            model, batch, med["old"], med["new"], med["new"] / med["old"],
+            fmt_ratio(halves[0]), fmt_ratio(halves[1]), fmt_ratio(halves[2]), cells,
             agree.get("old", "-"), agree.get("new", "-")))
 
     def geo(xs):
@@ -148,8 +181,8 @@ def main():
     for s in others:
         lines.append("")
         lines.append("Geometric mean over the rows, %s median / hidetc median: old %.2fx, new %.2fx" % (
-            s, geo([m[s] / m["old"] for _, _, m, _ in rows]),
-            geo([m[s] / m["new"] for _, _, m, _ in rows])))
+            s, geo([m[s] / m["old"] for _, _, m, _, _ in rows]),
+            geo([m[s] / m["new"] for _, _, m, _, _ in rows])))
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
