@@ -16,10 +16,10 @@ The machine's speed drifts between regimes, so the table also gives the median o
 per-round new / old (each round's two builds ran seconds apart: steadier than the ratio
 of the medians when the regime changes during the run), and the same in the faster and
 in the slower half of the rounds, since a change can win in one regime and lose in the
-other (a shorter matmul K block on the Xeon VM: 0.94 slow, 1.04 fast). A round's speed
-is the other systems' times in it (each over its median), or old + new when they are
-not run. Opposite signs in the two halves mean the change tracks the machine's load,
-not the program.
+other (a shorter matmul K block for BERT on the Xeon VM: 0.92 in the slower half, 1.00
+in the faster). A round's speed is the other systems' times in it (each over its
+median), or old + new when they are not run. Opposite signs in the two halves mean the
+change tracks the machine's load, not the program.
 The models and inputs are bench/compare's exports (BUILD/cache/compare-models/MODEL-bB;
 run bench/compare once to make them) and its venv (BUILD/bench-venv). Both builds' outputs
 are checked against ORT's (relative tolerance 1e-3 of the largest reference value).

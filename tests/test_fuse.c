@@ -36,6 +36,7 @@ static hc_tune_weights check_tune_weights;
 static const hc_jit_options *check_jit;
 static bool check_no_prepack;
 static bool check_no_direct; /* convs by im2col or Winograd, never the direct template */
+static const hc_target *check_target; /* NULL: the host */
 /* An absolute error the check admits besides 1e-4 of the largest output: one quantization
  * step where outputs are quantized (the reference computes in double, the program in f32,
  * so a value at a rounding boundary may land one step away). */
@@ -57,6 +58,7 @@ static result check(const char *label, builder build, uint64_t seed, int threads
                               .tune_level = check_tune_level,
                               .tune_weights = check_tune_weights,
                               .jit = check_jit,
+                              .target = check_target,
                               .no_prepack = check_no_prepack,
                               .paths.no_direct = check_no_direct};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
@@ -750,6 +752,49 @@ static void test_prepacked_split(void) {
     }
 }
 
+/* The K block of x @ W on a stated Sapphire/Emerald Rapids core with AVX-512: a B
+ * micro-panel of half of L1 (kc 192 for K = 768 on 48 KiB) where a thread's share of C
+ * fits in half of L2, whether W is pre-packed or not; 1.5 x L1 (kc 384) elsewhere. Then
+ * the program against the reference, where this host runs AVX-512 code (the pre-packed
+ * layout follows kc). */
+static hc_graph *build_dense_rand(uint64_t seed, int *expect) {
+    (void)seed;
+    *expect = 1;
+    return build_dense(128, 3072);
+}
+
+static void test_spr_kblock(void) {
+    hc_target spr = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    hc_target spr2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
+    const hc_target other = spr;
+    spr.caps.core = spr2.caps.core = HC_CORE_INTEL_SPR;
+    struct {
+        const hc_target *t;
+        int64_t m, n;
+        bool no_prepack;
+        const char *want;
+    } cases[] = {{&spr, 128, 3072, false, " kc192 "},  {&spr, 128, 768, false, " kc192 "},
+                 {&spr, 128, 3072, true, " kc192 "},   {&spr, 1024, 3072, false, " kc384 "},
+                 {&spr, 128, 50000, false, " kc384 "}, {&other, 128, 3072, false, " kc384 "},
+                 {&spr2, 128, 3072, false, " kc768 "}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        char *c = kernel_config(build_dense(cases[i].m, cases[i].n), cases[i].t,
+                                cases[i].no_prepack);
+        CHECK_MSG(c && strstr(c, cases[i].want), "K block case %zu: config '%s', wanted%s", i,
+                  c ? c : "(none)", cases[i].want);
+        free(c);
+    }
+    if (hc_cpu_isa() == HC_ISA_AVX512) {
+        spr.caps.num_cores = 2;
+        check_target = &spr;
+        for (int np = 0; np < 2; np++) {
+            check_no_prepack = np;
+            check("x @ W, half-L1 K blocks", build_dense_rand, 0, 2);
+        }
+        check_target = NULL, check_no_prepack = false;
+    }
+}
+
 /* W[24, 96] (a constant: pre-packed A) @ B[96, 200], B = x[96, 200] itself or the
  * Transpose of x[200, 96] (a prologue that computes). 24 rows are 3 register tiles: B is
  * read in place (pb0) unless a prologue makes every tile's read cost its work again. */
@@ -788,6 +833,7 @@ static void test_prologue_pack(void) {
 
 int main(void) {
     test_prepacked_split();
+    test_spr_kblock();
     test_prologue_pack();
     test_prepacked();
     test_strided_conv();

@@ -180,6 +180,75 @@ static void test_configs(void) {
                   hc_isa_name(machines[rows[i].machine].caps.isa), (long long)rows[i].m, c.mr,
                   rows[i].mr);
     }
+    /* K blocks: a B micro-panel of 1.5 x L1 before K splits into equal blocks, whatever
+     * the core (the A block's share of L2 follows kc); half of L1 where
+     * hc_matmul_half_l1_panel_pays: Sapphire/Emerald Rapids, AVX-512, constant B and
+     * not A, a thread's share of C in half of L2 */
+    static const struct {
+        hc_isa isa;
+        int64_t l1, k, kc, mc, half_kc, half_mc;
+    } kblocks[] = {
+        {HC_ISA_AVX512, 48 << 10, 768, 384, 168, 192, 336},
+        {HC_ISA_AVX512, 48 << 10, 3072, 512, 128, 192, 336},
+        {HC_ISA_AVX512, 48 << 10, 100, 104, 624, 104, 624},
+        {HC_ISA_AVX512, 32 << 10, 768, 384, 168, 128, 512},
+        {HC_ISA_AVX2, 48 << 10, 768, 768, 84, 384, 168},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(kblocks); i++) {
+        hc_target m = hc_target_cpu_describe(kblocks[i].isa, 2, kblocks[i].l1, 2 << 20, 105 << 20);
+        CHECK_EQ_INT(m.caps.core, HC_CORE_OTHER); /* a stated machine names no core */
+        for (int core = 0; core < 2; core++) {
+            m.caps.core = core ? HC_CORE_INTEL_SPR : HC_CORE_OTHER;
+            hc_matmul_shape ks = {1, 128, 3072, kblocks[i].k};
+            c = hc_matmul_default_config(&m, &ks);
+            CHECK_MSG(c.kc == kblocks[i].kc && c.mc == kblocks[i].mc,
+                      "%s L1 %lld K %lld core %d: kc %lld mc %lld, want %lld %lld",
+                      hc_isa_name(kblocks[i].isa), (long long)kblocks[i].l1,
+                      (long long)kblocks[i].k, core, (long long)c.kc, (long long)c.mc,
+                      (long long)kblocks[i].kc, (long long)kblocks[i].mc);
+            hc_matmul_config_set_kc(&c, &ks, &m, kblocks[i].l1 / 2);
+            CHECK_MSG(c.kc == kblocks[i].half_kc && c.mc == kblocks[i].half_mc,
+                      "%s L1 %lld K %lld, half of L1: kc %lld mc %lld, want %lld %lld",
+                      hc_isa_name(kblocks[i].isa), (long long)kblocks[i].l1,
+                      (long long)kblocks[i].k, (long long)c.kc, (long long)c.mc,
+                      (long long)kblocks[i].half_kc, (long long)kblocks[i].half_mc);
+        }
+    }
+    {
+        hc_target spr = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+        hc_target spr2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
+        hc_target other = spr;
+        spr.caps.core = spr2.caps.core = HC_CORE_INTEL_SPR;
+        hc_matmul_shape ffn = {1, 128, 3072, 768}, head = {1, 128, 50257, 768},
+                        ffn8 = {1, 1024, 3072, 768}, batched = {8, 128, 3072, 768};
+        c = hc_matmul_default_config(&spr, &ffn); /* 2 threads: 786 KB of C each */
+        CHECK(hc_matmul_half_l1_panel_pays(&c, &ffn, &spr, false, true));
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &spr, true, true));   /* A constant */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &spr, false, false)); /* B not */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &other, false, true)); /* other core */
+        c = hc_matmul_default_config(&spr2, &ffn);
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &spr2, false, true)); /* AVX2 code */
+        c = hc_matmul_default_config(&spr, &head); /* an LM head: 12.9 MB of C a thread */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &head, &spr, false, true));
+        hc_matmul_shape gemv = {1, 1, 1000, 1280}, short_m = {1, 32, 3072, 768};
+        c = hc_matmul_default_config(&spr, &gemv); /* one row: B read once */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &gemv, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &short_m); /* 4 row tiles of 8 */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &short_m, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &ffn8);
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn8, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &batched); /* a B per batch (Winograd) */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &batched, &spr, false, true));
+        hc_matmul_config_set_threads(&c, &ffn, 1); /* one thread: 1.5 MB of C */
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &spr, false, true));
+    }
+    /* the core from CPUID's vendor, family and model */
+    CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0xCF), HC_CORE_INTEL_SPR);
+    CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0x8F), HC_CORE_INTEL_SPR);
+    CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0x55), HC_CORE_OTHER);    /* Skylake-SP */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x11), HC_CORE_OTHER);   /* Zen 4 */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 6, 0xCF), HC_CORE_OTHER);
+    CHECK_EQ_INT(hc_cpu_core_of(NULL, 6, 0xCF), HC_CORE_OTHER);
     hc_matmul_shape s = {1, 64, 64, 64};
     hc_matmul_config good = hc_matmul_default_config(t, &s);
     struct {

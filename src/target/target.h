@@ -13,6 +13,13 @@
 #include "ir/ir.h"
 
 typedef enum hc_isa { HC_ISA_SCALAR, HC_ISA_AVX2, HC_ISA_AVX512 } hc_isa;
+/* The CPU core, where a default rule was measured to differ between cores with the same
+ * ISA and caches (CPUID vendor, family and model; host.c). HC_CORE_OTHER: every core no
+ * rule names, and every stated target (hc_target_cpu_describe) unless a test sets it. */
+typedef enum hc_cpu_core {
+    HC_CORE_OTHER,
+    HC_CORE_INTEL_SPR, /* Sapphire Rapids and Emerald Rapids Xeons (family 6, 0x8F, 0xCF) */
+} hc_cpu_core;
 const char *hc_isa_name(hc_isa isa);
 
 typedef enum hc_target_kind { HC_TARGET_CPU, HC_TARGET_GPU } hc_target_kind;
@@ -27,6 +34,7 @@ typedef struct hc_target_caps {
     int64_t l1_bytes, l2_bytes, l3_bytes; /* data cache sizes per core (l3: shared) */
     int int8_dot;    /* u8 x s8 dot products: 2 AVX-512 VNNI, 1 AVX-VNNI (ymm), 0 neither
                       * (emulated with 16-bit multiplies) */
+    hc_cpu_core core;
     /* GPU */
     int num_sms;
     int64_t smem_per_block; /* bytes of shared memory a block may use */

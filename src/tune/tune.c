@@ -82,8 +82,9 @@ void hc_tune_key(const char *signature, int level, const hc_target *t, char key[
     char buf[256];
     /* everything the schedule space is built from, so a record never outlives its space */
     snprintf(buf, sizeof buf, "level %d target %s isa %s bits %d cores %d regs %d l1 %lld l2 %lld "
-             "l3 %lld", level, t->name, hc_isa_name(t->caps.isa), t->caps.vector_bits, t->caps.num_cores,
-             t->caps.num_regs, (long long)t->caps.l1_bytes, (long long)t->caps.l2_bytes, (long long)t->caps.l3_bytes);
+             "l3 %lld core %d", level, t->name, hc_isa_name(t->caps.isa), t->caps.vector_bits,
+             t->caps.num_cores, t->caps.num_regs, (long long)t->caps.l1_bytes,
+             (long long)t->caps.l2_bytes, (long long)t->caps.l3_bytes, (int)t->caps.core);
     hc_hash_str(&h, buf);
     hc_hash_str(&h, hc_tune_machine(t));
     hc_hash_hex(&h, key);

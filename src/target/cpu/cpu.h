@@ -29,6 +29,9 @@ hc_isa hc_cpu_isa(void);
  * and cache sizes (tests inject it to check a rule on the machine it names). */
 hc_target hc_target_cpu_describe(hc_isa isa, int cores, int64_t l1_bytes, int64_t l2_bytes,
                                  int64_t l3_bytes);
+/* The core a CPUID vendor string ("GenuineIntel") and display family and model name
+ * (HC_CORE_OTHER for every core no rule was measured on). */
+hc_cpu_core hc_cpu_core_of(const char *vendor, unsigned family, unsigned model);
 /* Size in bytes of cpu0's level-`level` data cache as sysfs under `root` states it
  * ("/sys/devices/system/cpu" on Linux; tests give a tree of their own), 0 if none. */
 int64_t hc_cpu_sysfs_cache_size(const char *root, int level);

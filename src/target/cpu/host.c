@@ -7,6 +7,9 @@
 
 #include <pthread.h>
 #include <sched.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <string.h>
 #include <unistd.h>
 
@@ -169,6 +172,31 @@ static int usable_cores(void) {
     return n;
 }
 
+/* The core from CPUID's vendor string and display family and model (family 6 and 15 add
+ * the extended model). Only cores some default rule was measured on are named. */
+hc_cpu_core hc_cpu_core_of(const char *vendor, unsigned family, unsigned model) {
+    if (vendor && !strcmp(vendor, "GenuineIntel") && family == 6 &&
+        (model == 0x8F || model == 0xCF))
+        return HC_CORE_INTEL_SPR;
+    return HC_CORE_OTHER;
+}
+
+static hc_cpu_core detect_core(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    char vendor[13] = {0};
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return HC_CORE_OTHER;
+    memcpy(vendor, &b, 4), memcpy(vendor + 4, &d, 4), memcpy(vendor + 8, &c, 4);
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return HC_CORE_OTHER;
+    unsigned family = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
+    if (family == 0xF) family += (a >> 20) & 0xFF;
+    if (family == 6 || family >= 0xF) model |= ((a >> 16) & 0xF) << 4;
+    return hc_cpu_core_of(vendor, family, model);
+#else
+    return HC_CORE_OTHER;
+#endif
+}
+
 static hc_isa detect_isa(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
@@ -226,6 +254,7 @@ static void detect(void) {
     base.caps.l1_bytes = cache_size(1, _SC_LEVEL1_DCACHE_SIZE, 32 * 1024);
     base.caps.l2_bytes = cache_size(2, _SC_LEVEL2_CACHE_SIZE, 1024 * 1024);
     base.caps.l3_bytes = cache_size(3, _SC_LEVEL3_CACHE_SIZE, 8 * 1024 * 1024);
+    base.caps.core = detect_core();
     hc_cpu_target_ops(&base);
     for (int i = 0; i < 3; i++) {
         targets[i] = base;
@@ -278,5 +307,6 @@ hc_target hc_target_cpu_describe(hc_isa isa, int cores, int64_t l1_bytes, int64_
     hc_target t = *hc_target_cpu_emit_only(isa);
     t.caps.num_cores = cores;
     t.caps.l1_bytes = l1_bytes, t.caps.l2_bytes = l2_bytes, t.caps.l3_bytes = l3_bytes;
+    t.caps.core = HC_CORE_OTHER; /* a stated machine is no particular core unless set */
     return t;
 }

@@ -68,6 +68,14 @@ typedef struct hc_matmul_config {
 /* A config from the target's vector width, register count and cache sizes, with
  * t->caps.num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
+/* kc (balanced K blocks) from the bytes of B micro-panel (kc x nr) it aims at, and mc
+ * from kc; the default aims at 1.5 x L1. */
+void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
+                             int64_t panel_bytes);
+/* Whether the default's panel should be half of L1 instead, for this many threads and
+ * these constant operands (matmul_cpu.c has the measurements). */
+bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                                  const hc_target *t, bool a_const, bool b_const);
 /* The default's loop order rule: rows first where K is short and the thread's B block
  * fits in half of L2 (src/target/cpu/templates/matmul_cpu.c has the measurements). */
 bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,

@@ -59,6 +59,49 @@ void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s,
                                         HC_MATMUL_PACK_COST);
 }
 
+/* kc from the bytes of B micro-panel (kc x nr floats) it aims at, balanced so that K
+ * splits into equal blocks, and mc from kc (the A block, mc x kc, takes a modest share of
+ * L2 next to the streaming B panels). */
+void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
+                             int64_t panel_bytes) {
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t kc = hc_clamp64(panel_bytes / (c->nr * 4) / 16 * 16, 64, 1024);
+    c->kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8); /* balanced K blocks */
+    int64_t mc = hc_clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
+    c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
+}
+
+/* The B micro-panel of half of L1 on Sapphire/Emerald Rapids with AVX-512, where B is
+ * constant weights and A is not, one B for all rows (activations x weights: the
+ * transformers' linear layers; not the Winograd matmuls' B per tile position), several
+ * row tiles reuse each B panel (M > 4 mr, as for packing B; a GEMV reads it once) and a
+ * thread's share of C fits in half of L2 (the partial sums of the extra K blocks stay
+ * there). It reads nothing that the pre-packing of either operand changes: the packed
+ * layout follows kc.
+ * The default (hc_matmul_default_config) aims at about 1.5 x L1, streaming through it,
+ * from the study on Zen 4 (32 KiB L1, kc 256-384 with 32 columns on a plateau). On an
+ * Emerald Rapids Xeon (48 KiB L1, 12 ways) that gave kc 384 at K = 768 and 512 at
+ * K = 3072: a panel of about all of L1, with no room for the A micro-panels. bench/ab.py
+ * against the default, medians of the per-round new / old (all rounds; the faster half;
+ * the slower half): BERT 0.939 (0.958, 0.927), 0.945 (0.997, 0.920), back to back 0.951
+ * (0.943, 0.981); GPT-2 0.936 (0.938, 0.931), 0.992 (1.003, 0.991), back to back 0.983
+ * (0.972, 0.986). That VM's slow regime (another tenant on its cores) gains most; the fast
+ * one, the nearest to a machine of one's own, is level or better. kc 256 was 2-8% behind
+ * kc 192 and kc 96 slower than the default. Where the conditions fail it did not pay:
+ * GPT-2's LM head (12.9 MB of C a thread: the extra K blocks' partial sums went to
+ * memory) about 8% slower per kernel, MobileNet-V2's N = 49 convs and its classifier
+ * GEMV (the model 1.02-1.07), AVX2 code on that core 1.006-1.035 on the CNNs.
+ * bench/results/compare_xeon.md. */
+bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                                  const hc_target *t, bool a_const, bool b_const) {
+    if (t->caps.core != HC_CORE_INTEL_SPR || t->caps.isa != HC_ISA_AVX512 || !b_const ||
+        a_const || s->batch != 1 || s->m <= 4 * c->mr)
+        return false;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t threads = HC_MAX((int64_t)c->tb * c->tm * c->tn, 1);
+    return s->m * s->n * 4 / threads <= l2 / 2;
+}
+
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
     hc_matmul_config c = {0};
     c.lanes = hc_target_f32_lanes(t);
@@ -83,12 +126,7 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
     int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    int64_t kc = hc_clamp64(l1 * 3 / 2 / (c.nr * 4) / 16 * 16, 64, 1024);
-    c.kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8); /* balanced K blocks */
-    /* the A block (mc x kc) takes a modest share of L2 next to the streaming B panels */
-    int64_t mc = hc_clamp64(l2 / 8 / (c.kc * 4), c.mr, 1 << 16);
-    c.mc = HC_MAX(mc / c.mr * c.mr, c.mr);
+    hc_matmul_config_set_kc(&c, s, t, l1 * 3 / 2);
     c.nc = HC_MAX((int64_t)4096 / c.nr * c.nr, c.nr);
     /* A panels pay off when many column tiles reuse them; with few (n <= 8 nr, measured
      * on Zen 4: n = 64..256 runs ~10% faster) broadcasting from A in place is cheaper */

@@ -243,6 +243,17 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
         one.batch = 1;
         hc_matmul_config_set_threads_costed(cfg, &one, cfg->tb * cfg->tm * cfg->tn, ac, bc);
     }
+    /* constant weights as B on a core where a B micro-panel of half of L1 pays
+     * (hc_matmul_half_l1_panel_pays: the transformers' linear layers on Sapphire/Emerald
+     * Rapids); kc sets the packed layout, which prepack_matmul takes from this config, so
+     * the rule reads only what prepack_matmul's call sees alike */
+    if (opts && opts->candidate == 0 &&
+        hc_matmul_half_l1_panel_pays(cfg, s, target, hc_nn_in(n, 0)->data != NULL,
+                                     hc_nn_in(n, 1)->data != NULL)) {
+        int64_t l1 = target->caps.l1_bytes > 0 ? target->caps.l1_bytes : 32768;
+        hc_matmul_config_set_kc(cfg, s, target, l1 / 2);
+        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+    }
     cfg->c_write_once = opts && opts->write_once;
     cfg->pre_a = opts && (opts->prepacked & 1u);
     cfg->pre_b = opts && (opts->prepacked & 2u);
