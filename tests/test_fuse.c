@@ -732,24 +732,32 @@ static hc_graph *build_dense(int64_t m, int64_t n) {
  * of rows); when B is packed on every call, or a thread's rows would take several blocks
  * (M = 1024: 512 rows a thread, blocks of 168), it splits the columns (each thread packs
  * its half of B once per block of rows). */
-static void test_prepacked_split(void) {
-    const hc_target x512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
-    const hc_target x2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
-    struct {
-        const hc_target *t;
-        int64_t m, n;
-        bool no_prepack;
-        const char *want;
-    } cases[] = {{&x512, 128, 3072, false, " t1x2x1 "}, {&x512, 128, 768, false, " t1x2x1 "},
-                 {&x2, 128, 3072, false, " t1x2x1 "},   {&x512, 128, 3072, true, " t1x1x2 "},
-                 {&x512, 1024, 3072, false, " t1x1x2 "}};
-    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+/* x[m, 768] @ W[768, n] + bias on target t: its config must contain `want`. */
+typedef struct dense_case {
+    const hc_target *t;
+    int64_t m, n;
+    bool no_prepack;
+    const char *want;
+} dense_case;
+
+static void check_dense_configs(const char *what, const dense_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
         char *c = kernel_config(build_dense(cases[i].m, cases[i].n), cases[i].t,
                                 cases[i].no_prepack);
-        CHECK_MSG(c && strstr(c, cases[i].want), "split case %zu: config '%s', wanted%s", i,
+        CHECK_MSG(c && strstr(c, cases[i].want), "%s case %zu: config '%s', wanted%s", what, i,
                   c ? c : "(none)", cases[i].want);
         free(c);
     }
+}
+
+static void test_prepacked_split(void) {
+    const hc_target x512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    const hc_target x2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
+    const dense_case cases[] = {
+        {&x512, 128, 3072, false, " t1x2x1 "}, {&x512, 128, 768, false, " t1x2x1 "},
+        {&x2, 128, 3072, false, " t1x2x1 "},   {&x512, 128, 3072, true, " t1x1x2 "},
+        {&x512, 1024, 3072, false, " t1x1x2 "}};
+    check_dense_configs("split", cases, HC_ARRAY_LEN(cases));
 }
 
 /* The K block of x @ W on a stated Sapphire/Emerald Rapids core with AVX-512: a B
@@ -768,22 +776,12 @@ static void test_spr_kblock(void) {
     hc_target spr2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
     const hc_target other = spr;
     spr.caps.core = spr2.caps.core = HC_CORE_INTEL_SPR;
-    struct {
-        const hc_target *t;
-        int64_t m, n;
-        bool no_prepack;
-        const char *want;
-    } cases[] = {{&spr, 128, 3072, false, " kc192 "},  {&spr, 128, 768, false, " kc192 "},
-                 {&spr, 128, 3072, true, " kc192 "},   {&spr, 1024, 3072, false, " kc384 "},
-                 {&spr, 128, 50000, false, " kc384 "}, {&other, 128, 3072, false, " kc384 "},
-                 {&spr2, 128, 3072, false, " kc768 "}};
-    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
-        char *c = kernel_config(build_dense(cases[i].m, cases[i].n), cases[i].t,
-                                cases[i].no_prepack);
-        CHECK_MSG(c && strstr(c, cases[i].want), "K block case %zu: config '%s', wanted%s", i,
-                  c ? c : "(none)", cases[i].want);
-        free(c);
-    }
+    const dense_case cases[] = {
+        {&spr, 128, 3072, false, " kc192 "},  {&spr, 128, 768, false, " kc192 "},
+        {&spr, 128, 3072, true, " kc192 "},   {&spr, 1024, 3072, false, " kc384 "},
+        {&spr, 128, 50000, false, " kc384 "}, {&other, 128, 3072, false, " kc384 "},
+        {&spr2, 128, 3072, false, " kc768 "}};
+    check_dense_configs("K block", cases, HC_ARRAY_LEN(cases));
     if (hc_cpu_isa() == HC_ISA_AVX512) {
         spr.caps.num_cores = 2;
         check_target = &spr;
