@@ -154,13 +154,12 @@ def main():
             med = {s: statistics.median(w.times) for s, w in ws.items()}
             speed = None
             if others:
-                ms = {s: statistics.median(ws[s].times) for s in others}
-                speed = [sum(ws[s].times[r] / ms[s] for s in others)
+                speed = [sum(ws[s].times[r] / med[s] for s in others)
                          for r in range(len(ws["old"].times))]
-            halves = split_rounds(ws["old"].times, ws["new"].times, speed)
+            paired = split_rounds(ws["old"].times, ws["new"].times, speed)
             for w in ws.values():
                 w.close()
-            rows.append((model, batch, med, agree, halves))
+            rows.append((model, batch, med, agree, paired))
             print("ab: %s b%d: %s" % (model, batch, ", ".join("%s %.1f" % kv for kv in med.items())),
                   file=sys.stderr)
     lines = ["| model | batch | old ms | new ms | new / old | per round: new / old | "
@@ -168,12 +167,12 @@ def main():
              "".join("%s ms | old vs %s | new vs %s | " % (s, s, s) for s in others) +
              "outputs vs ORT (old, new) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|---:|---:|" * len(others) + "---|"]
-    for model, batch, med, agree, halves in rows:
+    for model, batch, med, agree, paired in rows:
         cells = "".join("%.1f | %.2f | %.2f | " % (med[s], med[s] / med["old"],
                                                     med[s] / med["new"]) for s in others)
         lines.append("| %s | %d | %.1f | %.1f | %.3f | %s | %s | %s | %s%s, %s |" % (
             model, batch, med["old"], med["new"], med["new"] / med["old"],
-            fmt_ratio(halves[0]), fmt_ratio(halves[1]), fmt_ratio(halves[2]), cells,
+            fmt_ratio(paired[0]), fmt_ratio(paired[1]), fmt_ratio(paired[2]), cells,
             agree.get("old", "-"), agree.get("new", "-")))
 
     def geo(xs):

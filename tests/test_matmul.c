@@ -206,7 +206,7 @@ static void test_configs(void) {
                       hc_isa_name(kblocks[i].isa), (long long)kblocks[i].l1,
                       (long long)kblocks[i].k, core, (long long)c.kc, (long long)c.mc,
                       (long long)kblocks[i].kc, (long long)kblocks[i].mc);
-            hc_matmul_config_set_kc(&c, &ks, &m, kblocks[i].l1 / 2);
+            hc_matmul_config_set_kc(&c, &ks, &m, 0.5);
             CHECK_MSG(c.kc == kblocks[i].half_kc && c.mc == kblocks[i].half_mc,
                       "%s L1 %lld K %lld, half of L1: kc %lld mc %lld, want %lld %lld",
                       hc_isa_name(kblocks[i].isa), (long long)kblocks[i].l1,

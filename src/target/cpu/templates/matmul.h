@@ -68,10 +68,10 @@ typedef struct hc_matmul_config {
 /* A config from the target's vector width, register count and cache sizes, with
  * t->caps.num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
-/* kc (balanced K blocks) from the bytes of B micro-panel (kc x nr) it aims at, and mc
+/* kc (balanced K blocks) from the share of L1 its B micro-panel (kc x nr) aims at, and mc
  * from kc; the default aims at 1.5 x L1. */
 void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
-                             int64_t panel_bytes);
+                             double l1_share);
 /* Whether the default's panel should be half of L1 instead, for this many threads and
  * these constant operands (matmul_cpu.c has the measurements). */
 bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,

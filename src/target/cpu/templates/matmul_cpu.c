@@ -59,12 +59,14 @@ void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s,
                                         HC_MATMUL_PACK_COST);
 }
 
-/* kc from the bytes of B micro-panel (kc x nr floats) it aims at, balanced so that K
+/* kc from the share of L1 its B micro-panel (kc x nr floats) aims at, balanced so that K
  * splits into equal blocks, and mc from kc (the A block, mc x kc, takes a modest share of
  * L2 next to the streaming B panels). */
 void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
-                             int64_t panel_bytes) {
+                             double l1_share) {
+    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t panel_bytes = (int64_t)((double)l1 * l1_share);
     int64_t kc = hc_clamp64(panel_bytes / (c->nr * 4) / 16 * 16, 64, 1024);
     c->kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8); /* balanced K blocks */
     int64_t mc = hc_clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
@@ -125,8 +127,7 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
             if (hc_round_up(s->m, mr) < hc_round_up(s->m, c.mr)) c.mr = mr;
     if (s->m < c.mr) c.mr = (int)HC_MAX(s->m, 1); /* no padded FMA rows for tiny M */
     /* the B micro-panel (kc x nr) streams through L1 about 1.5 times over */
-    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
-    hc_matmul_config_set_kc(&c, s, t, l1 * 3 / 2);
+    hc_matmul_config_set_kc(&c, s, t, 1.5);
     c.nc = HC_MAX((int64_t)4096 / c.nr * c.nr, c.nr);
     /* A panels pay off when many column tiles reuse them; with few (n <= 8 nr, measured
      * on Zen 4: n = 64..256 runs ~10% faster) broadcasting from A in place is cheaper */

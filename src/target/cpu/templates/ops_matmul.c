@@ -250,8 +250,7 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
     if (opts && opts->candidate == 0 &&
         hc_matmul_half_l1_panel_pays(cfg, s, target, hc_nn_in(n, 0)->data != NULL,
                                      hc_nn_in(n, 1)->data != NULL)) {
-        int64_t l1 = target->caps.l1_bytes > 0 ? target->caps.l1_bytes : 32768;
-        hc_matmul_config_set_kc(cfg, s, target, l1 / 2);
+        hc_matmul_config_set_kc(cfg, s, target, 0.5);
         cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
     cfg->c_write_once = opts && opts->write_once;
