@@ -16,7 +16,8 @@
  * --bench` in alternated runs. The f32-equivalent ceiling of P products is the AMX rate
  * / P, printed as a ratio to the FMA peak.
  *
- *   cc -O2 -march=native -fopenmp bench/amx_split.c -o amx_split -lm   (needs AMX-BF16)
+ *   cc -O2 -mavx512f -mavx512bf16 -mamx-tile -mamx-bf16 -fopenmp bench/amx_split.c \
+ *      -o amx_split -lm          (GCC 11 or later; it runs only on CPUs with AMX-BF16)
  *   OMP_NUM_THREADS=2 OMP_PROC_BIND=true ./amx_split [M N K]   (multiples of 32)
  *
  * Measured 2026-12-06 on the Emerald Rapids VM of bench/results/compare_xeon.md ("Could
@@ -27,6 +28,7 @@
  * BERT's shapes, per round: 1.35-1.98 x as fast in the fast AMX state (K = 3072: 0.99-1.55),
  * 0.74-1.09 in the slow one (one round 0.40); the median of all 32 rounds 0.98. */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <immintrin.h>
 #include <math.h>
 #include <omp.h>
@@ -48,6 +50,14 @@ typedef struct {
     uint16_t colsb[16];
     uint8_t rows[16];
 } __attribute__((packed)) tile_config;
+
+/* CPUID leaf 7: AMX-TILE (EDX bit 24), AMX-BF16 (EDX bit 22); subleaf 1: AVX512-BF16 (EAX
+ * bit 5) */
+static int has_amx_bf16(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 22 & 1)) return 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1);
+}
 
 static double now(void) {
     struct timespec t;
@@ -264,6 +274,10 @@ int main(int argc, char **argv) {
     if ((argc != 1 && argc != 4) || M <= 0 || N <= 0 || K <= 0 || M % 32 || N % 32 || K % 32) {
         fprintf(stderr, "usage: amx_split [M N K]  (multiples of 32; default 128 768 768)\n");
         return 2;
+    }
+    if (!has_amx_bf16()) {
+        fprintf(stderr, "amx_split: this CPU has no AMX-BF16 or AVX512-BF16\n");
+        return 1;
     }
     if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */)) {
         fprintf(stderr, "amx_split: the kernel refuses AMX tile data to this process\n");
