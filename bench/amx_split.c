@@ -147,6 +147,18 @@ static float from_bf16(uint16_t h) {
     return x;
 }
 
+/* max |C - A x B| over every 7th row, A x B in double */
+static double max_error(const float *A, const float *B, const float *C) {
+    double worst = 0;
+    for (int i = 0; i < M; i += 7)
+        for (int j = 0; j < N; j++) {
+            double exact = 0;
+            for (int k = 0; k < K; k++) exact += (double)A[(long)i * K + k] * B[(long)k * N + j];
+            if (fabs(C[(long)i * N + j] - exact) > worst) worst = fabs(C[(long)i * N + j] - exact);
+        }
+    return worst;
+}
+
 static const int pairs[6][2] = {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 1}, {2, 0}};
 
 /* Tile layouts of the bf16 terms: A as [term][M/16][K/32][16 rows][32 k], B (VNNI) as
@@ -210,13 +222,7 @@ static double split_error(const float *A, const float *B, int products) {
             _tile_stored(0, C + (long)ib * 16 * N + jb * 16, N * 4);
         }
     _tile_release();
-    double worst = 0;
-    for (int i = 0; i < M; i += 7)
-        for (int j = 0; j < N; j++) {
-            double exact = 0;
-            for (int k = 0; k < K; k++) exact += (double)A[(long)i * K + k] * B[(long)k * N + j];
-            if (fabs(C[(long)i * N + j] - exact) > worst) worst = fabs(C[(long)i * N + j] - exact);
-        }
+    double worst = max_error(A, B, C);
     free(as);
     free(bs);
     free(C);
@@ -327,13 +333,7 @@ int main(int argc, char **argv) {
         blocked_run(A, bs, as, C);
         ms[r] = (now() - t0) * 1e3;
     }
-    double worst = 0;
-    for (int i = 0; i < M; i += 7)
-        for (int j = 0; j < N; j++) {
-            double exact = 0;
-            for (int k = 0; k < K; k++) exact += (double)A[(long)i * K + k] * B[(long)k * N + j];
-            if (fabs(C[(long)i * N + j] - exact) > worst) worst = fabs(C[(long)i * N + j] - exact);
-        }
+    double worst = max_error(A, B, C);
     double med = median(ms, 100);
     printf("blocked 6-product kernel, %d x %d x %d, A split included: median_ms %.4f "
            "(%.0f GFLOP/s f32-equivalent), max |error| %.1e\n",
