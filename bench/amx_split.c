@@ -102,8 +102,6 @@ static double fma_peak(void) {
     return omp_get_max_threads() * FMA_ITERS * 12 * 16 * 2.0 / (now() - t0) * 1e-9;
 }
 
-static uint16_t ring[2][16 * 1024] __attribute__((aligned(64))); /* 32 KiB a thread */
-
 /* GFLOP/s (bf16) of 4 TDPBF16PS a step on 16 x 16 x 32 tiles; with_loads: the A and B
  * tiles reloaded each step from the L1-resident ring */
 static double amx_peak(int with_loads) {
@@ -115,7 +113,8 @@ static double amx_peak(int with_loads) {
         c.palette = 1;
         for (int i = 0; i < 8; i++) c.rows[i] = 16, c.colsb[i] = 64;
         _tile_loadconfig(&c);
-        uint16_t *b = ring[omp_get_thread_num() & 1];
+        uint16_t *b = aligned_alloc(64, 32 << 10); /* the ring: 32 KiB, its own a thread */
+        memset(b, 0, 32 << 10);
         _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
         _tile_loadd(4, b, 64); _tile_loadd(5, b + 512, 64);
         _tile_loadd(6, b + 1024, 64); _tile_loadd(7, b + 1536, 64);
@@ -130,6 +129,7 @@ static double amx_peak(int with_loads) {
         }
         _tile_stored(0, b, 64);
         _tile_release();
+        free(b);
     }
     return omp_get_max_threads() * AMX_ITERS * 4 * 16 * 16 * 32 * 2.0 / (now() - t0) * 1e-9;
 }
