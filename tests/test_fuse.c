@@ -793,6 +793,56 @@ static void test_spr_kblock(void) {
     }
 }
 
+/* AMX split products (the matmul's amx config) on a stated machine with AMX-BF16: the
+ * default for x @ W + bias where W is pre-packed and x has rows enough, not where W is
+ * packed on every call, x is one row or the machine has no AMX. Then programs on this
+ * host's ISA with AMX stated (AMX itself where the host has it, emulated elsewhere),
+ * awkward shapes, bias + ReLU fused, against the reference. */
+static int64_t amx_m, amx_k, amx_n;
+static hc_graph *build_amx_dense(uint64_t seed, int *expect) {
+    hc_rng r = {seed};
+    hc_graph *g = hc_graph_new("amx_dense", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){amx_m, amx_k});
+    hc_tensor *y = OP(g, MATMUL, x, rand_const(g, &r, 2, (int64_t[]){amx_k, amx_n}));
+    y = OP(g, ADD, y, rand_const(g, &r, 1, &amx_n));
+    hc_graph_add_output(g, OPA(g, RELU, NULL, 0, y));
+    *expect = 1;
+    return g;
+}
+
+static void test_amx_dense(void) {
+    hc_target amx = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+    const hc_target plain = amx;
+    amx.caps.amx_bf16 = 1;
+    const dense_case cases[] = {{&amx, 128, 3072, false, " amx "}, {&amx, 128, 768, false, " amx "},
+                                {&amx, 1024, 3072, false, " amx "}};
+    check_dense_configs("AMX", cases, HC_ARRAY_LEN(cases));
+    const struct { const hc_target *t; int64_t m; bool no_prepack; } not_amx[] = {
+        {&amx, 128, true}, {&amx, 1, false}, {&plain, 128, false}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(not_amx); i++) {
+        char *c = kernel_config(build_dense(not_amx[i].m, 768), not_amx[i].t, not_amx[i].no_prepack);
+        CHECK_MSG(c && !strstr(c, " amx"), "AMX: case %zu took amx: '%s'", i, c ? c : "(none)");
+        free(c);
+    }
+    hc_target here = *hc_target_host();
+    here.caps.amx_bf16 = 1;
+    check_target = &here;
+    static const int64_t shapes[][3] = {{45, 100, 70}, {128, 768, 96}, {33, 64, 129}, {97, 131, 64}};
+    for (size_t i = 0; i < HC_ARRAY_LEN(shapes); i++) {
+        amx_m = shapes[i][0], amx_k = shapes[i][1], amx_n = shapes[i][2];
+        int expect;
+        char *c = kernel_config(build_amx_dense(9, &expect), &here, false);
+        CHECK_MSG(c && strstr(c, " amx"), "AMX shape %zu: config '%s'", i, c ? c : "(none)");
+        free(c);
+        char label[64];
+        snprintf(label, sizeof label, "x[%lld, %lld] @ W + b, ReLU (AMX)", (long long)amx_m,
+                 (long long)amx_k);
+        check(label, build_amx_dense, 9 + i, 1);
+        check(label, build_amx_dense, 9 + i, 2);
+    }
+    check_target = NULL;
+}
+
 /* W[24, 96] (a constant: pre-packed A) @ B[96, 200], B = x[96, 200] itself or the
  * Transpose of x[200, 96] (a prologue that computes). 24 rows are 3 register tiles: B is
  * read in place (pb0) unless a prologue makes every tile's read cost its work again. */
@@ -832,6 +882,7 @@ static void test_prologue_pack(void) {
 int main(void) {
     test_prepacked_split();
     test_spr_kblock();
+    test_amx_dense();
     test_prologue_pack();
     test_prepacked();
     test_strided_conv();

@@ -545,10 +545,165 @@ static void test_kernels(void) {
     printf("ran %d kernels in %.1f s\n", N, (hc_now_ms() - t0) / 1000);
 }
 
+/* ---- AMX split products ------------------------------------------------------------- */
+/* An AMX job: the shape, K block, panel width, thread grid and write-once flag. */
+typedef struct amx_case {
+    hc_matmul_shape s;
+    int kc, nc, tb, tm, tn;
+    bool write_once;
+    int mc; /* 0: the default's */
+} amx_case;
+
+static const amx_case amx_cases[] = {
+    /* 1, primes, tails of 16/32 rows, 32 columns and 32 of K; one K block and several */
+    {{1, 1, 1, 1}, 128, 32, 1, 1, 1, false},      {{1, 7, 13, 11}, 128, 32, 1, 1, 1, false},
+    {{1, 17, 33, 31}, 32, 32, 1, 1, 1, false},    {{1, 33, 65, 97}, 32, 64, 1, 1, 1, false},
+    {{1, 64, 64, 64}, 128, 32, 1, 1, 1, false},   {{1, 97, 101, 103}, 64, 64, 1, 1, 1, false},
+    {{1, 131, 47, 300}, 128, 32, 1, 1, 1, false}, {{1, 1, 1000, 37}, 128, 96, 1, 1, 1, false},
+    /* partial sums in a scratch (write once) and in C */
+    {{1, 53, 67, 401}, 64, 32, 1, 1, 1, true},    {{1, 40, 70, 129}, 32, 64, 1, 1, 1, true},
+    /* M blocks of 32 rows and N blocks (nc) narrower than a thread's columns */
+    {{1, 97, 101, 103}, 32, 32, 1, 1, 1, false, 32},  {{1, 70, 200, 65}, 64, 64, 1, 1, 1, true, 32},
+    {{2, 66, 130, 40}, 32, 96, 1, 1, 2, true, 64},
+    /* two threads, both grids; batches, split and not */
+    {{1, 97, 101, 103}, 32, 32, 1, 2, 1, false},  {{1, 61, 129, 71}, 64, 64, 1, 1, 2, true},
+    {{1, 5, 200, 40}, 32, 32, 1, 1, 2, false},    {{1, 70, 3, 33}, 32, 32, 1, 2, 1, true},
+    {{3, 29, 71, 37}, 32, 32, 1, 1, 1, false},    {{3, 29, 71, 37}, 32, 32, 2, 1, 1, true},
+    {{2, 50, 50, 50}, 32, 32, 1, 1, 2, false},
+};
+
+/* Run AMX job i of `lib` against the interpreter; A holds an infinity, a NaN, 3.4e38 and
+ * -3.38e38 when `specials` (rows with a value that is not finite or whose bf16 rounding is
+ * not are redone in f32). */
+static void check_amx_job(int i, const hc_matmul_shape *s, const hc_matmul_config *c,
+                          hc_jit_lib *lib, bool specials, const char *how) {
+    int64_t na = s->batch * s->m * s->k, nb = s->batch * s->k * s->n, nc = s->batch * s->m * s->n;
+    float *A = random_buffer(na, 300 + i), *B = random_buffer(nb, 400 + i);
+    if (specials && s->m > 2 && s->k > 2) {
+        /* rows 0, 1, 2, 3: 3.4e38 rounds to a bf16 infinity, 3.38e38 does not */
+        A[0] = INFINITY, A[s->k + 1] = NAN, A[2 * s->k + 2] = 3.4e38f;
+        if (s->m > 3) A[3 * s->k] = -3.38e38f;
+        B[s->n] = 0; /* row 1 of B: inf x 0 in column 0 */
+    }
+    int64_t np = hc_matmul_packed_size(s, c, 1);
+    float *Bp = malloc(sizeof(float) * (size_t)np);
+    hc_matmul_prepack(s, c, 1, B, Bp);
+    float *C = malloc(sizeof(float) * (size_t)nc), *R = malloc(sizeof(float) * (size_t)nc);
+    for (int64_t j = 0; j < nc; j++) C[j] = NAN;
+    hc_matmul_kernel kern;
+    hc_error err;
+    char name[32];
+    snprintf(name, sizeof name, "amx_%d", i);
+    CHECK_MSG(hc_matmul_kernel_from_lib(lib, name, &kern, &err) == HC_OK, "%s", err.msg);
+    hc_arena a;
+    hc_arena_init(&a);
+    void *in[2] = {A, B}, *out[1] = {R};
+    hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
+    CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
+    if (kern.fn && st == HC_OK) {
+        hc_matmul_run(&kern, A, Bp, C);
+        double maxerr = 0, tol = 1e-5 + 2e-6 * (double)s->k;
+        int64_t where = -1;
+        for (int64_t j = 0; j < nc; j++) {
+            double e;
+            if (!isfinite(R[j]) || !isfinite(C[j])) /* the same infinity, or both NaN */
+                e = (isnan(R[j]) && isnan(C[j])) || R[j] == C[j] ? 0 : INFINITY;
+            else
+                e = fabs((double)C[j] - (double)R[j]) / (fabs((double)R[j]) > 1e30 ? fabs((double)R[j]) : 1);
+            if (!(e <= maxerr)) maxerr = isnan(e) ? INFINITY : e, where = j;
+        }
+        hc_sb sb;
+        hc_sb_init(&sb);
+        hc_matmul_config_print(&sb, c);
+        CHECK_MSG(maxerr <= tol, "amx job %d %s (%lldx%lldx%lldx%lld, %s): max error %g at %lld "
+                  "(%g, expected %g)", i, how, (long long)s->batch, (long long)s->m,
+                  (long long)s->n, (long long)s->k, hc_sb_str(&sb), maxerr, (long long)where,
+                  where >= 0 ? C[where] : 0.0, where >= 0 ? R[where] : 0.0);
+        hc_sb_free(&sb);
+    }
+    hc_arena_free(&a);
+    free(A), free(B), free(Bp), free(C), free(R);
+}
+
+/* The AMX program on a target that states AMX-BF16 (the host's ISA, lanes and caches):
+ * on AMX itself where this process can run it (and the compiler targets it), emulated
+ * elsewhere;
+ * and always emulated too (-DHC_AMX_EMULATE), so both paths meet the interpreter on every
+ * host. Also the config rules and the packed size. */
+static void test_amx(void) {
+    hc_target t = *hc_target_host();
+    t.caps.amx_bf16 = 1;
+    hc_target none = t;
+    none.caps.amx_bf16 = 0;
+    hc_matmul_shape big = {1, 128, 768, 768};
+    float *w = random_buffer(768 * 768, 7);
+    CHECK(hc_matmul_amx_pays(&big, &t, false, w));
+    CHECK(!hc_matmul_amx_pays(&big, &none, false, w));
+    CHECK(!hc_matmul_amx_pays(&big, &t, false, NULL)); /* B not constant */
+    CHECK(!hc_matmul_amx_pays(&big, &t, true, w));     /* A constant too */
+    hc_matmul_shape gemv = {1, 1, 768, 768};
+    CHECK(!hc_matmul_amx_pays(&gemv, &t, false, w));
+    w[768 * 400 + 5] = -INFINITY; /* a weight that is not finite */
+    CHECK(!hc_matmul_amx_pays(&big, &t, false, w));
+    w[768 * 400 + 5] = NAN;
+    CHECK(!hc_matmul_amx_pays(&big, &t, false, w));
+    w[768 * 400 + 5] = 3.4e38f; /* finite, but its bf16 rounding is not */
+    CHECK(!hc_matmul_amx_pays(&big, &t, false, w));
+    w[768 * 400 + 5] = 3.38e38f;
+    CHECK(hc_matmul_amx_pays(&big, &t, false, w));
+    free(w);
+    hc_matmul_config dc = hc_matmul_amx_config(&t, &big);
+    hc_error err;
+    CHECK_MSG(hc_matmul_validate(&dc, &err) == HC_OK, "%s", err.msg);
+    CHECK(dc.amx && dc.pre_b && dc.mr == 32 && dc.nr == 32);
+    CHECK_EQ_INT(hc_matmul_packed_size(&(hc_matmul_shape){2, 5, 33, 40}, &dc, 1),
+                 2 * 3 * 64 * 64 / 2);
+    hc_arena a;
+    hc_arena_init(&a);
+    CHECK(hc_matmul_cpu(&a, "x", &big, &dc, &none, &err) == NULL); /* no AMX on the target */
+    hc_matmul_config bad = dc;
+    bad.pre_b = false;
+    CHECK(hc_matmul_validate(&bad, &err) != HC_OK);
+
+    enum { N = HC_ARRAY_LEN(amx_cases) };
+    hc_matmul_config cfg[N];
+    hc_func *funcs[N];
+    for (int i = 0; i < N; i++) {
+        const amx_case *ac = &amx_cases[i];
+        cfg[i] = hc_matmul_amx_config(&t, &ac->s);
+        cfg[i].kc = ac->kc, cfg[i].nc = ac->nc;
+        cfg[i].tb = ac->tb, cfg[i].tm = ac->tm, cfg[i].tn = ac->tn;
+        cfg[i].c_write_once = ac->write_once;
+        if (ac->mc) cfg[i].mc = ac->mc;
+        char name[32];
+        snprintf(name, sizeof name, "amx_%d", i);
+        funcs[i] = hc_matmul_cpu(&a, name, &ac->s, &cfg[i], &t, &err);
+        HC_ASSERT_MSG(funcs[i], err.msg);
+    }
+    char *src = hc_codegen_c(&a, hc_module_new(&a, "amx", N, funcs), &t);
+    CHECK(strstr(src, "HC_TILE_DP_BF16(") != NULL && strstr(src, "hc_store_bf16_") != NULL);
+    char flags[512];
+    snprintf(flags, sizeof flags, "%s -DHC_AMX_EMULATE", t.cflags);
+    const hc_jit_options emulate = {.cflags = flags};
+    for (int pass = 0; pass < 2; pass++) {
+        hc_jit_lib *lib = NULL;
+        const char *how = pass ? "emulated" : hc_cpu_amx_usable() ? "on AMX" : "emulated (no AMX here)";
+        hc_status st = hc_jit_build(src, pass ? &emulate : NULL, &lib, &err);
+        CHECK_MSG(st == HC_OK, "%s", err.msg);
+        if (st) continue;
+        for (int i = 0; i < N; i++) check_amx_job(i, &amx_cases[i].s, &cfg[i], lib, i % 3 == 1, how);
+        hc_jit_close(lib);
+        printf("AMX split products: %d kernels %s\n", N, how);
+    }
+    free(src);
+    hc_arena_free(&a);
+}
+
 int main(void) {
     test_npy_roundtrip();
     test_npy_files();
     test_configs();
+    test_amx();
     test_kernels();
     TEST_DONE();
 }

@@ -24,6 +24,7 @@ typedef struct kernel_args {
     hc_matmul_shape shape;
     int threads;
     bool print_ir, print_source, bench;
+    bool amx; /* --amx: the AMX split-product config, B pre-packed */
     const char *dump;
     const hc_target *target; /* --target; default: this CPU */
     bool runnable;           /* its kernels can run here */
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
             "                                      cuda:sm_80|cuda:sm_90]\n"
             "  GPU targets: [--tune L] [--candidate C] (candidate C of the space at level L)\n"
             "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
-            "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n");
+            "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n"
+            "  [--amx]: AMX split products (B pre-packed; kc, nc and the threads apply)\n");
 }
 
 static bool parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -79,6 +81,7 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
         else if (!strcmp(o, "--print-ir")) k->print_ir = true;
         else if (!strcmp(o, "--print-source")) k->print_source = true;
         else if (!strcmp(o, "--bench")) k->bench = true;
+        else if (!strcmp(o, "--amx")) k->amx = true;
         else if (!strcmp(o, "--target")) {
             hc_error e = {0};
             if (!val || hc_target_find(val, &k->target, &k->runnable, &e) != HC_OK) {
@@ -117,6 +120,11 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
                 "/ --print-ir apply\n", k->target->name, hc_target_why_not_runnable(k->target));
         return 2;
     }
+    if (k->amx && (k->target->kind != HC_TARGET_CPU || !k->target->caps.amx_bf16)) {
+        fprintf(stderr, "hidetc kernel: --amx: target '%s' has no AMX-BF16 (or HIDETC_AMX=0)\n",
+                k->target->name);
+        return 2;
+    }
     if (k->target->kind != HC_TARGET_GPU && (k->level || k->candidate)) {
         fprintf(stderr, "hidetc kernel: --tune and --candidate are for GPU targets (the CPU "
                 "matmul takes its config overrides)\n");
@@ -126,6 +134,16 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
 }
 
 static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
+    if (k->amx) {
+        hc_matmul_config c = hc_matmul_amx_config(t, &k->shape);
+        if (k->kc > 0) c.kc = k->kc;
+        if (k->nc > 0) c.nc = k->nc;
+        if (k->threads > 0) hc_matmul_config_set_threads_costed(&c, &k->shape, k->threads, 0, 0);
+        if (k->tb > 0) c.tb = (int)k->tb;
+        if (k->tm > 0) c.tm = (int)k->tm;
+        if (k->tn > 0) c.tn = (int)k->tn;
+        return c;
+    }
     hc_matmul_config c = hc_matmul_default_config(t, &k->shape);
     /* a new tile keeps the default blocks valid: rounded to multiples of it */
     if (k->mr > 0) c.mr = (int)k->mr, c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
@@ -269,7 +287,12 @@ static int run_matmul(const kernel_args *k) {
     float *C = hc_xmalloc(sizeof(float) * (size_t)nc), *R = hc_xmalloc(sizeof(float) * (size_t)nc);
     fill_random(A, na, 1), fill_random(B, nb, 2);
     for (int64_t i = 0; i < nc; i++) C[i] = NAN; /* every element must be written */
-    hc_matmul_run(&kern, A, B, C);
+    float *Bp = NULL; /* B as the kernel takes it: pre-packed (--amx) */
+    if (c.pre_b) {
+        Bp = hc_xmalloc(sizeof(float) * (size_t)hc_matmul_packed_size(s, &c, 1));
+        hc_matmul_prepack(s, &c, 1, B, Bp);
+    }
+    hc_matmul_run(&kern, A, Bp ? Bp : B, C);
     const char *how = "";
     int rc = 0;
     if (reference(s, A, B, R, &how, &err)) {
@@ -289,8 +312,8 @@ static int run_matmul(const kernel_args *k) {
         }
     }
     if (!rc && k->dump) rc = dump(k->dump, s, A, B, C);
-    if (!rc && k->bench) bench(&kern, s, A, B, C);
-    free(A), free(B), free(C), free(R);
+    if (!rc && k->bench) bench(&kern, s, A, Bp ? Bp : B, C);
+    free(A), free(B), free(Bp), free(C), free(R);
     hc_matmul_kernel_close(&kern);
     return rc;
 }

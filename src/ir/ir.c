@@ -138,6 +138,21 @@ _Static_assert(HC_ARRAY_LEN(prim_info) == HC_PRIM_COUNT, "prim table");
 const char *hc_prim_name(hc_prim p) { return prim_info[p].name; }
 int hc_prim_arity(hc_prim p) { return prim_info[p].arity; }
 bool hc_prim_is_vector(hc_prim p) { return prim_info[p].vector; }
+bool hc_prim_has_effect(hc_prim p) {
+    switch (p) {
+    case HC_PRIM_VSTORE:
+    case HC_PRIM_VSTORE_MASK:
+    case HC_PRIM_PREFETCH:
+    case HC_PRIM_VSTORE_BF16:
+    case HC_PRIM_TILE_CONFIG:
+    case HC_PRIM_TILE_RELEASE:
+    case HC_PRIM_TILE_ZERO:
+    case HC_PRIM_TILE_LOAD:
+    case HC_PRIM_TILE_STORE:
+    case HC_PRIM_TILE_DP_BF16: return true;
+    default: return false;
+    }
+}
 
 const char *hc_reduce_kind_name(hc_reduce_kind k) {
     switch (k) {

@@ -256,6 +256,27 @@ const char *hc_unop_symbol(hc_unop op);
  *   VBROADCAST_BYTES(ptr)  -> i32 vector: the 4 bytes at ptr as one i32, in every lane
  *   VDOT_U8S8(acc, a, b)   -> i32 vector: acc + per lane the sum over its 4 bytes k of
  *                             u8(a's byte k) * s8(b's byte k), exact (AVX-512 VNNI's vpdpbusd)
+ * bf16 splitting (f32 vectors; bf16(x): x rounded to bf16, to nearest even; an x that is
+ * not finite or rounds to infinity gives a value that is not finite, nothing more said):
+ *   VSTORE_BF16(ptr, v)    -> void: bf16(v) lane by lane, as 2-byte values at ptr (an f32
+ *                             pointer: lanes / 2 of its elements)
+ *   VBF16_REST(v)          -> v - bf16(v) lane by lane: exact where bf16(v) is finite,
+ *                             not finite where it is not
+ *   VLOAD_BF16X2(ptr, hi)  -> f32 vector of the call's type: lane i the bf16 in the upper
+ *                             (hi != 0) or lower half of the 32-bit word i at ptr (an f32
+ *                             pointer): one of each pair of interleaved bf16 values
+ * AMX tiles (Intel AMX-TILE/AMX-BF16): eight 16-row x 64-byte tile registers, named by
+ * constant indices 0-7, configured all alike; each call is a statement (void). Where the
+ * compiler does not target AMX the C back end emulates them (the same arithmetic, slow):
+ *   TILE_CONFIG()          -> every tile 16 x 64 bytes; before any other tile call of the
+ *                             thread, in a block around all of them
+ *   TILE_RELEASE()         -> the thread is done with its tiles
+ *   TILE_ZERO(t)           -> tile t = 0
+ *   TILE_LOAD(t, ptr, s)   -> tile t = the 16 rows of 64 bytes at ptr, s bytes apart
+ *   TILE_STORE(t, ptr, s)  -> the 16 rows of tile t to ptr, s bytes apart
+ *   TILE_DP_BF16(c, a, b)  -> f32 tile c (16 x 16) += a (16 x 32 bf16) x b (16 x 32 bf16
+ *                             in pairs: b's row p holds rows 2p and 2p+1 of the 32 x 16
+ *                             right operand, interleaved by column), as TDPBF16PS
  *  X(NAME, printed name, number of arguments, kind) kind: 0 math, 1 vector */
 #define HC_PRIMS(X)                                                                      \
     X(EXP, "exp", 1, 0)                                                                  \
@@ -298,7 +319,16 @@ const char *hc_unop_symbol(hc_unop op);
     X(VREDUCE_MIN, "vreduce_min", 1, 1)                                                  \
     X(VLOAD_BYTES, "vload_bytes", 1, 1)                                                  \
     X(VBROADCAST_BYTES, "vbroadcast_bytes", 1, 1)                                        \
-    X(VDOT_U8S8, "vdot_u8s8", 3, 1)
+    X(VDOT_U8S8, "vdot_u8s8", 3, 1)                                                      \
+    X(VSTORE_BF16, "vstore_bf16", 2, 1)                                                  \
+    X(VBF16_REST, "vbf16_rest", 1, 1)                                                    \
+    X(VLOAD_BF16X2, "vload_bf16x2", 2, 1)                                                \
+    X(TILE_CONFIG, "tile_config", 0, 1)                                                  \
+    X(TILE_RELEASE, "tile_release", 0, 1)                                                \
+    X(TILE_ZERO, "tile_zero", 1, 1)                                                      \
+    X(TILE_LOAD, "tile_load", 3, 1)                                                      \
+    X(TILE_STORE, "tile_store", 3, 1)                                                    \
+    X(TILE_DP_BF16, "tile_dp_bf16", 3, 1)
 
 typedef enum hc_prim {
 #define X(n, s, a, k) HC_PRIM_##n,
@@ -309,6 +339,9 @@ typedef enum hc_prim {
 const char *hc_prim_name(hc_prim p);
 int hc_prim_arity(hc_prim p);
 bool hc_prim_is_vector(hc_prim p);
+/* Whether a call of p does more than compute its value (stores, prefetches, tile state):
+ * it is never dropped, merged or moved. */
+bool hc_prim_has_effect(hc_prim p);
 
 typedef enum hc_reduce_kind {
     HC_REDUCE_SUM,

@@ -167,9 +167,7 @@ static bool has_effect(const hc_expr *e) {
         return has_effect(e->u.sel.cond) || has_effect(e->u.sel.t) || has_effect(e->u.sel.f);
     case HC_E_CAST: return has_effect(e->u.cast.a);
     case HC_E_CALL:
-        if (e->u.call.prim == HC_PRIM_VSTORE || e->u.call.prim == HC_PRIM_VSTORE_MASK ||
-            e->u.call.prim == HC_PRIM_PREFETCH)
-            return true;
+        if (hc_prim_has_effect(e->u.call.prim)) return true;
         for (int i = 0; i < e->u.call.nargs; i++)
             if (has_effect(e->u.call.args[i])) return true;
         return false;

@@ -193,11 +193,66 @@ static bool check_binary(verifier *V, const hc_expr *e) {
     return true;
 }
 
+/* A tile register: a constant 0-7. */
+static bool is_tile(const hc_expr *e) {
+    int64_t v;
+    return hc_expr_is_const_int(e, &v) && v >= 0 && v < 8;
+}
+
+static bool check_tile_prim(verifier *V, const hc_expr *e) {
+    hc_expr *const *a = e->u.call.args;
+    if (e->type->kind != HC_TY_SCALAR || e->type->dtype != HC_VOID)
+        return fail_expr(V, e, "a tile primitive has no value");
+    switch (e->u.call.prim) {
+    case HC_PRIM_TILE_ZERO:
+        if (!is_tile(a[0])) return fail_expr(V, e, "tile_zero of a non-constant tile or not 0-7");
+        return true;
+    case HC_PRIM_TILE_LOAD:
+    case HC_PRIM_TILE_STORE:
+        if (!is_tile(a[0])) return fail_expr(V, e, "tile load/store of a tile not a constant 0-7");
+        if (a[1]->type->kind != HC_TY_POINTER)
+            return fail_expr(V, e, "tile load/store address is not a pointer");
+        if (!is_int(a[2]->type)) return fail_expr(V, e, "tile load/store stride is not an integer");
+        return true;
+    case HC_PRIM_TILE_DP_BF16:
+        if (!is_tile(a[0]) || !is_tile(a[1]) || !is_tile(a[2]))
+            return fail_expr(V, e, "tile_dp_bf16 of tiles not constants 0-7");
+        return true;
+    default: return true; /* TILE_CONFIG, TILE_RELEASE: no arguments */
+    }
+}
+
 static bool check_vector_prim(verifier *V, const hc_expr *e) {
     hc_expr *const *a = e->u.call.args;
     const hc_type *r = e->type;
+    switch (e->u.call.prim) {
+    case HC_PRIM_TILE_CONFIG:
+    case HC_PRIM_TILE_RELEASE:
+    case HC_PRIM_TILE_ZERO:
+    case HC_PRIM_TILE_LOAD:
+    case HC_PRIM_TILE_STORE:
+    case HC_PRIM_TILE_DP_BF16: return check_tile_prim(V, e);
+    default: break;
+    }
     const hc_type *p = a[0]->type;
     switch (e->u.call.prim) {
+    case HC_PRIM_VSTORE_BF16:
+        if (p->kind != HC_TY_POINTER || p->pointee->dtype != HC_F32)
+            return fail_expr(V, e, "vstore_bf16 to a non-f32 pointer");
+        if (a[1]->type->kind != HC_TY_VECTOR || a[1]->type->dtype != HC_F32 ||
+            a[1]->type->lanes % 2)
+            return fail_expr(V, e, "vstore_bf16 value is not an f32 vector of even lanes");
+        return true;
+    case HC_PRIM_VLOAD_BF16X2:
+        if (p->kind != HC_TY_POINTER || p->pointee->dtype != HC_F32)
+            return fail_expr(V, e, "vload_bf16x2 of a non-f32 pointer");
+        if (r->kind != HC_TY_VECTOR || r->dtype != HC_F32 || !is_int(a[1]->type))
+            return fail_expr(V, e, "vload_bf16x2 gives an f32 vector from an integer half");
+        return true;
+    case HC_PRIM_VBF16_REST:
+        if (p->kind != HC_TY_VECTOR || p->dtype != HC_F32 || !hc_type_equal(p, r))
+            return fail_expr(V, e, "vbf16_rest needs an f32 vector and gives its type");
+        return true;
     case HC_PRIM_VLOAD:
     case HC_PRIM_VLOAD_MASK:
         if (p->kind != HC_TY_POINTER) return fail_expr(V, e, "vload of a non-pointer");

@@ -34,6 +34,8 @@ typedef struct hc_target_caps {
     int64_t l1_bytes, l2_bytes, l3_bytes; /* data cache sizes per core (l3: shared) */
     int int8_dot;    /* u8 x s8 dot products: 2 AVX-512 VNNI, 1 AVX-VNNI (ymm), 0 neither
                       * (emulated with 16-bit multiplies) */
+    int amx_bf16;    /* 1: AMX tiles with bf16 dot products (the f32 matmul may run as
+                      * split bf16 products on them); 0: none */
     hc_cpu_core core;
     /* GPU */
     int num_sms;

@@ -86,6 +86,7 @@ void hc_tune_key(const char *signature, int level, const hc_target *t, char key[
              t->caps.num_cores, t->caps.num_regs, (long long)t->caps.l1_bytes,
              (long long)t->caps.l2_bytes, (long long)t->caps.l3_bytes, (int)t->caps.core);
     hc_hash_str(&h, buf);
+    if (t->caps.amx_bf16) hc_hash_str(&h, "amx-bf16"); /* keys without AMX as they were */
     hc_hash_str(&h, hc_tune_machine(t));
     hc_hash_hex(&h, key);
 }

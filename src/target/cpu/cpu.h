@@ -47,6 +47,9 @@ uint64_t hc_cpu_features(void);
 uint64_t hc_cpu_features_for(hc_isa isa);
 const char *hc_cpu_feature_name(int bit);
 int hc_cpu_feature_count(void);
+/* Whether this process can run AMX-TILE and AMX-BF16 code (the CPU has them and the
+ * kernel granted the tile state). Kernels with tile primitives emulate them otherwise. */
+bool hc_cpu_amx_usable(void);
 
 /* The C emitter: lower and print a module as one C translation unit (malloc'ed string).
  * Every HC_FN_CPU_KERNEL `f` is exported twice: `f(params...)` with typed parameters and

@@ -28,6 +28,7 @@ typedef struct cg {
     size_t cap, used;
     int counter, tmp;
     bool intrinsics; /* some intrinsic was printed: the prelude needs immintrin.h */
+    bool amx;        /* a tile or bf16-split primitive was printed: prelude_amx */
     HC_VEC(const hc_var *) heap; /* GLOBAL temporaries of the open C blocks */
     int ws_slots;                /* workspace slots the module needs: the deepest heap */
     bool in_helper;              /* emitting a HC_FN_CPU_HELPER */
@@ -746,6 +747,40 @@ static void emit_vload_strided(cg *c, hc_sb *sb, const hc_expr *e) {
                  k, k, vt->lanes, k, k, k, k, k, k, k, k, k, k, k);
 }
 
+/* The bf16-split and tile primitives: calls of prelude_amx's helpers and macros, which
+ * use AMX where the compiler targets it and emulate it elsewhere. */
+static void emit_amx(cg *c, hc_sb *sb, const hc_expr *e) {
+    hc_expr *const *a = e->u.call.args;
+    c->amx = true;
+    switch (e->u.call.prim) {
+    case HC_PRIM_VSTORE_BF16:
+        hc_sb_printf(sb, "hc_store_bf16_%d((void *)(%s), %s)", a[1]->type->lanes,
+                     expr_str(c, a[0]), expr_str(c, a[1]));
+        return;
+    case HC_PRIM_VBF16_REST:
+        hc_sb_printf(sb, "hc_bf16_rest_%d(%s)", e->type->lanes, expr_str(c, a[0]));
+        return;
+    case HC_PRIM_VLOAD_BF16X2:
+        hc_sb_printf(sb, "hc_load_bf16x2_%d((const void *)(%s), %s)", e->type->lanes,
+                     expr_str(c, a[0]), expr_str(c, a[1]));
+        return;
+    case HC_PRIM_TILE_CONFIG: hc_sb_puts(sb, "HC_TILE_CONFIG()"); return;
+    case HC_PRIM_TILE_RELEASE: hc_sb_puts(sb, "HC_TILE_RELEASE()"); return;
+    case HC_PRIM_TILE_ZERO: hc_sb_printf(sb, "HC_TILE_ZERO(%s)", expr_str(c, a[0])); return;
+    case HC_PRIM_TILE_LOAD:
+    case HC_PRIM_TILE_STORE:
+        hc_sb_printf(sb, "HC_TILE_%s(%s, (%svoid *)(%s), (int64_t)(%s))",
+                     e->u.call.prim == HC_PRIM_TILE_LOAD ? "LOAD" : "STORE", expr_str(c, a[0]),
+                     e->u.call.prim == HC_PRIM_TILE_LOAD ? "const " : "", expr_str(c, a[1]),
+                     expr_str(c, a[2]));
+        return;
+    default:
+        hc_sb_printf(sb, "HC_TILE_DP_BF16(%s, %s, %s)", expr_str(c, a[0]), expr_str(c, a[1]),
+                     expr_str(c, a[2]));
+        return;
+    }
+}
+
 static void emit_vstore(cg *c, hc_sb *sb, const hc_expr *e, bool masked) {
     const hc_expr *ptr = e->u.call.args[0], *v = e->u.call.args[1];
     const hc_type *vt = v->type;
@@ -876,6 +911,15 @@ static void emit_vector_prim(cg *c, hc_sb *sb, const hc_expr *e) {
     case HC_PRIM_VLOAD_BYTES:
     case HC_PRIM_VBROADCAST_BYTES: emit_byte_prim(c, sb, e); return;
     case HC_PRIM_VDOT_U8S8: emit_vdot(c, sb, e); return;
+    case HC_PRIM_VSTORE_BF16:
+    case HC_PRIM_VBF16_REST:
+    case HC_PRIM_VLOAD_BF16X2:
+    case HC_PRIM_TILE_CONFIG:
+    case HC_PRIM_TILE_RELEASE:
+    case HC_PRIM_TILE_ZERO:
+    case HC_PRIM_TILE_LOAD:
+    case HC_PRIM_TILE_STORE:
+    case HC_PRIM_TILE_DP_BF16: emit_amx(c, sb, e); return;
     case HC_PRIM_VLOAD: emit_vload(c, sb, e, false); return;
     case HC_PRIM_VLOAD_MASK: emit_vload(c, sb, e, true); return;
     case HC_PRIM_VLOAD_RANGE: emit_vload_range(c, sb, e); return;
@@ -1726,6 +1770,131 @@ static const char prelude_workspace[] =
     "    return w && w->cap[slot] >= bytes ? w->buf[slot] : hc_ws_grow(w, slot, bytes);\n"
     "}\n";
 
+/* The tile primitives on AMX (where the compiler targets AMX-TILE and AMX-BF16:
+ * -march=native on such a CPU) or emulated in plain C (elsewhere, or with
+ * -DHC_AMX_EMULATE: the tests run the same programs on any x86). A process must ask the
+ * kernel for the tile state once (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA,
+ * Linux 5.16+); the library's host detection does so before it lets a template use AMX
+ * (src/target/cpu/host.c), and the first configuration here does too, for kernels loaded
+ * by other means. The emulation keeps the eight tiles in the configuring block's stack
+ * frame (TILE_CONFIG opens it: the IR puts it in a block around all tile calls).
+ * The bf16 split (VSTORE_BF16, VBF16_REST) is GCC vector code on every ISA: it
+ * vectorizes to the target's integer instructions. */
+static const char prelude_amx[] =
+    "#if defined(__AVX512BF16__) && defined(__AVX512F__)\n"
+    "#include <immintrin.h>\n"
+    "#endif\n"
+    "#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && !defined(HC_AMX_EMULATE)\n"
+    "#include <immintrin.h>\n"
+    "#include <stdio.h>\n"
+    "#include <sys/syscall.h>\n"
+    "#include <unistd.h>\n"
+    "typedef struct {\n"
+    "    uint8_t palette, start_row, reserved[14];\n"
+    "    uint16_t colsb[16];\n"
+    "    uint8_t rows[16];\n"
+    "} __attribute__((packed)) hc_tilecfg;\n"
+    "static int hc_amx_permitted;\n"
+    "static inline void hc_tile_config(void) {\n"
+    "    if (!__atomic_load_n(&hc_amx_permitted, __ATOMIC_ACQUIRE)) {\n"
+    "        if (syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */)) {\n"
+    "            fputs(\"hidetc: this process may not use AMX tiles (arch_prctl refused)\\n\", stderr);\n"
+    "            abort();\n"
+    "        }\n"
+    "        __atomic_store_n(&hc_amx_permitted, 1, __ATOMIC_RELEASE);\n"
+    "    }\n"
+    "    hc_tilecfg c;\n"
+    "    memset(&c, 0, sizeof c);\n"
+    "    c.palette = 1;\n"
+    "    for (int i = 0; i < 8; i++) c.rows[i] = 16, c.colsb[i] = 64;\n"
+    "    _tile_loadconfig(&c);\n"
+    "}\n"
+    "#define HC_TILE_CONFIG() hc_tile_config()\n"
+    "#define HC_TILE_RELEASE() _tile_release()\n"
+    "#define HC_TILE_ZERO(t) _tile_zero(t)\n"
+    "#define HC_TILE_LOAD(t, p, s) _tile_loadd(t, p, s)\n"
+    "#define HC_TILE_STORE(t, p, s) _tile_stored(t, p, s)\n"
+    "#define HC_TILE_DP_BF16(c, a, b) _tile_dpbf16ps(c, a, b)\n"
+    "#else\n"
+    "#define HC_TILE_CONFIG() \\\n"
+    "    unsigned char hc_tiles_[8][1024] __attribute__((aligned(64))); \\\n"
+    "    memset(hc_tiles_, 0, sizeof hc_tiles_)\n"
+    "#define HC_TILE_RELEASE() (void)hc_tiles_\n"
+    "#define HC_TILE_ZERO(t) memset(hc_tiles_[t], 0, 1024)\n"
+    "#define HC_TILE_LOAD(t, p, s) hc_tile_move(hc_tiles_[t], 64, p, s)\n"
+    "#define HC_TILE_STORE(t, p, s) hc_tile_move(p, s, hc_tiles_[t], 64)\n"
+    "#define HC_TILE_DP_BF16(c, a, b) hc_tile_dp_emu(hc_tiles_[c], hc_tiles_[a], hc_tiles_[b])\n"
+    "static inline void hc_tile_move(void *d, int64_t ds, const void *s, int64_t ss) {\n"
+    "    for (int r = 0; r < 16; r++) memcpy((char *)d + r * ds, (const char *)s + r * ss, 64);\n"
+    "}\n"
+    "static inline float hc_bf16_value(uint16_t h) {\n"
+    "    uint32_t u = (uint32_t)h << 16;\n"
+    "    float x;\n"
+    "    memcpy(&x, &u, 4);\n"
+    "    return x;\n"
+    "}\n"
+    "/* c[m][n] += sum over p of a[m][2p] b[p][2n] + a[m][2p+1] b[p][2n+1] */\n"
+    "static void hc_tile_dp_emu(unsigned char *c, const unsigned char *a, const unsigned char *b) {\n"
+    "    float cf[16][16];\n"
+    "    uint16_t af[16][32], bf[16][32];\n"
+    "    memcpy(cf, c, sizeof cf), memcpy(af, a, sizeof af), memcpy(bf, b, sizeof bf);\n"
+    "    for (int m = 0; m < 16; m++)\n"
+    "        for (int n = 0; n < 16; n++)\n"
+    "            for (int p = 0; p < 16; p++)\n"
+    "                cf[m][n] += hc_bf16_value(af[m][2 * p]) * hc_bf16_value(bf[p][2 * n]) +\n"
+    "                            hc_bf16_value(af[m][2 * p + 1]) * hc_bf16_value(bf[p][2 * n + 1]);\n"
+    "    memcpy(c, cf, sizeof cf);\n"
+    "}\n"
+    "#endif\n"
+    "/* bf16(x) as f32 bits, to nearest even (x not finite, or rounding to infinity: a\n"
+    " * value not finite, which the split's users check for) */\n"
+    "#define HC_BF16_SPLIT(L) \\\n"
+    "static inline hc_u32x##L hc_bf16_bits_##L(hc_f32x##L x) { \\\n"
+    "    hc_u32x##L u; \\\n"
+    "    memcpy(&u, &x, sizeof u); \\\n"
+    "    return (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; \\\n"
+    "} \\\n"
+    "static inline void hc_store_bf16_##L(void *p, hc_f32x##L x) { \\\n"
+    "    hc_u16x##L h = __builtin_convertvector(hc_bf16_bits_##L(x) >> 16, hc_u16x##L); \\\n"
+    "    memcpy(p, &h, sizeof h); \\\n"
+    "} \\\n"
+    "static inline hc_f32x##L hc_bf16_rest_##L(hc_f32x##L x) { \\\n"
+    "    hc_u32x##L b = hc_bf16_bits_##L(x); \\\n"
+    "    hc_f32x##L h; \\\n"
+    "    memcpy(&h, &b, sizeof h); \\\n"
+    "    return x - h; \\\n"
+    "} \\\n"
+    "static inline hc_f32x##L hc_load_bf16x2_##L(const void *p, int64_t hi) { \\\n"
+    "    hc_u32x##L u; \\\n"
+    "    hc_f32x##L r; \\\n"
+    "    memcpy(&u, p, sizeof u); \\\n"
+    "    u = hi ? u & 0xffff0000u : u << 16; \\\n"
+    "    memcpy(&r, &u, sizeof r); \\\n"
+    "    return r; \\\n"
+    "}\n"
+    "HC_BF16_SPLIT(4)\n"
+    "HC_BF16_SPLIT(8)\n"
+    "#if defined(__AVX512BF16__) && defined(__AVX512F__)\n"
+    "/* 16 lanes in one VCVTNEPS2BF16 (to nearest even, NaNs quiet, the same values) */\n"
+    "static inline void hc_store_bf16_16(void *p, hc_f32x16 x) {\n"
+    "    _mm256_storeu_si256((__m256i *)p, (__m256i)_mm512_cvtneps_pbh((__m512)x));\n"
+    "}\n"
+    "static inline hc_f32x16 hc_bf16_rest_16(hc_f32x16 x) {\n"
+    "    __m256i h = (__m256i)_mm512_cvtneps_pbh((__m512)x);\n"
+    "    return x - (hc_f32x16)_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);\n"
+    "}\n"
+    "static inline hc_f32x16 hc_load_bf16x2_16(const void *p, int64_t hi) {\n"
+    "    hc_u32x16 u;\n"
+    "    hc_f32x16 r;\n"
+    "    memcpy(&u, p, sizeof u);\n"
+    "    u = hi ? u & 0xffff0000u : u << 16;\n"
+    "    memcpy(&r, &u, sizeof r);\n"
+    "    return r;\n"
+    "}\n"
+    "#else\n"
+    "HC_BF16_SPLIT(16)\n"
+    "#endif\n";
+
 /* immintrin.h is a third of a small kernel's compile time: only include it when used. */
 static void emit_prelude(cg *c) {
     bool avx = c->t->caps.isa >= HC_ISA_AVX2 && c->intrinsics;
@@ -1744,6 +1913,9 @@ static void emit_prelude(cg *c) {
             hc_sb_printf(c->out, "typedef %s hc_%sx%d __attribute__((vector_size(%d)));\n", et,
                          hc_dtype_name((hc_dtype)d), lanes[i], bytes * lanes[i]);
     }
+    /* emulated where this process cannot run AMX (the kernels run here) */
+    if (c->amx && !hc_cpu_amx_usable()) hc_sb_puts(c->out, "#define HC_AMX_EMULATE 1\n");
+    if (c->amx) hc_sb_puts(c->out, prelude_amx);
     emit_vmath_helpers(c);
     hc_sb_putc(c->out, '\n');
 }

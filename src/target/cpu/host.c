@@ -11,6 +11,7 @@
 #include <cpuid.h>
 #endif
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- CPU features ----------------------------------------------------------------- */
@@ -27,7 +28,7 @@
     X(AVX512IFMA, "avx512ifma", 1) X(AVX512VBMI2, "avx512vbmi2", 1)                      \
     X(AVX512VNNI, "avx512vnni", 1) X(AVX512BITALG, "avx512bitalg", 1)                    \
     X(AVX512VPOPCNTDQ, "avx512vpopcntdq", 1) X(AVX512BF16, "avx512bf16", 1)              \
-    X(AVX512FP16, "avx512fp16", 1)
+    X(AVX512FP16, "avx512fp16", 1) X(AMX_BF16, "amx-bf16", 0)
 
 enum {
 #define X(id, s, avx512) FEAT_##id,
@@ -46,6 +47,18 @@ static const uint64_t avx512_features = 0
 #undef X
     ;
 
+/* AMX tile data is off in a Linux process until it asks (arch_prctl ARCH_REQ_XCOMP_PERM
+ * for XFEATURE_XTILEDATA, Linux 5.16+); a tile instruction before that traps. Asked once,
+ * for the whole process; where the kernel refuses, the CPU counts as without AMX. */
+static bool amx_permitted;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static void request_amx(void) {
+#if defined(__x86_64__) && defined(__linux__)
+    amx_permitted = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                            18 /* XFEATURE_XTILEDATA */) == 0;
+#endif
+}
+
 uint64_t hc_cpu_features(void) {
     uint64_t f = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,7 +68,17 @@ uint64_t hc_cpu_features(void) {
     CPU_FEATURES(X)
 #undef X
 #endif
+    uint64_t amx = (uint64_t)1 << FEAT_AMX_TILE | (uint64_t)1 << FEAT_AMX_BF16;
+    if (f & amx) {
+        pthread_once(&amx_once, request_amx);
+        if (!amx_permitted) f &= ~amx;
+    }
     return f;
+}
+
+bool hc_cpu_amx_usable(void) {
+    uint64_t f = hc_cpu_features();
+    return (f >> FEAT_AMX_TILE & 1) && (f >> FEAT_AMX_BF16 & 1);
 }
 
 /* The features code compiled for `isa` on this CPU may use: the scalar target compiles
@@ -269,6 +292,16 @@ static void detect(void) {
                                                                                       : 0;
         emit_only[i].caps.int8_dot = targets[i].caps.int8_dot;
     }
+    /* AMX-BF16 for the f32 matmuls (split products, docs/matmul.md "AMX"): on the AVX-512
+     * target (every AMX CPU has AVX-512; the AVX2 target stands for CPUs without it), where
+     * the process may use the tiles, when HIDETC_AMX=1 asks for it. Not by default: on the
+     * only AMX machine measured, a 2-vCPU Emerald Rapids VM, the core's AMX unit was
+     * shared (its rate halved for seconds at a time, even on one thread: another tenant on
+     * the other hyperthread), and BERT and GPT-2 ran 1.3x slower with it over whole runs
+     * (bench/results/compare_xeon.md, "AMX split products in the models"). */
+    const char *amx_env = getenv("HIDETC_AMX");
+    if (hc_cpu_amx_usable() && amx_env && !strcmp(amx_env, "1"))
+        targets[HC_ISA_AVX512].caps.amx_bf16 = emit_only[HC_ISA_AVX512].caps.amx_bf16 = 1;
     /* An emit-only target above the CPU's ISA compiles (it cannot run here): "native"
      * would not enable its instructions, so it names a CPU that has them. */
     if (cpu < HC_ISA_AVX512) emit_only[HC_ISA_AVX512].cflags = "-O3 -march=skylake-avx512";
@@ -308,5 +341,6 @@ hc_target hc_target_cpu_describe(hc_isa isa, int cores, int64_t l1_bytes, int64_
     t.caps.num_cores = cores;
     t.caps.l1_bytes = l1_bytes, t.caps.l2_bytes = l2_bytes, t.caps.l3_bytes = l3_bytes;
     t.caps.core = HC_CORE_OTHER; /* a stated machine is no particular core unless set */
+    t.caps.amx_bf16 = 0;         /* nor has AMX */
     return t;
 }

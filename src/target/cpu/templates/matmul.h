@@ -54,6 +54,14 @@ typedef struct hc_matmul_config {
      * are ignored for that operand). a_shared: one A for every batch (conv weights at
      * batch > 1), packed once. */
     bool pre_a, pre_b, a_shared;
+    /* AMX split products (docs/matmul.md, "AMX"): C from 16 x 16 f32 tiles, each f32
+     * product as 6 bf16 products of 3-term splits of A and B (x = x0 + x1 + x2, each term
+     * the bf16 rounding of what the others leave), as accurate as f32 FMAs or more. Needs
+     * a target with amx_bf16, mr = nr = 32 (2 x 2 tiles), kc and nc multiples of 32, B
+     * pre-packed (its split, hc_matmul_prepack) and fixed shapes. Each thread splits its
+     * rows of A (all of K) into a scratch buffer first; pack_a, pack_b, mc and rows_first
+     * are then unused. */
+    bool amx;
 } hc_matmul_config;
 
 /* Limits that validation enforces (register tile and thread grid). */
@@ -64,6 +72,20 @@ typedef struct hc_matmul_config {
 /* Accumulators (FMA chains) the default's register tile keeps at least, where the
  * target's registers allow them (hc_matmul_default_config). */
 #define HC_MATMUL_MIN_CHAINS 10
+
+/* The AMX config (amx set) for this shape with t->caps.num_cores threads: 32 x 32
+ * register tiles, a K block of 128 (a panel's B terms, 24 KiB, stay in L1 across the
+ * thread's row blocks) and panels of 32 columns. */
+hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape *s);
+/* Whether the default should run a matmul as AMX split products: a target with AMX-BF16,
+ * constant B (b_data: its batch x k x n values; NULL when B is not constant) whose values
+ * all round to finite bf16 values (an infinity in B would meet zero terms of A's split:
+ * NaN where f32 gives an infinity; the kernel redoes rows of A with one in f32), A not
+ * constant, and
+ * enough rows, columns and depth that the padding to tiles costs little (matmul_cpu.c
+ * has the measurements). */
+bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_const,
+                        const float *b_data);
 
 /* A config from the target's vector width, register count and cache sizes, with
  * t->caps.num_cores threads; blocks are clipped to the shape. */
@@ -108,7 +130,11 @@ hc_status hc_matmul_validate_shape(const hc_matmul_shape *s, hc_error *err);
 /* "mr8 nr32 kc384 mc96 nc2048 t1x1x2 pa1 pb1" (threads tb x tm x tn) */
 void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c);
 
-/* Pre-packed operands. The layout of a packed A (which = 0) for a config with register
+/* Pre-packed operands. With amx, B (which = 1) is split into 3 bf16 terms, K padded to
+ * Kp (a multiple of 32) and N to Np (of 32), as 1 KiB tiles (16 k pairs x 16 columns x
+ * 2: the TDPBF16PS layout): term t of rows [32 kt, 32 kt + 32) x columns [16 j, 16 j +
+ * 16) of batch b at f32 element b*3*Kp*Np/2 + t*Kp*Np/2 + (j*Kp/32 + kt)*256; in it
+ * B[k][n] at 2-byte offset (k%32/2)*32 + (n%16)*2 + k%2. The layout of a packed A (which = 0) for a config with register
  * tile mr x nr and K block kb = min(kc, k):
  *   A[b, m, k] -> b*K*Mp + k0*Mp + (m/mr)*kcur*mr + (k-k0)*mr + m%mr
  * where k0 = k/kb*kb, kcur = min(kb, K - k0), Mp = m rounded up to mr (rows past m are 0);

@@ -13,6 +13,7 @@
  * the micro-kernel always runs a full MR x NR tile; only its stores are predicated. When a
  * panel is read in place (pack_a / pack_b off), A rows are clamped to M - 1 (their results
  * are never stored) and B columns use masked loads. */
+#include <math.h>
 #include <string.h>
 
 #include "ir/mapping.h"
@@ -140,6 +141,33 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     return c;
 }
 
+static bool bf16_finite(float x);
+
+hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape *s) {
+    hc_matmul_config c = {0};
+    c.lanes = hc_target_f32_lanes(t);
+    c.mr = c.nr = 32;
+    c.kc = 128;
+    c.amx = c.pre_b = true;
+    hc_matmul_config_set_threads_costed(&c, s, HC_MAX(t->caps.num_cores, 1), 0, 0);
+    /* an M block of up to 128 rows (its A chunk, 96 KiB, in L2) and an N block whose
+     * partial sums take up to half of L2 */
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    c.mc = HC_MIN(128, hc_matmul_part_extent(s->m, 32, c.tm));
+    c.nc = hc_clamp64(l2 / 2 / (c.mc * 4) / 32 * 32, 32, hc_matmul_part_extent(s->n, 32, c.tn));
+    return c;
+}
+
+/* AMX split products where ... (measurements below) */
+bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_const,
+                        const float *b_data) {
+    if (!t->caps.amx_bf16 || !b_data || a_const || s->m < 32 || s->n < 64 || s->k < 64)
+        return false;
+    for (int64_t i = 0, n = s->batch * s->k * s->n; i < n; i++)
+        if (!bf16_finite(b_data[i])) return false;
+    return true;
+}
+
 /* Row tiles first where K is short (at most 128: few FMAs per element of C, so writing C
  * is much of the cost), C's rows are long (a thread's at least 512 columns) and the
  * thread's B block (kc x its columns) takes at most half of L2: C is then written along
@@ -168,7 +196,12 @@ hc_status hc_matmul_validate(const hc_matmul_config *c, hc_error *err) {
         return hc_error_set(err, HC_ERR_INVALID,
                             "matmul config: nr %d is not a positive multiple of lanes %d", c->nr,
                             c->lanes);
-    if ((int64_t)c->mr * (c->nr / c->lanes) > HC_MATMUL_MAX_VECS)
+    if (c->amx && (c->mr != 32 || c->nr != 32 || c->kc % 32 || c->nc % 32 || !c->pre_b ||
+                   c->pre_a))
+        return hc_error_set(err, HC_ERR_INVALID,
+                            "matmul config: amx needs mr = nr = 32, kc and nc multiples of 32 "
+                            "and B pre-packed (A not)");
+    if (!c->amx && (int64_t)c->mr * (c->nr / c->lanes) > HC_MATMUL_MAX_VECS)
         return hc_error_set(err, HC_ERR_INVALID,
                             "matmul config: register tile %dx%d needs more than %d vectors", c->mr,
                             c->nr, HC_MATMUL_MAX_VECS);
@@ -206,6 +239,7 @@ void hc_matmul_config_print(hc_sb *sb, const hc_matmul_config *c) {
                  (long long)c->kc, (long long)c->mc, (long long)c->nc, c->tb, c->tm, c->tn,
                  c->pack_a, c->pack_b);
     if (c->rows_first) hc_sb_puts(sb, " rows");
+    if (c->amx) hc_sb_puts(sb, " amx");
     if (c->pre_a || c->pre_b)
         hc_sb_printf(sb, " pre%s%s%s", c->pre_a ? "A" : "", c->pre_b ? "B" : "",
                      c->a_shared ? " a_shared" : "");
@@ -720,6 +754,279 @@ static void thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
     }
 }
 
+/* ---- AMX split products ---------------------------------------------------------------- */
+/* A 1-D f32 heap temporary of n elements (the thread's workspace). */
+static hc_var *flat_buffer(mm *g, const char *name, int64_t n) {
+    return hc_b_declare(g->b, name, hc_type_tensor_c(g->a, HC_F32, 1, &n, HC_SCOPE_GLOBAL), NULL);
+}
+
+/* The 6 products of 3-term splits, as (A term, B term): the terms of both operands'
+ * first two levels, and the first term of each with the other's third. In this order a
+ * K step reloads its A tiles 5 times, not 3 (by A term), and ran about 3% faster (the
+ * reloads of one term's tiles sit apart; 128 x 768 x 768, one thread). */
+static const int amx_pairs[6][2] = {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 1}, {2, 0}};
+
+static hc_expr *tile_call(mm *g, hc_prim p, int n, hc_expr *x, hc_expr *y, hc_expr *z) {
+    return vcall(g, p, hc_type_scalar(HC_VOID), n, x, y, z);
+}
+static void tile_stmt(mm *g, hc_prim p, int n, hc_expr *x, hc_expr *y, hc_expr *z) {
+    hc_b_eval(g->b, tile_call(g, p, n, x, y, z));
+}
+static hc_expr *flat_addr(mm *g, hc_var *buf, hc_expr *off) {
+    return hc_address(g->a, buf, 1, &off);
+}
+
+/* The K chunk [k0, k0 + 32 ktc) of rows [m0, m_end) of batch bi of A (an M block of mcb
+ * rows), split into 3 bf16 terms, into the thread's As: tile (mt, kt, term) of 16 rows x
+ * 32 k at f32 element ((mt*ktc + kt)*3 + term)*256, row r at + r*16 (32 bf16 = 16 f32).
+ * Rows past m_end and k past K are zeros. Af[r] of a block row r adds up (from the first
+ * chunk) NaN where the row holds an infinity, a NaN or a value whose bf16 rounding is
+ * infinite (the sum of (x - bf16(x)) * 0 over it), else 0. */
+static void amx_split_a(mm *g, hc_var *As, hc_var *Af, hc_expr *m0, hc_expr *m_end,
+                        hc_expr *k0, int64_t ktc) {
+    const hc_matmul_config *c = g->c;
+    int L = c->lanes;
+    int64_t K = g->s->k, at = g->mcb / 16 * ktc * 256; /* f32 elements between terms */
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, 0), 0, 0);
+    /* vectors of the chunk with data (the others: K's padding to a multiple of 32) */
+    hc_expr *kv_data = let(g, "akvn", MIN(I(g, ktc * 32 / L),
+                                          hc_div(g->a, ADD(SUB(I(g, K), k0), I(g, L - 1)), I(g, L))));
+    HC_FOR(g->b, mt, "amt", I(g, g->mcb / 16), hc_serial()) {
+        HC_FOR(g->b, r, "ar", I(g, 16), hc_serial()) {
+            hc_expr *lrow = let(g, "alrow", ADD(MUL(R(g, mt), I(g, 16)), R(g, r)));
+            hc_expr *row = let(g, "arow", ADD(m0, lrow));
+            /* the element offset of (row, chunk column kl) in term 0, kl a multiple of L */
+#define AS_OFF(kl)                                                                                \
+    ADD(MUL(ADD(MUL(R(g, mt), I(g, ktc)), hc_div(g->a, (kl), I(g, 32))), I(g, 256)),              \
+        ADD(MUL(R(g, r), I(g, 16)), hc_div(g->a, hc_mod(g->a, (kl), I(g, 32)), I(g, 2))))
+            hc_b_if_begin(g->b, LT(row, m_end));
+            hc_var *nf = hc_b_declare(g->b, "anf", g->vec, zero);
+            HC_FOR(g->b, kv, "akv", kv_data, hc_serial()) {
+                hc_expr *kl = let(g, "akl", MUL(R(g, kv), I(g, L)));
+                hc_expr *k = ADD(k0, kl);
+                hc_expr *src = addr3(g, g->A, g->bi, row, k);
+                hc_expr *x = hc_dsl_let(g->a, g->b, "ax", g->vec,
+                                        K % L ? vload_n(g, src, SUB(I(g, K), k)) : vload(g, src));
+                hc_expr *off = let(g, "aoff", AS_OFF(kl));
+                for (int t = 0; t < 3; t++) {
+                    hc_expr *dst = flat_addr(g, As, ADD(off, I(g, t * at)));
+                    tile_stmt(g, HC_PRIM_VSTORE_BF16, 2, dst, x, NULL);
+                    if (t < 2)
+                        x = hc_dsl_let(g->a, g->b, "ax", g->vec,
+                                       vcall(g, HC_PRIM_VBF16_REST, g->vec, 1, x, 0, 0));
+                    /* the first rest is not finite where x is not or bf16(x) is not */
+                    if (t == 0) hc_b_assign(g->b, nf, ADD(R(g, nf), MUL(x, zero)));
+                }
+            }
+            hc_expr *before = hc_select(g->a, hc_binary(g->a, HC_OP_EQ, g->pc, I(g, 0)),
+                                        hc_f32(g->a, 0), hc_load(g->a, Af, 1, &lrow));
+            hc_b_store(g->b, Af, 1, &lrow,
+                       ADD(before, vcall(g, HC_PRIM_VREDUCE_ADD, hc_type_scalar(HC_F32), 1,
+                                         R(g, nf), 0, 0)));
+            HC_FOR(g->b, kv, "akz", SUB(I(g, ktc * 32 / L), kv_data), hc_serial()) {
+                hc_expr *off = let(g, "aoff", AS_OFF(MUL(ADD(R(g, kv), kv_data), I(g, L))));
+                for (int t = 0; t < 3; t++)
+                    tile_stmt(g, HC_PRIM_VSTORE_BF16, 2, flat_addr(g, As, ADD(off, I(g, t * at))),
+                              zero, NULL);
+            }
+            hc_b_else(g->b); /* rows past the block's: zeros */
+            hc_b_store(g->b, Af, 1, &lrow, hc_f32(g->a, 0));
+            HC_FOR(g->b, kv, "akz", I(g, ktc * 32 / L), hc_serial()) {
+                hc_expr *off = let(g, "aoff", AS_OFF(MUL(R(g, kv), I(g, L))));
+                for (int t = 0; t < 3; t++)
+                    tile_stmt(g, HC_PRIM_VSTORE_BF16, 2, flat_addr(g, As, ADD(off, I(g, t * at))),
+                              zero, NULL);
+            }
+            hc_b_end(g->b);
+#undef AS_OFF
+        }
+    }
+}
+
+/* Rows of A with an infinity, a NaN or a value past bf16's largest: the split products
+ * would meet an infinity with a zero term of B (inf * 0 = NaN where f32 gives inf), or
+ * split a finite value into infinities, so such a row's sums are redone in
+ * f32 FMAs over all of K, B's values read back from its packed terms (their sum is
+ * exact). Rare: only Ct's row is rewritten. */
+static void amx_nonfinite_rows(mm *g, hc_var *Af, hc_var *Ct, hc_expr *m_lo, hc_expr *rows_left,
+                               hc_expr *row, hc_expr *bbase, hc_expr *nt, int64_t KT) {
+    int L = g->c->lanes, nv = 32 / L;
+    int64_t bt = hc_round_up(g->s->n, 32) / 16 * KT * 256; /* f32 elements between terms */
+    hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, 0), 0, 0);
+    HC_FOR(g->b, i, "fi", MIN(I(g, 32), rows_left), hc_serial()) {
+        hc_expr *lrow = ADD(row, R(g, i));
+        HC_IF(g->b, hc_binary(g->a, HC_OP_NE, hc_load(g->a, Af, 1, &lrow), hc_f32(g->a, 0))) {
+            hc_expr *ct = MUL(R(g, i), I(g, 32));
+            for (int v = 0; v < nv; v++) vstore(g, flat_addr(g, Ct, ADD(ct, I(g, v * L))), zero);
+            HC_FOR(g->b, kk, "fk", I(g, g->s->k), hc_serial()) {
+                hc_expr *k = R(g, kk);
+                hc_expr *x = hc_load(g->a, g->A, 3, (hc_expr *[]){g->bi, ADD(m_lo, lrow), k});
+                hc_expr *xv = hc_dsl_let(g->a, g->b, "fx", g->vec,
+                                         vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, x, 0, 0));
+                hc_expr *hi = let(g, "fhi", hc_mod(g->a, k, I(g, 2)));
+                for (int v = 0; v < nv; v++) {
+                    int c0 = v * L; /* the vector's first column in the 32 */
+                    hc_expr *base = ADD(bbase, MUL(ADD(MUL(ADD(nt, I(g, c0 / 16)), I(g, KT)),
+                                                       hc_div(g->a, k, I(g, 32))),
+                                                   I(g, 256)));
+                    base = ADD(base, ADD(MUL(hc_div(g->a, hc_mod(g->a, k, I(g, 32)), I(g, 2)),
+                                             I(g, 16)),
+                                         I(g, c0 % 16)));
+                    hc_expr *y = NULL;
+                    for (int t = 0; t < 3; t++) {
+                        hc_expr *term = vcall(g, HC_PRIM_VLOAD_BF16X2, g->vec, 2,
+                                              flat_addr(g, g->B, ADD(base, I(g, t * bt))), hi, 0);
+                        y = y ? ADD(y, term) : term;
+                    }
+                    hc_expr *p = flat_addr(g, Ct, ADD(ct, I(g, c0)));
+                    vstore(g, p, vcall(g, HC_PRIM_VFMA, g->vec, 3, xv, y, vload(g, p)));
+                }
+            }
+        }
+    }
+}
+
+/* One 32 x 32 register tile (2 x 2 C tiles) at rows [row, row + 32) of the thread's block
+ * and columns [n0 + col, ...) over K tiles [kt0, kt0 + ktn): from zero (the first K
+ * block) or the partial sums in Pt (block blk of the panel), 6 products a K step, then
+ * back to Pt, or after the last K block through the thread's Ct (32 x 32 f32) to C by
+ * vector stores: each element of C is stored once, with its final value, and those are
+ * the stores epilogue fusion rewrites. */
+static void amx_tile(mm *g, hc_var *As, hc_var *Af, hc_var *Ct, hc_var *Pt, hc_expr *blk,
+                     hc_expr *m_lo, hc_expr *rows_left, hc_expr *row, hc_expr *col,
+                     hc_expr *cols_left, hc_expr *kt0, hc_expr *ktn, int64_t KT) {
+    const hc_matmul_config *c = g->c;
+    static const int corner[4] = {0, 16, 16 * 32, 16 * 32 + 16};
+    hc_expr *pt = Pt ? let(g, "ptoff", MUL(blk, I(g, 32 * 32))) : NULL;
+    if (Pt) hc_b_if_begin(g->b, hc_binary(g->a, HC_OP_EQ, g->pc, I(g, 0)));
+    for (int t = 0; t < 4; t++) tile_stmt(g, HC_PRIM_TILE_ZERO, 1, I(g, t), NULL, NULL);
+    if (Pt) { /* the partial sums of the K blocks before, from the thread's Pt */
+        hc_b_else(g->b);
+        for (int t = 0; t < 4; t++)
+            tile_stmt(g, HC_PRIM_TILE_LOAD, 3, I(g, t), flat_addr(g, Pt, ADD(pt, I(g, corner[t]))),
+                      I(g, 128));
+        hc_b_end(g->b);
+    }
+    int64_t Kp = KT * 32;
+    hc_expr *bbase = MUL(g->bi, I(g, 3 * Kp * hc_round_up(g->s->n, 32) / 2));
+    hc_expr *nt = hc_div(g->a, ADD(g->n0, col), I(g, 16)); /* the first 16-column tile */
+    hc_expr *mt = hc_div(g->a, row, I(g, 16));
+    hc_expr *stride = I(g, 64);
+    int64_t ktc = g->kcb / 32, at = g->mcb / 16 * ktc * 256; /* between A's terms */
+    int64_t bt = hc_round_up(g->s->n, 32) / 16 * KT * 256;         /* between B's terms */
+    HC_FOR(g->b, kk, "kt", ktn, hc_serial()) {
+        hc_expr *kt = let(g, "ktg", ADD(kt0, R(g, kk)));
+        hc_expr *a0 = let(g, "aoff0", MUL(ADD(MUL(mt, I(g, ktc)), R(g, kk)), I(g, 256)));
+        hc_expr *a1 = let(g, "aoff1", ADD(a0, I(g, ktc * 256)));
+        hc_expr *b0 = let(g, "boff0", ADD(bbase, MUL(ADD(MUL(nt, I(g, KT)), kt), I(g, 256))));
+        hc_expr *b1 = let(g, "boff1", ADD(b0, I(g, KT * 256)));
+        int last_a = -1;
+        for (int p = 0; p < 6; p++) {
+            int ta = amx_pairs[p][0], tb = amx_pairs[p][1];
+            if (ta != last_a) {
+                tile_stmt(g, HC_PRIM_TILE_LOAD, 3, I(g, 4), flat_addr(g, As, ADD(a0, I(g, ta * at))), stride);
+                tile_stmt(g, HC_PRIM_TILE_LOAD, 3, I(g, 5), flat_addr(g, As, ADD(a1, I(g, ta * at))), stride);
+                last_a = ta;
+            }
+            tile_stmt(g, HC_PRIM_TILE_LOAD, 3, I(g, 6), flat_addr(g, g->B, ADD(b0, I(g, tb * bt))), stride);
+            tile_stmt(g, HC_PRIM_TILE_LOAD, 3, I(g, 7), flat_addr(g, g->B, ADD(b1, I(g, tb * bt))), stride);
+            tile_stmt(g, HC_PRIM_TILE_DP_BF16, 3, I(g, 0), I(g, 4), I(g, 6));
+            tile_stmt(g, HC_PRIM_TILE_DP_BF16, 3, I(g, 1), I(g, 4), I(g, 7));
+            tile_stmt(g, HC_PRIM_TILE_DP_BF16, 3, I(g, 2), I(g, 5), I(g, 6));
+            tile_stmt(g, HC_PRIM_TILE_DP_BF16, 3, I(g, 3), I(g, 5), I(g, 7));
+        }
+    }
+    if (Pt) { /* not the last K block: the sums stay in Pt */
+        hc_b_if_begin(g->b, LT(g->pc, I(g, g->nkb - 1)));
+        for (int t = 0; t < 4; t++)
+            tile_stmt(g, HC_PRIM_TILE_STORE, 3, I(g, t), flat_addr(g, Pt, ADD(pt, I(g, corner[t]))),
+                      I(g, 128));
+        hc_b_else(g->b);
+    }
+    for (int t = 0; t < 4; t++)
+        tile_stmt(g, HC_PRIM_TILE_STORE, 3, I(g, t), flat_addr(g, Ct, I(g, corner[t])), I(g, 128));
+    amx_nonfinite_rows(g, Af, Ct, m_lo, rows_left, row, bbase, nt, KT);
+    int nv = 32 / c->lanes;
+    HC_FOR(g->b, i, "ci", MIN(I(g, 32), rows_left), hc_serial()) {
+        hc_expr *crow = ADD(m_lo, ADD(row, R(g, i)));
+        for (int v = 0; v < nv; v++) {
+            hc_expr *acc = vload(g, flat_addr(g, Ct, ADD(MUL(R(g, i), I(g, 32)), I(g, v * c->lanes))));
+            hc_expr *ccol = ADD(ADD(g->n0, col), I(g, v * c->lanes));
+            hc_expr *p = addr3(g, g->C, g->bi, crow, ccol);
+            hc_expr *left = SUB(cols_left, I(g, v * c->lanes));
+            hc_b_if_begin(g->b, LT(I(g, (v + 1) * c->lanes - 1), cols_left));
+            vstore(g, p, acc);
+            hc_b_else(g->b);
+            HC_IF(g->b, LT(I(g, 0), left)) { vstore_n(g, p, acc, left); }
+            hc_b_end(g->b);
+        }
+    }
+    if (Pt) hc_b_end(g->b);
+}
+
+/* A thread's program on AMX, per batch, M block of mc rows and N block of nc columns (a
+ * block's partial sums, Pt, mc x nc f32, stay in L2): per K chunk of kc, split the block
+ * rows' A chunk (As: mc x kc x 3 bf16, in L2; split again for each N block), then for
+ * each 32-column tile of the N block every 32-row block (the tile's B terms, kc x 32 x 3
+ * bf16, stay in L1 across them). B streams through once per M block. */
+static void amx_thread_body(mm *g, hc_expr *tbi, hc_expr *ti, hc_expr *tj) {
+    const hc_matmul_shape *s = g->s;
+    const hc_matmul_config *c = g->c;
+    int64_t KT = hc_cdiv(s->k, 32), ktb = g->kcb / 32, mpt, mcb = g->mcb, ncb = g->ncb;
+    hc_expr_is_const_int(g->mpt, &mpt);
+    hc_var *As = flat_buffer(g, "As", mcb / 16 * ktb * 3 * 256);
+    hc_var *Ct = flat_buffer(g, "Ct", 32 * 32);
+    hc_var *Af = flat_buffer(g, "Af", mcb);
+    /* the partial sums of the block's tiles between K chunks, in tile order */
+    hc_var *Pt = g->nkb > 1 ? flat_buffer(g, "Pt", mcb / 32 * (ncb / 32) * 32 * 32) : NULL;
+    tile_stmt(g, HC_PRIM_TILE_CONFIG, 0, NULL, NULL, NULL);
+    hc_expr *m_lo = let(g, "m_lo", MUL(ti, g->mpt));
+    hc_expr *m_end = let(g, "m_end", MIN(ADD(m_lo, g->mpt), g->M));
+    hc_expr *n_end = MIN(MUL(ADD(tj, I(g, 1)), I(g, g->npt)), I(g, s->n));
+    hc_expr *bpt = cdiv_e(g, g->NB, c->tb);
+    HC_FOR(g->b, bj, "bj", bpt, hc_serial()) {
+        hc_expr *bi = ADD(MUL(tbi, bpt), R(g, bj));
+        hc_b_if_begin(g->b, LT(bi, g->NB));
+        g->bi = let(g, "bi", bi);
+        HC_FOR(g->b, ic, "ic", I(g, hc_cdiv(mpt, mcb)), hc_serial()) {
+            hc_expr *m0 = let(g, "m0", ADD(m_lo, MUL(R(g, ic), I(g, mcb))));
+            HC_IF(g->b, LT(m0, m_end)) {
+                hc_expr *mb_end = let(g, "mb_end", MIN(ADD(m0, I(g, mcb)), m_end));
+                hc_expr *rows = let(g, "rows", SUB(mb_end, m0));
+                HC_FOR(g->b, jc, "jc", I(g, hc_cdiv(g->npt, ncb)), hc_serial()) {
+                    hc_expr *n0 = ADD(MUL(tj, I(g, g->npt)), MUL(R(g, jc), I(g, ncb)));
+                    HC_IF(g->b, LT(n0, n_end)) {
+                        g->n0 = let(g, "n0", n0);
+                        g->nc = let(g, "nc", MIN(I(g, ncb), SUB(n_end, g->n0)));
+                        HC_FOR(g->b, pc, "pc", I(g, g->nkb), hc_serial()) {
+                            g->pc = R(g, pc);
+                            hc_expr *kt0 = let(g, "kt0", MUL(g->pc, I(g, ktb)));
+                            hc_expr *ktn = let(g, "ktn", MIN(I(g, ktb), SUB(I(g, KT), kt0)));
+                            amx_split_a(g, As, Af, m0, mb_end, MUL(kt0, I(g, 32)), ktb);
+                            HC_FOR(g->b, jr, "jr", I(g, ncb / 32), hc_serial()) {
+                                hc_expr *col = let(g, "col", MUL(R(g, jr), I(g, 32)));
+                                HC_IF(g->b, LT(col, g->nc)) {
+                                    hc_expr *cols_left = let(g, "cleft", MIN(I(g, 32), SUB(g->nc, col)));
+                                    HC_FOR(g->b, ib, "ib", I(g, mcb / 32), hc_serial()) {
+                                        hc_expr *row = let(g, "row", MUL(R(g, ib), I(g, 32)));
+                                        HC_IF(g->b, LT(row, rows)) {
+                                            hc_expr *blk = ADD(MUL(R(g, ib), I(g, ncb / 32)), R(g, jr));
+                                            amx_tile(g, As, Af, Ct, Pt, blk, m0, SUB(rows, row),
+                                                     row, col, cols_left, kt0, ktn, KT);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        hc_b_end(g->b);
+    }
+    tile_stmt(g, HC_PRIM_TILE_RELEASE, 0, NULL, NULL, NULL);
+}
+
 static hc_var *param(mm *g, const char *name, hc_expr *d0, hc_expr *d1, hc_expr *d2) {
     return hc_var_new(g->a, name,
                       hc_type_tensor(g->a, HC_F32, 3, (hc_expr *[]){d0, d1, d2}, NULL,
@@ -757,6 +1064,11 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
         return NULL;
     }
     /* a packed operand is laid out once, at compile time: it cannot depend on a symbol */
+    if (c->amx && (!t->caps.amx_bf16 || msym || bsym)) {
+        hc_error_set(err, HC_ERR_INVALID, "matmul: amx on %s",
+                     t->caps.amx_bf16 ? "symbolic shapes" : "a target without AMX-BF16");
+        return NULL;
+    }
     if ((c->pre_a && (msym || (bsym && !c->a_shared))) || (c->pre_b && bsym)) {
         hc_error_set(err, HC_ERR_INVALID, "matmul: a pre-packed %s with symbolic %s",
                      c->pre_b && bsym ? "B" : "A", msym ? "rows" : "batches");
@@ -773,7 +1085,7 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
     g.mpt = msym ? hc_mul(a, cdiv_e(&g, cdiv_e(&g, g.M, c->mr), c->tm), I(&g, c->mr))
                     : I(&g, hc_matmul_part_extent(s->m, c->mr, c->tm));
     g.npt = hc_matmul_part_extent(s->n, c->nr, c->tn);
-    g.kcb = HC_MIN(c->kc, s->k);
+    g.kcb = HC_MIN(c->kc, c->amx ? hc_round_up(s->k, 32) : s->k);
     /* a symbolic M keeps the whole M block: the hint's rows say nothing of the others' */
     g.mcb = msym ? c->mc : HC_MIN(c->mc, hc_matmul_part_extent(s->m, c->mr, c->tm));
     g.ncb = HC_MIN(c->nc, g.npt);
@@ -784,8 +1096,9 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
     g.B = c->pre_b ? flat_param(&g, "B", hc_matmul_packed_size(s, c, 1))
                    : param(&g, "B", g.NB, I(&g, s->k), I(&g, s->n));
     g.C = param(&g, "C", g.NB, g.M, I(&g, s->n));
-    g.nkb = hc_cdiv(s->k, g.kcb);
-    if (c->c_write_once && g.nkb > 1) g.Cs = heap_buffer(&g, "Cs", g.NB, g.M, I(&g, s->n));
+    g.nkb = hc_cdiv(c->amx ? hc_round_up(s->k, 32) : s->k, g.kcb);
+    if (c->c_write_once && g.nkb > 1 && !c->amx) /* amx: partial sums in its tiles' Pt */
+        g.Cs = heap_buffer(&g, "Cs", g.NB, g.M, I(&g, s->n));
 
     int threads = c->tb * c->tm * c->tn;
     hc_loop_attr attr = threads > 1 ? hc_parallel(threads) : hc_serial();
@@ -794,6 +1107,10 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
         const hc_mapping *grid = hc_map_spatial(a, 3, (int64_t[]){c->tb, c->tm, c->tn});
         static const char *const names[3] = {"tb", "ti", "tj"};
         HC_FOR_MAP(&b, grid, R(&g, th), 3, tv, names) {
+            if (c->amx) {
+                amx_thread_body(&g, R(&g, tv[0]), R(&g, tv[1]), R(&g, tv[2]));
+                continue;
+            }
             if (c->pack_a && !c->pre_a)
                 g.Ap = heap_buffer(&g, "Ap", I(&g, g.mcb / c->mr), I(&g, g.kcb), I(&g, c->mr));
             if (c->pack_b && !c->pre_b)
@@ -808,6 +1125,8 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
 
 /* ---- pre-packed operands -------------------------------------------------------------- */
 int64_t hc_matmul_packed_size(const hc_matmul_shape *s, const hc_matmul_config *c, int which) {
+    if (which == 1 && c->amx)
+        return s->batch * 3 * hc_round_up(s->k, 32) * hc_round_up(s->n, 32) / 2;
     if (which == 0) return (c->a_shared ? 1 : s->batch) * s->k * hc_round_up(s->m, c->mr);
     return s->batch * s->k * hc_round_up(s->n, c->nr);
 }
@@ -832,8 +1151,44 @@ static void pack_panels(const float *src, int64_t rows, int64_t cols, int64_t rs
     }
 }
 
+/* bf16(x) as hc_bf16_bits_L in the emitted prelude (emit_c.c): to nearest even, as f32
+ * bits; not finite where x is not or rounds to infinity */
+static uint32_t bf16_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+}
+
+static bool bf16_finite(float x) { return (bf16_bits(x) & 0x7f800000u) != 0x7f800000u; }
+
+/* B's 3-term split into tiles (hc_matmul_packed_size has the layout). */
+static void prepack_amx_b(const hc_matmul_shape *s, const float *src, float *dst) {
+    int64_t Kp = hc_round_up(s->k, 32), Np = hc_round_up(s->n, 32), KT = Kp / 32, NT = Np / 16;
+    for (int64_t b = 0; b < s->batch; b++) {
+        uint16_t *d = (uint16_t *)(dst + b * 3 * Kp * Np / 2);
+        const float *B = src + b * s->k * s->n;
+        for (int64_t k = 0; k < Kp; k++)
+            for (int64_t n = 0; n < Np; n++) {
+                float x = k < s->k && n < s->n ? B[k * s->n + n] : 0.0f;
+                int64_t tile = ((n / 16) * KT + k / 32) * 512;
+                int64_t at = (k % 32 / 2) * 32 + (n % 16) * 2 + k % 2;
+                for (int t = 0; t < 3; t++) { /* hc_matmul_amx_pays: every bf16(x) finite */
+                    uint32_t h = bf16_bits(x);
+                    d[tile + t * NT * KT * 512 + at] = (uint16_t)(h >> 16);
+                    float hv;
+                    memcpy(&hv, &h, 4);
+                    x -= hv; /* exact */
+                }
+            }
+    }
+}
+
 void hc_matmul_prepack(const hc_matmul_shape *s, const hc_matmul_config *c, int which,
                        const float *src, float *dst) {
+    if (which == 1 && c->amx) {
+        prepack_amx_b(s, src, dst);
+        return;
+    }
     int64_t kb = HC_MIN(c->kc, s->k);
     if (which == 0) {
         int64_t nb = c->a_shared ? 1 : s->batch, per = s->k * hc_round_up(s->m, c->mr);

@@ -253,6 +253,13 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
         hc_matmul_config_set_kc(cfg, s, target, 0.5);
         cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
+    /* AMX split products (hc_matmul_amx_pays): the default where B is constant weights,
+     * pre-packed into its split; prepack_matmul's call for B sees alike */
+    if (opts && opts->candidate == 0 && (opts->prepacked & 2u) && !(opts->prepacked & 1u) &&
+        !(sym && (sym->m || sym->batch)) &&
+        hc_nn_in(n, 1)->dtype == HC_F32 &&
+        hc_matmul_amx_pays(s, target, hc_nn_in(n, 0)->data != NULL, hc_nn_in(n, 1)->data))
+        *cfg = hc_matmul_amx_config(target, s);
     cfg->c_write_once = opts && opts->write_once;
     cfg->pre_a = opts && (opts->prepacked & 1u);
     cfg->pre_b = opts && (opts->prepacked & 2u);
