@@ -426,6 +426,27 @@ static void random_prepacked_job(hc_rng *r, const hc_target *t, job *j) {
     j->c.a_shared = j->c.pre_a && j->s.batch > 1 && hc_rng_next(r) % 2;
 }
 
+/* Kernel `name` of `lib` on its operands ka, kb (A and B, or their packed forms) into C
+ * (NaN first: an element never stored shows), and the interpreter on A, B into R; false
+ * (with the failure counted) when either could not run. */
+static bool run_with_reference(hc_jit_lib *lib, const char *name, const hc_matmul_shape *s,
+                               const float *A, const float *B, const float *ka,
+                               const float *kb, float *C, float *R) {
+    for (int64_t j = 0, n = s->batch * s->m * s->n; j < n; j++) C[j] = NAN;
+    hc_matmul_kernel kern;
+    hc_error err;
+    CHECK_MSG(hc_matmul_kernel_from_lib(lib, name, &kern, &err) == HC_OK, "%s", err.msg);
+    hc_arena a;
+    hc_arena_init(&a);
+    void *in[2] = {(void *)A, (void *)B}, *out[1] = {R};
+    hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
+    CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
+    hc_arena_free(&a);
+    if (!kern.fn || st != HC_OK) return false;
+    hc_matmul_run(&kern, ka, kb, C);
+    return true;
+}
+
 /* Run job i from `lib` and compare with the interpreter. */
 static void check_job(int i, const job *jb, hc_jit_lib *lib) {
     const hc_matmul_shape *s = &jb->s;
@@ -448,19 +469,9 @@ static void check_job(int i, const job *jb, hc_jit_lib *lib) {
         hc_matmul_prepack(s, &jb->c, 1, B, Bp);
     }
     float *C = malloc(sizeof(float) * (size_t)nc), *R = malloc(sizeof(float) * (size_t)nc);
-    for (int64_t j = 0; j < nc; j++) C[j] = NAN; /* detects elements never stored */
-    hc_matmul_kernel kern;
-    hc_error err;
     char name[32];
     snprintf(name, sizeof name, "matmul_%d", i);
-    CHECK_MSG(hc_matmul_kernel_from_lib(lib, name, &kern, &err) == HC_OK, "%s", err.msg);
-    hc_arena a;
-    hc_arena_init(&a);
-    void *in[2] = {A, B}, *out[1] = {R};
-    hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
-    CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
-    if (kern.fn && st == HC_OK) {
-        hc_matmul_run(&kern, Ap ? Ap : A, Bp ? Bp : B, C);
+    if (run_with_reference(lib, name, s, A, B, Ap ? Ap : A, Bp ? Bp : B, C, R)) {
         double maxerr = 0, tol = 1e-5 + 2e-6 * (double)s->k;
         int64_t where = -1;
         for (int64_t j = 0; j < nc; j++) {
@@ -475,7 +486,6 @@ static void check_job(int i, const job *jb, hc_jit_lib *lib) {
                   hc_sb_str(&sb), maxerr, (long long)where);
         hc_sb_free(&sb);
     }
-    hc_arena_free(&a);
     free(A), free(B), free(C), free(R), free(Ap), free(Bp);
 }
 
@@ -589,19 +599,9 @@ static void check_amx_job(int i, const hc_matmul_shape *s, const hc_matmul_confi
     float *Bp = malloc(sizeof(float) * (size_t)np);
     hc_matmul_prepack(s, c, 1, B, Bp);
     float *C = malloc(sizeof(float) * (size_t)nc), *R = malloc(sizeof(float) * (size_t)nc);
-    for (int64_t j = 0; j < nc; j++) C[j] = NAN;
-    hc_matmul_kernel kern;
-    hc_error err;
     char name[32];
     snprintf(name, sizeof name, "amx_%d", i);
-    CHECK_MSG(hc_matmul_kernel_from_lib(lib, name, &kern, &err) == HC_OK, "%s", err.msg);
-    hc_arena a;
-    hc_arena_init(&a);
-    void *in[2] = {A, B}, *out[1] = {R};
-    hc_status st = hc_interpret_task(hc_matmul_task(&a, s), in, out, &err);
-    CHECK_MSG(st == HC_OK, "interpreter: %s", err.msg);
-    if (kern.fn && st == HC_OK) {
-        hc_matmul_run(&kern, A, Bp, C);
+    if (run_with_reference(lib, name, s, A, B, A, Bp, C, R)) {
         double maxerr = 0, tol = 1e-5 + 2e-6 * (double)s->k;
         int64_t where = -1;
         for (int64_t j = 0; j < nc; j++) {
@@ -621,7 +621,6 @@ static void check_amx_job(int i, const hc_matmul_shape *s, const hc_matmul_confi
                   where >= 0 ? C[where] : 0.0, where >= 0 ? R[where] : 0.0);
         hc_sb_free(&sb);
     }
-    hc_arena_free(&a);
     free(A), free(B), free(Bp), free(C), free(R);
 }
 
