@@ -121,7 +121,7 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
         return 2;
     }
     if (k->amx && (k->target->kind != HC_TARGET_CPU || !k->target->caps.amx_bf16)) {
-        fprintf(stderr, "hidetc kernel: --amx: target '%s' has no AMX-BF16 (or HIDETC_AMX=0)\n",
+        fprintf(stderr, "hidetc kernel: --amx: target '%s' has no AMX-BF16 (on an AMX CPU: HIDETC_AMX=1)\n",
                 k->target->name);
         return 2;
     }
