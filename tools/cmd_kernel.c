@@ -42,7 +42,7 @@ static void usage(FILE *f) {
             "  GPU targets: [--tune L] [--candidate C] (candidate C of the space at level L)\n"
             "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
             "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n"
-            "  [--amx]: AMX split products (B pre-packed; kc, nc and the threads apply)\n");
+            "  [--amx]: AMX split products (B pre-packed; kc, mc, nc and the threads apply)\n");
 }
 
 static bool parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -137,6 +137,7 @@ static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
     if (k->amx) {
         hc_matmul_config c = hc_matmul_amx_config(t, &k->shape);
         if (k->kc > 0) c.kc = k->kc;
+        if (k->mc > 0) c.mc = k->mc;
         if (k->nc > 0) c.nc = k->nc;
         if (k->threads > 0) hc_matmul_config_set_threads_costed(&c, &k->shape, k->threads, 0, 0);
         if (k->tb > 0) c.tb = (int)k->tb;
