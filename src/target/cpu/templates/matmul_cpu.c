@@ -777,8 +777,9 @@ static hc_expr *flat_addr(mm *g, hc_var *buf, hc_expr *off) {
 }
 
 /* The K chunk [k0, k0 + 32 ktc) of rows [m0, m_end) of batch bi of A (an M block of mcb
- * rows), split into 3 bf16 terms, into the thread's As: tile (mt, kt, term) of 16 rows x
- * 32 k at f32 element ((mt*ktc + kt)*3 + term)*256, row r at + r*16 (32 bf16 = 16 f32).
+ * rows), split into 3 bf16 terms, into the thread's As: tile (mt, kt) of term t, 16 rows x
+ * 32 k, at f32 element t*at + (mt*ktc + kt)*256 (at = mcb/16 * ktc * 256), row r at +
+ * r*16 (32 bf16 = 16 f32).
  * Rows past m_end and k past K are zeros. Af[r] of a block row r adds up (from the first
  * chunk) NaN where the row holds an infinity, a NaN or a value whose bf16 rounding is
  * infinite (the sum of (x - bf16(x)) * 0 over it), else 0. */
