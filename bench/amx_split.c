@@ -16,7 +16,7 @@
  * --bench` in alternated runs. The f32-equivalent ceiling of P products is the AMX rate
  * / P, printed as a ratio to the FMA peak.
  *
- *   cc -O2 -mavx512f -mavx512bf16 -mamx-tile -mamx-bf16 -fopenmp bench/amx_split.c \
+ *   cc -O2 -Isrc -mavx512f -mavx512bf16 -mamx-tile -mamx-bf16 -fopenmp bench/amx_split.c \
  *      -o amx_split -lm          (GCC 11 or later; it runs only on CPUs with AMX-BF16)
  *   OMP_NUM_THREADS=2 OMP_PROC_BIND=true ./amx_split [M N K]   (multiples of 32)
  *
@@ -39,6 +39,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/core.h" /* hc_f32_to_bf16, hc_bf16_to_f32 (static inline) */
 
 #define ROUNDS 15
 #define FMA_ITERS 200000L
@@ -134,19 +136,6 @@ static double amx_peak(int with_loads) {
     return omp_get_max_threads() * AMX_ITERS * 4 * 16 * 16 * 32 * 2.0 / (now() - t0) * 1e-9;
 }
 
-static uint16_t to_bf16(float x) { /* round to nearest even */
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-static float from_bf16(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
 /* max |C - A x B| over every 7th row, A x B in double */
 static double max_error(const float *A, const float *B, const float *C) {
     double worst = 0;
@@ -175,9 +164,9 @@ static void split_b(const float *B, int terms, uint16_t *bs) {
         for (int j = 0; j < N; j++) {
             float r = B[(long)k * N + j];
             for (int t = 0; t < terms; t++) {
-                uint16_t h = to_bf16(r);
+                uint16_t h = hc_f32_to_bf16(r);
                 bs[b_index(t, k, j)] = h;
-                r -= from_bf16(h);
+                r -= hc_bf16_to_f32(h);
             }
         }
 }

@@ -42,7 +42,7 @@ static void usage(FILE *f) {
             "  GPU targets: [--tune L] [--candidate C] (candidate C of the space at level L)\n"
             "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
             "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n"
-            "  [--amx]: AMX split products (B pre-packed; kc, mc, nc and the threads apply)\n");
+            "  [--amx]: AMX split products (B pre-packed; the overrides apply, the tile stays 32)\n");
 }
 
 static bool parse_int(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out) {
@@ -134,18 +134,10 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
 }
 
 static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
-    if (k->amx) {
-        hc_matmul_config c = hc_matmul_amx_config(t, &k->shape);
-        if (k->kc > 0) c.kc = k->kc;
-        if (k->mc > 0) c.mc = k->mc;
-        if (k->nc > 0) c.nc = k->nc;
-        if (k->threads > 0) hc_matmul_config_set_threads_costed(&c, &k->shape, k->threads, 0, 0);
-        if (k->tb > 0) c.tb = (int)k->tb;
-        if (k->tm > 0) c.tm = (int)k->tm;
-        if (k->tn > 0) c.tn = (int)k->tn;
-        return c;
-    }
-    hc_matmul_config c = hc_matmul_default_config(t, &k->shape);
+    /* --amx: B pre-packed, so its packing costs the thread split nothing; its tile is
+     * fixed (an --mr or --nr other than 32 fails validation with the reason) */
+    hc_matmul_config c = k->amx ? hc_matmul_amx_config(t, &k->shape)
+                                : hc_matmul_default_config(t, &k->shape);
     /* a new tile keeps the default blocks valid: rounded to multiples of it */
     if (k->mr > 0) c.mr = (int)k->mr, c.mc = (c.mc + c.mr - 1) / c.mr * c.mr;
     if (k->nr > 0) c.nr = (int)k->nr, c.nc = (c.nc + c.nr - 1) / c.nr * c.nr;
@@ -154,7 +146,10 @@ static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
     if (k->nc > 0) c.nc = k->nc;
     if (k->pack_a >= 0) c.pack_a = k->pack_a;
     if (k->pack_b >= 0) c.pack_b = k->pack_b;
-    if (k->threads > 0) hc_matmul_config_set_threads(&c, &k->shape, k->threads);
+    if (k->threads > 0 && k->amx)
+        hc_matmul_config_set_threads_costed(&c, &k->shape, k->threads, 0, 0);
+    else if (k->threads > 0)
+        hc_matmul_config_set_threads(&c, &k->shape, k->threads);
     if (k->tb > 0) c.tb = (int)k->tb;
     if (k->tm > 0) c.tm = (int)k->tm;
     if (k->tn > 0) c.tn = (int)k->tn;

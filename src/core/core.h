@@ -41,6 +41,22 @@
  * clamped to [lo, hi]. */
 static inline int64_t hc_cdiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 static inline int64_t hc_round_up(int64_t x, int64_t y) { return hc_cdiv(x, y) * y; }
+/* bf16 bits of f: rounded to nearest even (a finite f may round to an infinity); a NaN
+ * stays a quiet NaN. */
+static inline uint16_t hc_f32_to_bf16(float f) {
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+/* The f32 value of bf16 bits h (exact). */
+static inline float hc_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
 static inline int64_t hc_clamp64(int64_t x, int64_t lo, int64_t hi) {
     return x < lo ? lo : x > hi ? hi : x;
 }

@@ -73,15 +73,7 @@ void hc_elem_set(void *buf, hc_dtype t, int64_t i, double v) {
     case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)int_bits(v); return;
     case HC_U64: ((uint64_t *)buf)[i] = int_bits(v); return;
     case HC_F16: ((_Float16 *)buf)[i] = (_Float16)v; return;
-    case HC_BF16: {
-        float f = (float)v;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        if ((u & 0x7fffffffu) > 0x7f800000u) u |= 0x400000u; /* NaN stays NaN */
-        else u += 0x7fffu + ((u >> 16) & 1u);                /* round to nearest even */
-        ((uint16_t *)buf)[i] = (uint16_t)(u >> 16);
-        return;
-    }
+    case HC_BF16: ((uint16_t *)buf)[i] = hc_f32_to_bf16((float)v); return;
     case HC_F32: ((float *)buf)[i] = (float)v; return;
     case HC_F64: ((double *)buf)[i] = v; return;
     default: hc_unreachable();

@@ -75,13 +75,6 @@ hc_tensor *hc_pass_const_i64(hc_graph *g, const char *name, int n, const int64_t
     return hc_graph_constant(g, name, HC_I64, 1, shape, v);
 }
 
-static uint16_t to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
-
 hc_tensor *hc_pass_const_float(hc_graph *g, const char *name, hc_dtype dt, int ndim,
                                const int64_t *shape, const double *v) {
     hc_tensor *t = hc_graph_constant(g, name, dt, ndim, shape, NULL);
@@ -89,7 +82,7 @@ hc_tensor *hc_pass_const_float(hc_graph *g, const char *name, hc_dtype dt, int n
     for (int64_t i = 0; i < n; i++) {
         switch (dt) {
         case HC_F16: ((_Float16 *)t->data)[i] = (_Float16)v[i]; break;
-        case HC_BF16: ((uint16_t *)t->data)[i] = to_bf16((float)v[i]); break;
+        case HC_BF16: ((uint16_t *)t->data)[i] = hc_f32_to_bf16((float)v[i]); break;
         case HC_F32: ((float *)t->data)[i] = (float)v[i]; break;
         case HC_F64: ((double *)t->data)[i] = v[i]; break;
         default: hc_unreachable();

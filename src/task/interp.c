@@ -37,26 +37,11 @@ typedef struct interp {
 } interp;
 
 /* ---- scalar conversions ------------------------------------------------------------ */
-static uint16_t f32_to_bf16_bits(float f) {
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    if (isnan(f)) return (uint16_t)((bits >> 16) | 0x40); /* keep it a quiet NaN */
-    bits += 0x7FFFu + ((bits >> 16) & 1u);                 /* round to nearest even */
-    return (uint16_t)(bits >> 16);
-}
-
-static float bf16_bits_to_f32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 static double round_float(double v, hc_dtype t) {
     switch (t) {
     case HC_F32: return (float)v;
     case HC_F16: return (double)(_Float16)v;
-    case HC_BF16: return bf16_bits_to_f32(f32_to_bf16_bits((float)v));
+    case HC_BF16: return hc_bf16_to_f32(hc_f32_to_bf16((float)v));
     default: return v;
     }
 }
@@ -124,7 +109,7 @@ static hc_value read_elem(const void *buf, hc_dtype t, int64_t i) {
     case HC_U32: r.u = ((const uint32_t *)buf)[i]; break;
     case HC_U64: r.u = ((const uint64_t *)buf)[i]; break;
     case HC_F16: r.f = (double)((const _Float16 *)buf)[i]; break;
-    case HC_BF16: r.f = bf16_bits_to_f32(((const uint16_t *)buf)[i]); break;
+    case HC_BF16: r.f = hc_bf16_to_f32(((const uint16_t *)buf)[i]); break;
     case HC_F32: r.f = ((const float *)buf)[i]; break;
     case HC_F64: r.f = ((const double *)buf)[i]; break;
     default: hc_unreachable();
@@ -145,7 +130,7 @@ static void write_elem(void *buf, hc_dtype t, int64_t i, hc_value v) {
     case HC_U32: ((uint32_t *)buf)[i] = (uint32_t)v.u; break;
     case HC_U64: ((uint64_t *)buf)[i] = v.u; break;
     case HC_F16: ((_Float16 *)buf)[i] = (_Float16)v.f; break;
-    case HC_BF16: ((uint16_t *)buf)[i] = f32_to_bf16_bits((float)v.f); break;
+    case HC_BF16: ((uint16_t *)buf)[i] = hc_f32_to_bf16((float)v.f); break;
     case HC_F32: ((float *)buf)[i] = (float)v.f; break;
     case HC_F64: ((double *)buf)[i] = v.f; break;
     default: hc_unreachable();

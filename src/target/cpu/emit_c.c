@@ -167,14 +167,6 @@ static void emit_float(hc_sb *sb, double v, bool f32) {
     hc_sb_printf(sb, "%s%s", buf, f32 ? "f" : "");
 }
 
-static uint16_t f32_to_bf16_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-
 static void emit_const(hc_sb *sb, const hc_expr *e) {
     hc_value v = e->u.c;
     hc_dtype d = e->type->dtype;
@@ -202,7 +194,7 @@ static void emit_const(hc_sb *sb, const hc_expr *e) {
         emit_float(sb, v.f, false);
         hc_sb_putc(sb, ')');
         return;
-    case HC_BF16: hc_sb_printf(sb, "((hc_bf16){0x%04x})", f32_to_bf16_bits((float)v.f)); return;
+    case HC_BF16: hc_sb_printf(sb, "((hc_bf16){0x%04x})", hc_f32_to_bf16((float)v.f)); return;
     default: HC_ASSERT_MSG(0, "C target: constant of unsupported dtype");
     }
 }

@@ -141,7 +141,14 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     return c;
 }
 
-static bool bf16_finite(float x);
+/* Whether x's bf16 rounding is finite (an x past 3.39e38 rounds to an infinity). */
+static bool bf16_finite(float x) { return (hc_f32_to_bf16(x) & 0x7f80u) != 0x7f80u; }
+
+/* f32 elements one term of the AMX split of B takes in one batch: K and N padded to 32,
+ * 2 bytes a value (hc_matmul_packed_size has the layout). */
+static int64_t amx_b_term(const hc_matmul_shape *s) {
+    return hc_round_up(s->k, 32) * hc_round_up(s->n, 32) / 2;
+}
 
 hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape *s) {
     hc_matmul_config c = {0};
@@ -158,7 +165,9 @@ hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape 
     return c;
 }
 
-/* AMX split products where ... (measurements below) */
+/* The conditions of matmul.h; every value of B is checked (a compile-time scan of the
+ * weights). Whether AMX pays at all is the target's caps.amx_bf16 (host.c: only with
+ * HIDETC_AMX=1; bench/results/compare_xeon.md has the runs on a shared VM). */
 bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_const,
                         const float *b_data) {
     if (!t->caps.amx_bf16 || !b_data || a_const || s->m < 32 || s->n < 64 || s->k < 64)
@@ -766,21 +775,26 @@ static hc_var *flat_buffer(mm *g, const char *name, int64_t n) {
  * reloads of one term's tiles sit apart; 128 x 768 x 768, one thread). */
 static const int amx_pairs[6][2] = {{0, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 1}, {2, 0}};
 
-static hc_expr *tile_call(mm *g, hc_prim p, int n, hc_expr *x, hc_expr *y, hc_expr *z) {
-    return vcall(g, p, hc_type_scalar(HC_VOID), n, x, y, z);
-}
+/* A primitive without a value (a tile call, a bf16 store) as a statement. */
 static void tile_stmt(mm *g, hc_prim p, int n, hc_expr *x, hc_expr *y, hc_expr *z) {
-    hc_b_eval(g->b, tile_call(g, p, n, x, y, z));
+    hc_b_eval(g->b, vcall(g, p, hc_type_scalar(HC_VOID), n, x, y, z));
 }
 static hc_expr *flat_addr(mm *g, hc_var *buf, hc_expr *off) {
     return hc_address(g->a, buf, 1, &off);
+}
+
+/* The f32 offset in the packed B of tile (nt, kt) of term 0 (16 columns from 16 nt, 32
+ * k from 32 kt) in batch bi; term t is t * amx_b_term(s) further. */
+static hc_expr *amx_b_tile(mm *g, hc_expr *nt, hc_expr *kt) {
+    int64_t KT = hc_cdiv(g->s->k, 32);
+    return ADD(MUL(g->bi, I(g, 3 * amx_b_term(g->s))), MUL(ADD(MUL(nt, I(g, KT)), kt), I(g, 256)));
 }
 
 /* The K chunk [k0, k0 + 32 ktc) of rows [m0, m_end) of batch bi of A (an M block of mcb
  * rows), split into 3 bf16 terms, into the thread's As: tile (mt, kt) of term t, 16 rows x
  * 32 k, at f32 element t*at + (mt*ktc + kt)*256 (at = mcb/16 * ktc * 256), row r at +
  * r*16 (32 bf16 = 16 f32).
- * Rows past m_end and k past K are zeros. Af[r] of a block row r adds up (from the first
+ * Rows past m_end and k past K are zeros (their Af 0). Af[r] of a block row r adds up (from the first
  * chunk) NaN where the row holds an infinity, a NaN or a value whose bf16 rounding is
  * infinite (the sum of (x - bf16(x)) * 0 over it), else 0. */
 static void amx_split_a(mm *g, hc_var *As, hc_var *Af, hc_expr *m0, hc_expr *m_end,
@@ -800,9 +814,10 @@ static void amx_split_a(mm *g, hc_var *As, hc_var *Af, hc_expr *m0, hc_expr *m_e
 #define AS_OFF(kl)                                                                                \
     ADD(MUL(ADD(MUL(R(g, mt), I(g, ktc)), hc_div(g->a, (kl), I(g, 32))), I(g, 256)),              \
         ADD(MUL(R(g, r), I(g, 16)), hc_div(g->a, hc_mod(g->a, (kl), I(g, 32)), I(g, 2))))
-            hc_b_if_begin(g->b, LT(row, m_end));
+            /* vectors with data in this row: none past the block's rows (all zeros) */
+            hc_expr *have = let(g, "akvh", hc_select(g->a, LT(row, m_end), kv_data, I(g, 0)));
             hc_var *nf = hc_b_declare(g->b, "anf", g->vec, zero);
-            HC_FOR(g->b, kv, "akv", kv_data, hc_serial()) {
+            HC_FOR(g->b, kv, "akv", have, hc_serial()) {
                 hc_expr *kl = let(g, "akl", MUL(R(g, kv), I(g, L)));
                 hc_expr *k = ADD(k0, kl);
                 hc_expr *src = addr3(g, g->A, g->bi, row, k);
@@ -824,21 +839,12 @@ static void amx_split_a(mm *g, hc_var *As, hc_var *Af, hc_expr *m0, hc_expr *m_e
             hc_b_store(g->b, Af, 1, &lrow,
                        ADD(before, vcall(g, HC_PRIM_VREDUCE_ADD, hc_type_scalar(HC_F32), 1,
                                          R(g, nf), 0, 0)));
-            HC_FOR(g->b, kv, "akz", SUB(I(g, ktc * 32 / L), kv_data), hc_serial()) {
-                hc_expr *off = let(g, "aoff", AS_OFF(MUL(ADD(R(g, kv), kv_data), I(g, L))));
+            HC_FOR(g->b, kv, "akz", SUB(I(g, ktc * 32 / L), have), hc_serial()) {
+                hc_expr *off = let(g, "aoff", AS_OFF(MUL(ADD(R(g, kv), have), I(g, L))));
                 for (int t = 0; t < 3; t++)
                     tile_stmt(g, HC_PRIM_VSTORE_BF16, 2, flat_addr(g, As, ADD(off, I(g, t * at))),
                               zero, NULL);
             }
-            hc_b_else(g->b); /* rows past the block's: zeros */
-            hc_b_store(g->b, Af, 1, &lrow, hc_f32(g->a, 0));
-            HC_FOR(g->b, kv, "akz", I(g, ktc * 32 / L), hc_serial()) {
-                hc_expr *off = let(g, "aoff", AS_OFF(MUL(R(g, kv), I(g, L))));
-                for (int t = 0; t < 3; t++)
-                    tile_stmt(g, HC_PRIM_VSTORE_BF16, 2, flat_addr(g, As, ADD(off, I(g, t * at))),
-                              zero, NULL);
-            }
-            hc_b_end(g->b);
 #undef AS_OFF
         }
     }
@@ -850,9 +856,9 @@ static void amx_split_a(mm *g, hc_var *As, hc_var *Af, hc_expr *m0, hc_expr *m_e
  * f32 FMAs over all of K, B's values read back from its packed terms (their sum is
  * exact). Rare: only Ct's row is rewritten. */
 static void amx_nonfinite_rows(mm *g, hc_var *Af, hc_var *Ct, hc_expr *m_lo, hc_expr *rows_left,
-                               hc_expr *row, hc_expr *bbase, hc_expr *nt, int64_t KT) {
+                               hc_expr *row, hc_expr *nt) {
     int L = g->c->lanes, nv = 32 / L;
-    int64_t bt = hc_round_up(g->s->n, 32) / 16 * KT * 256; /* f32 elements between terms */
+    int64_t bt = amx_b_term(g->s); /* f32 elements between terms */
     hc_expr *zero = vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(g->a, 0), 0, 0);
     HC_FOR(g->b, i, "fi", MIN(I(g, 32), rows_left), hc_serial()) {
         hc_expr *lrow = ADD(row, R(g, i));
@@ -867,9 +873,8 @@ static void amx_nonfinite_rows(mm *g, hc_var *Af, hc_var *Ct, hc_expr *m_lo, hc_
                 hc_expr *hi = let(g, "fhi", hc_mod(g->a, k, I(g, 2)));
                 for (int v = 0; v < nv; v++) {
                     int c0 = v * L; /* the vector's first column in the 32 */
-                    hc_expr *base = ADD(bbase, MUL(ADD(MUL(ADD(nt, I(g, c0 / 16)), I(g, KT)),
-                                                       hc_div(g->a, k, I(g, 32))),
-                                                   I(g, 256)));
+                    hc_expr *base = amx_b_tile(g, ADD(nt, I(g, c0 / 16)), hc_div(g->a, k, I(g, 32)));
+                    /* k's pair row in the tile, then the vector's columns */
                     base = ADD(base, ADD(MUL(hc_div(g->a, hc_mod(g->a, k, I(g, 32)), I(g, 2)),
                                              I(g, 16)),
                                          I(g, c0 % 16)));
@@ -908,18 +913,16 @@ static void amx_tile(mm *g, hc_var *As, hc_var *Af, hc_var *Ct, hc_var *Pt, hc_e
                       I(g, 128));
         hc_b_end(g->b);
     }
-    int64_t Kp = KT * 32;
-    hc_expr *bbase = MUL(g->bi, I(g, 3 * Kp * hc_round_up(g->s->n, 32) / 2));
     hc_expr *nt = hc_div(g->a, ADD(g->n0, col), I(g, 16)); /* the first 16-column tile */
     hc_expr *mt = hc_div(g->a, row, I(g, 16));
     hc_expr *stride = I(g, 64);
     int64_t ktc = g->kcb / 32, at = g->mcb / 16 * ktc * 256; /* between A's terms */
-    int64_t bt = hc_round_up(g->s->n, 32) / 16 * KT * 256;         /* between B's terms */
+    int64_t bt = amx_b_term(g->s);                                   /* between B's terms */
     HC_FOR(g->b, kk, "kt", ktn, hc_serial()) {
         hc_expr *kt = let(g, "ktg", ADD(kt0, R(g, kk)));
         hc_expr *a0 = let(g, "aoff0", MUL(ADD(MUL(mt, I(g, ktc)), R(g, kk)), I(g, 256)));
         hc_expr *a1 = let(g, "aoff1", ADD(a0, I(g, ktc * 256)));
-        hc_expr *b0 = let(g, "boff0", ADD(bbase, MUL(ADD(MUL(nt, I(g, KT)), kt), I(g, 256))));
+        hc_expr *b0 = let(g, "boff0", amx_b_tile(g, nt, kt));
         hc_expr *b1 = let(g, "boff1", ADD(b0, I(g, KT * 256)));
         int last_a = -1;
         for (int p = 0; p < 6; p++) {
@@ -946,7 +949,7 @@ static void amx_tile(mm *g, hc_var *As, hc_var *Af, hc_var *Ct, hc_var *Pt, hc_e
     }
     for (int t = 0; t < 4; t++)
         tile_stmt(g, HC_PRIM_TILE_STORE, 3, I(g, t), flat_addr(g, Ct, I(g, corner[t])), I(g, 128));
-    amx_nonfinite_rows(g, Af, Ct, m_lo, rows_left, row, bbase, nt, KT);
+    amx_nonfinite_rows(g, Af, Ct, m_lo, rows_left, row, nt);
     int nv = 32 / c->lanes;
     HC_FOR(g->b, i, "ci", MIN(I(g, 32), rows_left), hc_serial()) {
         hc_expr *crow = ADD(m_lo, ADD(row, R(g, i)));
@@ -956,9 +959,9 @@ static void amx_tile(mm *g, hc_var *As, hc_var *Af, hc_var *Ct, hc_var *Pt, hc_e
             hc_expr *p = addr3(g, g->C, g->bi, crow, ccol);
             hc_expr *left = SUB(cols_left, I(g, v * c->lanes));
             hc_b_if_begin(g->b, LT(I(g, (v + 1) * c->lanes - 1), cols_left));
-            vstore(g, p, acc);
+            vstore_any(g, p, acc, NULL);
             hc_b_else(g->b);
-            HC_IF(g->b, LT(I(g, 0), left)) { vstore_n(g, p, acc, left); }
+            HC_IF(g->b, LT(I(g, 0), left)) { vstore_any(g, p, acc, left); }
             hc_b_end(g->b);
         }
     }
@@ -1126,8 +1129,7 @@ hc_func *hc_matmul_cpu_sym(hc_arena *a, const char *name, const hc_matmul_shape 
 
 /* ---- pre-packed operands -------------------------------------------------------------- */
 int64_t hc_matmul_packed_size(const hc_matmul_shape *s, const hc_matmul_config *c, int which) {
-    if (which == 1 && c->amx)
-        return s->batch * 3 * hc_round_up(s->k, 32) * hc_round_up(s->n, 32) / 2;
+    if (which == 1 && c->amx) return s->batch * 3 * amx_b_term(s);
     if (which == 0) return (c->a_shared ? 1 : s->batch) * s->k * hc_round_up(s->m, c->mr);
     return s->batch * s->k * hc_round_up(s->n, c->nr);
 }
@@ -1152,21 +1154,12 @@ static void pack_panels(const float *src, int64_t rows, int64_t cols, int64_t rs
     }
 }
 
-/* bf16(x) as hc_bf16_bits_L in the emitted prelude (emit_c.c): to nearest even, as f32
- * bits; not finite where x is not or rounds to infinity */
-static uint32_t bf16_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-}
-
-static bool bf16_finite(float x) { return (bf16_bits(x) & 0x7f800000u) != 0x7f800000u; }
-
 /* B's 3-term split into tiles (hc_matmul_packed_size has the layout). */
 static void prepack_amx_b(const hc_matmul_shape *s, const float *src, float *dst) {
-    int64_t Kp = hc_round_up(s->k, 32), Np = hc_round_up(s->n, 32), KT = Kp / 32, NT = Np / 16;
+    int64_t Kp = hc_round_up(s->k, 32), Np = hc_round_up(s->n, 32), KT = Kp / 32;
+    int64_t term = amx_b_term(s) * 2; /* in 2-byte values */
     for (int64_t b = 0; b < s->batch; b++) {
-        uint16_t *d = (uint16_t *)(dst + b * 3 * Kp * Np / 2);
+        uint16_t *d = (uint16_t *)dst + b * 3 * term;
         const float *B = src + b * s->k * s->n;
         for (int64_t k = 0; k < Kp; k++)
             for (int64_t n = 0; n < Np; n++) {
@@ -1174,11 +1167,9 @@ static void prepack_amx_b(const hc_matmul_shape *s, const float *src, float *dst
                 int64_t tile = ((n / 16) * KT + k / 32) * 512;
                 int64_t at = (k % 32 / 2) * 32 + (n % 16) * 2 + k % 2;
                 for (int t = 0; t < 3; t++) { /* hc_matmul_amx_pays: every bf16(x) finite */
-                    uint32_t h = bf16_bits(x);
-                    d[tile + t * NT * KT * 512 + at] = (uint16_t)(h >> 16);
-                    float hv;
-                    memcpy(&hv, &h, 4);
-                    x -= hv; /* exact */
+                    uint16_t h = hc_f32_to_bf16(x);
+                    d[tile + t * term + at] = h;
+                    x -= hc_bf16_to_f32(h); /* exact */
                 }
             }
     }
