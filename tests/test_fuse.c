@@ -814,11 +814,13 @@ static void test_amx_dense(void) {
     hc_target amx = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
     const hc_target plain = amx;
     amx.caps.amx_bf16 = 1;
-    const dense_case cases[] = {{&amx, 128, 3072, false, " amx "}, {&amx, 128, 768, false, " amx "},
+    const dense_case cases[] = {{&amx, 256, 3072, false, " amx "}, {&amx, 256, 768, false, " amx "},
                                 {&amx, 1024, 3072, false, " amx "}};
     check_dense_configs("AMX", cases, HC_ARRAY_LEN(cases));
+    /* not pre-packed, a GEMV, fewer rows than HC_MATMUL_AMX_MIN_ROWS (BERT at batch 1), no
+     * AMX stated */
     const struct { const hc_target *t; int64_t m; bool no_prepack; } not_amx[] = {
-        {&amx, 128, true}, {&amx, 1, false}, {&plain, 128, false}};
+        {&amx, 256, true}, {&amx, 1, false}, {&amx, 128, false}, {&plain, 256, false}};
     for (size_t i = 0; i < HC_ARRAY_LEN(not_amx); i++) {
         char *c = kernel_config(build_dense(not_amx[i].m, 768), not_amx[i].t, not_amx[i].no_prepack);
         CHECK_MSG(c && !strstr(c, " amx"), "AMX: case %zu took amx: '%s'", i, c ? c : "(none)");
@@ -827,7 +829,7 @@ static void test_amx_dense(void) {
     hc_target here = *hc_target_host();
     here.caps.amx_bf16 = 1;
     check_target = &here;
-    static const int64_t shapes[][3] = {{45, 100, 70}, {128, 768, 96}, {33, 64, 129}, {97, 131, 64}};
+    static const int64_t shapes[][3] = {{256, 100, 70}, {263, 300, 96}, {257, 64, 129}, {293, 131, 64}};
     for (size_t i = 0; i < HC_ARRAY_LEN(shapes); i++) {
         amx_m = shapes[i][0], amx_k = shapes[i][1], amx_n = shapes[i][2];
         int expect;

@@ -634,9 +634,15 @@ static void test_amx(void) {
     t.caps.amx_bf16 = 1;
     hc_target none = t;
     none.caps.amx_bf16 = 0;
-    hc_matmul_shape big = {1, 128, 768, 768};
+    hc_matmul_shape big = {1, HC_MATMUL_AMX_MIN_ROWS, 768, 768};
     float *w = random_buffer(768 * 768, 7);
     CHECK(hc_matmul_amx_pays(&big, &t, false, w));
+    hc_matmul_shape fewer = {1, HC_MATMUL_AMX_MIN_ROWS - 1, 768, 768}; /* too few rows */
+    CHECK(!hc_matmul_amx_pays(&fewer, &t, false, w));
+    hc_matmul_shape batches = {4, 128, 768, 768}; /* 4 B of 128 rows each: still 128 */
+    float *w4 = random_buffer(4 * 768 * 768, 8);
+    CHECK(!hc_matmul_amx_pays(&batches, &t, false, w4));
+    free(w4);
     CHECK(!hc_matmul_amx_pays(&big, &none, false, w));
     CHECK(!hc_matmul_amx_pays(&big, &t, false, NULL)); /* B not constant */
     CHECK(!hc_matmul_amx_pays(&big, &t, true, w));     /* A constant too */

@@ -294,11 +294,13 @@ static void detect(void) {
     }
     /* AMX-BF16 for the f32 matmuls (split products, docs/matmul.md "AMX"): on the AVX-512
      * target (every AMX CPU has AVX-512; the AVX2 target stands for CPUs without it), where
-     * the process may use the tiles, when HIDETC_AMX=1 asks for it. Not by default: on the
-     * only AMX machine measured, a 2-vCPU Emerald Rapids VM, the core's AMX unit was
-     * shared (its rate halved for seconds at a time, even on one thread: another tenant on
-     * the other hyperthread), and BERT and GPT-2 ran 1.3x slower with it over whole runs
-     * (bench/results/compare_xeon.md, "AMX split products in the models"). */
+     * the process may use the tiles, when HIDETC_AMX=1 asks for it; which matmuls take it
+     * is hc_matmul_amx_pays's rule. Not by default: on the only AMX machine measured, a
+     * 2-vCPU Emerald Rapids VM, the core's AMX unit was shared (its rate halved for seconds
+     * at a time, even on one thread: another tenant on the other hyperthread); BERT and
+     * GPT-2 at batch 1 ran 1.06-1.3x slower with it, and BERT at batch 8 1.27x faster in
+     * two runs and 1.23x slower in a third (bench/results/compare_xeon.md, "AMX split
+     * products in the models"). */
     const char *amx_env = getenv("HIDETC_AMX");
     if (hc_cpu_amx_usable() && amx_env && !strcmp(amx_env, "1"))
         targets[HC_ISA_AVX512].caps.amx_bf16 = emit_only[HC_ISA_AVX512].caps.amx_bf16 = 1;

@@ -77,13 +77,15 @@ typedef struct hc_matmul_config {
  * register tiles, a K block of 128 (a panel's B terms, 24 KiB, stay in L1 across the
  * thread's row blocks) and panels of 32 columns. */
 hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape *s);
+/* The fewest rows (M) whose matmul the default runs as AMX split products. */
+#define HC_MATMUL_AMX_MIN_ROWS 256
 /* Whether the default should run a matmul as AMX split products: a target with AMX-BF16,
  * constant B (b_data: its batch x k x n values; NULL when B is not constant) whose values
  * all round to finite bf16 values (an infinity in B would meet zero terms of A's split:
  * NaN where f32 gives an infinity; the kernel redoes rows of A with one in f32), A not
- * constant, and
- * enough rows, columns and depth that the padding to tiles costs little (matmul_cpu.c
- * has the measurements). */
+ * constant, at least HC_MATMUL_AMX_MIN_ROWS rows (each weight's reuse: its split streams
+ * 1.5 times the f32 bytes) and enough columns and depth (64) that the padding to tiles
+ * costs little (matmul_cpu.c has the measurements). */
 bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_const,
                         const float *b_data);
 

@@ -166,11 +166,21 @@ hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape 
 }
 
 /* The conditions of matmul.h; every value of B is checked (a compile-time scan of the
- * weights). Whether AMX pays at all is the target's caps.amx_bf16 (host.c: only with
- * HIDETC_AMX=1; bench/results/compare_xeon.md has the runs on a shared VM). */
+ * weights). Whether the CPU runs AMX at all is the target's caps.amx_bf16 (host.c: only
+ * with HIDETC_AMX=1).
+ * The rows: split, the weights take 1.5 times their f32 bytes, and the tiles run the
+ * multiply-adds about twice as fast, so each weight needs about 3 times the rows of the
+ * FMA template to keep the kernel from waiting on them. BERT on a 2-core Emerald Rapids
+ * VM, AMX against the FMA default in the same rounds (bench/ab.py, median of the
+ * per-round AMX / FMA): batch 1 (128 rows) 1.06, 2 (256) 0.96, 4 (512) 0.88, 8 (1024)
+ * 0.79 and, in another run, 0.82; GPT-2 at batch 1 1.06. The kernel alone, with B hot in
+ * the caches, wins at 128 rows too (128 x 768 x 768: 0.39 against 0.49 ms). A third
+ * BERT batch-8 run, minutes later, read 1.23: this VM's AMX unit is shared with another
+ * tenant (host.c). */
 bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_const,
                         const float *b_data) {
-    if (!t->caps.amx_bf16 || !b_data || a_const || s->m < 32 || s->n < 64 || s->k < 64)
+    if (!t->caps.amx_bf16 || !b_data || a_const || s->m < HC_MATMUL_AMX_MIN_ROWS ||
+        s->n < 64 || s->k < 64)
         return false;
     for (int64_t i = 0, n = s->batch * s->k * s->n; i < n; i++)
         if (!bf16_finite(b_data[i])) return false;
