@@ -25,8 +25,10 @@ run bench/compare once to make them) and its venv (BUILD/bench-venv). Both build
 are checked against ORT's (relative tolerance 1e-3 of the largest reference value).
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -104,6 +106,7 @@ def main():
     env.setdefault("HIDETC_CACHE_DIR", os.path.join(a.build, "cache", "kernels"))
     rows = []
     tmp = tempfile.mkdtemp(prefix="hidetc-ab-")
+    atexit.register(shutil.rmtree, tmp, True)  # the compiled models: 0.5 GB each for BERT b8
     for batch in [int(b) for b in a.batch.split(",")]:
         for model in a.models.split(","):
             mdir = os.path.join(a.build, "cache", "compare-models", "%s-b%d" % (model, batch))

@@ -762,7 +762,9 @@ static void test_prepacked_split(void) {
 
 /* The K block of x @ W on a stated Sapphire/Emerald Rapids core with AVX-512: a B
  * micro-panel of half of L1 (kc 192 for K = 768 on 48 KiB) where a thread's share of C
- * fits in half of L2, whether W is pre-packed or not; 1.5 x L1 (kc 384) elsewhere. Then
+ * fits in half of L2, whether W is pre-packed or not; all of K in one block (kc 768) where
+ * it exceeds half of L2 (1024 rows, an LM head's 50000 columns); 1.5 x L1 (kc 384) on
+ * other cores. Then
  * the program against the reference, where this host runs AVX-512 code (the pre-packed
  * layout follows kc). */
 static hc_graph *build_dense_rand(uint64_t seed, int *expect) {
@@ -778,16 +780,25 @@ static void test_spr_kblock(void) {
     spr.caps.core = spr2.caps.core = HC_CORE_INTEL_SPR;
     const dense_case cases[] = {
         {&spr, 128, 3072, false, " kc192 "},  {&spr, 128, 768, false, " kc192 "},
-        {&spr, 128, 3072, true, " kc192 "},   {&spr, 1024, 3072, false, " kc384 "},
-        {&spr, 128, 50000, false, " kc384 "}, {&other, 128, 3072, false, " kc384 "},
-        {&spr2, 128, 3072, false, " kc768 "}};
+        {&spr, 128, 3072, true, " kc192 "},   {&spr, 1024, 3072, false, " kc768 mc80 "},
+        {&spr, 128, 50000, false, " kc768 "}, {&other, 128, 3072, false, " kc384 "},
+        {&spr2, 128, 3072, false, " kc768 "}, {&other, 1024, 3072, false, " kc384 "},
+        {&spr, 1024, 3072, true, " kc768 "}};
     check_dense_configs("K block", cases, HC_ARRAY_LEN(cases));
+    /* with 512 KiB of L2 the same 128 x 3072 output takes one K block (786 KB of C a
+     * thread) */
+    hc_target spr_l2 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 512 << 10, 105 << 20);
+    spr_l2.caps.core = HC_CORE_INTEL_SPR;
+    const dense_case one[] = {{&spr_l2, 128, 3072, false, " kc768 "}};
+    check_dense_configs("one K block", one, 1);
     if (hc_cpu_isa() == HC_ISA_AVX512) {
-        spr.caps.num_cores = 2;
-        check_target = &spr;
+        spr.caps.num_cores = spr_l2.caps.num_cores = 2;
         for (int np = 0; np < 2; np++) {
             check_no_prepack = np;
+            check_target = &spr;
             check("x @ W, half-L1 K blocks", build_dense_rand, 0, 2);
+            check_target = &spr_l2;
+            check("x @ W, one K block", build_dense_rand, 0, 2);
         }
         check_target = NULL, check_no_prepack = false;
     }

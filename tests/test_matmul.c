@@ -241,6 +241,31 @@ static void test_configs(void) {
         CHECK(!hc_matmul_half_l1_panel_pays(&c, &batched, &spr, false, true));
         hc_matmul_config_set_threads(&c, &ffn, 1); /* one thread: 1.5 MB of C */
         CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &spr, false, true));
+        /* one K block where a thread's C exceeds half of L2 and K x 32 columns take at most
+         * twice L1: BERT's K = 768 matmuls at batch 8, the LM head; not K = 3072, not
+         * where the half-L1 rule holds, nor on another core, for AVX2 code, for constant A
+         * or for non-constant B */
+        hc_matmul_shape ffn8_out = {1, 1024, 768, 3072}, k800 = {1, 1024, 3072, 800};
+        c = hc_matmul_default_config(&spr, &ffn8);
+        CHECK(hc_matmul_one_kblock_pays(&c, &ffn8, &spr, false, true));
+        hc_matmul_config_set_one_kblock(&c, &ffn8, &spr);
+        CHECK_EQ_INT(c.kc, 768);
+        CHECK_EQ_INT(c.mc, 80); /* 2 MiB / 8 / (768 x 4), in whole register tiles */
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr, false, true)); /* kc is K now */
+        c = hc_matmul_default_config(&spr, &head);
+        CHECK(hc_matmul_one_kblock_pays(&c, &head, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &ffn8_out);
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8_out, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &k800); /* 102400 bytes > 2 x 48 KiB */
+        CHECK(!hc_matmul_one_kblock_pays(&c, &k800, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &ffn);
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn, &spr, false, true));
+        c = hc_matmul_default_config(&spr, &ffn8);
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &other, false, true));
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr, true, true));
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr, false, false));
+        c = hc_matmul_default_config(&spr2, &ffn8);
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr2, false, true));
     }
     /* the core from CPUID's vendor, family and model */
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0xCF), HC_CORE_INTEL_SPR);

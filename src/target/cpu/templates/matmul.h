@@ -100,6 +100,13 @@ void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, cons
  * these constant operands (matmul_cpu.c has the measurements). */
 bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                   const hc_target *t, bool a_const, bool b_const);
+/* Whether the default should take all of K in one block instead (kc = K: a thread's share
+ * of C exceeds half of L2 and K's B micro-panel fits in twice L1; matmul_cpu.c), and the
+ * config change that does it (kc, and mc from kc). */
+bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                               const hc_target *t, bool a_const, bool b_const);
+void hc_matmul_config_set_one_kblock(hc_matmul_config *c, const hc_matmul_shape *s,
+                                     const hc_target *t);
 /* The default's loop order rule: rows first where K is short and the thread's B block
  * fits in half of L2 (src/target/cpu/templates/matmul_cpu.c has the measurements). */
 bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,

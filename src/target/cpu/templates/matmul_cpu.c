@@ -74,6 +74,14 @@ void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, cons
     c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
 }
 
+void hc_matmul_config_set_one_kblock(hc_matmul_config *c, const hc_matmul_shape *s,
+                                     const hc_target *t) {
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    c->kc = hc_round_up(HC_MAX(s->k, 1), 8);
+    int64_t mc = hc_clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
+    c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
+}
+
 /* The B micro-panel of half of L1 on Sapphire/Emerald Rapids with AVX-512, where B is
  * constant weights and A is not, one B for all rows (activations x weights: the
  * transformers' linear layers; not the Winograd matmuls' B per tile position), several
@@ -95,14 +103,41 @@ void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, cons
  * memory) about 8% slower per kernel, MobileNet-V2's N = 49 convs and its classifier
  * GEMV (the model 1.02-1.07), AVX2 code on that core 1.006-1.035 on the CNNs.
  * bench/results/compare_xeon.md. */
-bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
-                                  const hc_target *t, bool a_const, bool b_const) {
+/* The conditions both K-block rules share (activations x weights on Sapphire/Emerald
+ * Rapids with AVX-512, several row tiles); *c_share: a thread's bytes of C. */
+static bool spr_weights(const hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
+                        bool a_const, bool b_const, int64_t *c_share) {
     if (t->caps.core != HC_CORE_INTEL_SPR || t->caps.isa != HC_ISA_AVX512 || !b_const ||
         a_const || s->batch != 1 || s->m <= 4 * c->mr)
         return false;
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    int64_t threads = HC_MAX((int64_t)c->tb * c->tm * c->tn, 1);
-    return s->m * s->n * 4 / threads <= l2 / 2;
+    *c_share = s->m * s->n * 4 / HC_MAX((int64_t)c->tb * c->tm * c->tn, 1);
+    return true;
+}
+
+bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                                  const hc_target *t, bool a_const, bool b_const) {
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20, share;
+    return spr_weights(c, s, t, a_const, b_const, &share) && share <= l2 / 2;
+}
+
+/* One K block where the other rule's C condition fails (a thread's share of C exceeds half
+ * of L2: BERT at batch 8, 1024 rows) and the whole K's B micro-panel (K x nr) takes at
+ * most twice L1 (K = 768 with 32 columns on 48 KiB). With several K blocks, the partial
+ * sums of every block but the last go out to C, or to the scratch of C's shape that
+ * epilogue fusion needs (matmul_cpu.c, c_write_once), and come back: a round trip of the
+ * thread's C share through memory per extra block, while one block stores C once and
+ * reads its B panel from L2. BERT at batch 8 on an Emerald Rapids VM, against kc 384 (2
+ * blocks) in the same rounds (bench/ab.py, median of the per-round new / old): 0.967
+ * (faster half 1.137, slower 0.959), 24 rounds 0.968 (0.885, 0.982), and 0.981 (0.966,
+ * 1.032) in a third run (BERT b1, unchanged, read 1.023 there); its FFN-in
+ * with the GELU fused, alone (min of 100 runs, 6 alternated rounds): 16.0-17.0 ms
+ * against 18.3-19.2. */
+bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                               const hc_target *t, bool a_const, bool b_const) {
+    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
+    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20, share;
+    return spr_weights(c, s, t, a_const, b_const, &share) && share > l2 / 2 &&
+           s->k > c->kc && hc_round_up(s->k, 8) * c->nr * 4 <= 2 * l1;
 }
 
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
