@@ -6,6 +6,7 @@ from_torch test is skipped (and says so).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -25,6 +26,7 @@ RNG = np.random.default_rng(20)
 W = RNG.standard_normal((4, 3)).astype(np.float32)
 B = RNG.standard_normal(3).astype(np.float32)
 TMP = tempfile.mkdtemp(prefix="hidetc-python-test-")
+atexit.register(shutil.rmtree, TMP, True)  # under pytest too, where __main__ does not run
 
 
 def save(name: str, nodes, inputs, outputs, inits=()) -> str:
@@ -407,8 +409,5 @@ class Errors(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    try:
-        r = unittest.main(exit=False, verbosity=2).result
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
+    r = unittest.main(exit=False, verbosity=2).result
     sys.exit(0 if r.wasSuccessful() else 1)
