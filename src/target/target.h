@@ -239,6 +239,13 @@ const hc_target *hc_target_default(void);
 const char *hc_target_names(void);
 /* f32 lanes of the target's natural vector. */
 static inline int hc_target_f32_lanes(const hc_target *t) { return hc_caps_f32_lanes(&t->caps); }
+/* The target's L1d / L2 bytes per core, or 32 KiB / 1 MiB where it states none. */
+static inline int64_t hc_target_l1_bytes(const hc_target *t) {
+    return t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
+}
+static inline int64_t hc_target_l2_bytes(const hc_target *t) {
+    return t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+}
 
 /* The C identifier a program for a task or node called task_name is named after (arena
  * string). */

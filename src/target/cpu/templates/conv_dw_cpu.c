@@ -150,7 +150,7 @@ static int default_rt(const hc_target *t, const hc_conv_dw_shape *s, int rb, int
     int64_t planes = (s->nsym ? 1 : s->n) * s->group, k = 1; /* a symbolic batch may be 1 */
     while (threads > 1 && planes * k < 4 * threads && k * rb < s->oh) k++;
     int64_t rt = hc_round_up(hc_cdiv(s->oh, k), rb);
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l2 = hc_target_l2_bytes(t);
     int64_t row_bytes = (s->c / s->group) * s->sw * scratch_cols(s, hc_target_f32_lanes(t), nv) * 4;
     while (rt > rb && scratch_rows(s, rt) * row_bytes > l2 / 2) rt -= rb;
     return (int)HC_MIN(rt, 1 << 20);

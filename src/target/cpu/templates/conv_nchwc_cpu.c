@@ -93,7 +93,7 @@ static bool padded(const hc_conv_nchwc_shape *s) {
  * slower at either batch. */
 static bool copy_pays(const hc_target *t, const hc_conv_nchwc_shape *s) {
     if (s->cb <= s->mb) return false;
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l2 = hc_target_l2_bytes(t);
     int64_t x_bytes = s->n * s->cb * s->h * s->w * s->block * 4;
     return x_bytes > 2 * l2 * HC_MAX(t->caps.num_cores, 1);
 }
@@ -155,7 +155,7 @@ static int64_t item_input_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
  * channels on a 512 KiB L2: 28 rows, 1.6 MB, were read from L3 by each of the 11 groups). */
 static void fit_rows_to_l2(const hc_target *t, const hc_conv_nchwc_shape *s,
                            hc_conv_nchwc_config *c) {
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l2 = hc_target_l2_bytes(t);
     while (c->rt > 1 && item_input_floats(s, c->rt) * 4 > l2 / 2) c->rt = (int)hc_cdiv(c->rt, 2);
 }
 

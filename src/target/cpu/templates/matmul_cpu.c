@@ -60,26 +60,26 @@ void hc_matmul_config_set_threads(hc_matmul_config *c, const hc_matmul_shape *s,
                                         HC_MATMUL_PACK_COST);
 }
 
+/* kc, and mc from it: the A block (mc x kc) takes a modest share of L2 (an eighth) next to
+ * the streaming B panels, in whole row tiles. */
+static void set_kc_mc(hc_matmul_config *c, const hc_target *t, int64_t kc) {
+    c->kc = kc;
+    int64_t mc = hc_clamp64(hc_target_l2_bytes(t) / 8 / (kc * 4), c->mr, 1 << 16);
+    c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
+}
+
 /* kc from the share of L1 its B micro-panel (kc x nr floats) aims at, balanced so that K
- * splits into equal blocks, and mc from kc (the A block, mc x kc, takes a modest share of
- * L2 next to the streaming B panels). */
+ * splits into equal blocks, and mc from kc. */
 void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
                              double l1_share) {
-    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    int64_t panel_bytes = (int64_t)((double)l1 * l1_share);
+    int64_t panel_bytes = (int64_t)((double)hc_target_l1_bytes(t) * l1_share);
     int64_t kc = hc_clamp64(panel_bytes / (c->nr * 4) / 16 * 16, 64, 1024);
-    c->kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8); /* balanced K blocks */
-    int64_t mc = hc_clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
-    c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
+    set_kc_mc(c, t, hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8)); /* balanced K blocks */
 }
 
 void hc_matmul_config_set_one_kblock(hc_matmul_config *c, const hc_matmul_shape *s,
                                      const hc_target *t) {
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
-    c->kc = hc_round_up(HC_MAX(s->k, 1), 8);
-    int64_t mc = hc_clamp64(l2 / 8 / (c->kc * 4), c->mr, 1 << 16);
-    c->mc = HC_MAX(mc / c->mr * c->mr, c->mr);
+    set_kc_mc(c, t, hc_round_up(HC_MAX(s->k, 1), 8));
 }
 
 /* The B micro-panel of half of L1 on Sapphire/Emerald Rapids with AVX-512, where B is
@@ -116,7 +116,7 @@ static bool spr_weights(const hc_matmul_config *c, const hc_matmul_shape *s, con
 
 bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                   const hc_target *t, bool a_const, bool b_const) {
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20, share;
+    int64_t l2 = hc_target_l2_bytes(t), share;
     return spr_weights(c, s, t, a_const, b_const, &share) && share <= l2 / 2;
 }
 
@@ -134,8 +134,8 @@ bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_sha
  * against 18.3-19.2. */
 bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t, bool a_const, bool b_const) {
-    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20, share;
+    int64_t l1 = hc_target_l1_bytes(t);
+    int64_t l2 = hc_target_l2_bytes(t), share;
     return spr_weights(c, s, t, a_const, b_const, &share) && share > l2 / 2 &&
            s->k > c->kc && hc_round_up(s->k, 8) * c->nr * 4 <= 2 * l1;
 }
@@ -194,7 +194,7 @@ hc_matmul_config hc_matmul_amx_config(const hc_target *t, const hc_matmul_shape 
     hc_matmul_config_set_threads_costed(&c, s, HC_MAX(t->caps.num_cores, 1), 0, 0);
     /* an M block of up to 128 rows (its A chunk, 96 KiB, in L2) and an N block whose
      * partial sums take up to half of L2 */
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l2 = hc_target_l2_bytes(t);
     c.mc = HC_MIN(128, hc_matmul_part_extent(s->m, 32, c.tm));
     c.nc = hc_clamp64(l2 / 2 / (c.mc * 4) / 32 * 32, 32, hc_matmul_part_extent(s->n, 32, c.tn));
     return c;
@@ -234,7 +234,7 @@ bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_con
  * K = 128 on 196 columns, 0.37 -> 0.57). */
 bool hc_matmul_rows_first_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t) {
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l2 = hc_target_l2_bytes(t);
     int64_t kcb = HC_MIN(c->kc, s->k), npt = hc_matmul_part_extent(s->n, c->nr, c->tn);
     return kcb <= 128 && npt >= 512 && kcb * HC_MIN(c->nc, npt) * 4 <= l2 / 2;
 }

@@ -83,8 +83,8 @@ static void build_axes(const hc_target *t, const hc_matmul_config *def, axes *x)
  * hc_matmul_default_config for f = 1.5 and !from_l3. */
 static void set_blocks(hc_matmul_config *c, const hc_target *t, const hc_matmul_shape *s,
                        double f, bool from_l3) {
-    int64_t l1 = t->caps.l1_bytes > 0 ? t->caps.l1_bytes : 32768;
-    int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 1 << 20;
+    int64_t l1 = hc_target_l1_bytes(t);
+    int64_t l2 = hc_target_l2_bytes(t);
     int64_t l3 = t->caps.l3_bytes > 0 ? t->caps.l3_bytes : 8 << 20;
     int64_t kc = hc_clamp64((int64_t)((double)l1 * f) / (c->nr * 4) / 16 * 16, 64, 1024);
     c->kc = hc_round_up(hc_cdiv(s->k, hc_cdiv(s->k, kc)), 8);

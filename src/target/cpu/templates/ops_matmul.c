@@ -248,15 +248,13 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
      * Rapids); kc sets the packed layout, which prepack_matmul takes from this config, so
      * the rule reads only what prepack_matmul's call sees alike */
     bool a_const = hc_nn_in(n, 0)->data != NULL, b_const = hc_nn_in(n, 1)->data != NULL;
-    if (opts && opts->candidate == 0 &&
-        hc_matmul_half_l1_panel_pays(cfg, s, target, a_const, b_const)) {
-        hc_matmul_config_set_kc(cfg, s, target, 0.5);
-        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
-    } else if (opts && opts->candidate == 0 &&
-               hc_matmul_one_kblock_pays(cfg, s, target, a_const, b_const)) {
+    if (opts && opts->candidate == 0) {
         /* and where a thread's C exceeds half of L2, all of K in one block (same inputs) */
-        hc_matmul_config_set_one_kblock(cfg, s, target);
-        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+        bool half = hc_matmul_half_l1_panel_pays(cfg, s, target, a_const, b_const);
+        bool one = !half && hc_matmul_one_kblock_pays(cfg, s, target, a_const, b_const);
+        if (half) hc_matmul_config_set_kc(cfg, s, target, 0.5);
+        if (one) hc_matmul_config_set_one_kblock(cfg, s, target);
+        if (half || one) cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
     /* AMX split products (hc_matmul_amx_pays): the default where B is constant weights,
      * pre-packed into its split; prepack_matmul's call for B sees alike */
