@@ -2016,6 +2016,11 @@ static void test_default_tiles(void) {
         {HC_ISA_AVX512, 24, false, 4, 6}, {HC_ISA_AVX512, 6, false, 3, 9},
         {HC_ISA_AVX512, 2, false, 2, 14}, {HC_ISA_AVX512, 36, true, 4, 3},
         {HC_ISA_AVX512, 6, true, 3, 4},
+        /* no group of 2-4 blocks divides 5 (Inception-V3's 64 -> 80 1x1): a group of 5
+         * (25 accumulators), not 3 x 9 overhanging by one block; 10 keeps 2 x 14 (one
+         * thread: no chunks) */
+        {HC_ISA_AVX512, 5, false, 5, 5}, {HC_ISA_AVX512, 10, false, 2, 14},
+        {HC_ISA_AVX2, 5, false, 2, 6},
     };
     for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
         const hc_target *tg = hc_target_cpu_emit_only(want[i].isa);
@@ -2031,6 +2036,38 @@ static void test_default_tiles(void) {
                   (long long)want[i].mb, want[i].dw ? ", depthwise" : "", c.ot, c.px,
                   want[i].ot, want[i].px);
         CHECK(hc_conv_nchwc_tile_fits(tg, c.px, c.ot));
+    }
+}
+
+/* Output-channel chunks: the default's tile divides a chunk's blocks, not all of them (a
+ * group overhanging its chunk computes clamped copies). Inception-V3's 17x17 1x7 convs on
+ * a stated 2-core AVX-512 machine: 192 -> 192 (12 blocks, 6 a chunk) 3 x 9, was 4 x 6;
+ * 160 -> 160 (10 blocks, 5 a chunk) 5 x 5, was 2 x 14. With 16 registers (AVX2) no
+ * group of 5 has 12 accumulators: 2 x 6 as before. */
+static void test_chunk_tiles(void) {
+    static const struct {
+        hc_isa isa;
+        int64_t ch;
+        int os, ot, px;
+    } want[] = {
+        {HC_ISA_AVX512, 192, 2, 3, 9}, {HC_ISA_AVX512, 160, 2, 5, 5},
+        {HC_ISA_AVX512, 128, 2, 4, 6}, {HC_ISA_AVX2, 160, 2, 2, 6},
+        {HC_ISA_AVX2, 192, 2, 2, 6},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
+        const hc_target t = want[i].isa == HC_ISA_AVX512
+                                ? hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20)
+                                : hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 512 << 10, 32 << 20);
+        int64_t b = hc_target_f32_lanes(&t), mb = want[i].ch / b;
+        hc_conv_nchwc_shape s = {.n = 1, .cb = mb, .h = 17, .w = 17, .mb = mb, .kh = 1, .kw = 7,
+                                 .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pl = 3, .pr = 3,
+                                 .oh = 17, .ow = 17, .block = b, .bias = true};
+        hc_conv_nchwc_config c = hc_conv_nchwc_default_config(&t, &s);
+        CHECK_MSG(c.osplit == want[i].os && c.ot == want[i].ot && c.px == want[i].px,
+                  "chunk tile %zu (%s, %lld channels): os %d, %d x %d; want os %d, %d x %d", i,
+                  t.name, (long long)want[i].ch, c.osplit, c.ot, c.px, want[i].os, want[i].ot,
+                  want[i].px);
+        CHECK(hc_conv_nchwc_tile_fits(&t, c.px, c.ot));
     }
 }
 
@@ -2092,6 +2129,7 @@ int main(void) {
     test_rows_fit_l2();
     test_default_split();
     test_default_tiles();
+    test_chunk_tiles();
     test_row_tiles();
     test_depthwise_producers();
     test_conv_errors();
@@ -2103,6 +2141,33 @@ int main(void) {
     const hc_target tiny = hc_target_cpu_describe(host->caps.isa, 2, 32 << 10, 1 << 10, 32 << 20);
     for (size_t i = 0; i < HC_ARRAY_LEN(conv_cases); i++)
         if (strstr(conv_cases[i].name, "reduce")) run_conv_case(&conv_cases[i], &tiny, 1);
+    /* output-channel chunks (weights outweigh a small image) on a stated 2-core machine of
+     * the host's ISA: 10 and 12 blocks in 2 chunks of 5 and 6, the default's tile chosen
+     * for the chunk (test_chunk_tiles), a prime width, levels 0 and 1 */
+    {
+        const hc_target two = hc_target_cpu_describe(host->caps.isa, 2, 48 << 10, 2 << 20, 32 << 20);
+        static const ccase chunked[] = {
+            {"1x7_chunks_cb2_mb10_3x11", 1, 2, 3, 11, 10, 1, 7, 1, 1, 1, 1, 0, 3, 0, 3, true, false},
+            {"7x1_chunks_cb3_mb12_5x3", 1, 3, 5, 3, 12, 7, 1, 1, 1, 1, 1, 3, 0, 3, 0, false, false},
+        };
+        for (size_t i = 0; i < HC_ARRAY_LEN(chunked); i++) {
+            int b = hc_target_f32_lanes(&two);
+            hc_conv_nchwc_shape cs = {.n = 1, .cb = chunked[i].cb, .h = chunked[i].h,
+                                      .w = chunked[i].w, .mb = chunked[i].mb,
+                                      .kh = chunked[i].kh, .kw = chunked[i].kw, .sh = 1,
+                                      .sw = 1, .dh = 1, .dw = 1, .pt = chunked[i].pt,
+                                      .pl = chunked[i].pl, .pb = chunked[i].pb,
+                                      .pr = chunked[i].pr, .oh = chunked[i].h,
+                                      .ow = chunked[i].w, .block = b,
+                                      .bias = chunked[i].bias};
+            hc_conv_nchwc_config dc = hc_conv_nchwc_default_config(&two, &cs);
+            /* with 16 registers (AVX2) 5 blocks have no dividing group of 12 accumulators */
+            CHECK_MSG(dc.osplit == 2 && ((cs.mb / 2) % dc.ot == 0 || two.caps.num_regs < 32),
+                      "%s: os %d ot %d (want 2 chunks, groups dividing them)", chunked[i].name,
+                      dc.osplit, dc.ot);
+            run_conv_case(&chunked[i], &two, 1);
+        }
+    }
     {
         int b = hc_target_f32_lanes(host);
         const hc_conv_nchwc_shape red = {1, 5, 7, 13, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0,

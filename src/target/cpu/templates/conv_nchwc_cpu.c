@@ -183,7 +183,10 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * more blocks that divide mb; where none does, among all, weighted by the square of the
  * fraction of the computed blocks that are real (a group of ot blocks overhanging mb
  * computes clamped copies); at most 4 blocks and 14 pixels, DENSE_SPARE_REGS vector
- * register left spare; on ties the more accumulators, then the wider ot. With 32
+ * register left spare; on ties the more accumulators, then the wider ot. Between the two,
+ * a group of 5-8 blocks that divides mb with at least 12 accumulators (5 x 5 on 5 blocks
+ * with 32 registers: Inception-V3's 64 -> 80 1x1 conv 0.163 -> 0.129 ms, what --tune 2
+ * picked). With 32
  * registers that is 4 x 6 (24 accumulators, measured with bench/nchwc_1x1.c) where 4
  * divides mb, 3 x 9 where 3 does; with 16 (AVX2) 2 x 6 (the former default, 4 x 2, had
  * 8 accumulators). Measured on a real AVX2 CPU (Zen 3): the weighting alone took 3 x 4
@@ -199,19 +202,24 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * chains: 12 (3 x 4 with 16 registers, 4 x 3 with 32: the tuner's picks on both), the
  * widest ot that fits, the same waste weighting. */
 #define DENSE_SPARE_REGS 1
-static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int *px_out,
-                         int *ot_out) {
+static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64_t mb,
+                         int *px_out, int *ot_out) {
     int regs = t->caps.num_regs > 0 ? t->caps.num_regs : 16;
     double best = -1;
     int bpx = 1, bot = 1;
-    /* pass 0: the groups that divide mb (no overhang), when one of at least 2 blocks
-     * fits; pass 1: every group, weighted by what its overhang wastes */
-    for (int pass = 0; pass < 2 && best < 0; pass++)
-        for (int ot = (int)HC_MIN(s->mb, 4); ot >= (pass ? 1 : 2); ot--) {
+    /* mb: the blocks a thread's groups cover (all of them, or a chunk's).
+     * pass 0: the groups that divide mb (no overhang), when one of at least 2 blocks
+     * fits; pass 1 (dense): where none does, a wider group of up to HC_CONV_NCHWC_MAX_OT
+     * blocks that divides mb, with at least 12 accumulators; pass 2: every group of at
+     * most 4, weighted by what its overhang wastes */
+    for (int pass = 0; pass < 3 && best < 0; pass++)
+        for (int ot = (int)HC_MIN(mb, pass == 1 ? HC_CONV_NCHWC_MAX_OT : 4);
+             ot >= (pass == 1 ? 5 : pass == 2 ? 1 : 2); ot--) {
             int px = s->depthwise ? 12 / ot : HC_MIN((regs - DENSE_SPARE_REGS - ot - 1) / ot, 14);
             if (px < 1 || !hc_conv_nchwc_tile_fits(t, px, ot)) continue;
-            if (!pass && s->mb % ot) continue;
-            double used = (double)s->mb / (double)(hc_cdiv(s->mb, ot) * ot);
+            if (pass < 2 && mb % ot) continue;
+            if (pass == 1 && (s->depthwise || px * ot < 12)) continue;
+            double used = (double)mb / (double)(hc_cdiv(mb, ot) * ot);
             double score = (s->depthwise ? 1.0 : (double)(px * ot) / (px + ot)) * used * used;
             if (score > best + 1e-9 ||
                 (score > best - 1e-9 && px * ot > bpx * bot)) /* ties: more chains */
@@ -223,11 +231,22 @@ static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int *
 hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
                                                   const hc_conv_nchwc_shape *s) {
     hc_conv_nchwc_config c = {.lanes = hc_target_f32_lanes(t)};
-    default_tile(t, s, &c.px, &c.ot);
+    default_tile(t, s, s->mb, &c.px, &c.ot);
     int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->kh * s->kw *
                    (s->depthwise ? 1 : s->cb * s->block);
     c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->caps.num_cores, 1);
     default_split(t, s, &c);
+    /* Output-channel chunks: a dense conv's groups of ot blocks tile each chunk, and a
+     * group overhanging its chunk computes clamped copies, so the tile is chosen again for
+     * the chunk's blocks. Inception-V3's 17x17 1x7 / 7x1 convs on an AVX-512 Xeon, 2
+     * chunks: 192 -> 192 channels (6 blocks a chunk) computed 8 with 4 x 6 tiles, 0.71-0.74
+     * ms; 160 -> 160 (5 a chunk) 6 with 2 x 14, 0.48-0.51 ms; `--tune 2` picked groups
+     * that divide the chunk (6 x 4, 3 x 5-7, 5 x 5): 0.50-0.54 and 0.34-0.37 ms. */
+    if (!s->depthwise && c.osplit > 1 && s->mb % c.osplit == 0) {
+        int px, ot;
+        default_tile(t, s, s->mb / c.osplit, &px, &ot);
+        c.px = px, c.ot = ot;
+    }
     return clip(c, s);
 }
 
