@@ -492,13 +492,21 @@ static hc_node *conv_node(hc_graph *g, const ccase *k, int64_t b, hc_dtype dt, h
     return one_node(g, HC_OPK_CONV_NCHWC, k->name, k->bias ? 3 : 2, in, 4, at, err);
 }
 
+/* A case's template shape; its output size from the window (conv_shape_of: the node's). */
+static hc_conv_nchwc_shape ccase_shape(const ccase *k, int b) {
+    return (hc_conv_nchwc_shape){
+        .n = k->n, .cb = k->cb, .h = k->h, .w = k->w, .mb = k->mb, .kh = k->kh, .kw = k->kw,
+        .sh = k->sh, .sw = k->sw, .dh = k->dh, .dw = k->dw, .pt = k->pt, .pl = k->pl,
+        .pb = k->pb, .pr = k->pr,
+        .oh = (k->h + k->pt + k->pb - (k->kh - 1) * k->dh - 1) / k->sh + 1,
+        .ow = (k->w + k->pl + k->pr - (k->kw - 1) * k->dw - 1) / k->sw + 1,
+        .block = b, .bias = k->bias, .depthwise = k->depthwise};
+}
+
 static hc_conv_nchwc_shape conv_shape_of(const ccase *k, const hc_node *n, int b) {
-    return (hc_conv_nchwc_shape){.n = k->n, .cb = k->cb, .h = k->h, .w = k->w, .mb = k->mb,
-                                 .kh = k->kh, .kw = k->kw, .sh = k->sh, .sw = k->sw,
-                                 .dh = k->dh, .dw = k->dw, .pt = k->pt, .pl = k->pl,
-                                 .pb = k->pb, .pr = k->pr, .oh = n->outputs[0]->shape[2],
-                                 .ow = n->outputs[0]->shape[3], .block = b, .bias = k->bias,
-                                 .depthwise = k->depthwise};
+    hc_conv_nchwc_shape s = ccase_shape(k, b);
+    s.oh = n->outputs[0]->shape[2], s.ow = n->outputs[0]->shape[3];
+    return s;
 }
 
 /* Level 2 is large: about this many of its candidates (evenly spread, the last included). */
@@ -2151,15 +2159,7 @@ int main(void) {
             {"7x1_chunks_cb3_mb12_5x3", 1, 3, 5, 3, 12, 7, 1, 1, 1, 1, 1, 3, 0, 3, 0, false, false},
         };
         for (size_t i = 0; i < HC_ARRAY_LEN(chunked); i++) {
-            int b = hc_target_f32_lanes(&two);
-            hc_conv_nchwc_shape cs = {.n = 1, .cb = chunked[i].cb, .h = chunked[i].h,
-                                      .w = chunked[i].w, .mb = chunked[i].mb,
-                                      .kh = chunked[i].kh, .kw = chunked[i].kw, .sh = 1,
-                                      .sw = 1, .dh = 1, .dw = 1, .pt = chunked[i].pt,
-                                      .pl = chunked[i].pl, .pb = chunked[i].pb,
-                                      .pr = chunked[i].pr, .oh = chunked[i].h,
-                                      .ow = chunked[i].w, .block = b,
-                                      .bias = chunked[i].bias};
+            hc_conv_nchwc_shape cs = ccase_shape(&chunked[i], hc_target_f32_lanes(&two));
             hc_conv_nchwc_config dc = hc_conv_nchwc_default_config(&two, &cs);
             /* with 16 registers (AVX2) 5 blocks have no dividing group of 12 accumulators */
             CHECK_MSG(dc.osplit == 2 && ((cs.mb / 2) % dc.ot == 0 || two.caps.num_regs < 32),

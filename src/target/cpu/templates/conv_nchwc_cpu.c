@@ -186,9 +186,8 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * register left spare; on ties the more accumulators, then the wider ot. Between the two,
  * a group of 5-8 blocks that divides mb with at least 12 accumulators (5 x 5 on 5 blocks
  * with 32 registers: Inception-V3's 64 -> 80 1x1 conv 0.163 -> 0.129 ms, what --tune 2
- * picked). With 32
- * registers that is 4 x 6 (24 accumulators, measured with bench/nchwc_1x1.c) where 4
- * divides mb, 3 x 9 where 3 does; with 16 (AVX2) 2 x 6 (the former default, 4 x 2, had
+ * picked). With 32 registers that is 4 x 6 (24 accumulators, measured with
+ * bench/nchwc_1x1.c) where 4 divides mb, 3 x 9 where 3 does; with 16 (AVX2) 2 x 6 (the former default, 4 x 2, had
  * 8 accumulators). Measured on a real AVX2 CPU (Zen 3): the weighting alone took 3 x 4
  * on 32 blocks (3% of its last group wasted), 30% slower than 2 x 6 on ResNet-50's
  * 256-channel 1x1 convs; and 3 x 4 fills all 16 registers, so `--tune 2` picked 2 x 6
