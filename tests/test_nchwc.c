@@ -1316,53 +1316,73 @@ static void test_pool_fallbacks(void) {
 /* ---- 6. the reorders -------------------------------------------------------------- */
 static void test_reorders(void) {
     hc_error err = {0};
-    const int64_t blocks[] = {16, 8, 4, 1, 48};
+    const int64_t blocks[] = {16, 8, 4, 1, 48, 5, 96};
+    const int64_t chans[] = {48, 44};
+    for (size_t ci = 0; ci < HC_ARRAY_LEN(chans); ci++)
     for (size_t bi = 0; bi < HC_ARRAY_LEN(blocks); bi++) {
-        int64_t b = blocks[bi], N = 2, C = 48, H = 5, W = 7;
+        /* a block that does not divide C pads the last block with zero lanes; FROM_NCHWC
+         * drops them (attribute channels) */
+        int64_t b = blocks[bi], N = 2, C = chans[ci], H = 5, W = 7, CB = (C + b - 1) / b;
+        bool pad = C % b != 0;
         hc_graph *g = hc_graph_new("reorder", 17);
         hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){N, C, H, W});
-        hc_attr at[1] = {INT("block", b)};
+        hc_attr at[1] = {INT("block", b)}, ch[1] = {INT("channels", C)};
         hc_node *to = one_node(g, HC_OPK_TO_NCHWC, "to", 1, &x, 1, at, &err);
         CHECK_MSG(to != NULL, "%s", err.msg);
         if (!to) {
             hc_graph_free(g);
             continue;
         }
-        hc_node *from = one_node(g, HC_OPK_FROM_NCHWC, "from", 1, to->outputs, 0, NULL, &err);
+        hc_node *from = one_node(g, HC_OPK_FROM_NCHWC, "from", 1, to->outputs, pad, ch, &err);
         CHECK_MSG(from != NULL, "%s", err.msg);
         if (!from) {
             hc_graph_free(g);
             continue;
         }
         const int64_t *ys = to->outputs[0]->shape;
-        CHECK(to->outputs[0]->ndim == 5 && ys[0] == N && ys[1] == C / b && ys[2] == H &&
+        CHECK(to->outputs[0]->ndim == 5 && ys[0] == N && ys[1] == CB && ys[2] == H &&
               ys[3] == W && ys[4] == b);
         CHECK(from->outputs[0]->ndim == 4 &&
               memcmp(from->outputs[0]->shape, x->shape, sizeof(int64_t) * 4) == 0);
         hc_graph_add_output(g, to->outputs[0]);
         hc_graph_add_output(g, from->outputs[0]);
-        int64_t numel = N * C * H * W;
-        float *in = rand_buf(numel), *blk = malloc(sizeof(float) * (size_t)numel),
+        int64_t numel = N * C * H * W, bnumel = N * CB * H * W * b;
+        float *in = rand_buf(numel), *blk = malloc(sizeof(float) * (size_t)bnumel),
               *back = malloc(sizeof(float) * (size_t)numel);
-        for (int64_t i = 0; i < numel; i++) blk[i] = back[i] = NAN;
+        for (int64_t i = 0; i < bnumel; i++) blk[i] = NAN;
+        for (int64_t i = 0; i < numel; i++) back[i] = NAN;
         CHECK(hc_graph_eval_reference(g, (void *[]){in}, (void *[]){blk, back}, &err) == HC_OK);
         int wrong = 0;
         for (int64_t n = 0; n < N; n++)
-            for (int64_t c = 0; c < C; c++)
+            for (int64_t c = 0; c < CB * b; c++)
                 for (int64_t h = 0; h < H; h++)
                     for (int64_t w = 0; w < W; w++) {
-                        float want = in[((n * C + c) * H + h) * W + w];
-                        float got = blk[(((n * (C / b) + c / b) * H + h) * W + w) * b + c % b];
+                        float want = c < C ? in[((n * C + c) * H + h) * W + w] : 0.0f;
+                        float got = blk[(((n * CB + c / b) * H + h) * W + w) * b + c % b];
                         wrong += memcmp(&want, &got, sizeof want) != 0;
                     }
-        CHECK_MSG(wrong == 0, "block %lld: %d elements misplaced", (long long)b, wrong);
+        CHECK_MSG(wrong == 0, "C %lld, block %lld: %d elements misplaced (padding: 0)",
+                  (long long)C, (long long)b, wrong);
         CHECK_MSG(memcmp(in, back, sizeof(float) * (size_t)numel) == 0,
-                  "block %lld: the round trip is not the identity", (long long)b);
+                  "C %lld, block %lld: the round trip is not the identity", (long long)C,
+                  (long long)b);
         free(in), free(blk), free(back);
         hc_graph_free(g);
     }
-    /* blocks that do not divide the channels, ranks other than 4 / 5 */
-    const int64_t bad_blocks[] = {5, 0, -16, 96};
+    /* FROM_NCHWC's channels must end in the last block */
+    const int64_t bad_channels[] = {49, 32, 0, -1};
+    for (size_t i = 0; i < HC_ARRAY_LEN(bad_channels); i++) {
+        hc_graph *g = hc_graph_new("reorder_bad_channels", 17);
+        hc_tensor *y = hc_graph_add_input(g, "y", HC_F32, 5, (int64_t[]){1, 3, 3, 3, 16});
+        hc_attr ch[1] = {INT("channels", bad_channels[i])};
+        err = (hc_error){0};
+        CHECK_MSG(one_node(g, HC_OPK_FROM_NCHWC, "from", 1, &y, 1, ch, &err) == NULL &&
+                      err.status != HC_OK && strstr(err.msg, "channels") != NULL,
+                  "channels %lld accepted", (long long)bad_channels[i]);
+        hc_graph_free(g);
+    }
+    /* blocks that are not positive, ranks other than 4 / 5 */
+    const int64_t bad_blocks[] = {0, -16};
     for (size_t i = 0; i < HC_ARRAY_LEN(bad_blocks); i++) {
         hc_graph *g = hc_graph_new("reorder_bad", 17);
         hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 48, 3, 3});
@@ -1525,8 +1545,10 @@ static void test_depthwise_producers(void) {
     hc_model_free(m);
 }
 
-/* (d) 24 channels: Conv(24 -> 24) and Conv(24 -> 32) stay, Conv(32 -> 48) is blocked,
- * Conv(48 -> 24) stays; a depthwise conv on 24 channels stays */
+/* (d) 24 channels: with blocks of 16 every conv is blocked, 24 channels padded to 32
+ * (docs/nchwc.md, "Padded channels"), the depthwise conv on 24 channels too. With Winograd
+ * forced the 24 -> 24 3x3 conv stays NCHW (the Winograd transforms take whole blocks), and
+ * the depthwise conv of its output with it. */
 static hc_graph *build_odd_channels(uint64_t seed) {
     hc_rng r = {seed};
     hc_graph *g = hc_graph_new("odd_channels", 17);
@@ -1536,6 +1558,33 @@ static hc_graph *build_odd_channels(uint64_t seed) {
     hc_tensor *c = infer(OP(g, RELU, conv(g, &r, b, 48, 3, 1, 1, 1, true)));
     hc_graph_add_output(g, conv(g, &r, c, 24, 1, 1, 0, 1, false));
     hc_graph_add_output(g, conv(g, &r, a, 24, 3, 1, 1, 24, true));
+    return g;
+}
+
+/* (h) channels that the block does not divide, padded with zero lanes where that adds at
+ * most a third (blocks of 16: 24 -> 32, 36 -> 48; blocks of 8: 36 -> 40, 20 -> 24): 1x1
+ * expand 24 -> 36 + Clip(0, 6) -> depthwise 3x3 stride 2 + Clip -> Mul by a per-channel
+ * constant -> 1x1 project 36 -> 24, Add to a 3x3 stride-2 conv of the input (24 -> 24)
+ * -> Abs -> Log -> 1x1 conv 24 -> 16; Sigmoid -> Div by a per-channel constant; a 1x1 conv
+ * 24 -> 20 (NCHW with blocks of 16: 32 would be 1.6x). Log and Div stay NCHW: log(0) in a
+ * padded lane is -inf, which a conv reads with a zero weight (0 * inf: a NaN in every
+ * output channel). */
+static hc_graph *build_padded(uint64_t seed) {
+    hc_rng r = {seed};
+    hc_graph *g = hc_graph_new("padded", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 24, 9, 7});
+    hc_tensor *e = infer(OP(g, CLIP, conv(g, &r, x, 36, 1, 1, 0, 1, true), scalar(g, 0),
+                            scalar(g, 6)));
+    hc_tensor *d = infer(OP(g, CLIP, conv(g, &r, e, 36, 3, 2, 1, 36, true), scalar(g, 0),
+                            scalar(g, 6)));
+    d = infer(OP(g, MUL, d, rand_const(g, &r, 3, (int64_t[]){36, 1, 1})));
+    hc_tensor *q = infer(OP(g, ADD, conv(g, &r, d, 24, 1, 1, 0, 1, true),
+                            conv(g, &r, x, 24, 3, 2, 1, 1, false)));
+    hc_tensor *l = infer(OP(g, LOG, infer(OP(g, ABS, q))));
+    hc_graph_add_output(g, conv(g, &r, l, 16, 1, 1, 0, 1, true));
+    hc_graph_add_output(g, infer(OP(g, DIV, infer(OP(g, SIGMOID, q)),
+                                    rand_const(g, &r, 4, (int64_t[]){1, 24, 1, 1}))));
+    hc_graph_add_output(g, conv(g, &r, q, 20, 1, 1, 0, 1, true));
     return g;
 }
 
@@ -1566,7 +1615,8 @@ static hc_tensor *conv_auto_pad(hc_graph *g, hc_rng *r, hc_tensor *x, int64_t oc
 
 /* (f) batch 2; a SAME_UPPER stride-2 conv (asymmetric pads) whose output is also a graph
  * output; a 1x1 stride-2 conv of the same input; LeakyRelu (an attribute) and a 3-input
- * Sum; a Concat on axis -3 of blocked pieces; a Concat with a 24-channel piece (stays) */
+ * Sum; a Concat on axis -3 of blocked pieces; a Concat with a 24-channel piece (blocked
+ * with padded lanes: the concat stays NCHW) */
 static hc_graph *build_misc(uint64_t seed) {
     hc_rng r = {seed};
     hc_graph *g = hc_graph_new("misc", 17);
@@ -1602,11 +1652,12 @@ static const gcase graph_cases[] = {
     {"chain", build_chain,              {3,   0,  0,   1,  1,  3,  0,  0,   0,   0,   0,   0}},
     {"inception", build_inception,      {5,   0,  0,   1,  2,  5,  0,  1,   1,   2,   2,   0}},
     {"mobilenet", build_mobilenet,      {6,   2,  0,   1,  1,  5,  0,  0,   0,   0,   0,   0}},
-    {"odd_channels", build_odd_channels, {1,  0,  4,   1,  1,  1,  2,  0,   0,   0,   0,   0}},
+    {"odd_channels", build_odd_channels, {5,  1,  0,   1,  2,  3,  0,  0,   0,   0,   0,   0}},
     {"per_channel", build_per_channel,  {1,   0,  0,   1,  1,  4,  1,  0,   0,   0,   0,   0}},
     /* x feeds two convs: TO_NCHWC not pinned (one per conv today, one would do) */
-    {"misc", build_misc,                {3,   0,  1,  -1,  3,  2,  0,  1,   0,   0,   0,   1}},
+    {"misc", build_misc,                {4,   0,  0,  -1,  4,  2,  0,  1,   0,   0,   0,   1}},
     {"qdq", build_qdq,                  {2,   0,  0,   1,  1,  4,  0,  0,   0,   0,   0,   0}},
+    {"padded", build_padded,            {5,   1,  1,  -1,  4,  4,  0,  0,   0,   0,   0,   0}},
 };
 
 static int count_ew(const hc_graph *g, int ndim) {
@@ -1730,13 +1781,23 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
         CHECK_MSG(st == HC_OK, "%s (%s): %s", k->name, what, err.msg);
         if (st == HC_OK && o.nchwc_block == 16) {
             if (v == 0) check_structure(g, k, what);
+            if (v == 0 && k->build == build_padded) /* what stays NCHW on padded lanes */
+                CHECK_MSG(count_op_rank(g, HC_OPK_ABS, 5) == 1 &&
+                              count_op_rank(g, HC_OPK_SIGMOID, 5) == 1 &&
+                              count_op_rank(g, HC_OPK_LOG, 4) == 1 &&
+                              count_op_rank(g, HC_OPK_DIV, 4) == 1,
+                          "padded: Abs, Sigmoid blocked; Log, Div NCHW");
             if (v == 1 || v == 3) { /* 3x3 stride-1 group-1 convs went blocked Winograd */
                 int wi = count_op(g, HC_OPK_WINO_INPUT_NCHWC),
                     wo = count_op(g, HC_OPK_WINO_OUTPUT_NCHWC);
+                /* a Winograd conv with padded channels stays NCHW (and a depthwise conv
+                 * of its output with it): every conv is counted once */
+                int left = count_op(g, HC_OPK_CONV) - k->e.conv;
                 CHECK_MSG(wi == wo && count_op(g, HC_OPK_WINO_INPUT) == 0 &&
-                              wi + count_op(g, HC_OPK_CONV_NCHWC) == k->e.conv_nchwc,
-                          "%s (%s): %d Winograd, %d CONV_NCHWC", k->name, what, wi,
-                          count_op(g, HC_OPK_CONV_NCHWC));
+                              wi + count_op(g, HC_OPK_CONV_NCHWC) + left == k->e.conv_nchwc,
+                          "%s (%s): %d Winograd, %d CONV_NCHWC, %d CONV", k->name, what, wi,
+                          count_op(g, HC_OPK_CONV_NCHWC), count_op(g, HC_OPK_CONV));
+                if (k->build == build_odd_channels) CHECK_EQ_INT(left, 2);
                 if (k->build == build_chain) CHECK_EQ_INT(wi, 2);
                 if (k->build == build_per_channel) CHECK_EQ_INT(wi, 1);
                 for (size_t i = 0; i < g->nodes.len; i++) { /* the tile asked for */
@@ -1749,14 +1810,17 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
                               "%s (%s): %s tile", k->name, what, wn->name);
                 }
                 CHECK_MSG(count_reorder_pairs(g) == 0 &&
-                              (k->e.to < 0 || count_op(g, HC_OPK_TO_NCHWC) == k->e.to) &&
-                              count_op(g, HC_OPK_FROM_NCHWC) == k->e.from,
+                              (left || k->e.to < 0 || count_op(g, HC_OPK_TO_NCHWC) == k->e.to) &&
+                              (left || count_op(g, HC_OPK_FROM_NCHWC) == k->e.from),
                           "%s (%s): reorders", k->name, what);
             }
+            /* odd_channels: the pipeline takes Winograd for its 24 -> 24 3x3 conv (NCHW:
+             * padded channels) and the depthwise conv of its output stays NCHW with it */
             if (v == 2)
                 CHECK_MSG(count_op(g, HC_OPK_CONV_NCHWC) + count_op(g, HC_OPK_WINO_INPUT_NCHWC) >=
                                   1 &&
-                              count_reorder_pairs(g) == 0 && count_op(g, HC_OPK_CONV) <= k->e.conv,
+                              count_reorder_pairs(g) == 0 &&
+                              count_op(g, HC_OPK_CONV) <= k->e.conv + (k->build == build_odd_channels),
                           "%s (%s): not blocked", k->name, what);
         }
         if (st == HC_OK) {

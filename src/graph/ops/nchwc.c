@@ -1,9 +1,11 @@
 /* nchwc.c — the channel-blocked layout NCHW{b}c (docs/nchwc.md): ops that only the layout
  * pass (src/passes/layout.c) creates.
  *
- * TO_NCHWC    x [N, C, H, W] -> y [N, C/b, H, W, b], attribute block b (divides C):
- *             y[n, cb, h, w, l] = x[n, cb*b + l, h, w]
- * FROM_NCHWC  y [N, CB, H, W, b] -> x [N, CB*b, H, W]: the inverse
+ * TO_NCHWC    x [N, C, H, W] -> y [N, ceil(C/b), H, W, b], attribute block b:
+ *             y[n, cb, h, w, l] = x[n, cb*b + l, h, w], 0 for cb*b + l >= C (the padded
+ *             lanes of a C that b does not divide)
+ * FROM_NCHWC  y [N, CB, H, W, b] -> x [N, C, H, W], attribute channels C (default CB*b;
+ *             (CB-1)*b < C <= CB*b): the inverse, the padded lanes dropped
  * CONV_NCHWC  X [N, CB, H, W, b], W [MB, CB, KH, KW, b, b], B [MB, b] (optional)
  *             -> Y [N, MB, OH, OW, b], attributes strides, dilations (2 each) and pads
  *             [top, left, bottom, right] (explicit):
@@ -31,10 +33,9 @@ static hc_status infer_to_nchwc(hc_node *n, hc_error *err) {
     if (need_rank(n, 0, 4, err)) return err->status;
     const hc_tensor *x = n->inputs[0];
     int64_t b = hc_node_attr_int(n, "block", 0);
-    if (b < 1 || x->shape[1] % b)
-        return hc_node_fail(n, HC_ERR_INVALID, err, "block %lld does not divide %lld channels",
-                            (long long)b, (long long)x->shape[1]);
-    int64_t shape[5] = {x->shape[0], x->shape[1] / b, x->shape[2], x->shape[3], b};
+    if (b < 1)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "block %lld is not positive", (long long)b);
+    int64_t shape[5] = {x->shape[0], hc_cdiv(x->shape[1], b), x->shape[2], x->shape[3], b};
     hc_node_set_output(n, 0, x->dtype, 5, shape);
     return HC_OK;
 }
@@ -48,14 +49,22 @@ static hc_task *task_to_nchwc(hc_arena *a, const hc_node *n, hc_error *err) {
                      hc_axis(a, "l")};
     hc_expr *c = hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])), hc_ref(a, ax[4]));
     hc_expr *idx[4] = {hc_ref(a, ax[0]), c, hc_ref(a, ax[2]), hc_ref(a, ax[3])};
-    hc_tnode *out = hc_compute_with_axes(a, y->name, 5, y->shape, ax, hc_at(a, in[0], idx));
+    hc_expr *v = hc_at(a, in[0], idx);
+    int64_t ch = n->inputs[0]->shape[1];
+    if (ch % y->shape[4]) /* the padded lanes read 0 */
+        v = hc_select(a, hc_lt(a, c, hc_int(a, ch)), v, hc_const_num(a, y->dtype, 0));
+    hc_tnode *out = hc_compute_with_axes(a, y->name, 5, y->shape, ax, v);
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
 static hc_status infer_from_nchwc(hc_node *n, hc_error *err) {
     if (need_rank(n, 0, 5, err)) return err->status;
     const hc_tensor *y = n->inputs[0];
-    int64_t shape[4] = {y->shape[0], y->shape[1] * y->shape[4], y->shape[2], y->shape[3]};
+    int64_t full = y->shape[1] * y->shape[4], ch = hc_node_attr_int(n, "channels", full);
+    if (ch > full || ch <= full - y->shape[4])
+        return hc_node_fail(n, HC_ERR_INVALID, err, "channels %lld do not fill %lld blocks of %lld",
+                            (long long)ch, (long long)y->shape[1], (long long)y->shape[4]);
+    int64_t shape[4] = {y->shape[0], ch, y->shape[2], y->shape[3]};
     hc_node_set_output(n, 0, y->dtype, 4, shape);
     return HC_OK;
 }
