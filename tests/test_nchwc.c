@@ -2068,7 +2068,7 @@ static void test_conv_q8(void) {
 /* The default register tile follows the target's registers (an injected ISA, not the
  * host), one left spare: with 16 (AVX2) 2 x 6 (3 x 3 ties it on FMAs per load with fewer
  * accumulators; 4 x 2, 8 accumulators, was the old default), with 32 (AVX-512) 4 x 6 where 4
- * divides them, 3 x 9 where only 3 does; depthwise 12 chains (3 x 4, 4 x 3); a group that
+ * divides them, 3 x 9 where only 3 does; depthwise with 16 registers 12 chains (3 x 4); a group that
  * overhangs only where no group of 2 or more blocks divides them (7: 2 x 6). Every
  * default tile fits. */
 static void test_default_tiles(void) {
@@ -2086,8 +2086,8 @@ static void test_default_tiles(void) {
         {HC_ISA_AVX2, 7, false, 2, 6},   {HC_ISA_AVX2, 7, true, 1, 12},
         {HC_ISA_AVX2, 18, true, 3, 4},   {HC_ISA_AVX2, 8, true, 2, 6},
         {HC_ISA_AVX512, 24, false, 4, 6}, {HC_ISA_AVX512, 6, false, 3, 9},
-        {HC_ISA_AVX512, 2, false, 2, 14}, {HC_ISA_AVX512, 36, true, 4, 3},
-        {HC_ISA_AVX512, 6, true, 3, 4},
+        {HC_ISA_AVX512, 2, false, 2, 14},
+        /* depthwise with 32 registers: test_dw_tiles */
         /* no group of 2-4 blocks divides 5 (Inception-V3's 64 -> 80 1x1): a group of 5
          * (25 accumulators), not 3 x 9 overhanging by one block; 10 keeps 2 x 14 (one
          * thread: no chunks) */
@@ -2108,6 +2108,43 @@ static void test_default_tiles(void) {
                   (long long)want[i].mb, want[i].dw ? ", depthwise" : "", c.ot, c.px,
                   want[i].ot, want[i].px);
         CHECK(hc_conv_nchwc_tile_fits(tg, c.px, c.ot));
+    }
+}
+
+/* The depthwise default with 32 registers, on stated machines (its rule reads the cores):
+ * where the threads take whole channel chunks (blocks a multiple of the cores), one block
+ * and a whole output row of up to 28 pixels, 14 of a wider row, two blocks for a row of
+ * fewer than 12; blocks the cores do not divide (rows split): 12 chains in a group that
+ * divides the blocks (3 x 4 on 9 or 6 blocks). With 16
+ * registers (AVX2) the 12-chain tile whatever the cores (3 x 4). */
+static void test_dw_tiles(void) {
+    static const struct {
+        hc_isa isa;
+        int cores;
+        int64_t mb, ow;
+        int os, ot, px;
+    } want[] = {
+        {HC_ISA_AVX512, 2, 36, 14, 2, 1, 14}, {HC_ISA_AVX512, 2, 12, 28, 2, 1, 28},
+        {HC_ISA_AVX512, 2, 6, 56, 2, 1, 14},  {HC_ISA_AVX512, 2, 36, 7, 2, 2, 7},
+        {HC_ISA_AVX512, 2, 2, 30, 2, 1, 14},  {HC_ISA_AVX512, 2, 9, 56, 1, 3, 4},
+        {HC_ISA_AVX512, 4, 6, 14, 1, 3, 4},   {HC_ISA_AVX2, 2, 36, 14, 2, 3, 4},
+        {HC_ISA_AVX2, 2, 18, 28, 2, 3, 4},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
+        const hc_target t = hc_target_cpu_describe(want[i].isa, want[i].cores, 48 << 10,
+                                                   2 << 20, 32 << 20);
+        int b = hc_target_f32_lanes(&t);
+        int64_t mb = want[i].mb, ow = want[i].ow;
+        hc_conv_nchwc_shape s = {.n = 1, .cb = mb, .h = ow, .w = ow, .mb = mb, .kh = 3,
+                                 .kw = 3, .sh = 1, .sw = 1, .dh = 1, .dw = 1, .pt = 1, .pl = 1,
+                                 .pb = 1, .pr = 1, .oh = ow, .ow = ow, .block = b,
+                                 .bias = true, .depthwise = true};
+        hc_conv_nchwc_config c = hc_conv_nchwc_default_config(&t, &s);
+        CHECK_MSG(c.osplit == want[i].os && c.ot == want[i].ot && c.px == want[i].px,
+                  "dw tile %zu (%s, %d cores, %lld blocks, %lld wide): os %d, %d x %d; want "
+                  "os %d, %d x %d", i, t.name, want[i].cores, (long long)mb, (long long)ow,
+                  c.osplit, c.ot, c.px, want[i].os, want[i].ot, want[i].px);
+        CHECK(hc_conv_nchwc_tile_fits(&t, c.px, c.ot));
     }
 }
 
@@ -2203,6 +2240,7 @@ int main(void) {
     test_default_tiles();
     test_chunk_tiles();
     test_row_tiles();
+    test_dw_tiles();
     test_depthwise_producers();
     test_conv_errors();
     const hc_target *host = hc_target_host();
@@ -2222,6 +2260,14 @@ int main(void) {
             {"1x7_chunks_cb2_mb10_3x11", 1, 2, 3, 11, 10, 1, 7, 1, 1, 1, 1, 0, 3, 0, 3, true, false},
             {"7x1_chunks_cb3_mb12_5x3", 1, 3, 5, 3, 12, 7, 1, 1, 1, 1, 1, 3, 0, 3, 0, false, false},
         };
+        /* the depthwise default's row tiles (test_dw_tiles) against the reference: a row of
+         * 28, 14 of a row of 30 (tiles crossing the row ends), 2 blocks x 7 */
+        static const ccase dw_rows[] = {
+            {"dw_3x3_p1_rows_mb2_3x28", 1, 2, 3, 28, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true},
+            {"dw_3x3_s2_p1_mb2_5x59", 1, 2, 5, 59, 2, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, false, true},
+            {"dw_3x3_p1_mb4_7x7", 1, 4, 7, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true},
+        };
+        for (size_t i = 0; i < HC_ARRAY_LEN(dw_rows); i++) run_conv_case(&dw_rows[i], &two, 1);
         for (size_t i = 0; i < HC_ARRAY_LEN(chunked); i++) {
             hc_conv_nchwc_shape cs = ccase_shape(&chunked[i], hc_target_f32_lanes(&two));
             hc_conv_nchwc_config dc = hc_conv_nchwc_default_config(&two, &cs);

@@ -197,13 +197,31 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * most 1x1 convs there (MobileNet-V2's 14x14 expands 0.198 -> 0.146 ms, ResNet-50's within
  * 0.84-1.11x, a shared VM: bench/results/compare_xeon.md), so the difference is not the
  * register count; this rule follows the real AVX2 CPU.
- * Depthwise: every tap is a load per FMA, so the tile only needs enough independent FMA
- * chains: 12 (3 x 4 with 16 registers, 4 x 3 with 32: the tuner's picks on both), the
- * widest ot that fits, the same waste weighting. */
+ * Depthwise: every tap loads px * ot input vectors and ot weight vectors for px * ot FMAs,
+ * so a wide tile of one block loads the fewest per FMA (1 + 1/px). With 32 registers,
+ * where the threads take whole channel chunks (blocks a multiple of the cores): one block
+ * and a whole output row of up to HC_CONV_NCHWC_MAX_PX pixels, 14 of a wider row, more
+ * blocks (up to 12 chains) for a row of fewer than 12. MobileNet-V2 on the AVX-512 Xeon
+ * (kernel minima, 10 alternated rounds, ms): the 14x14 layers 0.013-0.028 -> 0.009-0.015,
+ * the 7x7 one 0.015 -> 0.006, the 28x28 ones 0.026 -> 0.025, the stride-2 one to 56x56
+ * 0.121 -> 0.114; its depthwise convs 0.451 -> 0.395 in all (--tune 2: 0.407). Rows of 28
+ * of a 56-pixel row lost (0.119 -> 0.127), so did one block with the rows split (its
+ * 9-block 56x56 layer 0.056 -> 0.096 at 28 pixels, 0.063 at 14), and its stride-2 28 ->
+ * 14 layer, 0.011 -> 0.014. Elsewhere, and with 16 registers (measured on Zen 3: 3 x 4,
+ * what the tuner picked there), 12 independent FMA chains, the widest ot that fits, the
+ * same waste weighting. */
 #define DENSE_SPARE_REGS 1
 static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64_t mb,
                          int *px_out, int *ot_out) {
     int regs = t->caps.num_regs > 0 ? t->caps.num_regs : 16;
+    int threads = HC_MAX(t->caps.num_cores, 1);
+    if (s->depthwise && regs >= 32 && mb % threads == 0) { /* a row of one block */
+        int px = (int)(s->ow <= HC_CONV_NCHWC_MAX_PX ? s->ow : 14), ot = 1;
+        while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, 1)) px--;
+        while (px * ot < 12 && ot < mb && hc_conv_nchwc_tile_fits(t, px, ot + 1)) ot++;
+        *px_out = px, *ot_out = ot;
+        return;
+    }
     double best = -1;
     int bpx = 1, bot = 1;
     /* mb: the blocks a thread's groups cover (all of them, or a chunk's).
