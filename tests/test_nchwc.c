@@ -1756,6 +1756,47 @@ static void print_graph_on_failure(const hc_graph *g, int failed_before) {
     hc_sb_free(&sb);
 }
 
+/* A Pad of padded lanes runs blocked only with a finite constant (docs/nchwc.md, "Padded
+ * channels"): conv 24 -> 24 (padded to 32 with blocks of 16) -> Pad(value) -> MaxPool 3x3
+ * -> conv 24 -> 16; with 0 the Pad and the pool are blocked, with -inf the Pad reads a
+ * FROM_NCHWC (the pool follows it NCHW); both against the reference evaluator. */
+static hc_graph *build_pad_value(float value) {
+    hc_rng r = {11};
+    hc_graph *g = hc_graph_new("pad_value", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 24, 6, 5});
+    hc_tensor *y = conv(g, &r, x, 24, 1, 1, 0, 1, true);
+    y = infer(OP(g, PAD, y, i64_const(g, 8, (int64_t[]){0, 0, 1, 1, 0, 0, 1, 1}),
+                 scalar(g, value)));
+    hc_attr mp[1] = {ints_attr("kernel_shape", 2, (int64_t[]){3, 3})};
+    hc_graph_add_output(g, conv(g, &r, infer(OPA(g, MAX_POOL, mp, 1, y)), 16, 1, 1, 0, 1, true));
+    return g;
+}
+
+static void test_pad_value(void) {
+    hc_error err = {0};
+    for (int v = 0; v < 2; v++) {
+        float value = v ? -INFINITY : 0.0f;
+        hc_graph *ref = build_pad_value(value), *g = build_pad_value(value);
+        hc_optimize_options o = {.nchwc_block = 16, .no_winograd = true,
+                                 .nchwc_small_pixels = -1};
+        hc_status st = hc_pass_infer_shapes(g, &err);
+        if (st == HC_OK) st = hc_pass_layout_nchwc(g, &o, &err);
+        CHECK_MSG(st == HC_OK, "pad value %g: %s", value, err.msg);
+        CHECK_MSG(count_op_rank(g, HC_OPK_PAD, v ? 4 : 5) == 1 &&
+                      count_op(g, HC_OPK_CONV_NCHWC) == 2,
+                  "pad value %g: Pad %s", value, v ? "not NCHW" : "not blocked");
+        gbufs want, got;
+        gbufs_init(&want, ref, 3);
+        gbufs_init(&got, ref, 3);
+        CHECK(hc_graph_eval_reference(ref, want.in, want.out, &err) == HC_OK);
+        CHECK(st == HC_OK && hc_graph_eval_reference(g, got.in, got.out, &err) == HC_OK);
+        double e = gbufs_error(&got, &want);
+        CHECK_MSG(e <= 1e-4, "pad value %g: error %g", value, e);
+        gbufs_free(&want), gbufs_free(&got);
+        hc_graph_free(ref), hc_graph_free(g);
+    }
+}
+
 /* The pass alone (Winograd off, then forced), and the whole pipeline: the structure and
  * the reference evaluator against the original graph. */
 static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const gbufs *want) {
@@ -2241,6 +2282,7 @@ int main(void) {
     test_chunk_tiles();
     test_row_tiles();
     test_dw_tiles();
+    test_pad_value();
     test_depthwise_producers();
     test_conv_errors();
     const hc_target *host = hc_target_host();

@@ -12,6 +12,7 @@
  *    the block). A chain of convolutions with their ReLUs, residual Adds, pools and
  *    concats is then blocked from end to end, with one reorder where it starts and one
  *    where it ends. */
+#include <math.h>
 #include <string.h>
 
 #include "passes/pass_util.h"
@@ -248,18 +249,31 @@ static bool padded_from(const hc_tensor *t) {
     return y && t->shape[1] != y->shape[1] * y->shape[4];
 }
 
-/* The ops that may run on blocks with padded lanes: finite padding stays finite (the
+/* Whether a Pad's constant is finite (its attribute value, opset < 11, or its optional
+ * constant input; 0 without either). */
+static bool pad_value_finite(const hc_node *n) {
+    if (hc_node_attr_ints(n, "pads", NULL)) return isfinite(hc_node_attr_float(n, "value", 0));
+    const hc_tensor *v = n->ninputs > 2 ? n->inputs[2] : NULL;
+    return !v || (v->data && v->dtype == HC_F32 && hc_tensor_numel(v) == 1 &&
+                  isfinite(*(const float *)v->data));
+}
+
+/* Whether node n may run on blocks with padded lanes: finite padding must stay finite (the
  * padded lanes meet zero weights in every conv that reads them, and 0 * inf would be a
- * NaN in a real channel). Not Div, Log, Sqrt, Reciprocal, Exp and the like; not the
- * quantizing ops (the int8 convs take whole blocks only). */
-static bool keeps_padding_finite(hc_op_kind op) {
-    switch (op) {
+ * NaN in a real channel). The elementwise ops that keep a finite value finite, the pools
+ * and a Pad of a finite value; not Div, Log, Sqrt, Reciprocal, Exp and the like, nor the
+ * quantizing ops (the int8 convs take whole blocks only), nor a Concat (the pieces'
+ * padding would lie inside the result). */
+static bool runs_padded(const hc_node *n) {
+    switch (n->op) {
     case HC_OPK_RELU: case HC_OPK_LEAKY_RELU: case HC_OPK_SIGMOID: case HC_OPK_HARD_SIGMOID:
     case HC_OPK_HARD_SWISH: case HC_OPK_TANH: case HC_OPK_ERF: case HC_OPK_SOFTSIGN:
     case HC_OPK_CLIP: case HC_OPK_NEG: case HC_OPK_ABS: case HC_OPK_IDENTITY:
     case HC_OPK_ADD: case HC_OPK_SUB: case HC_OPK_MUL: case HC_OPK_MIN: case HC_OPK_MAX:
-    case HC_OPK_SUM: case HC_OPK_MEAN:
+    case HC_OPK_SUM: case HC_OPK_MEAN: case HC_OPK_MAX_POOL: case HC_OPK_AVERAGE_POOL:
         return true;
+    case HC_OPK_PAD:
+        return pad_value_finite(n);
     default:
         return false;
     }
@@ -379,10 +393,7 @@ static bool push(lctx *c, hc_node *n, hc_status *st) {
     }
     if (out->ndim != 4 || !out->shape_known) return false;
     for (int i = 0; i < n->ninputs; i++)
-        if (padded_from(n->inputs[i]) && !keeps_padding_finite(n->op) &&
-            n->op != HC_OPK_CONCAT && n->op != HC_OPK_PAD && n->op != HC_OPK_MAX_POOL &&
-            n->op != HC_OPK_AVERAGE_POOL)
-            return false;
+        if (padded_from(n->inputs[i]) && !runs_padded(n)) return false;
     const int64_t ch = out->shape[1];
     hc_tensor *in[8];
     int nin = n->ninputs;
@@ -410,8 +421,7 @@ static bool push(lctx *c, hc_node *n, hc_status *st) {
         for (int i = 0; i < nin; i++) {
             if (!is_from(n->inputs[i])) return false;
             in[i] = n->inputs[i]->producer->inputs[0];
-            /* padded pieces would leave their padding inside the result */
-            if (in[i]->shape[4] != c->block || padded_from(n->inputs[i])) return false;
+            if (in[i]->shape[4] != c->block) return false;
         }
         hc_attr a = {.name = "axis", .kind = HC_ATTR_INT, .i = 1};
         hc_tensor *y = add(c, HC_OPK_CONCAT, n, fresh(c, n->name, "nchwc"), nin, in, 1, &a);

@@ -199,7 +199,8 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
  * register count; this rule follows the real AVX2 CPU.
  * Depthwise: every tap loads px * ot input vectors and ot weight vectors for px * ot FMAs,
  * so a wide tile of one block loads the fewest per FMA (1 + 1/px). With 32 registers,
- * where the threads take whole channel chunks (blocks a multiple of the cores): one block
+ * where the split gives the threads whole channel chunks of such groups (chunks_pay, with
+ * ot 1: the blocks a multiple of the cores): one block
  * and a whole output row of up to HC_CONV_NCHWC_MAX_PX pixels, 14 of a wider row, more
  * blocks (up to 12 chains) for a row of fewer than 12. MobileNet-V2 on the AVX-512 Xeon
  * (kernel minima, 10 alternated rounds, ms): the 14x14 layers 0.013-0.028 -> 0.009-0.015,
@@ -214,8 +215,8 @@ static void default_split(const hc_target *t, const hc_conv_nchwc_shape *s,
 static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64_t mb,
                          int *px_out, int *ot_out) {
     int regs = t->caps.num_regs > 0 ? t->caps.num_regs : 16;
-    int threads = HC_MAX(t->caps.num_cores, 1);
-    if (s->depthwise && regs >= 32 && mb % threads == 0) { /* a row of one block */
+    /* the split's own rule: one-block groups in whole channel chunks per thread */
+    if (s->depthwise && regs >= 32 && chunks_pay(s, 1, HC_MAX(t->caps.num_cores, 1))) {
         int px = (int)(s->ow <= HC_CONV_NCHWC_MAX_PX ? s->ow : 14), ot = 1;
         while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, 1)) px--;
         while (px * ot < 12 && ot < mb && hc_conv_nchwc_tile_fits(t, px, ot + 1)) ot++;
