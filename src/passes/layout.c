@@ -1,9 +1,11 @@
 /* layout.c — the channel-blocked layout pass (docs/nchwc.md).
  *
  * 1. Every eligible Conv (2-D, group 1, f32, constant weights and bias, input and output
- *    channels multiples of the block b) becomes
+ *    channels multiples of the block b, or padded to one) becomes
  *        FROM_NCHWC(CONV_NCHWC(TO_NCHWC(x), W', B'))
- *    with the weights reordered at compile time to [OC/b, C/b, KH, KW, b, b].
+ *    with the weights reordered at compile time to [OC/b, C/b, KH, KW, b, b]; a stem (fewer
+ *    input channels than b) FROM_NCHWC(CONV_NCHWC(x, W', B')) on its NCHW input, with W'
+ *    [OC/b, C, KH, KW, 1, b].
  * 2. The reorders are pushed through the ops that compute the same on the blocked layout
  *    and cancelled where they meet: TO_NCHWC(FROM_NCHWC(y)) is y; an elementwise op whose
  *    tensor inputs all come from FROM_NCHWC (constants: scalars or per-channel [C, 1, 1])
@@ -92,6 +94,14 @@ static bool padding_pays(const lctx *c, int64_t ch) {
     return ch % c->block == 0 || (ch >= c->block && 3 * padded(c, ch) <= 4 * ch);
 }
 
+/* A stem: a dense conv on fewer input channels than a block (an image's 3), too few to pad
+ * (padding_pays). It reads its NCHW input as it is (CONV_NCHWC with an NCHW input, weights
+ * [OC/b, C, KH, KW, 1, b]) and writes blocks, so that the pools and convs after it run
+ * blocked with no reorder between (docs/nchwc.md, "Blocked stems"). */
+static bool nchw_stem(const lctx *c, const hc_node *n) {
+    return hc_node_attr_int(n, "group", 1) == 1 && n->inputs[0]->shape[1] < c->block;
+}
+
 static bool conv_eligible(const lctx *c, const hc_node *n) {
     if (n->op != HC_OPK_CONV || n->ninputs < 2) return false;
     const hc_tensor *x = n->inputs[0], *w = n->inputs[1], *y = n->outputs[0];
@@ -102,7 +112,7 @@ static bool conv_eligible(const lctx *c, const hc_node *n) {
     int64_t group = hc_node_attr_int(n, "group", 1), ch = x->shape[1];
     bool depthwise = group == ch && w->shape[0] == ch && w->shape[1] == 1;
     if ((group != 1 || w->shape[1] != ch) && !depthwise) return false;
-    return padding_pays(c, ch) && padding_pays(c, w->shape[0]);
+    return (padding_pays(c, ch) || nchw_stem(c, n)) && padding_pays(c, w->shape[0]);
 }
 
 /* Whether a conv's channels (input or output) leave padded lanes */
@@ -123,11 +133,12 @@ static hc_tensor *blocked_dw_weights(lctx *c, const hc_tensor *w) {
     return t;
 }
 
-/* W [OC, C, KH, KW] -> [ceil(OC/b), ceil(C/b), KH, KW, b(c), b(oc)] (padded lanes 0) */
-static hc_tensor *blocked_weights(lctx *c, const hc_tensor *w) {
+/* W [OC, C, KH, KW] -> [ceil(OC/b), ceil(C/ib), KH, KW, ib(c), b(oc)] (padded lanes 0),
+ * with ib = b, or 1 for a stem's NCHW input */
+static hc_tensor *blocked_weights(lctx *c, const hc_tensor *w, int64_t ib) {
     int64_t b = c->block, oc = w->shape[0], ic = w->shape[1], kh = w->shape[2], kw = w->shape[3];
-    int64_t cb = hc_cdiv(ic, b);
-    int64_t shape[6] = {hc_cdiv(oc, b), cb, kh, kw, b, b};
+    int64_t cb = hc_cdiv(ic, ib);
+    int64_t shape[6] = {hc_cdiv(oc, b), cb, kh, kw, ib, b};
     hc_tensor *t = hc_graph_constant(c->g, fresh(c, w->name, "nchwc"), HC_F32, 6, shape, NULL);
     const float *src = w->data;
     float *dst = t->data;
@@ -135,7 +146,7 @@ static hc_tensor *blocked_weights(lctx *c, const hc_tensor *w) {
     for (int64_t o = 0; o < oc; o++)
         for (int64_t i = 0; i < ic; i++)
             for (int64_t r = 0; r < kh * kw; r++)
-                dst[((((o / b) * cb + i / b) * kh * kw + r) * b + i % b) * b + o % b] =
+                dst[((((o / b) * cb + i / ib) * kh * kw + r) * ib + i % ib) * b + o % b] =
                     src[(o * ic + i) * kh * kw + r];
     return t;
 }
@@ -194,7 +205,8 @@ static hc_status convert_conv(lctx *c, hc_node *n, bool wino) {
     attr_pair(n, "strides", s);
     attr_pair(n, "dilations", d);
     hc_pass_conv_pads(n, k, s, d, pads);
-    hc_tensor *xb = to_blocked(c, x, n->name);
+    bool stem = nchw_stem(c, n);
+    hc_tensor *xb = stem ? x : to_blocked(c, x, n->name);
     if (!xb) return c->err->status;
     hc_tensor *yb = NULL;
     if (wino) {
@@ -202,7 +214,9 @@ static hc_status convert_conv(lctx *c, hc_node *n, bool wino) {
     } else {
         int64_t group = hc_node_attr_int(n, "group", 1);
         if (group > 1) group = padded(c, group); /* depthwise: every lane a group */
-        hc_tensor *in[3] = {xb, group > 1 ? blocked_dw_weights(c, w) : blocked_weights(c, w),
+        hc_tensor *in[3] = {xb,
+                            group > 1 ? blocked_dw_weights(c, w)
+                                      : blocked_weights(c, w, stem ? 1 : c->block),
                             NULL};
         int64_t shape[2] = {hc_cdiv(w->shape[0], c->block), c->block};
         if (b) in[2] = view(c, b, 2, shape); /* [OC] is [OC/b, b] in the same order */
@@ -506,7 +520,8 @@ static hc_status convert_all(lctx *c, bool depthwise) {
         /* A symbolic batch (dynamic shapes) decides as a fixed one at its hint (the shapes'
          * numbers are the hint's): the Winograd transforms and their batched matmul (M =
          * the tiles of every image) take a symbolic batch. docs/dynamic.md */
-        bool wino = !dw && hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
+        bool wino = !dw && !nchw_stem(c, n) &&
+                    hc_pass_conv_path_blocked(n, opt) == HC_CONV_WINOGRAD;
         /* padded channels: the direct blocked conv only (the Winograd transforms and their
          * weights take whole blocks); such a Winograd conv stays NCHW */
         if (wino && conv_padded(c, n)) continue;

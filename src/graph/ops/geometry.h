@@ -19,6 +19,9 @@ typedef struct hc_conv_nchwc_shape {
     bool depthwise;         /* one input channel per output channel (mb == cb): W is
                              * [mb, 1, kh, kw, 1, block], Y[n, o, y, x, m] = B[o, m] +
                              * sum_{i, j} Xpad[n, o, .., .., m] * W[o, 0, i, j, 0, m] */
+    bool nchw_in;           /* the input is plain NCHW (a stem's few channels): X is
+                             * [n, cb, h, w] with cb the input channels, W is [mb, cb, kh,
+                             * kw, 1, block]; dense only. docs/nchwc.md, "Blocked stems" */
     /* Dynamic shapes (docs/dynamic.md): the batch's expression when it is symbolic (n then
      * holds its hint value, for the heuristics only); NULL when fixed. Only the batch may
      * be symbolic. */

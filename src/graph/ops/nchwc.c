@@ -13,7 +13,9 @@
  *                                   x*sw - pl + j*dw, l] * W[o, ci, i, j, l, m]
  *             (X read as 0 outside the image). With attribute group = CB*b (depthwise,
  *             MB = CB), W is [MB, 1, KH, KW, 1, b] and Y[n, o, y, x, m] = B[o, m] +
- *             sum_{i, j} X[n, o, .., .., m] * W[o, 0, i, j, 0, m]. Scheduled by the
+ *             sum_{i, j} X[n, o, .., .., m] * W[o, 0, i, j, 0, m]. With a plain NCHW
+ *             X [N, C, H, W] (a stem's few channels, group 1), W is [MB, C, KH, KW, 1, b]
+ *             and X[n, ci, ..] stands for X[n, ci, .., .., 0] above. Scheduled by the
  *             conv_nchwc template. */
 #include <stdlib.h>
 
@@ -101,12 +103,24 @@ static hc_status geometry(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *er
 
 /* The template's shape from the node (also the geometry infer and the Task use). */
 hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err) {
-    if (need_rank(n, 0, 5, err) || need_rank(n, 1, 6, err)) return err->status;
+    /* X [N, C, H, W] (plain NCHW: the weights' input lanes are 1) or [N, CB, H, W, b] */
+    bool nchw_in = n->ninputs > 0 && n->inputs[0] && n->inputs[0]->ndim == 4;
+    if (need_rank(n, 0, nchw_in ? 4 : 5, err) || need_rank(n, 1, 6, err)) return err->status;
     const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
     const hc_tensor *b = n->ninputs > 2 ? n->inputs[2] : NULL;
-    int64_t blk = x->shape[4];
+    int64_t blk = nchw_in ? w->shape[5] : x->shape[4];
     int64_t group = hc_node_attr_int(n, "group", 1);
     bool dw = group != 1;
+    if (nchw_in && (dw || w->shape[1] != x->shape[1] || w->shape[4] != 1))
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "an NCHW input [%lld, %lld, %lld, %lld] needs group 1 and a weight "
+                            "[MB, %lld, KH, KW, 1, b], got group %lld and [%lld, %lld, %lld, "
+                            "%lld, %lld, %lld]",
+                            (long long)x->shape[0], (long long)x->shape[1],
+                            (long long)x->shape[2], (long long)x->shape[3],
+                            (long long)x->shape[1], (long long)group, (long long)w->shape[0],
+                            (long long)w->shape[1], (long long)w->shape[2], (long long)w->shape[3],
+                            (long long)w->shape[4], (long long)w->shape[5]);
     if (dw && (group != x->shape[1] * blk || w->shape[0] != x->shape[1] || w->shape[1] != 1 ||
                w->shape[4] != 1 || w->shape[5] != blk))
         return hc_node_fail(n, HC_ERR_INVALID, err,
@@ -114,7 +128,7 @@ hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_er
                             "[%lld, 1, KH, KW, 1, %lld] is supported",
                             (long long)group, (long long)(x->shape[1] * blk),
                             (long long)x->shape[1], (long long)blk);
-    if (!dw && (w->shape[1] != x->shape[1] || w->shape[4] != blk || w->shape[5] != blk))
+    if (!dw && !nchw_in && (w->shape[1] != x->shape[1] || w->shape[4] != blk || w->shape[5] != blk))
         return hc_node_fail(n, HC_ERR_INVALID, err,
                             "weight [%lld, %lld, %lld, %lld, %lld, %lld] does not fit input "
                             "blocks [%lld x %lld]",
@@ -129,7 +143,7 @@ hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_er
     *s = (hc_conv_nchwc_shape){.n = x->shape[0], .cb = x->shape[1], .h = x->shape[2],
                                .w = x->shape[3], .mb = w->shape[0], .kh = w->shape[2],
                                .kw = w->shape[3], .block = (int)blk, .bias = b != NULL,
-                               .depthwise = dw};
+                               .depthwise = dw, .nchw_in = nchw_in};
     return geometry(n, s, err);
 }
 
@@ -188,14 +202,22 @@ static hc_expr *tap_pos(hc_arena *a, const hc_conv_nchwc_shape *s, hc_var *const
     return ok;
 }
 
-/* r = (c, i, j): input channel c (block c / b, lane c % b), tap (i, j) */
+/* r = (c, i, j): input channel c (block c / b, lane c % b; NCHW input: channel c), tap
+ * (i, j) */
 static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
     const conv_ctx *c = vctx;
     const hc_conv_nchwc_shape *s = &c->s;
-    hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->block);
+    hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->nchw_in ? 1 : s->block);
     hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
     hc_expr *pos[2], *ok = tap_pos(a, s, c->o, r, pos);
     hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
+    if (s->nchw_in) {
+        hc_expr *x4[4] = {xi[0], ch, pos[0], pos[1]};
+        hc_expr *w6[6] = {hc_ref(a, c->o[1]), ch, hc_ref(a, r[1]), hc_ref(a, r[2]),
+                          hc_int(a, 0), hc_ref(a, c->o[4])};
+        hc_expr *prod = hc_mul(a, hc_at(a, c->x, x4), hc_at(a, c->w, w6));
+        return hc_select(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
+    }
     hc_expr *wi[6] = {hc_ref(a, c->o[1]), cb, hc_ref(a, r[1]), hc_ref(a, r[2]), l,
                       hc_ref(a, c->o[4])};
     if (s->depthwise) { /* channel (o, m) of the output reads channel (o, m) of the input */
@@ -209,7 +231,8 @@ static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
 static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     conv_ctx *c = vctx;
     c->o = axes;
-    int64_t ext[3] = {c->s.depthwise ? 1 : c->s.cb * c->s.block, c->s.kh, c->s.kw};
+    int64_t ext[3] = {c->s.depthwise ? 1 : c->s.cb * (c->s.nchw_in ? 1 : c->s.block), c->s.kh,
+                      c->s.kw};
     hc_expr *v = hc_reduce_expr(a, 3, ext, conv_term, c, HC_REDUCE_SUM);
     if (c->b) v = hc_add(a, v, hc_at(a, c->b, (hc_expr *[]){hc_ref(a, axes[1]), hc_ref(a, axes[4])}));
     return v;

@@ -38,6 +38,9 @@ hc_status hc_conv_nchwc_validate_shape(const hc_conv_nchwc_shape *s, hc_error *e
         return hc_error_set(err, HC_ERR_INVALID,
                             "conv_nchwc shape: depthwise with %lld input and %lld output blocks",
                             (long long)s->cb, (long long)s->mb);
+    if (s->nchw_in && s->depthwise)
+        return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc shape: an NCHW input is for dense "
+                            "convs only, not depthwise");
     if (s->block != 4 && s->block != 8 && s->block != 16)
         return hc_error_set(err, HC_ERR_INVALID, "conv_nchwc shape: block %d is not 4, 8 or 16",
                             s->block);
@@ -79,6 +82,10 @@ bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
 static bool padded(const hc_conv_nchwc_shape *s) {
     return s->pt || s->pl || s->pb || s->pr;
 }
+/* Lanes of an input block: 1 for an NCHW input (its cb are channels), else the block. */
+static int64_t in_lanes(const hc_conv_nchwc_shape *s) {
+    return s->nchw_in ? 1 : s->block;
+}
 /* Whether an unpadded dense conv (scratch_copy asks) copies the input rows an item reads
  * into a scratch anyway: a reduction (more input blocks than output blocks) whose input
  * is well beyond the cores' L2 (twice their sum), so that it comes from L3 or memory. A reduction's item rows are
@@ -94,7 +101,7 @@ static bool padded(const hc_conv_nchwc_shape *s) {
 static bool copy_pays(const hc_target *t, const hc_conv_nchwc_shape *s) {
     if (s->cb <= s->mb) return false;
     int64_t l2 = hc_target_l2_bytes(t);
-    int64_t x_bytes = s->n * s->cb * s->h * s->w * s->block * 4;
+    int64_t x_bytes = s->n * s->cb * s->h * s->w * in_lanes(s) * 4;
     return x_bytes > 2 * l2 * HC_MAX(t->caps.num_cores, 1);
 }
 /* Whether the program copies the input rows it reads into a scratch: dense convs with
@@ -105,9 +112,9 @@ static bool scratch_copy(const hc_target *t, const hc_conv_nchwc_shape *s) {
 static int64_t rows_in(const hc_conv_nchwc_shape *s, int64_t rt) {
     return (rt - 1) * s->sh + (s->kh - 1) * s->dh + 1;
 }
-/* Scratch floats per thread: [cb][rows_in][w + pl + pr][block] (when copying). */
+/* Scratch floats per thread: [cb][rows_in][w + pl + pr][input lanes] (when copying). */
 static int64_t scratch_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
-    return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * s->block;
+    return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * in_lanes(s);
 }
 
 /* Row tiles per image: ceil(oh / rt). */
@@ -138,8 +145,8 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
     int64_t per = s->mb / threads;
     if (per < ot) return false;
     if (s->depthwise && s->mb % threads == 0 && per % ot == 0) return true;
-    int64_t wbytes = s->mb * s->kh * s->kw * (s->depthwise ? 1 : s->cb * s->block);
-    int64_t xbytes = s->n * s->cb * s->h * s->w;
+    int64_t wbytes = s->mb * s->block * s->kh * s->kw * (s->depthwise ? 1 : s->cb * in_lanes(s));
+    int64_t xbytes = s->n * s->cb * s->h * s->w * in_lanes(s);
     return wbytes >= xbytes;
 }
 
@@ -251,7 +258,7 @@ hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
     hc_conv_nchwc_config c = {.lanes = hc_target_f32_lanes(t)};
     default_tile(t, s, s->mb, &c.px, &c.ot);
     int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->kh * s->kw *
-                   (s->depthwise ? 1 : s->cb * s->block);
+                   (s->depthwise ? 1 : s->cb * in_lanes(s));
     c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->caps.num_cores, 1);
     default_split(t, s, &c);
     /* Output-channel chunks: a dense conv's groups of ot blocks tile each chunk, and a
@@ -347,12 +354,19 @@ static hc_expr *scratch_value(nc *g, hc_expr *x) {
     return hc_cast(a, g->uvec, i);
 }
 
+/* xs[idx] = v: a vector of the scratch's lanes, or (NCHW input: one lane) a float */
+static void put(nc *g, hc_expr **idx, hc_expr *v) {
+    if (g->s->nchw_in) hc_b_store(g->b, g->xs, 4, idx, v);
+    else vstore(g, addr(g, g->xs, 4, idx), v);
+}
+
 static void copy_rows(nc *g) {
     const hc_conv_nchwc_shape *s = g->s;
     hc_arena *a = g->a;
-    hc_expr *zero = g->q8 ? vcall(g, HC_PRIM_VBROADCAST, g->uvec, 1,
-                                  hc_const_num(a, HC_U8, (double)g->z), 0, 0)
-                          : vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
+    hc_expr *zero = g->q8        ? vcall(g, HC_PRIM_VBROADCAST, g->uvec, 1,
+                                         hc_const_num(a, HC_U8, (double)g->z), 0, 0)
+                    : s->nchw_in ? hc_f32(a, 0)
+                                 : vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, hc_f32(a, 0), 0, 0);
     hc_expr *need = let(g, "rin", hc_min(a, I(g, g->rin),
                                          ADD(MUL(SUB(g->rows, I(g, 1)), I(g, s->sh)),
                                              I(g, (s->kh - 1) * s->dh + 1))));
@@ -363,26 +377,25 @@ static void copy_rows(nc *g) {
             hc_b_if_begin(g->b, inside);
             {
                 for (int64_t j = 0; j < s->pl; j++)
-                    vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}),
-                           zero);
+                    put(g, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}, zero);
                 HC_FOR(g->b, j, "cj", I(g, s->w), hc_serial()) {
-                    hc_expr *x = vcall(g, HC_PRIM_VLOAD, g->vec, 1,
-                                       addr(g, g->X, 5,
-                                            (hc_expr *[]){g->n, R(g, c), ih, R(g, j), I(g, 0)}),
-                                       0, 0);
-                    vstore(g,
-                           addr(g, g->xs, 4,
-                                (hc_expr *[]){R(g, c), R(g, r), ADD(R(g, j), I(g, s->pl)), I(g, 0)}),
-                           scratch_value(g, x));
+                    /* a vector of the block's lanes, or (NCHW input) the pixel's one float */
+                    hc_expr *x =
+                        s->nchw_in
+                            ? hc_load(a, g->X, 4, (hc_expr *[]){g->n, R(g, c), ih, R(g, j)})
+                            : vcall(g, HC_PRIM_VLOAD, g->vec, 1,
+                                    addr(g, g->X, 5,
+                                         (hc_expr *[]){g->n, R(g, c), ih, R(g, j), I(g, 0)}),
+                                    0, 0);
+                    put(g, (hc_expr *[]){R(g, c), R(g, r), ADD(R(g, j), I(g, s->pl)), I(g, 0)},
+                        scratch_value(g, x));
                 }
                 for (int64_t j = s->pl + s->w; j < g->wp; j++)
-                    vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}),
-                           zero);
+                    put(g, (hc_expr *[]){R(g, c), R(g, r), I(g, j), I(g, 0)}, zero);
             }
             hc_b_else(g->b);
             HC_FOR(g->b, j, "cz", I(g, g->wp), hc_serial()) {
-                vstore(g, addr(g, g->xs, 4, (hc_expr *[]){R(g, c), R(g, r), R(g, j), I(g, 0)}),
-                       zero);
+                put(g, (hc_expr *[]){R(g, c), R(g, r), R(g, j), I(g, 0)}, zero);
             }
             hc_b_end(g->b);
         }
@@ -645,7 +658,7 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
     HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
         HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
             HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
-                HC_FOR(g->b, l, "l", I(g, g->L), hc_serial()) {
+                HC_FOR(g->b, l, "l", I(g, in_lanes(s)), hc_serial()) {
                     for (int o = 0; o < ot; o++) {
                         hc_expr *idx[6] = {ob[o], R(g, ci), R(g, kh), R(g, kw), R(g, l), I(g, 0)};
                         hc_b_store(g->b, wv, 1, (hc_expr *[]){I(g, o)},
@@ -655,9 +668,11 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
                     for (int i = 0; i < px; i++) {
                         hc_expr *row = ADD(p->prow[i], dr), *col = ADD(p->pcol[i], dc);
                         hc_expr *x =
-                            g->copy ? hc_load(a, g->xs, 4, (hc_expr *[]){R(g, ci), row, col, R(g, l)})
-                                   : hc_load(a, g->X, 5,
-                                             (hc_expr *[]){g->n, R(g, ci), row, col, R(g, l)});
+                            g->copy      ? hc_load(a, g->xs, 4,
+                                                   (hc_expr *[]){R(g, ci), row, col, R(g, l)})
+                            : s->nchw_in ? hc_load(a, g->X, 4, (hc_expr *[]){g->n, R(g, ci), row, col})
+                                         : hc_load(a, g->X, 5,
+                                                   (hc_expr *[]){g->n, R(g, ci), row, col, R(g, l)});
                         hc_var *xb = hc_b_declare(g->b, "xb", g->vec,
                                                   vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, x, 0, 0));
                         for (int o = 0; o < ot; o++) {
@@ -744,12 +759,16 @@ static hc_var *param_of(nc *g, const char *name, hc_dtype t, int nd, const int64
 static hc_var *param(nc *g, const char *name, int nd, const int64_t *shape) {
     return param_of(g, name, HC_F32, nd, shape);
 }
-/* X or Y: [n, dims...] with n the batch's expression when it is symbolic. */
-static hc_var *batch_param(nc *g, const char *name, const int64_t *shape) {
-    if (!g->s->nsym) return param(g, name, 5, shape);
+/* X or Y: [n, dims...] (nd of 4 or 5 dims) with n the batch's expression when it is
+ * symbolic. */
+static hc_var *batch_param_nd(nc *g, const char *name, int nd, const int64_t *shape) {
+    if (!g->s->nsym) return param(g, name, nd, shape);
     hc_expr *dims[5] = {hc_sym_expr(g->a, g->s->nsym)};
-    for (int d = 1; d < 5; d++) dims[d] = hc_int(g->a, shape[d]);
-    return hc_var_new(g->a, name, hc_type_tensor(g->a, HC_F32, 5, dims, NULL, HC_SCOPE_GLOBAL));
+    for (int d = 1; d < nd; d++) dims[d] = hc_int(g->a, shape[d]);
+    return hc_var_new(g->a, name, hc_type_tensor(g->a, HC_F32, nd, dims, NULL, HC_SCOPE_GLOBAL));
+}
+static hc_var *batch_param(nc *g, const char *name, const int64_t *shape) {
+    return batch_param_nd(g, name, 5, shape);
 }
 /* The items (image, chunk, row tile): a multiple of the batch's expression when symbolic. */
 static int split(nc *g, hc_builder *b, hc_items_setup_fn setup) {
@@ -792,16 +811,16 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
                      (long long)scratch, HC_CONV_NCHWC_MAX_SCRATCH);
         return NULL;
     }
-    int64_t L = s->block;
+    int64_t L = s->block, il = in_lanes(s);
     hc_builder_init(&b, a);
-    g.X = batch_param(&g, "X", (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.X = batch_param_nd(&g, "X", s->nchw_in ? 4 : 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
     g.W = s->depthwise ? param(&g, "W", 6, (int64_t[]){s->mb, 1, s->kh, s->kw, 1, L})
-                       : param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L, L});
+                       : param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, il, L});
     g.B = s->bias ? param(&g, "B", 2, (int64_t[]){s->mb, L}) : NULL;
     g.Y = batch_param(&g, "Y", (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
 
     g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
-    g.scratch_shape[3] = L;
+    g.scratch_shape[3] = il;
     split(&g, &b, g.copy ? thread_setup : NULL);
     hc_stmt *body = hc_builder_finish(&b);
     hc_var *params[4] = {g.X, g.W, g.B ? g.B : g.Y, g.Y};
@@ -842,7 +861,7 @@ hc_func *hc_conv_q8_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape
                         hc_error *err) {
     if (hc_conv_nchwc_validate_shape(s, err) || hc_conv_nchwc_validate(cfg, err)) return NULL;
     if (cfg->lanes != hc_target_f32_lanes(t) || cfg->lanes != s->block || s->block % 4 ||
-        s->depthwise || !s->bias) {
+        s->depthwise || s->nchw_in || !s->bias) {
         hc_error_set(err, HC_ERR_INVALID,
                      "conv_q8 config: lanes %d, block %d, target %s has %d f32 lanes",
                      cfg->lanes, s->block, t->name, hc_target_f32_lanes(t));
