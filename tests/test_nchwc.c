@@ -2227,6 +2227,37 @@ static void test_dw_tiles(void) {
     }
 }
 
+/* Stems (an NCHW input): with 16 registers a short reduction (3 x 3 x 3 = 27 per output)
+ * takes one block and 12 pixels, a long one (3 x 7 x 7 = 147) the dense rule's 2 x 6; with
+ * 32 registers the dense rule for both. Stated 2-core targets. */
+static void test_stem_tiles(void) {
+    static const struct {
+        hc_isa isa;
+        int64_t k, ch, hw, stride, pad;
+        int ot, px;
+    } want[] = {
+        {HC_ISA_AVX2, 3, 32, 224, 2, 1, 1, 12},   {HC_ISA_AVX2, 3, 32, 299, 2, 0, 1, 12},
+        {HC_ISA_AVX2, 7, 64, 224, 2, 3, 2, 6},    {HC_ISA_AVX512, 3, 32, 224, 2, 1, 2, 14},
+        {HC_ISA_AVX512, 7, 64, 224, 2, 3, 4, 6},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(want); i++) {
+        const hc_target t = hc_target_cpu_describe(want[i].isa, 2, 48 << 10, 2 << 20, 32 << 20);
+        int b = hc_target_f32_lanes(&t);
+        int64_t k = want[i].k, hw = want[i].hw, st = want[i].stride, pad = want[i].pad;
+        int64_t o = (hw + 2 * pad - k) / st + 1;
+        hc_conv_nchwc_shape s = {.n = 1, .cb = 3, .h = hw, .w = hw, .mb = want[i].ch / b,
+                                 .kh = k, .kw = k, .sh = st, .sw = st, .dh = 1, .dw = 1,
+                                 .pt = pad, .pl = pad, .pb = pad, .pr = pad, .oh = o, .ow = o,
+                                 .block = b, .bias = true, .nchw_in = true};
+        hc_error err = {0};
+        CHECK_MSG(hc_conv_nchwc_validate_shape(&s, &err) == HC_OK, "%s", err.msg);
+        hc_conv_nchwc_config c = hc_conv_nchwc_default_config(&t, &s);
+        CHECK_MSG(c.osplit == 1 && c.ot == want[i].ot && c.px == want[i].px,
+                  "stem tile %zu (%s, %lldx%lld): os %d, %d x %d; want os 1, %d x %d", i, t.name,
+                  (long long)k, (long long)k, c.osplit, c.ot, c.px, want[i].ot, want[i].px);
+    }
+}
+
 /* Output-channel chunks: the default's tile divides a chunk's blocks, not all of them (a
  * group overhanging its chunk computes clamped copies). Inception-V3's 17x17 1x7 convs on
  * a stated 2-core AVX-512 machine: 192 -> 192 (12 blocks, 6 a chunk) 3 x 9, was 4 x 6;
@@ -2320,6 +2351,7 @@ int main(void) {
     test_chunk_tiles();
     test_row_tiles();
     test_dw_tiles();
+    test_stem_tiles();
     test_pad_value();
     test_depthwise_producers();
     test_conv_errors();

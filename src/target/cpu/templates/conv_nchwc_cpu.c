@@ -230,6 +230,20 @@ static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64
         *px_out = px, *ot_out = ot;
         return;
     }
+    /* A stem's short reduction (an NCHW input, fewer than 64 multiply-adds per output) with
+     * 16 registers: one block and 12 pixels, each tile's 12 stores contiguous in one block's
+     * plane. The 1.6 MB of output of a 3 -> 32 stem at 112 x 112 weighs against only 27
+     * multiply-adds per output. Zen 3 (2 threads, per-kernel minima of 8 alternated
+     * rounds, the configs forced through tune records): MobileNet-V2's 3x3/2 stem 0.208 ->
+     * 0.175 and 0.208 -> 0.186 ms, Inception-V3's (no padding, 149 x 149) 0.347 -> 0.283,
+     * against 2 blocks x 6 pixels; 13 and 14 pixels in between. ResNet-50's 7x7/2 stem (147
+     * per output) keeps 2 x 6, what --tune 2 picked for it. Not measured with 32 registers. */
+    if (s->nchw_in && regs < 32 && s->cb * s->kh * s->kw < 64) {
+        int px = 12;
+        while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, 1)) px--;
+        *px_out = px, *ot_out = 1;
+        return;
+    }
     double best = -1;
     int bpx = 1, bot = 1;
     /* mb: the blocks a thread's groups cover (all of them, or a chunk's).
