@@ -1664,9 +1664,10 @@ typedef struct gcase {
 } gcase;
 
 /* (i) Stems: x [1, 3, 23, 21] -> Conv(3 -> 32, 7x7 stride 2 pad 3) + Relu -> MaxPool(3x3
- * stride 2 pad 1) -> Conv(32 -> 32, 3x3 pad 1) + Relu -> Add(the pool); and x ->
- * Conv(3 -> 16, 3x3 stride 2, no pad, no bias) + Relu. Both stems read x as it is
- * (CONV_NCHWC with an NCHW input): no TO_NCHWC anywhere. */
+ * stride 2 pad 1) -> Conv(32 -> 32, 3x3 pad 1) + Relu -> Add(the pool); and x * 0.5 (a
+ * normalization: compiled, the stem's prologue) -> Conv(3 -> 16, 3x3 stride 2, no pad, no
+ * bias) + Relu. Both stems read their NCHW input as it is (CONV_NCHWC with an NCHW input):
+ * no TO_NCHWC anywhere. */
 static hc_graph *build_stem(uint64_t seed) {
     hc_rng r = {seed};
     hc_graph *g = hc_graph_new("stem", 17);
@@ -1678,7 +1679,8 @@ static hc_graph *build_stem(uint64_t seed) {
     hc_tensor *p = infer(OPA(g, MAX_POOL, pa, 3, y));
     hc_tensor *c = infer(OP(g, RELU, conv(g, &r, p, 32, 3, 1, 1, 1, true)));
     hc_graph_add_output(g, infer(OP(g, ADD, c, p)));
-    hc_graph_add_output(g, infer(OP(g, RELU, conv(g, &r, x, 16, 3, 2, 0, 1, false))));
+    hc_tensor *xs = infer(OP(g, MUL, x, scalar(g, 0.5f)));
+    hc_graph_add_output(g, infer(OP(g, RELU, conv(g, &r, xs, 16, 3, 2, 0, 1, false))));
     return g;
 }
 
@@ -1693,7 +1695,7 @@ static const gcase graph_cases[] = {
     {"misc", build_misc,                {4,   0,  0,  -1,  4,  2,  0,  1,   0,   0,   0,   1}},
     {"qdq", build_qdq,                  {2,   0,  0,   1,  1,  4,  0,  0,   0,   0,   0,   0}},
     {"padded", build_padded,            {5,   1,  1,  -1,  4,  4,  0,  0,   0,   0,   0,   0}},
-    {"stem", build_stem,                {3,   0,  0,   0,  2,  4,  0,  0,   0,   1,   0,   0}},
+    {"stem", build_stem,                {3,   0,  0,   0,  2,  4,  1,  0,   0,   1,   0,   0}},
 };
 
 static int count_ew(const hc_graph *g, int ndim) {
@@ -1952,7 +1954,7 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
         CHECK_MSG(blocked >= 1 && reorders >= (k->e.to == 0 ? 1 : 2) &&
                       count_reorder_pairs(og) == 0,
                   "%s (%s): %d blocked ops, %d reorders", k->name, what, blocked, reorders);
-    int kernels = hc_model_num_kernels(m), untemplated = 0, fallbacks = 0;
+    int kernels = hc_model_num_kernels(m), untemplated = 0, fallbacks = 0, mul_prologues = 0;
     for (int i = 0; i < kernels; i++) {
         const hc_node *an = hc_model_kernel_node(m, i);
         /* a reorder is a prologue of the dense blocked conv only (partition.c): the
@@ -1966,6 +1968,8 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
             CHECK_MSG(!(vec && to), "%s (%s): TO_NCHWC fused into %s", k->name, what,
                       hc_op_name(an->op));
             reorder_prologues += to && an && an->op == HC_OPK_CONV_NCHWC;
+            mul_prologues += grp->prologue[q]->op == HC_OPK_MUL && an &&
+                             an->op == HC_OPK_CONV_NCHWC;
         }
         if (an && blocked_anchor(an->op) && !hc_model_kernel_templated(m, i)) {
             untemplated++;
@@ -1975,6 +1979,10 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
         fallbacks += hc_model_kernel_group(m, i)->fallback != NULL;
     }
     CHECK_EQ_INT(untemplated, 0);
+    /* the stem on x * 0.5 reads it through a prologue (scalar loads of the NCHW input) */
+    if (k->build == build_stem && variant != 2)
+        CHECK_MSG(mul_prologues == 1, "stem (%s): %d stems with the Mul as a prologue", what,
+                  mul_prologues);
     gbufs got;
     gbufs_init(&got, ref, seed * 7);
     st = hc_model_run(m, got.in, got.out, &err);

@@ -207,17 +207,18 @@ static hc_expr *tap_pos(hc_arena *a, const hc_conv_nchwc_shape *s, hc_var *const
 static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
     const conv_ctx *c = vctx;
     const hc_conv_nchwc_shape *s = &c->s;
-    hc_expr *ch = hc_ref(a, r[0]), *blk = hc_int(a, s->nchw_in ? 1 : s->block);
-    hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
+    hc_expr *ch = hc_ref(a, r[0]);
     hc_expr *pos[2], *ok = tap_pos(a, s, c->o, r, pos);
-    hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
     if (s->nchw_in) {
-        hc_expr *x4[4] = {xi[0], ch, pos[0], pos[1]};
+        hc_expr *x4[4] = {hc_ref(a, c->o[0]), ch, pos[0], pos[1]};
         hc_expr *w6[6] = {hc_ref(a, c->o[1]), ch, hc_ref(a, r[1]), hc_ref(a, r[2]),
                           hc_int(a, 0), hc_ref(a, c->o[4])};
         hc_expr *prod = hc_mul(a, hc_at(a, c->x, x4), hc_at(a, c->w, w6));
         return hc_select(a, ok, prod, hc_const_num(a, c->x->dtype, 0));
     }
+    hc_expr *blk = hc_int(a, s->block);
+    hc_expr *cb = hc_div(a, ch, blk), *l = hc_mod(a, ch, blk);
+    hc_expr *xi[5] = {hc_ref(a, c->o[0]), cb, pos[0], pos[1], l};
     hc_expr *wi[6] = {hc_ref(a, c->o[1]), cb, hc_ref(a, r[1]), hc_ref(a, r[2]), l,
                       hc_ref(a, c->o[4])};
     if (s->depthwise) { /* channel (o, m) of the output reads channel (o, m) of the input */
