@@ -36,6 +36,7 @@ static hc_tune_weights check_tune_weights;
 static const hc_jit_options *check_jit;
 static bool check_no_prepack;
 static bool check_no_direct; /* convs by im2col or Winograd, never the direct template */
+static bool check_no_nchwc;  /* convs NCHW (a 1- or 3-channel conv is a blocked stem else) */
 static const hc_target *check_target; /* NULL: the host */
 /* An absolute error the check admits besides 1e-4 of the largest output: one quantization
  * step where outputs are quantized (the reference computes in double, the program in f32,
@@ -60,7 +61,8 @@ static result check(const char *label, builder build, uint64_t seed, int threads
                               .jit = check_jit,
                               .target = check_target,
                               .no_prepack = check_no_prepack,
-                              .paths.no_direct = check_no_direct};
+                              .paths.no_direct = check_no_direct,
+                              .paths.no_nchwc = check_no_nchwc};
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (seed %llu): compile: %s", label, (unsigned long long)seed,
               err.msg);
@@ -911,7 +913,11 @@ int main(void) {
     test_masked_scores();
     test_qdq_epilogue();
     run_random("matmul", build_matmul, 16, 100);
+    /* the implicit GEMM of build_conv: NCHW (its 1- and 3-channel convs would be blocked
+     * stems, CONV_NCHWC and a reorder: tests/test_nchwc.c) */
+    check_no_nchwc = true;
     run_random("conv", build_conv, 10, 200);
+    check_no_nchwc = false;
     run_random("reduce", build_reduce, 6, 300);
     run_random("chain", build_chain, 4, 400);
     TEST_DONE();
