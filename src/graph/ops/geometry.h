@@ -27,6 +27,10 @@ typedef struct hc_conv_nchwc_shape {
      * be symbolic. */
     const struct hc_sym *nsym;
 } hc_conv_nchwc_shape;
+/* Lanes of one input block: 1 for an NCHW input (its cb are channels), else the block. */
+static inline int64_t hc_conv_nchwc_in_lanes(const hc_conv_nchwc_shape *s) {
+    return s->nchw_in ? 1 : s->block;
+}
 /* The shape of a CONV_NCHWC node; errors name the node. */
 hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);
 /* CONV_NCHWC_Q8's (src/graph/ops/nchwc.c): block, sizes and geometry; bias is set. */

@@ -232,7 +232,7 @@ static hc_expr *conv_term(hc_arena *a, hc_var *const *r, void *vctx) {
 static hc_expr *conv_out(hc_arena *a, hc_var *const *axes, void *vctx) {
     conv_ctx *c = vctx;
     c->o = axes;
-    int64_t ext[3] = {c->s.depthwise ? 1 : c->s.cb * (c->s.nchw_in ? 1 : c->s.block), c->s.kh,
+    int64_t ext[3] = {c->s.depthwise ? 1 : c->s.cb * hc_conv_nchwc_in_lanes(&c->s), c->s.kh,
                       c->s.kw};
     hc_expr *v = hc_reduce_expr(a, 3, ext, conv_term, c, HC_REDUCE_SUM);
     if (c->b) v = hc_add(a, v, hc_at(a, c->b, (hc_expr *[]){hc_ref(a, axes[1]), hc_ref(a, axes[4])}));

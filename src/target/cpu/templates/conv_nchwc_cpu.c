@@ -82,10 +82,6 @@ bool hc_conv_nchwc_tile_fits(const hc_target *t, int px, int ot) {
 static bool padded(const hc_conv_nchwc_shape *s) {
     return s->pt || s->pl || s->pb || s->pr;
 }
-/* Lanes of an input block: 1 for an NCHW input (its cb are channels), else the block. */
-static int64_t in_lanes(const hc_conv_nchwc_shape *s) {
-    return s->nchw_in ? 1 : s->block;
-}
 /* Whether an unpadded dense conv (scratch_copy asks) copies the input rows an item reads
  * into a scratch anyway: a reduction (more input blocks than output blocks) whose input
  * is well beyond the cores' L2 (twice their sum), so that it comes from L3 or memory. A reduction's item rows are
@@ -101,7 +97,7 @@ static int64_t in_lanes(const hc_conv_nchwc_shape *s) {
 static bool copy_pays(const hc_target *t, const hc_conv_nchwc_shape *s) {
     if (s->cb <= s->mb) return false;
     int64_t l2 = hc_target_l2_bytes(t);
-    int64_t x_bytes = s->n * s->cb * s->h * s->w * in_lanes(s) * 4;
+    int64_t x_bytes = s->n * s->cb * s->h * s->w * hc_conv_nchwc_in_lanes(s) * 4;
     return x_bytes > 2 * l2 * HC_MAX(t->caps.num_cores, 1);
 }
 /* Whether the program copies the input rows it reads into a scratch: dense convs with
@@ -114,7 +110,7 @@ static int64_t rows_in(const hc_conv_nchwc_shape *s, int64_t rt) {
 }
 /* Scratch floats per thread: [cb][rows_in][w + pl + pr][input lanes] (when copying). */
 static int64_t scratch_floats(const hc_conv_nchwc_shape *s, int64_t rt) {
-    return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * in_lanes(s);
+    return s->cb * rows_in(s, rt) * (s->w + s->pl + s->pr) * hc_conv_nchwc_in_lanes(s);
 }
 
 /* Row tiles per image: ceil(oh / rt). */
@@ -145,8 +141,9 @@ static bool chunks_pay(const hc_conv_nchwc_shape *s, int ot, int threads) {
     int64_t per = s->mb / threads;
     if (per < ot) return false;
     if (s->depthwise && s->mb % threads == 0 && per % ot == 0) return true;
-    int64_t wbytes = s->mb * s->block * s->kh * s->kw * (s->depthwise ? 1 : s->cb * in_lanes(s));
-    int64_t xbytes = s->n * s->cb * s->h * s->w * in_lanes(s);
+    int64_t il = hc_conv_nchwc_in_lanes(s);
+    int64_t wbytes = s->mb * s->block * s->kh * s->kw * (s->depthwise ? 1 : s->cb * il);
+    int64_t xbytes = s->n * s->cb * s->h * s->w * il;
     return wbytes >= xbytes;
 }
 
@@ -272,7 +269,7 @@ hc_conv_nchwc_config hc_conv_nchwc_default_config(const hc_target *t,
     hc_conv_nchwc_config c = {.lanes = hc_target_f32_lanes(t)};
     default_tile(t, s, s->mb, &c.px, &c.ot);
     int64_t work = s->n * s->mb * s->block * s->oh * s->ow * s->kh * s->kw *
-                   (s->depthwise ? 1 : s->cb * in_lanes(s));
+                   (s->depthwise ? 1 : s->cb * hc_conv_nchwc_in_lanes(s));
     c.threads = work < HC_AUTOSCHED_PARALLEL_MIN_WORK ? 1 : HC_MAX(t->caps.num_cores, 1);
     default_split(t, s, &c);
     /* Output-channel chunks: a dense conv's groups of ot blocks tile each chunk, and a
@@ -368,6 +365,12 @@ static hc_expr *scratch_value(nc *g, hc_expr *x) {
     return hc_cast(a, g->uvec, i);
 }
 
+/* X[n, ci, row, col, l] as a float: lane l of an input block, or (NCHW input) the pixel */
+static hc_expr *x_at(nc *g, hc_expr *ci, hc_expr *row, hc_expr *col, hc_expr *l) {
+    if (g->s->nchw_in) return hc_load(g->a, g->X, 4, (hc_expr *[]){g->n, ci, row, col});
+    return hc_load(g->a, g->X, 5, (hc_expr *[]){g->n, ci, row, col, l});
+}
+
 /* xs[idx] = v: a vector of the scratch's lanes, or (NCHW input: one lane) a float */
 static void put(nc *g, hc_expr **idx, hc_expr *v) {
     if (g->s->nchw_in) hc_b_store(g->b, g->xs, 4, idx, v);
@@ -396,7 +399,7 @@ static void copy_rows(nc *g) {
                     /* a vector of the block's lanes, or (NCHW input) the pixel's one float */
                     hc_expr *x =
                         s->nchw_in
-                            ? hc_load(a, g->X, 4, (hc_expr *[]){g->n, R(g, c), ih, R(g, j)})
+                            ? x_at(g, R(g, c), ih, R(g, j), NULL)
                             : vcall(g, HC_PRIM_VLOAD, g->vec, 1,
                                     addr(g, g->X, 5,
                                          (hc_expr *[]){g->n, R(g, c), ih, R(g, j), I(g, 0)}),
@@ -672,7 +675,7 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
     HC_FOR(g->b, ci, "ci", I(g, s->cb), hc_serial()) {
         HC_FOR(g->b, kh, "kh", I(g, s->kh), hc_serial()) {
             HC_FOR(g->b, kw, "kw", I(g, s->kw), kw_attr) {
-                HC_FOR(g->b, l, "l", I(g, in_lanes(s)), hc_serial()) {
+                HC_FOR(g->b, l, "l", I(g, hc_conv_nchwc_in_lanes(s)), hc_serial()) {
                     for (int o = 0; o < ot; o++) {
                         hc_expr *idx[6] = {ob[o], R(g, ci), R(g, kh), R(g, kw), R(g, l), I(g, 0)};
                         hc_b_store(g->b, wv, 1, (hc_expr *[]){I(g, o)},
@@ -682,11 +685,8 @@ static void tile_with(nc *g, hc_expr *first, hc_expr *q0, hc_expr *npix, hc_expr
                     for (int i = 0; i < px; i++) {
                         hc_expr *row = ADD(p->prow[i], dr), *col = ADD(p->pcol[i], dc);
                         hc_expr *x =
-                            g->copy      ? hc_load(a, g->xs, 4,
-                                                   (hc_expr *[]){R(g, ci), row, col, R(g, l)})
-                            : s->nchw_in ? hc_load(a, g->X, 4, (hc_expr *[]){g->n, R(g, ci), row, col})
-                                         : hc_load(a, g->X, 5,
-                                                   (hc_expr *[]){g->n, R(g, ci), row, col, R(g, l)});
+                            g->copy ? hc_load(a, g->xs, 4, (hc_expr *[]){R(g, ci), row, col, R(g, l)})
+                                    : x_at(g, R(g, ci), row, col, R(g, l));
                         hc_var *xb = hc_b_declare(g->b, "xb", g->vec,
                                                   vcall(g, HC_PRIM_VBROADCAST, g->vec, 1, x, 0, 0));
                         for (int o = 0; o < ot; o++) {
@@ -775,14 +775,11 @@ static hc_var *param(nc *g, const char *name, int nd, const int64_t *shape) {
 }
 /* X or Y: [n, dims...] (nd of 4 or 5 dims) with n the batch's expression when it is
  * symbolic. */
-static hc_var *batch_param_nd(nc *g, const char *name, int nd, const int64_t *shape) {
+static hc_var *batch_param(nc *g, const char *name, int nd, const int64_t *shape) {
     if (!g->s->nsym) return param(g, name, nd, shape);
     hc_expr *dims[5] = {hc_sym_expr(g->a, g->s->nsym)};
     for (int d = 1; d < nd; d++) dims[d] = hc_int(g->a, shape[d]);
     return hc_var_new(g->a, name, hc_type_tensor(g->a, HC_F32, nd, dims, NULL, HC_SCOPE_GLOBAL));
-}
-static hc_var *batch_param(nc *g, const char *name, const int64_t *shape) {
-    return batch_param_nd(g, name, 5, shape);
 }
 /* The items (image, chunk, row tile): a multiple of the batch's expression when symbolic. */
 static int split(nc *g, hc_builder *b, hc_items_setup_fn setup) {
@@ -825,13 +822,13 @@ hc_func *hc_conv_nchwc_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_sh
                      (long long)scratch, HC_CONV_NCHWC_MAX_SCRATCH);
         return NULL;
     }
-    int64_t L = s->block, il = in_lanes(s);
+    int64_t L = s->block, il = hc_conv_nchwc_in_lanes(s);
     hc_builder_init(&b, a);
-    g.X = batch_param_nd(&g, "X", s->nchw_in ? 4 : 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.X = batch_param(&g, "X", s->nchw_in ? 4 : 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
     g.W = s->depthwise ? param(&g, "W", 6, (int64_t[]){s->mb, 1, s->kh, s->kw, 1, L})
                        : param(&g, "W", 6, (int64_t[]){s->mb, s->cb, s->kh, s->kw, il, L});
     g.B = s->bias ? param(&g, "B", 2, (int64_t[]){s->mb, L}) : NULL;
-    g.Y = batch_param(&g, "Y", (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
+    g.Y = batch_param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
 
     g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
     g.scratch_shape[3] = il;
@@ -904,12 +901,12 @@ hc_func *hc_conv_q8_cpu(hc_arena *a, const char *name, const hc_conv_nchwc_shape
         return NULL;
     }
     hc_builder_init(&b, a);
-    g.X = batch_param(&g, "X", (int64_t[]){s->n, s->cb, s->h, s->w, L});
+    g.X = batch_param(&g, "X", 5, (int64_t[]){s->n, s->cb, s->h, s->w, L});
     g.W = param_of(&g, "W", HC_I8, 7, (int64_t[]){s->mb, s->cb, s->kh, s->kw, L / 4, L, 4});
     g.K = param_of(&g, "K", HC_I32, 2, (int64_t[]){s->mb, L});
     g.S = param(&g, "S", 2, (int64_t[]){s->mb, L});
     g.B = param(&g, "B", 2, (int64_t[]){s->mb, L});
-    g.Y = batch_param(&g, "Y", (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
+    g.Y = batch_param(&g, "Y", 5, (int64_t[]){s->n, s->mb, s->oh, s->ow, L});
     g.scratch_shape[0] = s->cb, g.scratch_shape[1] = g.rin, g.scratch_shape[2] = g.wp;
     g.scratch_shape[3] = L;
     split(&g, &b, thread_setup);
