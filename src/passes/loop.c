@@ -185,8 +185,8 @@ static hc_status scan_counts(u_ctx *c, int nformal, int64_t *Kin, int *Nst, int 
 
 static hc_status unroll_scan(u_ctx *c, int nformal) {
     hc_node *n = c->n;
-    int64_t Kin;
-    int Nst, Kout, cnt;
+    int64_t Kin = 0;
+    int Nst = 0, Kout = 0, cnt;
     if (scan_counts(c, nformal, &Kin, &Nst, &Kout)) return c->err->status;
     const int64_t *ia = hc_node_attr_ints(n, "scan_input_axes", &cnt);
     if (ia && cnt != Kin) return hc_node_fail(n, HC_ERR_INVALID, c->err, "scan_input_axes length");
@@ -260,8 +260,8 @@ static hc_tensor *take(u_ctx *c, hc_tensor *x, int64_t i) {
  * sequence_lens (the importer's attribute) must be T for every entry. */
 static hc_status unroll_scan8(u_ctx *c, int nformal) {
     hc_node *n = c->n;
-    int64_t Kin;
-    int Nst, Kout, cnt;
+    int64_t Kin = 0;
+    int Nst = 0, Kout = 0, cnt;
     if (scan_counts(c, nformal, &Kin, &Nst, &Kout)) return c->err->status;
     const int64_t *dir = hc_node_attr_ints(n, "directions", &cnt);
     if (dir && cnt != Kin) return hc_node_fail(n, HC_ERR_INVALID, c->err, "directions length");

@@ -69,7 +69,7 @@ hc_status hc_nn_conv_geometry_of(const hc_node *n, int xi, int wi, int bi, hc_nn
 
 hc_status hc_nn_infer_conv(hc_node *n, hc_error *err) {
     hc_nn_window w;
-    int64_t cg, mg, m;
+    int64_t cg = 0, mg = 0, m = 0;
     if (hc_nn_conv_geometry(n, false, &w, &cg, &mg, &m, err) ||
         hc_nn_window_forward(n, &w, false, err))
         return err->status;
@@ -125,7 +125,7 @@ static hc_status transpose_window(const hc_node *n, hc_nn_window *w, hc_error *e
 
 hc_status hc_nn_infer_conv_transpose(hc_node *n, hc_error *err) {
     hc_nn_window w;
-    int64_t cg, mg, m;
+    int64_t cg = 0, mg = 0, m = 0;
     if (hc_nn_conv_geometry(n, true, &w, &cg, &mg, &m, err) || transpose_window(n, &w, err))
         return err->status;
     const hc_tensor *x = hc_nn_in(n, 0);

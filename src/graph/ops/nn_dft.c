@@ -214,7 +214,7 @@ hc_status hc_nn_stft_params(const hc_node *n, int64_t *step, int64_t *len, int64
 }
 
 hc_status hc_nn_infer_stft(hc_node *n, hc_error *err) {
-    int64_t step, len, frames;
+    int64_t step = 0, len = 0, frames = 0;
     hc_status st = hc_nn_stft_params(n, &step, &len, &frames, err);
     if (st) return st;
     const hc_tensor *x = hc_nn_in(n, 0);

@@ -211,7 +211,7 @@ static hc_status cos_value(const hc_node *n, hc_dtype *t, double *v, hc_error *e
 hc_status hc_shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
     int64_t s[SHP_MAX_VALUES];
     int cnt;
-    hc_dtype t;
+    hc_dtype t = HC_F32;
     double v;
     hc_status st = hc_shp_const_ints(n, 0, s, HC_MAX_DIMS, &cnt, err);
     if (st || (st = cos_value(n, &t, &v, err))) return st;
@@ -222,7 +222,7 @@ hc_status hc_shp_infer_constant_of_shape(hc_node *n, hc_error *err) {
 }
 
 hc_task *hc_shp_task_constant_of_shape(hc_arena *a, const hc_node *n, hc_error *err) {
-    hc_dtype t;
+    hc_dtype t = HC_F32;
     double v;
     if (cos_value(n, &t, &v, err)) return NULL;
     const hc_tensor *o = n->outputs[0];
@@ -304,7 +304,7 @@ static hc_status window_args(const hc_node *n, int64_t *len, hc_dtype *t, hc_err
 
 hc_status hc_shp_infer_window(hc_node *n, hc_error *err) {
     int64_t len;
-    hc_dtype t;
+    hc_dtype t = HC_F32;
     hc_status st = window_args(n, &len, &t, err);
     if (st) return st;
     hc_node_set_output(n, 0, t, 1, &len);
@@ -313,7 +313,7 @@ hc_status hc_shp_infer_window(hc_node *n, hc_error *err) {
 
 hc_task *hc_shp_task_window(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t len;
-    hc_dtype t;
+    hc_dtype t = HC_F32;
     if (window_args(n, &len, &t, err)) return NULL;
     double a0 = 0.5, a1 = 0.5, a2 = 0;
     if (n->op == HC_OPK_HAMMING_WINDOW) a0 = 25.0 / 46, a1 = 21.0 / 46;

@@ -120,7 +120,7 @@ hc_status hc_shp_infer_reverse_sequence(hc_node *n, hc_error *err) {
 }
 
 hc_task *hc_shp_task_reverse_sequence(hc_arena *a, const hc_node *n, hc_error *err) {
-    int t, b, count;
+    int t = 0, b = 0, count;
     if (reverse_axes(n, &t, &b, err)) return NULL;
     hc_tnode **p = hc_node_input_tnodes(a, n, &count);
     const hc_tnode *x = p[0], *lens = p[1];

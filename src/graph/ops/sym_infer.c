@@ -298,7 +298,7 @@ static hc_status rule_same(ctx *c) {
         if (n->outputs[i]) same_as(c, i, x);
     const hc_tensor *y = n->outputs[0];
     const hc_sym *v[SYM_MAX_VALUES];
-    int64_t cnt;
+    int64_t cnt = 0;
     if (x->symval && y && hc_dtype_is_int(y->dtype) && values_of(x, v, &cnt, SYM_MAX_VALUES)) {
         bool keep = n->op == HC_OPK_CAST || n->op == HC_OPK_IDENTITY || n->op == HC_OPK_NEG ||
                     n->op == HC_OPK_ABS || n->op == HC_OPK_CAST_LIKE;
@@ -479,7 +479,7 @@ static hc_status rule_topk(ctx *c) {
     hc_node *n = c->n;
     const hc_tensor *x = n->inputs[0];
     const hc_sym *kv[1];
-    int64_t cnt;
+    int64_t cnt = 0;
     if (!values_of(IN(c, 1), kv, &cnt, 1) || cnt != 1)
         return unsupported(c, "k (input 1) depends on the data: the output size is known only "
                               "at run time");
@@ -528,7 +528,7 @@ static hc_status rule_reshape(ctx *c) {
     hc_node *n = c->n;
     const hc_tensor *x = n->inputs[0];
     const hc_sym *s[SYM_MAX_VALUES];
-    int64_t cnt;
+    int64_t cnt = 0;
     hc_status st = shape_values(c, 1, s, &cnt);
     if (st) return st;
     if (cnt > HC_MAX_DIMS) return unsupported(c, "a shape of too many dimensions");
@@ -658,7 +658,7 @@ static hc_status rule_concat(ctx *c) {
             if (k != axis && (st = need(c, HC_SYMC_EQ, D(x, k), d[k],
                                         hc_arena_printf(c->a, "input %d, dimension %d", i, k))))
                 return st;
-        int64_t cnt;
+        int64_t cnt = 0;
         if (values && values_of(x, vals + nv, &cnt, SYM_MAX_VALUES - nv)) nv += cnt;
         else values = false;
     }
@@ -824,7 +824,7 @@ static hc_status rule_gather(ctx *c) {
 static hc_status rule_expand(ctx *c) {
     const hc_tensor *x = c->n->inputs[0];
     const hc_sym *s[SYM_MAX_VALUES];
-    int64_t cnt;
+    int64_t cnt = 0;
     hc_status st = shape_values(c, 1, s, &cnt);
     if (st) return st;
     if (cnt > HC_MAX_DIMS) return unsupported(c, "too many dimensions");
@@ -843,7 +843,7 @@ static hc_status rule_expand(ctx *c) {
 static hc_status rule_tile(ctx *c) {
     const hc_tensor *x = c->n->inputs[0];
     const hc_sym *r[SYM_MAX_VALUES];
-    int64_t cnt;
+    int64_t cnt = 0;
     hc_status st = shape_values(c, 1, r, &cnt);
     if (st) return st;
     if (cnt != x->ndim) return unsupported(c, "repeats of another length than the rank");
@@ -886,7 +886,7 @@ static hc_status rule_pad(ctx *c) {
 
 static hc_status rule_constant_of_shape(ctx *c) {
     const hc_sym *s[SYM_MAX_VALUES];
-    int64_t cnt;
+    int64_t cnt = 0;
     hc_status st = shape_values(c, 0, s, &cnt);
     if (st) return st;
     if (cnt > HC_MAX_DIMS) return unsupported(c, "too many dimensions");
@@ -914,7 +914,7 @@ static hc_status rule_range(ctx *c) {
 static hc_status rule_one_hot(ctx *c) {
     const hc_tensor *ind = c->n->inputs[0];
     const hc_sym *depth[1];
-    int64_t cnt;
+    int64_t cnt = 0;
     if (!values_of(IN(c, 1), depth, &cnt, 1) || cnt != 1)
         return unsupported(c, "depth (input 1) depends on the data");
     int axis;
