@@ -30,7 +30,7 @@ typedef struct kernel_args {
     bool runnable;           /* its kernels can run here */
     int64_t level, candidate; /* GPU targets: the candidate of the space at that level */
     /* config overrides; -1 = default */
-    int64_t mr, nr, kc, mc, nc, tb, tm, tn, pack_a, pack_b;
+    int64_t mr, nr, kc, mc, nc, tb, tm, tn, pack_a, pack_b, rows, pre_b;
 } kernel_args;
 
 static void usage(FILE *f) {
@@ -42,6 +42,7 @@ static void usage(FILE *f) {
             "  GPU targets: [--tune L] [--candidate C] (candidate C of the space at level L)\n"
             "  config overrides: [--mr R] [--nr R] [--kc K] [--mc M] [--nc N] [--tb T]\n"
             "                    [--tm T] [--tn T] [--pack-a 0|1] [--pack-b 0|1]\n"
+            "                    [--rows 0|1] (row tiles first) [--pre-b 0|1] (B pre-packed)\n"
             "  [--amx]: AMX split products (B pre-packed; the overrides apply, the tile stays 32)\n");
 }
 
@@ -63,9 +64,11 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
     memset(k, 0, sizeof *k);
     k->shape.batch = 1;
     int64_t *overrides[] = {&k->mr, &k->nr, &k->kc, &k->mc, &k->nc,
-                            &k->tb, &k->tm, &k->tn, &k->pack_a, &k->pack_b};
+                            &k->tb, &k->tm, &k->tn, &k->pack_a, &k->pack_b,
+                            &k->rows, &k->pre_b};
     static const char *const override_names[] = {"--mr", "--nr", "--kc", "--mc", "--nc",
-                                                  "--tb", "--tm", "--tn", "--pack-a", "--pack-b"};
+                                                  "--tb", "--tm", "--tn", "--pack-a", "--pack-b",
+                                                  "--rows", "--pre-b"};
     for (size_t i = 0; i < HC_ARRAY_LEN(overrides); i++) *overrides[i] = -1;
     int64_t threads = 0;
     for (int i = 2; i < argc; i++) {
@@ -101,7 +104,8 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
                 usage(stderr);
                 return 2;
             }
-            if (dst == &k->pack_a || dst == &k->pack_b) lo = 0, hi = 1;
+            if (dst == &k->pack_a || dst == &k->pack_b || dst == &k->rows || dst == &k->pre_b)
+                lo = 0, hi = 1;
         }
         if (dst) {
             if (!parse_int(o, val, lo, hi, dst)) return 2;
@@ -153,6 +157,9 @@ static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
     if (k->tb > 0) c.tb = (int)k->tb;
     if (k->tm > 0) c.tm = (int)k->tm;
     if (k->tn > 0) c.tn = (int)k->tn;
+    /* the loop order as the default rule gives it for the final blocks, unless stated */
+    c.rows_first = k->rows >= 0 ? k->rows == 1 : hc_matmul_rows_first_pays(&c, &k->shape, t);
+    if (k->pre_b >= 0 && !k->amx) c.pre_b = k->pre_b == 1, c.pack_b = c.pack_b || c.pre_b;
     return c;
 }
 
