@@ -2536,6 +2536,29 @@ int main(void) {
                 hc_graph_free(g);
             }
     }
+    /* the growth is for 1x1 convs: on the stated 512 KiB machine a stride-2 3x3 conv (not
+     * Winograd) on 28x28 output pixels is blocked where a stride-2 1x1 conv on the same
+     * output stays NCHW; the 3x3 conv on 8x8 = 64 output pixels stays NCHW, as on 2 MiB */
+    {
+        const hc_target t = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 512 << 10, 32 << 20);
+        const int64_t sizes[3] = {56, 56, 16}, ks[3] = {3, 1, 3};
+        for (int v = 0; v < 3; v++) {
+            hc_error err = {0};
+            hc_rng r = {9};
+            hc_graph *g = hc_graph_new("small_taps", 17);
+            hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4,
+                                              (int64_t[]){1, 16, sizes[v], sizes[v]});
+            hc_graph_add_output(g, conv(g, &r, x, 16, ks[v], 2, ks[v] / 2, 1, true));
+            hc_optimize_options o = {.target = &t, .nchwc_block = 8};
+            CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+            CHECK_MSG(hc_pass_layout_nchwc(g, &o, &err) == HC_OK, "%s", err.msg);
+            bool blocked = count_op(g, HC_OPK_CONV_NCHWC) == 1;
+            CHECK_MSG(blocked == (v == 0), "L2 512 KiB, %lldx%lld stride-2 conv to %lldx%lld: %s",
+                      (long long)ks[v], (long long)ks[v], (long long)sizes[v] / 2,
+                      (long long)sizes[v] / 2, blocked ? "blocked" : "NCHW");
+            hc_graph_free(g);
+        }
+    }
     /* a block other than the target's lanes is an error naming the option, not a silent
      * fallback (the templates take blocks of one vector only) */
     {

@@ -27,12 +27,19 @@
  * reads every input row of an item once per group of output blocks and a group's weights
  * once per pixel tile, so it needs the larger caches. Two measured points (docs/nchwc.md,
  * "Measurements"): 2 MiB (Xeon, AVX-512): 64 (14x14 wins blocked, 8x8 and 7x7 lose);
- * 512 KiB (Zen 3, AVX2): 1024 (28x28 loses blocked: ResNet-50 -17%, Inception-V3 -9%). */
+ * 512 KiB (Zen 3, AVX2): 1024 for 1x1 convs (28x28 loses blocked). The growth is for 1x1
+ * convs only: a conv of several taps pays the matmul path's im2col (each input element
+ * packed once per tap, per thread and K block), which the blocked conv does not, and keeps
+ * the 2 MiB threshold on every L2 (Zen 3: ResNet-50's stride-2 3x3 convs on 28x28 and
+ * 14x14 outputs 16% and 6% faster blocked, Inception-V3's 1x7 / 7x1 convs on 17x17 about
+ * 9%; docs/nchwc.md). */
 #define HC_NCHWC_SMALL_PIXELS 64
 #define HC_NCHWC_SMALL_L2 ((int64_t)2 << 20)
 
-static int64_t small_pixels(const hc_optimize_options *opt) {
+static int64_t small_pixels(const hc_optimize_options *opt, const hc_node *conv) {
     if (opt->nchwc_small_pixels) return opt->nchwc_small_pixels;
+    const hc_tensor *w = conv->inputs[1]; /* [OC, C, KH, KW] */
+    if (w->shape[2] * w->shape[3] > 1) return HC_NCHWC_SMALL_PIXELS;
     const hc_target *t = hc_pass_target(opt);
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : HC_NCHWC_SMALL_L2;
     double r = (double)HC_NCHWC_SMALL_L2 / (double)l2;
@@ -511,7 +518,6 @@ static hc_status propagate(lctx *c) {
 static hc_status convert_all(lctx *c, bool depthwise) {
     const hc_optimize_options *opt = c->opt;
     size_t n0 = c->g->nodes.len;
-    const int64_t small = small_pixels(opt);
     for (size_t k = 0; k < n0; k++) {
         hc_node *n = c->g->nodes.data[k];
         if (!conv_eligible(c, n)) continue;
@@ -534,7 +540,7 @@ static hc_status convert_all(lctx *c, bool depthwise) {
          * batch (bench/results/dynamic.md). */
         const hc_tensor *y = n->outputs[0];
         int64_t images = y->sym && y->sym[0] ? 1 : y->shape[0];
-        if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small) continue;
+        if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small_pixels(opt, n)) continue;
         hc_status st = convert_conv(c, n, wino);
         if (st != HC_OK) return st;
     }
