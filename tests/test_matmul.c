@@ -267,6 +267,47 @@ static void test_configs(void) {
         c = hc_matmul_default_config(&spr2, &ffn8);
         CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr2, false, true));
     }
+    /* B kept in L2 (hc_matmul_b_stationary_pays) where the default's A block holds fewer
+     * than 4 row tiles: a 2-core AVX2 machine with 512 KiB of L2 (Zen 3; 18 rows at kc
+     * 768), for constant B and not A, several row tiles, a thread's B block past half of
+     * L2; not with 2 MiB (84 rows), nor on the AVX-512 machine */
+    {
+        hc_target zen3 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 512 << 10, 32 << 20);
+        hc_target avx2_2m = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 2 << 20, 32 << 20);
+        hc_target avx512 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
+        hc_matmul_shape ffn = {1, 128, 3072, 768}, ffn8 = {1, 1024, 3072, 768},
+                        out = {1, 128, 768, 3072}, narrow = {1, 128, 64, 768},
+                        short_m = {1, 24, 3072, 768}, batched = {8, 128, 3072, 768};
+        c = hc_matmul_default_config(&zen3, &ffn);
+        CHECK(c.mc == 18 && c.kc == 768 && c.tn == 2);
+        CHECK(hc_matmul_b_stationary_pays(&c, &ffn, &zen3, false, true));
+        CHECK(!hc_matmul_b_stationary_pays(&c, &ffn, &zen3, true, true));   /* A constant */
+        CHECK(!hc_matmul_b_stationary_pays(&c, &ffn, &zen3, false, false)); /* B not */
+        hc_matmul_config_set_b_stationary(&c, &ffn, &zen3);
+        /* kc 256 (16 KiB panels), 128 columns (128 KiB of B), the thread's 128 rows (132
+         * in tiles of 6) in one A block, rows first */
+        CHECK_MSG(c.kc == 256 && c.nc == 128 && c.mc == 132 && c.rows_first && c.tn == 2,
+                  "B-stationary FFN-in: kc %lld nc %lld mc %lld rows %d",
+                  (long long)c.kc, (long long)c.nc, (long long)c.mc, (int)c.rows_first);
+        /* batch 8: 1024 rows a thread, in A blocks of at most 168 rows (a third of L2):
+         * 7 equal blocks of 150; not taken (a thread's rows in one A block only) */
+        c = hc_matmul_default_config(&zen3, &ffn8);
+        CHECK(!hc_matmul_b_stationary_pays(&c, &ffn8, &zen3, false, true));
+        hc_matmul_config_set_b_stationary(&c, &ffn8, &zen3);
+        CHECK_MSG(c.mc == 150, "batch 8: mc %lld, want 7 equal blocks of 150", (long long)c.mc);
+        c = hc_matmul_default_config(&zen3, &out); /* K = 3072: kc 768 as well */
+        CHECK(hc_matmul_b_stationary_pays(&c, &out, &zen3, false, true));
+        c = hc_matmul_default_config(&zen3, &narrow); /* 32 columns a thread: 96 KiB of B */
+        CHECK(!hc_matmul_b_stationary_pays(&c, &narrow, &zen3, false, true));
+        c = hc_matmul_default_config(&zen3, &short_m); /* 4 row tiles */
+        CHECK(!hc_matmul_b_stationary_pays(&c, &short_m, &zen3, false, true));
+        c = hc_matmul_default_config(&zen3, &batched); /* a B per batch */
+        CHECK(!hc_matmul_b_stationary_pays(&c, &batched, &zen3, false, true));
+        c = hc_matmul_default_config(&avx2_2m, &ffn);
+        CHECK(c.mc == 84 && !hc_matmul_b_stationary_pays(&c, &ffn, &avx2_2m, false, true));
+        c = hc_matmul_default_config(&avx512, &ffn8);
+        CHECK(!hc_matmul_b_stationary_pays(&c, &ffn8, &avx512, false, true));
+    }
     /* the core from CPUID's vendor, family and model */
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0xCF), HC_CORE_INTEL_SPR);
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0x8F), HC_CORE_INTEL_SPR);
@@ -320,6 +361,8 @@ typedef enum cfg_kind {
     NARROW_NP, /* the same with B read in place */
     NARROW_WO, /* the same with C written once (partial sums in a scratch) */
     ROWS,      /* small blocks, register tiles row by row */
+    BSTAT,     /* hc_matmul_config_set_b_stationary for caches small enough to give blocks
+                * with tails at these sizes; B pre-packed, as for constant weights */
 } cfg_kind;
 
 typedef struct mm_case {
@@ -353,9 +396,16 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
         c.mr = 3, c.nr = L, c.kc = 8, c.mc = 6, c.nc = 2 * L, c.pack_a = c.pack_b = true;
         c.rows_first = true;
         break;
+    case BSTAT: break; /* after the threads: the A blocks follow the thread's rows */
     }
     if (mc->tn) c.tb = mc->tb ? mc->tb : 1, c.tm = mc->tm, c.tn = mc->tn;
     else hc_matmul_config_set_threads(&c, &mc->s, mc->tm ? mc->tm : 1);
+    if (mc->kind == BSTAT) {
+        hc_target tiny = *t; /* kc 64 (the least), B blocks of one tile, A blocks of 5-21 rows */
+        tiny.caps.l1_bytes = 2 << 10, tiny.caps.l2_bytes = 16 << 10;
+        hc_matmul_config_set_b_stationary(&c, &mc->s, &tiny);
+        c.pre_b = true;
+    }
     return c;
 }
 
@@ -405,6 +455,10 @@ static const mm_case cases[] = {
     /* register tiles row by row: tails in every block loop, 1 and 2 threads, narrow tiles */
     {{1, 13, 70, 21}, ROWS, 1, 0},       {{2, 29, 37, 41}, ROWS, 2, 0},
     {{1, 19, 66, 17}, ROWS, 1, 2},       {{1, 24, 196, 40}, ROWS, 2, 1},
+    /* B kept in L2 (the transformers' weights on a small L2): several K, N and M blocks
+     * with tails, 1 and 2 threads, both grids */
+    {{1, 53, 67, 401}, BSTAT, 1, 0},     {{1, 97, 101, 130}, BSTAT, 1, 2},
+    {{1, 131, 47, 65}, BSTAT, 2, 1},     {{1, 25, 300, 64}, BSTAT, 1, 0},
 };
 
 static float *random_buffer(int64_t n, uint64_t seed) {

@@ -140,6 +140,49 @@ bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape 
            s->k > c->kc && hc_round_up(s->k, 8) * c->nr * 4 <= 2 * l1;
 }
 
+/* B-stationary blocks: constant weights as B, activations as A, several row tiles, and a
+ * default A block of fewer than 4 register-tile rows (a small L2 against kc: 512 KiB on Zen
+ * 3 gives 18 rows at kc 768) that leaves each thread several A blocks, while its B block
+ * (kc x its columns) exceeds half of L2. The default then streams the B block from L3 once
+ * per A block, each B panel serving 3 tiles: BERT's FFN-in at batch 1 re-reads 4.7 MB 8
+ * times a thread, and another tenant in L3 sends those reads to memory. Instead: kc from
+ * half of L1 (a 16 KiB B micro-panel at 256 x 16), a B block of a quarter of L2 (256 x 128
+ * on 512 KiB), all of the thread's rows in A blocks of at most a third of L2, rows first:
+ * each A micro-panel sweeps the B block in L2, B is read from memory once, and the A rows
+ * (activations, 0.4 MB at 128 x 768) are what goes round again, once per B block. Zen 3,
+ * bench/ab.py against the default, per round new / old (faster half, slower half): BERT
+ * 0.961 (0.918, 0.964), GPT-2 0.953 (0.965, 0.941), and the rule itself 0.962 (0.949,
+ * 0.976) and 0.949 (0.935, 0.988); in isolation (`hidetc kernel matmul --pre-b 1`, B warm
+ * in L3) the two are level. Other blocks in bench/results/ab_zen3.md. */
+bool hc_matmul_b_stationary_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
+                                 const hc_target *t, bool a_const, bool b_const) {
+    if (!b_const || a_const || s->batch != 1 || s->m <= 4 * (int64_t)c->mr) return false;
+    int64_t mpt = hc_matmul_part_extent(s->m, c->mr, c->tm);
+    int64_t npt = hc_matmul_part_extent(s->n, c->nr, c->tn);
+    if (c->mc >= 4 * (int64_t)c->mr || mpt <= c->mc ||
+        HC_MIN(c->kc, s->k) * npt * 4 <= hc_target_l2_bytes(t) / 2)
+        return false;
+    /* and the thread's rows fit one A block of the new blocks, so that A too is read once
+     * per B block from L2 or near it: BERT at batch 8 (1024 rows, 7 blocks of 150) read
+     * 1.040 per round, slower in the faster half (1.069), faster in the slower (0.880) */
+    hc_matmul_config b = *c;
+    hc_matmul_config_set_b_stationary(&b, s, t);
+    return b.mc >= mpt;
+}
+
+void hc_matmul_config_set_b_stationary(hc_matmul_config *c, const hc_matmul_shape *s,
+                                       const hc_target *t) {
+    int64_t l2 = hc_target_l2_bytes(t);
+    hc_matmul_config_set_kc(c, s, t, 0.5);
+    int64_t kc = HC_MIN(c->kc, s->k);
+    int64_t nc = l2 / 4 / (kc * 4);
+    c->nc = HC_MAX(nc / c->nr * c->nr, c->nr);
+    int64_t mpt = hc_matmul_part_extent(s->m, c->mr, c->tm);
+    int64_t most = HC_MAX(l2 / 3 / (kc * 4) / c->mr * c->mr, c->mr);
+    c->mc = hc_round_up(hc_cdiv(mpt, hc_cdiv(mpt, most)), c->mr); /* equal A blocks */
+    c->rows_first = true;
+}
+
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
     hc_matmul_config c = {0};
     c.lanes = hc_target_f32_lanes(t);

@@ -255,6 +255,10 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
         if (half) hc_matmul_config_set_kc(cfg, s, target, 0.5);
         if (one) hc_matmul_config_set_one_kblock(cfg, s, target);
         if (half || one) cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+        /* or, where the default's A block is a few row tiles, a B block kept in L2 */
+        if (!half && !one && (opts->prepacked & 2u) &&
+            hc_matmul_b_stationary_pays(cfg, s, target, a_const, b_const))
+            hc_matmul_config_set_b_stationary(cfg, s, target);
     }
     /* AMX split products (hc_matmul_amx_pays): the default where B is constant weights,
      * pre-packed into its split; prepack_matmul's call for B sees alike */
