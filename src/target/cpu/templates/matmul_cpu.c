@@ -147,7 +147,7 @@ bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape 
  * per A block, each B panel serving 3 tiles: BERT's FFN-in at batch 1 re-reads 4.7 MB 8
  * times a thread, and another tenant in L3 sends those reads to memory. Instead: kc from
  * half of L1 (a 16 KiB B micro-panel at 256 x 16), a B block of a quarter of L2 (256 x 128
- * on 512 KiB), all of the thread's rows in A blocks of at most a third of L2, rows first:
+ * on 512 KiB), the thread's rows in one A block (at most a third of L2), rows first:
  * each A micro-panel sweeps the B block in L2, B is read from memory once, and the A rows
  * (activations, 0.4 MB at 128 x 768) are what goes round again, once per B block. Zen 3,
  * bench/ab.py against the default, per round new / old (faster half, slower half): BERT
