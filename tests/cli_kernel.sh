@@ -65,6 +65,14 @@ grep -q 'matmul__packed' <<<"$out" || fail "print-source: no packed entry point"
     fail "--mr/--nr alone: the default blocks should be rounded to the new tile"
 "$HIDETC" kernel matmul --m 20 --n 50 --k 30 --mr 3 --mc 7 >/dev/null 2>"$TMP/err"
 [ $? = 2 ] && grep -q 'mc 7' "$TMP/err" || fail "invalid config: expected exit 2 naming mc"
+# the loop order and pre-packed B as stated: the B-stationary blocks of the transformers'
+# weights (rows first, several K, N and M blocks), checked against the reference
+out=$("$HIDETC" kernel matmul --m 37 --n 300 --k 600 --threads 2 --pre-b 1 --rows 1 --kc 256 \
+    --nc 128 --mr 5 --mc 20) || fail "--pre-b/--rows: exit $?"
+grep -q ' rows preB$' <<<"$out" || fail "--pre-b/--rows: config line without rows and preB"
+out=$("$HIDETC" kernel matmul --m 37 --n 300 --k 600 --rows 0 --kc 64) ||
+    fail "--rows 0: exit $?"
+grep -q ' rows' <<<"$out" && fail "--rows 0: the config still runs rows first"
 
 # --- argument errors: exit 2 with a message -------------------------------------------------
 expect_usage() {
@@ -80,6 +88,8 @@ expect_usage kernel matmul --m 4 --n 4
 expect_usage kernel matmul --m 4 --n 4 --k
 expect_usage kernel matmul --m 4 --n 4 --k 4 --frobnicate
 expect_usage kernel matmul --m 4 --n 4 --k 4 --threads 0
+expect_usage kernel matmul --m 4 --n 4 --k 4 --rows 2
+expect_usage kernel matmul --m 4 --n 4 --k 4 --amx --pre-b 1
 expect_usage kernel conv --m 4 --n 4 --k 4
 expect_usage kernel
 

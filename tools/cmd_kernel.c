@@ -124,6 +124,10 @@ static int parse_args(int argc, char **argv, kernel_args *k) {
                 "/ --print-ir apply\n", k->target->name, hc_target_why_not_runnable(k->target));
         return 2;
     }
+    if (k->amx && k->pre_b >= 0) { /* not silently dropped: AMX's B is always pre-packed */
+        fprintf(stderr, "hidetc kernel: --pre-b does not apply with --amx (its B is always pre-packed)\n");
+        return 2;
+    }
     if (k->amx && (k->target->kind != HC_TARGET_CPU || !k->target->caps.amx_bf16)) {
         fprintf(stderr, "hidetc kernel: --amx: target '%s' has no AMX-BF16 (on an AMX CPU: HIDETC_AMX=1)\n",
                 k->target->name);
@@ -159,7 +163,7 @@ static hc_matmul_config make_config(const kernel_args *k, const hc_target *t) {
     if (k->tn > 0) c.tn = (int)k->tn;
     /* the loop order as the default rule gives it for the final blocks, unless stated */
     c.rows_first = k->rows >= 0 ? k->rows == 1 : hc_matmul_rows_first_pays(&c, &k->shape, t);
-    if (k->pre_b >= 0 && !k->amx) c.pre_b = k->pre_b == 1, c.pack_b = c.pack_b || c.pre_b;
+    if (k->pre_b >= 0) c.pre_b = k->pre_b == 1, c.pack_b = c.pack_b || c.pre_b;
     return c;
 }
 
