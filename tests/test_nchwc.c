@@ -441,7 +441,7 @@ static void run_kset(hc_arena *a, const char *label, const hc_target *tg, const 
 }
 
 /* Small one-node cases (Winograd transforms, pools) staged, then built all together. */
-#define MAX_STAGED 64
+#define MAX_STAGED 128
 typedef struct staged {
     char label[64];
     hc_graph *g;
@@ -931,7 +931,8 @@ static void test_conv_errors(void) {
 /* ---- 4. Winograd transforms on the blocked layout ---------------------------------- */
 typedef struct wcase {
     int64_t n, cb, h, w, pads[4]; /* input transform: X [n, cb, h, w, b] */
-    int m;                        /* F(m x m, 3 x 3): 0 leaves the attribute out (2) */
+    int m;                        /* the tile: 0 leaves the attribute out (2) */
+    int kh, kw;                   /* the kernel: 0 leaves the attribute out (3 x 3) */
 } wcase;
 
 /* Both transforms of case k: the hook's program and threads 1, 2, 3; staged into st. */
@@ -939,26 +940,31 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
     const hc_target *tg = hc_target_host();
     int64_t b = hc_target_f32_lanes(tg);
     hc_error err = {0};
-    int64_t oh = k->h + k->pads[0] + k->pads[2] - 2, ow = k->w + k->pads[1] + k->pads[3] - 2;
-    int m = k->m ? k->m : 2, na = m + 2;
-    int64_t tiles = k->n * ((oh + m - 1) / m) * ((ow + m - 1) / m), c = k->cb * b;
+    int kh = k->kh ? k->kh : 3, kw = k->kw ? k->kw : 3, m = k->m ? k->m : 2;
+    int mh = hc_wino_axis_m(m, kh), mw = hc_wino_axis_m(m, kw);
+    int64_t oh = k->h + k->pads[0] + k->pads[2] - (kh - 1);
+    int64_t ow = k->w + k->pads[1] + k->pads[3] - (kw - 1);
+    int64_t na = (int64_t)(mh + kh - 1) * (mw + kw - 1);
+    int64_t tiles = k->n * ((oh + mh - 1) / mh) * ((ow + mw - 1) / mw), c = k->cb * b;
     int count = 0;
     for (int input = 1; input >= 0; input--) {
         hc_graph *g = hc_graph_new("wino", 17);
         hc_node *n;
+        /* the optional attributes last: tile, then kernel (left out when 0) */
+        int nopt = k->kh ? 2 : k->m ? 1 : 0;
+        hc_attr kern = INTS("kernel", kh, kw);
         if (input) {
             hc_tensor *x = hc_graph_add_input(g, "X", HC_F32, 5,
                                               (int64_t[]){k->n, k->cb, k->h, k->w, b});
-            hc_attr at[2] = {{.name = "pads", .kind = HC_ATTR_INTS, .n = 4,
-                              .ints = (int64_t *)k->pads},
-                             INT("tile", k->m)};
-            n = one_node(g, HC_OPK_WINO_INPUT_NCHWC, "wino_in", 1, &x, k->m ? 2 : 1, at, &err);
+            hc_attr at[3] = {
+                {.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)k->pads},
+                INT("tile", m),
+                kern};
+            n = one_node(g, HC_OPK_WINO_INPUT_NCHWC, "wino_in", 1, &x, 1 + nopt, at, &err);
         } else {
-            hc_tensor *mt = hc_graph_add_input(g, "M", HC_F32, 3,
-                                               (int64_t[]){na * na, tiles, c});
-            hc_attr at[3] = {INTS("out_hw", oh, ow), INT("block", b), INT("tile", k->m)};
-            n = one_node(g, HC_OPK_WINO_OUTPUT_NCHWC, "wino_out", 1, &mt, k->m ? 3 : 2, at,
-                         &err);
+            hc_tensor *mt = hc_graph_add_input(g, "M", HC_F32, 3, (int64_t[]){na, tiles, c});
+            hc_attr at[4] = {INTS("out_hw", oh, ow), INT("block", b), INT("tile", m), kern};
+            n = one_node(g, HC_OPK_WINO_OUTPUT_NCHWC, "wino_out", 1, &mt, 2 + nopt, at, &err);
         }
         CHECK_MSG(n != NULL, "wino case %d: %s", ci, err.msg);
         if (!n) {
@@ -967,7 +973,7 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         }
         const int64_t *ys = n->outputs[0]->shape;
         if (input)
-            CHECK(n->outputs[0]->ndim == 3 && ys[0] == na * na && ys[1] == tiles && ys[2] == c);
+            CHECK(n->outputs[0]->ndim == 3 && ys[0] == na && ys[1] == tiles && ys[2] == c);
         else
             CHECK(n->outputs[0]->ndim == 5 && ys[0] == k->n && ys[1] == k->cb && ys[2] == oh &&
                   ys[3] == ow && ys[4] == b);
@@ -976,7 +982,7 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
         CHECK(t != NULL);
         staged *sg = &st[count++];
         *sg = (staged){.g = g, .n = n, .t = t};
-        snprintf(sg->label, sizeof sg->label, "wino F(%d) %s case %d", m,
+        snprintf(sg->label, sizeof sg->label, "wino F(%dx%d, %dx%d) %s case %d", mh, mw, kh, kw,
                  input ? "input" : "output", ci);
         const char *io = input ? "in" : "out";
         /* X / M read by VLOAD (X's padding by masked loads), the output by VSTORE only */
@@ -987,9 +993,11 @@ static int stage_wino_case(hc_arena *a, const wcase *k, int ci, staged *st) {
                        : NULL;
         CHECK_MSG(f != NULL, "%s: no template", sg->label);
         if (f) check_contract(f, &ct, sg->label), kset_add(&sg->ks, f);
-        hc_wino_shape s = input ? (hc_wino_shape){k->n, c, k->h, k->w, k->pads[0], k->pads[1],
-                                                  oh, ow, m}
-                                : (hc_wino_shape){.n = k->n, .c = c, .oh = oh, .ow = ow, .m = m};
+        hc_wino_shape s =
+            input ? (hc_wino_shape){k->n, c,  k->h, k->w,  k->pads[0], k->pads[1],
+                                    oh,   ow, m,    k->kh, k->kw}
+                  : (hc_wino_shape){
+                        .n = k->n, .c = c, .oh = oh, .ow = ow, .m = m, .kh = k->kh, .kw = k->kw};
         for (int th = 1; th <= 3; th++) {
             const char *nm = hc_arena_printf(a, "wino%d_%s_t%d", ci, io, th);
             err = (hc_error){0};
@@ -1011,14 +1019,30 @@ static const wcase wino_cases[] = {
     {1, 2, 2, 2, {1, 1, 1, 1}},   /* 2x2 */
     {2, 3, 10, 10, {1, 1, 1, 1}}, /* even output, N = 2, 48 channels */
     /* F(4x4, 3x3): 6x6 tiles */
-    {1, 1, 1, 1, {1, 1, 1, 1}, 4},    /* one output */
-    {1, 1, 6, 6, {0, 0, 0, 0}, 4},    /* one whole tile */
-    {2, 3, 7, 11, {1, 1, 1, 1}, 4},   /* 7x11 output: 3 and 1 left over, N = 2 */
-    {1, 2, 10, 13, {0, 0, 0, 0}, 4},  /* 8x11: whole rows, 3 columns over */
-    {1, 3, 9, 14, {0, 1, 2, 0}, 4},   /* asymmetric pads, 9x13 */
-    {2, 1, 18, 18, {1, 1, 1, 1}, 4},  /* 18x18: interior tiles, N = 2 */
-    {1, 2, 2, 5, {1, 1, 1, 1}, 4},    /* 2x5 */
-    {1, 1, 29, 31, {1, 1, 1, 1}, 4},  /* 29x31: 8x8 tiles, borders on every side */
+    {1, 1, 1, 1, {1, 1, 1, 1}, 4},   /* one output */
+    {1, 1, 6, 6, {0, 0, 0, 0}, 4},   /* one whole tile */
+    {2, 3, 7, 11, {1, 1, 1, 1}, 4},  /* 7x11 output: 3 and 1 left over, N = 2 */
+    {1, 2, 10, 13, {0, 0, 0, 0}, 4}, /* 8x11: whole rows, 3 columns over */
+    {1, 3, 9, 14, {0, 1, 2, 0}, 4},  /* asymmetric pads, 9x13 */
+    {2, 1, 18, 18, {1, 1, 1, 1}, 4}, /* 18x18: interior tiles, N = 2 */
+    {1, 2, 2, 5, {1, 1, 1, 1}, 4},   /* 2x5 */
+    {1, 1, 29, 31, {1, 1, 1, 1}, 4}, /* 29x31: 8x8 tiles, borders on every side */
+    /* 1-D kernels: F(1 x m, 1 x k) along the rows, F(m x 1, k x 1) along the columns */
+    {1, 1, 1, 1, {0, 3, 0, 3}, 2, 1, 7},   /* 1x7 on one pixel: all padding */
+    {2, 3, 5, 13, {0, 3, 0, 3}, 2, 1, 7},  /* 1x7, 13 columns (one over), N = 2 */
+    {1, 2, 17, 17, {0, 3, 0, 3}, 4, 1, 7}, /* 1x7 F(4, 7): 17 = 4 x 4 + 1 */
+    {1, 1, 3, 11, {0, 0, 0, 0}, 4, 1, 7},  /* 1x7 unpadded: 5 outputs a row */
+    {1, 2, 17, 17, {3, 0, 3, 0}, 4, 7, 1}, /* 7x1 F(4, 7) */
+    {2, 1, 11, 4, {3, 0, 2, 0}, 2, 7, 1},  /* 7x1 asymmetric pads, 9 rows */
+    {1, 3, 8, 8, {0, 1, 0, 1}, 4, 1, 3},   /* 1x3 F(4, 3) on 8x8 */
+    {1, 1, 7, 5, {1, 0, 1, 0}, 2, 3, 1},   /* 3x1 F(2, 3) */
+    {1, 1, 6, 9, {0, 2, 0, 2}, 4, 1, 5},   /* 1x5 F(4, 5) */
+    {1, 2, 11, 7, {2, 0, 2, 0}, 2, 5, 1},  /* 5x1 F(2, 5) */
+    /* 5x5: F(2x2, 5x5) (6x6 tiles) and F(4x4, 5x5) (8x8) */
+    {1, 1, 1, 1, {2, 2, 2, 2}, 2, 5, 5},   /* one output */
+    {2, 3, 9, 7, {2, 2, 2, 2}, 2, 5, 5},   /* 9x7, N = 2 */
+    {1, 2, 13, 11, {2, 2, 2, 2}, 4, 5, 5}, /* 13x11: 1 and 3 over */
+    {1, 1, 8, 12, {0, 1, 2, 0}, 4, 5, 5},  /* asymmetric pads, 6x8 */
 };
 
 static void test_wino_fallbacks(void) {
@@ -1108,6 +1132,66 @@ static hc_node *tile_rule_conv(hc_graph **g, int64_t n, int64_t c, int64_t hw, i
     hc_tensor *w = hc_graph_constant(*g, "w", HC_F32, 4, (int64_t[]){k, c, 3, 3}, NULL);
     hc_attr at[1] = {INTS("pads", 1, 1, 1, 1)};
     return one_node(*g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 1, at, err);
+}
+
+/* The kernels other than 3x3 (docs/winograd.md, "Other kernels"): Winograd on the
+ * blocked path only (the NCHW transforms are F(2x2, 3x3)); 5x5 and the 1-D kernels of 3,
+ * 5 and 7 taps with stride 1; the tile rule counts their transformed weights (ah * aw per
+ * channel pair) and tiles. On a stated machine: AVX2, 2 cores, 512 KiB of L2 each. */
+static void test_wino_kernels_rule(void) {
+    static const struct {
+        int64_t n, c, k, h, w, kh, kw, stride;
+        int tile;           /* hc_pass_winograd_tile (checked where the blocked path is Winograd) */
+        hc_conv_path nchw;  /* hc_pass_conv_path */
+        hc_conv_path block; /* hc_pass_conv_path_blocked */
+    } cases[] = {
+        /* Inception-V3's 17x17 160 -> 160 1x7: F(4, 7) weights 1.0 MB <= 2 x 512 KiB */
+        {1, 160, 160, 17, 17, 1, 7, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        {1, 160, 160, 17, 17, 7, 1, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        /* 192 -> 192: 1.5 MB, but F(4, 7) saves 47 multiply-adds per byte (the bar: 12) */
+        {1, 192, 192, 17, 17, 1, 7, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        /* 35x35 48 -> 64 5x5: F(4x4, 5x5) */
+        {1, 48, 64, 35, 35, 5, 5, 1, 4, HC_CONV_DIRECT, HC_CONV_WINOGRAD},
+        /* 8x8 448 -> 384 1x3: F(4, 3)'s 4.1 MB save 4 multiply-adds per byte: F(2, 3) */
+        {1, 448, 384, 8, 8, 1, 3, 1, 2, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        /* 5 rows x 3 columns, 1x7: 10 tiles of F(2, 7), 5 of F(4, 7); 32 channels: the
+         * direct template in NCHW */
+        {1, 32, 32, 5, 3, 1, 7, 1, 2, HC_CONV_DIRECT, HC_CONV_WINOGRAD},
+        /* not eligible: 7x7, stride 2, 1x9 */
+        {1, 64, 64, 17, 17, 7, 7, 1, 0, HC_CONV_IM2COL, HC_CONV_IM2COL},
+        {1, 64, 64, 17, 17, 1, 7, 2, 0, HC_CONV_IM2COL, HC_CONV_IM2COL},
+        {1, 64, 64, 17, 17, 1, 9, 1, 0, HC_CONV_IM2COL, HC_CONV_IM2COL},
+        /* too few tiles: 1x7 on a 3x2 image (3 x 1 tiles) */
+        {1, 64, 64, 3, 2, 1, 7, 1, 0, HC_CONV_IM2COL, HC_CONV_IM2COL},
+    };
+    const hc_target host_t = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 512 << 10, 32 << 20);
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        hc_error err = {0};
+        hc_graph *g = hc_graph_new("kernels_rule", 17);
+        hc_tensor *x = hc_graph_add_input(
+            g, "x", HC_F32, 4, (int64_t[]){cases[i].n, cases[i].c, cases[i].h, cases[i].w});
+        hc_tensor *w = hc_graph_constant(
+            g, "w", HC_F32, 4, (int64_t[]){cases[i].k, cases[i].c, cases[i].kh, cases[i].kw}, NULL);
+        int64_t ph = cases[i].kh / 2, pw = cases[i].kw / 2, st = cases[i].stride;
+        hc_attr at[2] = {INTS("pads", ph, pw, ph, pw), INTS("strides", st, st)};
+        hc_node *n = one_node(g, HC_OPK_CONV, "conv", 2, (hc_tensor *[]){x, w}, 2, at, &err);
+        CHECK_MSG(n != NULL, "kernels rule case %zu: %s", i, err.msg);
+        if (n) {
+            hc_optimize_options o = {.target = &host_t, .nchwc_block = 8, .nchwc_small_pixels = -1};
+            CHECK_MSG(hc_pass_conv_path(n, &o) == cases[i].nchw,
+                      "kernels rule case %zu: NCHW path %d", i, hc_pass_conv_path(n, &o));
+            CHECK_MSG(hc_pass_conv_path_blocked(n, &o) == cases[i].block,
+                      "kernels rule case %zu: blocked path %d", i,
+                      hc_pass_conv_path_blocked(n, &o));
+            if (cases[i].block == HC_CONV_WINOGRAD)
+                CHECK_MSG(hc_pass_winograd_tile(n, &o) == cases[i].tile,
+                          "kernels rule case %zu: tile %d", i, hc_pass_winograd_tile(n, &o));
+            hc_optimize_options off = o;
+            off.no_winograd = true;
+            CHECK(hc_pass_conv_path_blocked(n, &off) != HC_CONV_WINOGRAD);
+        }
+        hc_graph_free(g);
+    }
 }
 
 static void test_wino_tile_rule(void) {
@@ -1684,18 +1768,47 @@ static hc_graph *build_stem(uint64_t seed) {
     return g;
 }
 
+/* A conv of a kh x kw kernel, stride 1, pads [top, left, bottom, right], with a bias. */
+static hc_tensor *conv_k(hc_graph *g, hc_rng *r, hc_tensor *x, int64_t oc, int64_t kh, int64_t kw,
+                         int64_t pt, int64_t pl, int64_t pb, int64_t pr) {
+    hc_tensor *w = rand_const(g, r, 4, (int64_t[]){oc, x->shape[1], kh, kw});
+    hc_attr at[2] = {ints_attr("kernel_shape", 2, (int64_t[]){kh, kw}),
+                     ints_attr("pads", 4, (int64_t[]){pt, pl, pb, pr})};
+    return infer(OPA(g, CONV, at, 2, x, w, rand_const(g, r, 1, &oc)));
+}
+
+/* (j) Factorized kernels (Inception-V3's 17x17 and 35x35 blocks, docs/winograd.md): x [1,
+ * 32, 9, 11] -> 1x7 + Relu -> 7x1 + Relu (an output); x -> 5x5 + Relu -> 3x1 and 1x3 (two
+ * outputs); x -> 1x5 with pads 0, 1, 0, 3 (an output). With Winograd forced or by the
+ * rule, each is a blocked Winograd conv: F(mh x mw, kh x kw) with the identity along the
+ * axis of one tap. */
+static hc_graph *build_factorized(uint64_t seed) {
+    hc_rng r = {seed};
+    hc_graph *g = hc_graph_new("factorized", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 32, 9, 11});
+    hc_tensor *a = infer(OP(g, RELU, conv_k(g, &r, x, 32, 1, 7, 0, 3, 0, 3)));
+    hc_graph_add_output(g, infer(OP(g, RELU, conv_k(g, &r, a, 32, 7, 1, 3, 0, 3, 0))));
+    hc_tensor *c = infer(OP(g, RELU, conv_k(g, &r, x, 32, 5, 5, 2, 2, 2, 2)));
+    hc_graph_add_output(g, conv_k(g, &r, c, 16, 3, 1, 1, 0, 1, 0));
+    hc_graph_add_output(g, conv_k(g, &r, c, 16, 1, 3, 0, 1, 0, 1));
+    hc_graph_add_output(g, conv_k(g, &r, x, 16, 1, 5, 0, 1, 0, 3));
+    return g;
+}
+
 static const gcase graph_cases[] = {
     /* name                          nchwc  dw conv  to from ew5 ew4 cat5 pad5 max5 avg5 cat4 */
-    {"chain", build_chain,              {3,   0,  0,   1,  1,  3,  0,  0,   0,   0,   0,   0}},
-    {"inception", build_inception,      {5,   0,  0,   1,  2,  5,  0,  1,   1,   2,   2,   0}},
-    {"mobilenet", build_mobilenet,      {6,   2,  0,   1,  1,  5,  0,  0,   0,   0,   0,   0}},
-    {"odd_channels", build_odd_channels, {5,  1,  0,   1,  2,  3,  0,  0,   0,   0,   0,   0}},
-    {"per_channel", build_per_channel,  {1,   0,  0,   1,  1,  4,  1,  0,   0,   0,   0,   0}},
+    {"chain", build_chain, {3, 0, 0, 1, 1, 3, 0, 0, 0, 0, 0, 0}},
+    {"inception", build_inception, {5, 0, 0, 1, 2, 5, 0, 1, 1, 2, 2, 0}},
+    {"mobilenet", build_mobilenet, {6, 2, 0, 1, 1, 5, 0, 0, 0, 0, 0, 0}},
+    {"odd_channels", build_odd_channels, {5, 1, 0, 1, 2, 3, 0, 0, 0, 0, 0, 0}},
+    {"per_channel", build_per_channel, {1, 0, 0, 1, 1, 4, 1, 0, 0, 0, 0, 0}},
     /* x feeds two convs: TO_NCHWC not pinned (one per conv today, one would do) */
-    {"misc", build_misc,                {4,   0,  0,  -1,  4,  2,  0,  1,   0,   0,   0,   1}},
-    {"qdq", build_qdq,                  {2,   0,  0,   1,  1,  4,  0,  0,   0,   0,   0,   0}},
-    {"padded", build_padded,            {5,   1,  1,  -1,  4,  4,  0,  0,   0,   0,   0,   0}},
-    {"stem", build_stem,                {3,   0,  0,   0,  2,  4,  1,  0,   0,   1,   0,   0}},
+    {"misc", build_misc, {4, 0, 0, -1, 4, 2, 0, 1, 0, 0, 0, 1}},
+    {"qdq", build_qdq, {2, 0, 0, 1, 1, 4, 0, 0, 0, 0, 0, 0}},
+    {"padded", build_padded, {5, 1, 1, -1, 4, 4, 0, 0, 0, 0, 0, 0}},
+    {"stem", build_stem, {3, 0, 0, 0, 2, 4, 1, 0, 0, 1, 0, 0}},
+    /* x feeds three convs: TO_NCHWC not pinned */
+    {"factorized", build_factorized, {6, 0, 0, -1, 4, 3, 0, 0, 0, 0, 0, 0}},
 };
 
 static int count_ew(const hc_graph *g, int ndim) {
@@ -1880,13 +1993,19 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
                 if (k->build == build_odd_channels) CHECK_EQ_INT(left, 2);
                 if (k->build == build_chain) CHECK_EQ_INT(wi, 2);
                 if (k->build == build_per_channel) CHECK_EQ_INT(wi, 1);
+                if (k->build == build_factorized) CHECK_EQ_INT(wi, 6);
                 for (size_t i = 0; i < g->nodes.len; i++) { /* the tile asked for */
                     const hc_node *wn = g->nodes.data[i];
                     bool win = wn->op == HC_OPK_WINO_INPUT_NCHWC;
                     if (!win && wn->op != HC_OPK_WINO_OUTPUT_NCHWC) continue;
                     const hc_tensor *v16 = win ? wn->outputs[0] : wn->inputs[0];
-                    CHECK_MSG(hc_node_attr_int(wn, "tile", 2) == (v == 3 ? 4 : 2) &&
-                                  v16->shape[0] == (v == 3 ? 36 : 16),
+                    hc_wino_geom wg = {0};
+                    CHECK(hc_wino_node_geom(wn, &wg, &err) == HC_OK);
+                    int tile = v == 3 ? 4 : 2;
+                    CHECK_MSG(hc_node_attr_int(wn, "tile", 2) == tile && wg.h && wg.w &&
+                                  wg.h->m == hc_wino_axis_m(tile, wg.h->r) &&
+                                  wg.w->m == hc_wino_axis_m(tile, wg.w->r) &&
+                                  v16->shape[0] == (int64_t)wg.h->a * wg.w->a,
                               "%s (%s): %s tile", k->name, what, wn->name);
                 }
                 CHECK_MSG(count_reorder_pairs(g) == 0 &&
@@ -2451,17 +2570,23 @@ int main(void) {
         hc_arena_init(&a);
         staged *st = calloc(MAX_STAGED, sizeof *st);
         int ns = 0;
-        for (size_t i = 0; i < HC_ARRAY_LEN(wino_cases); i++)
+        /* each case stages at most 2 (the two transforms, or a pool's variants): checked
+         * before the writes */
+        for (size_t i = 0; i < HC_ARRAY_LEN(wino_cases); i++) {
+            HC_ASSERT(ns + 2 <= MAX_STAGED);
             ns += stage_wino_case(&a, &wino_cases[i], (int)i, st + ns);
-        for (size_t i = 0; i < HC_ARRAY_LEN(pool_cases); i++)
+        }
+        for (size_t i = 0; i < HC_ARRAY_LEN(pool_cases); i++) {
+            HC_ASSERT(ns + 2 <= MAX_STAGED);
             ns += stage_pool_case(&a, &pool_cases[i], (int)i, st + ns);
-        HC_ASSERT(ns <= MAX_STAGED);
+        }
         run_staged(&a, host, st, ns);
         free(st);
         hc_arena_free(&a);
     }
     test_wino_fallbacks();
     test_wino_tile_rule();
+    test_wino_kernels_rule();
     test_pool_fallbacks();
     test_reorders();
     t1 = seconds();

@@ -12,7 +12,9 @@
 #include "fuse/fuse.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "task/winograd_mats.h"
 #include "test.h"
+/* after test.h (it uses CHECK_MSG) */
 #include "graph_build.h"
 
 typedef struct wcase {
@@ -200,7 +202,8 @@ static void check_rule(void) {
     }
 }
 
-/* Strided, dilated and non-3x3 convs never take the Winograd path, even forced. */
+/* Strided, dilated and non-3x3 convs never take the NCHW Winograd path, even forced (5x5
+ * and the 1-D kernels take the blocked one: test_nchwc). */
 static void check_ineligible(void) {
     for (int v = 0; v < 3; v++) {
         hc_rng rng = {9};
@@ -220,8 +223,45 @@ static void check_ineligible(void) {
     }
 }
 
+/* Every transform table F(m, r) (src/task/winograd_mats.c) computes the r-tap correlation:
+ * y = A^T [(G g) . (B^T d)] against sum_j d[i + j] g[j], in double on random data; the
+ * sizes the tables state; NULL for the pairs without a table. */
+static void check_matrices(void) {
+    static const int pairs[][2] = {{1, 1}, {2, 3}, {4, 3}, {2, 5}, {4, 5}, {2, 7}, {4, 7}};
+    hc_rng rng = {5};
+    for (size_t k = 0; k < HC_ARRAY_LEN(pairs); k++) {
+        int m = pairs[k][0], r = pairs[k][1];
+        const hc_wino_mats *w = hc_wino_matrices_r(m, r);
+        CHECK_MSG(w && w->m == m && w->r == r && w->a == m + r - 1, "F(%d, %d): table", m, r);
+        if (!w) continue;
+        for (int trial = 0; trial < 4; trial++) {
+            double d[HC_WINO_MAX_A], g[HC_WINO_MAX_R], u[HC_WINO_MAX_A], v[HC_WINO_MAX_A];
+            for (int i = 0; i < w->a; i++) d[i] = hc_rng_uniform(&rng, -1, 1);
+            for (int j = 0; j < r; j++) g[j] = hc_rng_uniform(&rng, -1, 1);
+            for (int p = 0; p < w->a; p++) {
+                u[p] = v[p] = 0;
+                for (int j = 0; j < r; j++) u[p] += w->g[p][j] * g[j];
+                for (int i = 0; i < w->a; i++) v[p] += w->bt[p][i] * d[i];
+            }
+            for (int i = 0; i < m; i++) {
+                double y = 0, want = 0;
+                for (int p = 0; p < w->a; p++) y += w->at[i][p] * u[p] * v[p];
+                for (int j = 0; j < r; j++) want += d[i + j] * g[j];
+                CHECK_MSG(fabs(y - want) <= 1e-12 * 64, "F(%d, %d) output %d: %g, expected %g", m,
+                          r, i, y, want);
+            }
+        }
+    }
+    CHECK(hc_wino_matrices(2) == hc_wino_matrices_r(2, 3) &&
+          hc_wino_matrices(4) == hc_wino_matrices_r(4, 3));
+    CHECK(!hc_wino_matrices_r(3, 3) && !hc_wino_matrices_r(2, 9) && !hc_wino_matrices_r(4, 1) &&
+          !hc_wino_matrices(6));
+    CHECK(hc_wino_axis_m(4, 1) == 1 && hc_wino_axis_m(4, 7) == 4);
+}
+
 int main(void) {
     setenv("HIDETC_VERIFY", "1", 1);
+    check_matrices();
     for (int i = 0; i < (int)HC_ARRAY_LEN(cases); i++) check_lowering(&cases[i], i);
     for (int i = 0; i < (int)HC_ARRAY_LEN(cases); i++) {
         check_compiled(&cases[i], i, 1, false);

@@ -175,28 +175,32 @@ static hc_tensor *view(lctx *c, const hc_tensor *t, int ndim, const int64_t *sha
     return v;
 }
 
-/* Winograd F(m x m, 3x3) on the blocked input (m = hc_pass_winograd_tile: 2 or 4, a =
- * m + 2): V [a*a, T, C] = WINO_INPUT_NCHWC(xb); M [a*a, T, OC] = V x U^T (batched MatMul,
- * the transformed weights [a*a, C, OC] as B); yb = WINO_OUTPUT_NCHWC(M) [N, OC/b, OH, OW, b]
- * (+ the bias as [OC/b, 1, 1, b]). */
+/* Winograd F(mh x mw, kh x kw) on the blocked input (m = hc_pass_winograd_tile: 2 or 4;
+ * mh = m unless kh is 1; tiles of ah x aw inputs, ah = mh + kh - 1): V [ah*aw, T, C] =
+ * WINO_INPUT_NCHWC(xb); M [ah*aw, T, OC] = V x U^T (batched MatMul, the transformed weights
+ * [ah*aw, C, OC] as B); yb = WINO_OUTPUT_NCHWC(M) [N, OC/b, OH, OW, b] (+ the bias as
+ * [OC/b, 1, 1, b]). */
 static hc_tensor *winograd(lctx *c, hc_node *n, hc_tensor *xb, const int64_t *pads) {
     hc_tensor *w = n->inputs[1], *b = n->ninputs > 2 ? n->inputs[2] : NULL;
     const hc_tensor *y = n->outputs[0];
     int tile = hc_pass_winograd_tile(n, c->opt);
-    hc_attr pa[2] = {{.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads},
-                     {.name = "tile", .kind = HC_ATTR_INT, .i = tile}};
-    hc_tensor *v = add(c, HC_OPK_WINO_INPUT_NCHWC, NULL, fresh(c, n->name, "wino_in"), 1, &xb,
-                       2, pa);
+    int64_t kernel[2] = {w->shape[2], w->shape[3]};
+    hc_attr pa[3] = {{.name = "pads", .kind = HC_ATTR_INTS, .n = 4, .ints = (int64_t *)pads},
+                     {.name = "tile", .kind = HC_ATTR_INT, .i = tile},
+                     {.name = "kernel", .kind = HC_ATTR_INTS, .n = 2, .ints = kernel}};
+    hc_tensor *v =
+        add(c, HC_OPK_WINO_INPUT_NCHWC, NULL, fresh(c, n->name, "wino_in"), 1, &xb, 3, pa);
     if (!v) return NULL;
     hc_tensor *in[2] = {v, hc_pass_winograd_weights(c->g, w, tile, true)};
     hc_tensor *m = add(c, HC_OPK_MATMUL, NULL, fresh(c, n->name, "wino_mm"), 2, in, 0, NULL);
     if (!m) return NULL;
     int64_t hw[2] = {y->shape[2], y->shape[3]};
-    hc_attr oa[3] = {{.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw},
+    hc_attr oa[4] = {{.name = "out_hw", .kind = HC_ATTR_INTS, .n = 2, .ints = hw},
                      {.name = "block", .kind = HC_ATTR_INT, .i = c->block},
-                     {.name = "tile", .kind = HC_ATTR_INT, .i = tile}};
-    hc_tensor *yb = add(c, HC_OPK_WINO_OUTPUT_NCHWC, NULL, fresh(c, n->name, "wino_out"), 1, &m,
-                        3, oa);
+                     {.name = "tile", .kind = HC_ATTR_INT, .i = tile},
+                     {.name = "kernel", .kind = HC_ATTR_INTS, .n = 2, .ints = kernel}};
+    hc_tensor *yb =
+        add(c, HC_OPK_WINO_OUTPUT_NCHWC, NULL, fresh(c, n->name, "wino_out"), 1, &m, 4, oa);
     if (yb && b) {
         int64_t shape[4] = {w->shape[0] / c->block, 1, 1, c->block};
         in[0] = yb;

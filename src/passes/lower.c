@@ -107,12 +107,35 @@ static hc_tensor *conv_columns(lower_ctx *c, const int64_t *k, const int64_t *s,
 }
 
 /* ---- Conv by Winograd F(2x2, 3x3) (docs/winograd.md) ----------------------------- */
-/* 3x3, stride 1, dilation 1, group 1, f32, constant weights. */
+/* Stride 1, dilation 1, group 1, f32, constant weights; the kernel 3x3, or on the
+ * channel-blocked path also 5x5 and the 1-D kernels 1xk and kx1 of 3, 5 or 7 taps (the
+ * blocked transforms take F(mh, kh) x F(mw, kw), docs/winograd.md). */
+static bool winograd_kernel(const int64_t *k, bool blocked) {
+    if (k[0] == 3 && k[1] == 3) return true;
+    if (!blocked) return false;
+    if (k[0] == 5 && k[1] == 5) return true;
+    int64_t lo = HC_MIN(k[0], k[1]), hi = HC_MAX(k[0], k[1]);
+    return lo == 1 && (hi == 3 || hi == 5 || hi == 7);
+}
 static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t *s,
-                              const int64_t *d) {
+                              const int64_t *d, bool blocked) {
     const hc_tensor *x = n->inputs[0], *w = n->inputs[1];
-    return x->dtype == HC_F32 && w->dtype == HC_F32 && w->data && k[0] == 3 && k[1] == 3 &&
+    return x->dtype == HC_F32 && w->dtype == HC_F32 && w->data && winograd_kernel(k, blocked) &&
            s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
+}
+
+/* Tiles of the conv's output with the tile attribute m (F(m, r) along an axis of r > 1
+ * taps, whole rows or columns along an axis of one tap): per image th x tw, and the
+ * transformed values per channel pair ah * aw. */
+typedef struct wino_tiling {
+    int64_t th, tw, per_pair;
+} wino_tiling;
+static wino_tiling tiling(const hc_node *n, int m) {
+    const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
+    int kh = (int)w->shape[2], kw = (int)w->shape[3];
+    int mh = hc_wino_axis_m(m, kh), mw = hc_wino_axis_m(m, kw);
+    return (wino_tiling){hc_cdiv(y->shape[2], mh), hc_cdiv(y->shape[3], mw),
+                         (int64_t)(mh + kh - 1) * (mw + kw - 1)};
 }
 
 /* Where the Winograd path beats the implicit GEMM (docs/winograd.md, "The rule", has the
@@ -123,38 +146,49 @@ static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t 
  * of one machine: no cache size, core count or lane count enters them. */
 static bool winograd_pays(const hc_node *n) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
-    int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 1) / 2, tw = (ow + 1) / 2;
-    int64_t tiles = y->shape[0] * th * tw;
-    return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * th * tw * 4;
+    wino_tiling t = tiling(n, 2);
+    int64_t oh = y->shape[2], ow = y->shape[3], tiles = y->shape[0] * t.th * t.tw;
+    int64_t covered =
+        t.th * hc_wino_axis_m(2, (int)w->shape[2]) * t.tw * hc_wino_axis_m(2, (int)w->shape[3]);
+    return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * covered;
 }
 
-/* U[p*a + q, oc, c] = (G g G^T)[p, q] for the 3x3 filter g = w[oc, c] and F(m x m, 3 x 3)'s
- * a x 3 matrix G (hc_wino_matrices); computed in double, stored in f32. Transposed (the
- * channel-blocked path, docs/nchwc.md): U[p*a + q, c, oc]. */
+/* U[p*aw + q, oc, c] = (G_h g G_w^T)[p, q] for the kh x kw filter g = w[oc, c], with the
+ * transforms F(mh, kh) and F(mw, kw) of the tile m (hc_wino_matrices_r; mh = m unless kh
+ * is 1); computed in double, stored in f32. Transposed (the channel-blocked path,
+ * docs/nchwc.md): U[p*aw + q, c, oc]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed) {
-    const hc_wino_mats *wm = hc_wino_matrices(m);
-    HC_ASSERT(wm);
-    const int na = wm->a;
+    const int kh = (int)w->shape[2], kw = (int)w->shape[3];
+    const hc_wino_mats *wh = hc_wino_matrices_r(hc_wino_axis_m(m, kh), kh);
+    const hc_wino_mats *ww = hc_wino_matrices_r(hc_wino_axis_m(m, kw), kw);
+    HC_ASSERT(wh && ww);
+    const int ah = wh->a, aw = ww->a;
     int64_t oc = w->shape[0], ic = w->shape[1];
-    int64_t shape[3] = {(int64_t)na * na, transposed ? ic : oc, transposed ? oc : ic};
-    const char *name = hc_arena_printf(&g->arena, "%s_wino%s%s", w->name, m == 4 ? "4" : "",
-                                       transposed ? "T" : "");
+    int64_t shape[3] = {(int64_t)ah * aw, transposed ? ic : oc, transposed ? oc : ic};
+    const char *name = kh == 3 && kw == 3
+                           ? hc_arena_printf(&g->arena, "%s_wino%s%s", w->name, m == 4 ? "4" : "",
+                                             transposed ? "T" : "")
+                           : hc_arena_printf(&g->arena, "%s_wino%d_%dx%d%s", w->name, m, kh, kw,
+                                             transposed ? "T" : "");
     hc_tensor *u = hc_graph_constant(g, name, HC_F32, 3, shape, NULL);
     const float *src = w->data;
     float *dst = u->data;
     for (int64_t o = 0; o < oc; o++)
         for (int64_t i = 0; i < ic; i++) {
-            const float *f = src + (o * ic + i) * 9;
-            double gt[6][3]; /* G f */
-            for (int p = 0; p < na; p++)
-                for (int q = 0; q < 3; q++)
-                    gt[p][q] = wm->g[p][0] * f[q] + wm->g[p][1] * f[3 + q] + wm->g[p][2] * f[6 + q];
-            for (int p = 0; p < na; p++)
-                for (int q = 0; q < na; q++) {
-                    double v = gt[p][0] * wm->g[q][0] + gt[p][1] * wm->g[q][1] +
-                               gt[p][2] * wm->g[q][2];
-                    dst[transposed ? ((p * na + q) * ic + i) * oc + o
-                                   : ((p * na + q) * oc + o) * ic + i] = (float)v;
+            const float *f = src + (o * ic + i) * kh * kw;
+            double gt[HC_WINO_MAX_A][HC_WINO_MAX_R]; /* G_h f */
+            for (int p = 0; p < ah; p++)
+                for (int q = 0; q < kw; q++) {
+                    double v = 0;
+                    for (int r = 0; r < kh; r++) v += wh->g[p][r] * f[r * kw + q];
+                    gt[p][q] = v;
+                }
+            for (int p = 0; p < ah; p++)
+                for (int q = 0; q < aw; q++) {
+                    double v = 0;
+                    for (int r = 0; r < kw; r++) v += gt[p][r] * ww->g[q][r];
+                    dst[transposed ? ((p * aw + q) * ic + i) * oc + o
+                                   : ((p * aw + q) * oc + o) * ic + i] = (float)v;
                 }
         }
     return u;
@@ -185,14 +219,19 @@ static int64_t wino4_max_weights(const hc_target *t) {
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
     if (o && (o->wino_tile == 2 || o->wino_tile == 4)) return o->wino_tile;
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
-    int64_t oh = y->shape[2], ow = y->shape[3], th = (oh + 3) / 4, tw = (ow + 3) / 4;
+    int64_t oh = y->shape[2], ow = y->shape[3];
     const hc_target *t = hc_pass_target(o);
-    int64_t bytes = 36 * w->shape[0] * w->shape[1] * 4;
-    int64_t t4 = y->shape[0] * th * tw, t2 = y->shape[0] * ((oh + 1) / 2) * ((ow + 1) / 2);
+    wino_tiling w2 = tiling(n, 2), w4 = tiling(n, 4);
+    int64_t bytes = w4.per_pair * w->shape[0] * w->shape[1] * 4;
+    int64_t t4 = y->shape[0] * w4.th * w4.tw, t2 = y->shape[0] * w2.th * w2.tw;
     bool fits = bytes <= wino4_max_weights(t) * y->shape[0];
-    bool saves = t->caps.l2_bytes > 0 &&
-                 16 * t2 - 36 * t4 >= 80 * WINO4_MADDS_PER_BYTE * HC_MAX(t->caps.num_cores, 1);
-    bool tiles = t4 >= 9 && oh * ow * 4 >= 3 * th * tw * 16;
+    bool saves =
+        t->caps.l2_bytes > 0 &&
+        w2.per_pair * t2 - w4.per_pair * t4 >=
+            (w4.per_pair - w2.per_pair) * 4 * WINO4_MADDS_PER_BYTE * HC_MAX(t->caps.num_cores, 1);
+    int64_t covered =
+        w4.th * hc_wino_axis_m(4, (int)w->shape[2]) * w4.tw * hc_wino_axis_m(4, (int)w->shape[3]);
+    bool tiles = t4 >= 9 && oh * ow * 4 >= 3 * covered;
     return (fits || saves) && tiles ? 4 : 2;
 }
 
@@ -239,7 +278,7 @@ static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, co
                         const hc_optimize_options *o, bool blocked) {
     const hc_tensor *w = n->inputs[1];
     if (w->shape[1] >= 64 || k[0] * k[1] <= 1) return false;
-    if (!winograd_eligible(n, k, s, d)) return true;
+    if (!winograd_eligible(n, k, s, d, blocked)) return true;
     /* on the channel-blocked path F(4x4) wins where it applies (docs/winograd.md) */
     if (blocked && !o->no_winograd && winograd_pays(n) && hc_pass_winograd_tile(n, o) == 4)
         return false;
@@ -253,7 +292,7 @@ static hc_conv_path conv_path(const hc_node *n, const hc_optimize_options *o, bo
     attr_pair(n, "dilations", d);
     /* forced paths first (direct over Winograd), then the rules (direct over Winograd) */
     bool direct = o && !o->no_direct && direct_eligible(n);
-    bool wino = o && !o->no_winograd && winograd_eligible(n, k, s, d);
+    bool wino = o && !o->no_winograd && winograd_eligible(n, k, s, d, blocked);
     if (direct && o->force_direct) return HC_CONV_DIRECT;
     if (wino && o->force_winograd) return HC_CONV_WINOGRAD;
     if (direct && direct_pays(n, k, s, d, o, blocked)) return HC_CONV_DIRECT;

@@ -3,16 +3,30 @@
 #ifndef HC_TASK_WINOGRAD_MATS_H
 #define HC_TASK_WINOGRAD_MATS_H
 
-/* The transform matrices of F(m x m, 3 x 3), m = 2 or 4, tiles of a = m + 2 inputs:
- * Y = A^T [(G g G^T) . (B^T d B)] A for a 3x3 filter g and an a x a input tile d
- * (Lavin and Gray 2015; the m = 4 points 0, +-1, +-2, infinity). */
+#define HC_WINO_MAX_A 10 /* inputs per tile along one axis: F(4, 7) */
+#define HC_WINO_MAX_R 7  /* taps along one axis */
+#define HC_WINO_MAX_M 4  /* outputs per tile along one axis */
+
+/* The 1-D transform F(m, r): m outputs of an r-tap correlation from a = m + r - 1 inputs,
+ * y = A^T [(G g) . (B^T d)] for the filter g and the input run d. A 2-D kernel of kh x kw
+ * taps uses F(mh, kh) along the rows and F(mw, kw) along the columns: y = A_h^T [(G_h g
+ * G_w^T) . (B_h^T d B_w)] A_w, F(1, 1) (the identity) along an axis of one tap. */
 typedef struct hc_wino_mats {
-    int m, a;
-    double bt[6][6]; /* a x a */
-    double g[6][3];  /* a x 3 */
-    double at[4][6]; /* m x a */
+    int m, r, a;
+    double bt[HC_WINO_MAX_A][HC_WINO_MAX_A]; /* a x a */
+    double g[HC_WINO_MAX_A][HC_WINO_MAX_R];  /* a x r */
+    double at[HC_WINO_MAX_M][HC_WINO_MAX_A]; /* m x a */
 } hc_wino_mats;
-/* NULL unless m is 2 or 4. */
+
+/* F(m, r) for (m, r) = (1, 1), (2, 3), (4, 3) (Lavin and Gray 2015: the points 0, +-1,
+ * +-2, infinity), (2, 5), (4, 5), (2, 7) and (4, 7) (Toom-Cook over 0, +-1, +-2, +-1/2
+ * and, for F(4, 7), +-3/2, with infinity: scripts/wino_mats.py); NULL otherwise. */
+const hc_wino_mats *hc_wino_matrices_r(int m, int r);
+/* F(m, 3): NULL unless m is 2 or 4. */
 const hc_wino_mats *hc_wino_matrices(int m);
+
+/* The output tile along an axis of r taps for the tile attribute m: 1 for one tap (the
+ * identity), else m. */
+static inline int hc_wino_axis_m(int m, int r) { return r == 1 ? 1 : m; }
 
 #endif

@@ -37,8 +37,14 @@ hc_status hc_conv_nchwc_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_er
 hc_status hc_conv_q8_shape_of(const hc_node *n, hc_conv_nchwc_shape *s, hc_error *err);
 
 /* WINO_INPUT / WINO_OUTPUT and their NCHW{b}c forms (internal.c): the input transform's
- * pads [top, left, bottom, right] and the transform matrices of the node's tile. */
+ * pads [top, left, bottom, right], and the transforms along the rows and the columns:
+ * F(mh, kh) and F(mw, kw) for the kernel [kh, kw] (attribute kernel, default [3, 3]; the
+ * NCHW ops: 3 x 3 only) and the tile m (attribute tile, default 2; the NCHW ops: 2 only),
+ * mh = m unless kh is 1 (then 1, the identity), mw alike. */
+typedef struct hc_wino_geom {
+    const hc_wino_mats *h, *w; /* F(mh, kh) and F(mw, kw) */
+} hc_wino_geom;
 hc_status hc_wino_node_pads(const hc_node *n, int64_t *pad, hc_error *err);
-const hc_wino_mats *hc_wino_node_mats(const hc_node *n, hc_error *err);
+hc_status hc_wino_node_geom(const hc_node *n, hc_wino_geom *g, hc_error *err);
 
 #endif

@@ -23,13 +23,15 @@
  * the matrices' entries.
  *
  * WINO_INPUT_NCHWC and WINO_OUTPUT_NCHWC: the same on the channel-blocked layout
- * (docs/nchwc.md), for F(m x m, 3 x 3) with m = the attribute tile (2, the default, or 4;
- * tiles of a = m + 2 inputs, the matrices of hc_wino_matrices):
- *   WINO_INPUT_NCHWC  x [N, C/b, H, W, b] -> V [a*a, T, C], T = N*ceil(OH/m)*ceil(OW/m),
- *                     V[p*a+q, t, c] = (B^T d B)[p, q], d the a x a tile at row m*ty - top,
- *                     column m*tx - left;
- *   WINO_OUTPUT_NCHWC m [a*a, T, K] -> y [N, K/b, OH, OW, b] (attributes out_hw, block),
- *                     y[n, k, m*ty+i, m*tx+j] = (A^T u_t A)[i, j]. */
+ * (docs/nchwc.md), for F(mh x mw, kh x kw): the attribute kernel [kh, kw] (default [3, 3];
+ * 3x3, 5x5, and 1xk / kx1 for k = 3, 5, 7) and the attribute tile m (2, the default, or 4)
+ * for the axes of more than one tap (mh = 1 where kh = 1: the identity); tiles of ah x aw
+ * inputs, ah = mh + kh - 1, the matrices of hc_wino_matrices_r (hc_wino_node_geom):
+ *   WINO_INPUT_NCHWC  x [N, C/b, H, W, b] -> V [ah*aw, T, C], T = N*ceil(OH/mh)*ceil(OW/mw),
+ *                     V[p*aw+q, t, c] = (B_h^T d B_w)[p, q], d the ah x aw tile at row
+ *                     mh*ty - top, column mw*tx - left;
+ *   WINO_OUTPUT_NCHWC m [ah*aw, T, K] -> y [N, K/b, OH, OW, b] (attributes out_hw, block),
+ *                     y[n, k, mh*ty+i, mw*tx+j] = (A_h^T u_t A_w)[i, j]. */
 #include "graph/graph.h"
 #include "graph/ops/geometry.h"
 
@@ -141,7 +143,7 @@ static hc_task *task_im2col(hc_arena *a, const hc_node *n, hc_error *err) {
     return hc_node_task(a, n, nin, in, 1, &out);
 }
 
-/* ---- Winograd F(2x2, 3x3) transforms -------------------------------------------- */
+/* ---- Winograd transforms --------------------------------------------------------- */
 hc_status hc_wino_node_pads(const hc_node *n, int64_t *pad, hc_error *err) {
     int cnt = 0;
     const int64_t *p = hc_node_attr_ints(n, "pads", &cnt);
@@ -151,13 +153,28 @@ hc_status hc_wino_node_pads(const hc_node *n, int64_t *pad, hc_error *err) {
     return HC_OK;
 }
 
-/* F(m x m, 3 x 3): m from the blocked ops' attribute tile (2 or 4), 2 for the NCHW ones. */
-const hc_wino_mats *hc_wino_node_mats(const hc_node *n, hc_error *err) {
+hc_status hc_wino_node_geom(const hc_node *n, hc_wino_geom *g, hc_error *err) {
     bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC || n->op == HC_OPK_WINO_OUTPUT_NCHWC;
-    int64_t m = blocked ? hc_node_attr_int(n, "tile", 2) : 2;
-    const hc_wino_mats *w = m == 2 || m == 4 ? hc_wino_matrices((int)m) : NULL;
-    if (!w) hc_node_fail(n, HC_ERR_INVALID, err, "tile is %lld, expected 2 or 4", (long long)m);
-    return w;
+    int64_t m = blocked ? hc_node_attr_int(n, "tile", 2) : 2, k[2] = {3, 3};
+    int cnt = 0;
+    const int64_t *kv = blocked ? hc_node_attr_ints(n, "kernel", &cnt) : NULL;
+    if (kv && cnt != 2)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "kernel has %d values, expected 2", cnt);
+    if (kv) k[0] = kv[0], k[1] = kv[1];
+    if (m != 2 && m != 4)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "tile is %lld, expected 2 or 4", (long long)m);
+    g->h = k[0] >= 1 && k[0] <= HC_WINO_MAX_R
+               ? hc_wino_matrices_r(hc_wino_axis_m((int)m, (int)k[0]), (int)k[0])
+               : NULL;
+    g->w = k[1] >= 1 && k[1] <= HC_WINO_MAX_R
+               ? hc_wino_matrices_r(hc_wino_axis_m((int)m, (int)k[1]), (int)k[1])
+               : NULL;
+    if (!g->h || !g->w)
+        return hc_node_fail(n, HC_ERR_INVALID, err,
+                            "no Winograd transform for kernel [%lld, %lld] with tile %lld "
+                            "(taps 1, 3, 5 or 7 per axis)",
+                            (long long)k[0], (long long)k[1], (long long)m);
+    return HC_OK;
 }
 
 static hc_status infer_wino_input(hc_node *n, hc_error *err) {
@@ -169,14 +186,16 @@ static hc_status infer_wino_input(hc_node *n, hc_error *err) {
     if (x->ndim != (blocked ? 5 : 4))
         return hc_node_fail(n, HC_ERR_INVALID, err, "input has rank %d, expected %d", x->ndim,
                             blocked ? 5 : 4);
-    int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
+    hc_wino_geom w;
+    if ((st = hc_wino_node_geom(n, &w, err)) != HC_OK) return st;
+    int64_t oh = x->shape[2] + pad[0] + pad[2] - (w.h->r - 1);
+    int64_t ow = x->shape[3] + pad[1] + pad[3] - (w.w->r - 1);
     if (oh < 1 || ow < 1)
-        return hc_node_fail(n, HC_ERR_INVALID, err, "a 3x3 window does not fit the input");
-    const hc_wino_mats *w = hc_wino_node_mats(n, err);
-    if (!w) return err->status;
+        return hc_node_fail(n, HC_ERR_INVALID, err, "a %dx%d window does not fit the input", w.h->r,
+                            w.w->r);
     int64_t c = x->shape[1] * (blocked ? x->shape[4] : 1);
-    int64_t t = x->shape[0] * ((oh + w->m - 1) / w->m) * ((ow + w->m - 1) / w->m);
-    int64_t shape[3] = {(int64_t)w->a * w->a, blocked ? t : c, blocked ? c : t};
+    int64_t t = x->shape[0] * ((oh + w.h->m - 1) / w.h->m) * ((ow + w.w->m - 1) / w.w->m);
+    int64_t shape[3] = {(int64_t)w.h->a * w.w->a, blocked ? t : c, blocked ? c : t};
     hc_node_set_output(n, 0, x->dtype, 3, shape);
     return HC_OK;
 }
@@ -219,33 +238,39 @@ static hc_expr *pick(hc_arena *a, hc_expr *i, const double *v, int count, int st
 static hc_task *task_wino_input(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t pad[4];
     if (hc_wino_node_pads(n, pad, err) != HC_OK) return NULL;
-    const hc_wino_mats *wm = hc_wino_node_mats(n, err);
-    if (!wm) return NULL;
+    hc_wino_geom wm;
+    if (hc_wino_node_geom(n, &wm, err) != HC_OK) return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *x = n->inputs[0], *y = n->outputs[0];
-    int64_t oh = x->shape[2] + pad[0] + pad[2] - 2, ow = x->shape[3] + pad[1] + pad[3] - 2;
-    int64_t th = (oh + wm->m - 1) / wm->m, tw = (ow + wm->m - 1) / wm->m, na = wm->a;
-    /* NCHW{b}c input: V is [a*a, T, C] (the matmul's A operand, channels innermost) */
+    int64_t oh = x->shape[2] + pad[0] + pad[2] - (wm.h->r - 1);
+    int64_t ow = x->shape[3] + pad[1] + pad[3] - (wm.w->r - 1);
+    int64_t th = (oh + wm.h->m - 1) / wm.h->m, tw = (ow + wm.w->m - 1) / wm.w->m;
+    int64_t ah = wm.h->a, aw = wm.w->a;
+    /* NCHW{b}c input: V is [ah*aw, T, C] (the matmul's A operand, channels innermost) */
     bool blocked = n->op == HC_OPK_WINO_INPUT_NCHWC;
     hc_var *ax[3] = {hc_axis(a, "e"), hc_axis(a, blocked ? "t" : "c"),
                      hc_axis(a, blocked ? "c" : "t")};
     hc_expr *e = hc_ref(a, ax[0]), *t = hc_ref(a, ax[blocked ? 1 : 2]);
-    hc_expr *p = hc_div(a, e, hc_int(a, na)), *q = hc_mod(a, e, hc_int(a, na));
+    hc_expr *p = hc_div(a, e, hc_int(a, aw)), *q = hc_mod(a, e, hc_int(a, aw));
     hc_expr *ty = hc_mod(a, hc_div(a, t, hc_int(a, tw)), hc_int(a, th));
     hc_expr *tx = hc_mod(a, t, hc_int(a, tw));
-    wino_tile w = {in[0], hc_div(a, t, hc_int(a, th * tw)), hc_ref(a, ax[blocked ? 2 : 1]),
-                   hc_sub(a, hc_mul(a, ty, hc_int(a, wm->m)), hc_int(a, pad[0])),
-                   hc_sub(a, hc_mul(a, tx, hc_int(a, wm->m)), hc_int(a, pad[1])), y->dtype};
+    wino_tile w = {in[0],
+                   hc_div(a, t, hc_int(a, th * tw)),
+                   hc_ref(a, ax[blocked ? 2 : 1]),
+                   hc_sub(a, hc_mul(a, ty, hc_int(a, wm.h->m)), hc_int(a, pad[0])),
+                   hc_sub(a, hc_mul(a, tx, hc_int(a, wm.w->m)), hc_int(a, pad[1])),
+                   y->dtype};
     hc_expr *v = NULL;
-    for (int i = 0; i < na; i++) {
-        hc_expr *row = NULL; /* sum_j d[i][j] B^T[q][j] */
-        for (int j = 0; j < na; j++) {
-            hc_expr *term = hc_mul(a, pick(a, q, &wm->bt[0][j], na, 6, y->dtype),
+    for (int i = 0; i < ah; i++) {
+        hc_expr *row = NULL; /* sum_j d[i][j] B_w^T[q][j] */
+        for (int j = 0; j < aw; j++) {
+            hc_expr *term = hc_mul(a, pick(a, q, &wm.w->bt[0][j], (int)aw, HC_WINO_MAX_A, y->dtype),
                                    tile_at(a, &w, hc_int(a, i), hc_int(a, j)));
             row = row ? hc_add(a, row, term) : term;
         }
-        hc_expr *term = hc_mul(a, pick(a, p, &wm->bt[0][i], na, 6, y->dtype), row);
+        hc_expr *term =
+            hc_mul(a, pick(a, p, &wm.h->bt[0][i], (int)ah, HC_WINO_MAX_A, y->dtype), row);
         v = v ? hc_add(a, v, term) : term;
     }
     hc_tnode *out = hc_compute_with_axes(a, y->name, 3, y->shape, ax, v);
@@ -266,18 +291,19 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     int64_t hw[2] = {0, 0};
     hc_status st = wino_out_hw(n, hw, err);
     if (st != HC_OK) return st;
-    const hc_wino_mats *w = hc_wino_node_mats(n, err);
-    if (!w) return err->status;
-    int64_t tiles = ((hw[0] + w->m - 1) / w->m) * ((hw[1] + w->m - 1) / w->m);
-    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) { /* m [a*a, N*tiles, K] -> [N, K/b, OH, OW, b] */
+    hc_wino_geom w;
+    if ((st = hc_wino_node_geom(n, &w, err)) != HC_OK) return st;
+    int64_t tiles = ((hw[0] + w.h->m - 1) / w.h->m) * ((hw[1] + w.w->m - 1) / w.w->m);
+    int64_t na = (int64_t)w.h->a * w.w->a;
+    if (n->op == HC_OPK_WINO_OUTPUT_NCHWC) { /* m [ah*aw, N*tiles, K] -> [N, K/b, OH, OW, b] */
         int64_t b = hc_node_attr_int(n, "block", 0);
-        if (m->ndim != 3 || m->shape[0] != w->a * w->a || m->shape[1] % tiles != 0 || b < 1 ||
+        if (m->ndim != 3 || m->shape[0] != na || m->shape[1] % tiles != 0 || b < 1 ||
             m->shape[2] % b != 0)
             return hc_node_fail(n, HC_ERR_INVALID, err,
-                                "input must be [%d, N*%lld, K] with K a multiple of block %lld "
-                                "for out_hw [%lld, %lld] and tile %d",
-                                w->a * w->a, (long long)tiles, (long long)b, (long long)hw[0],
-                                (long long)hw[1], w->m);
+                                "input must be [%lld, N*%lld, K] with K a multiple of block %lld "
+                                "for out_hw [%lld, %lld] and tiles %dx%d",
+                                (long long)na, (long long)tiles, (long long)b, (long long)hw[0],
+                                (long long)hw[1], w.h->m, w.w->m);
         int64_t shape[5] = {m->shape[1] / tiles, m->shape[2] / b, hw[0], hw[1], b};
         hc_node_set_output(n, 0, m->dtype, 5, shape);
         return HC_OK;
@@ -291,41 +317,44 @@ static hc_status infer_wino_output(hc_node *n, hc_error *err) {
     return HC_OK;
 }
 
-/* The output transform for either layout and any tile: y[n, k, m*ty+i, m*tx+j] (NCHW,
- * from M [a*a, K, T]) or y[n, k/b, m*ty+i, m*tx+j, k%b] (blocked, from M [a*a, T, K]) =
- * sum_pq A^T[i][p] u[p*a+q] A^T[j][q]. */
+/* The output transform for either layout and any tiles: y[n, k, mh*ty+i, mw*tx+j] (NCHW,
+ * from M [ah*aw, K, T]) or y[n, k/b, mh*ty+i, mw*tx+j, k%b] (blocked, from M [ah*aw, T, K])
+ * = sum_pq A_h^T[i][p] u[p*aw+q] A_w^T[j][q]. */
 static hc_task *task_wino_output(hc_arena *a, const hc_node *n, hc_error *err) {
     int64_t hw[2] = {0, 0};
     if (wino_out_hw(n, hw, err) != HC_OK) return NULL;
-    const hc_wino_mats *wm = hc_wino_node_mats(n, err);
-    if (!wm) return NULL;
+    hc_wino_geom wm;
+    if (hc_wino_node_geom(n, &wm, err) != HC_OK) return NULL;
     int nin = 0;
     hc_tnode **in = hc_node_input_tnodes(a, n, &nin);
     const hc_tensor *y = n->outputs[0];
     bool blocked = n->op == HC_OPK_WINO_OUTPUT_NCHWC;
-    int64_t mm = wm->m, th = (hw[0] + mm - 1) / mm, tw = (hw[1] + mm - 1) / mm;
+    int64_t mh = wm.h->m, mw = wm.w->m, th = (hw[0] + mh - 1) / mh, tw = (hw[1] + mw - 1) / mw;
     hc_var *ax[5] = {hc_axis(a, "n"), hc_axis(a, "k"), hc_axis(a, "h"), hc_axis(a, "w"),
                      hc_axis(a, "l")};
     hc_expr *kk = blocked ? hc_add(a, hc_mul(a, hc_ref(a, ax[1]), hc_int(a, y->shape[4])),
                                    hc_ref(a, ax[4]))
                           : hc_ref(a, ax[1]);
-    hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]), *me = hc_int(a, mm);
-    hc_expr *i = hc_mod(a, h, me), *j = hc_mod(a, wv, me);
-    hc_expr *t = hc_add(a, hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)),
-                                            hc_div(a, h, me)),
-                                  hc_int(a, tw)),
-                        hc_div(a, wv, me));
+    hc_expr *h = hc_ref(a, ax[2]), *wv = hc_ref(a, ax[3]);
+    hc_expr *mhe = hc_int(a, mh), *mwe = hc_int(a, mw);
+    hc_expr *i = hc_mod(a, h, mhe), *j = hc_mod(a, wv, mwe);
+    hc_expr *t =
+        hc_add(a,
+               hc_mul(a, hc_add(a, hc_mul(a, hc_ref(a, ax[0]), hc_int(a, th)), hc_div(a, h, mhe)),
+                      hc_int(a, tw)),
+               hc_div(a, wv, mwe));
     hc_expr *v = NULL;
-    for (int p = 0; p < wm->a; p++) {
-        hc_expr *row = NULL; /* sum_q u[p][q] A^T[j][q] */
-        for (int q = 0; q < wm->a; q++) {
-            hc_expr *e = hc_int(a, p * wm->a + q);
+    for (int p = 0; p < wm.h->a; p++) {
+        hc_expr *row = NULL; /* sum_q u[p][q] A_w^T[j][q] */
+        for (int q = 0; q < wm.w->a; q++) {
+            hc_expr *e = hc_int(a, p * wm.w->a + q);
             hc_expr *idx[3] = {e, blocked ? t : kk, blocked ? kk : t};
-            hc_expr *term = hc_mul(a, pick(a, j, &wm->at[0][q], wm->m, 6, y->dtype),
+            hc_expr *term = hc_mul(a, pick(a, j, &wm.w->at[0][q], (int)mw, HC_WINO_MAX_A, y->dtype),
                                    hc_at(a, in[0], idx));
             row = row ? hc_add(a, row, term) : term;
         }
-        hc_expr *term = hc_mul(a, pick(a, i, &wm->at[0][p], wm->m, 6, y->dtype), row);
+        hc_expr *term =
+            hc_mul(a, pick(a, i, &wm.h->at[0][p], (int)mh, HC_WINO_MAX_A, y->dtype), row);
         v = v ? hc_add(a, v, term) : term;
     }
     hc_tnode *out = hc_compute_with_axes(a, y->name, y->ndim, y->shape, ax, v);

@@ -16,6 +16,7 @@
  * taken as the hint binding decides it, and kept as a constraint too. */
 #include <string.h>
 
+#include "graph/ops/geometry.h"
 #include "graph/ops/nn_internal.h"
 #include "graph/ops/shape_internal.h"
 
@@ -1525,8 +1526,12 @@ static hc_status rule_internal(ctx *c) {
             if (k != td && !fixed_dims(x, k, k + 1))
                 return unsupported(c, "symbolic sizes other than the tiles");
         /* N = T / (tiles per image), exactly */
-        int64_t per = 1;
-        for (int k = 2; k < 4; k++) per *= hc_cdiv(y->shape[k], (int64_t)(x->shape[0] == 36 ? 4 : 2));
+        hc_wino_geom wg;
+        hc_error werr = {0};
+        if (hc_wino_node_geom(n, &wg, &werr) != HC_OK)
+            return unsupported(c, "an invalid Winograd tile");
+        int64_t per =
+            hc_cdiv(y->shape[2], (int64_t)wg.h->m) * hc_cdiv(y->shape[3], (int64_t)wg.w->m);
         const hc_sym *nb = hc_sym_exact_div(c->a, D(x, td), K(c, per));
         if (!nb) return unsupported(c, "a Winograd tile count not a multiple of the tiles per image");
         for (int k = 0; k < y->ndim; k++) d[k] = k ? K(c, y->shape[k]) : nb;

@@ -40,19 +40,26 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
     hc_wino_shape s = {0};
     int64_t pad[4] = {0, 0, 0, 0};
     hc_error e2 = {0};
-    const hc_wino_mats *w = hc_wino_node_mats(n, &e2);
-    if (!w) return NULL;
+    hc_wino_geom w;
+    if (hc_wino_node_geom(n, &w, &e2) != HC_OK) return NULL;
+    if (!blocked && (w.h->r != 3 || w.w->r != 3 || w.h->m != 2 || w.w->m != 2)) return NULL;
     if (input) {
         if (hc_wino_node_pads(n, pad, &e2) != HC_OK) return NULL;
-        s = (hc_wino_shape){x->shape[0], x->shape[1] * block, x->shape[2], x->shape[3], pad[0],
-                            pad[1], x->shape[2] + pad[0] + pad[2] - 2,
-                            x->shape[3] + pad[1] + pad[3] - 2};
+        s = (hc_wino_shape){x->shape[0],
+                            x->shape[1] * block,
+                            x->shape[2],
+                            x->shape[3],
+                            pad[0],
+                            pad[1],
+                            x->shape[2] + pad[0] + pad[2] - (w.h->r - 1),
+                            x->shape[3] + pad[1] + pad[3] - (w.w->r - 1)};
     } else {
         s = (hc_wino_shape){.n = y->shape[0], .c = y->shape[1] * block, .oh = y->shape[2],
                             .ow = y->shape[3]};
     }
-    s.m = w->m;
-    int64_t per_image = hc_cdiv(s.oh, w->m) * hc_cdiv(s.ow, w->m);
+    s.m = (int)hc_node_attr_int(n, "tile", 2);
+    s.kh = w.h->r, s.kw = w.w->r;
+    int64_t per_image = hc_cdiv(s.oh, w.h->m) * hc_cdiv(s.ow, w.w->m);
     if (!batch_only(a, img, input ? y : x, blocked, per_image, &s.nsym)) return NULL;
     int threads = target->caps.num_cores > 0 ? target->caps.num_cores : 1;
     if (blocked)

@@ -16,8 +16,11 @@ typedef struct hc_wino_shape {
     int64_t n, c, h, w; /* input (for the output transform, h and w are unused) */
     int64_t pt, pl;     /* top and left padding (input transform) */
     int64_t oh, ow;     /* convolution output */
-    int m;              /* output tile m x m: F(m x m, 3 x 3); 0 means 2 (the NCHW templates
+    int m;              /* the tile attribute: F(m x m, 3 x 3); 0 means 2 (the NCHW templates
                          * have only 2, the blocked ones 2 and 4) */
+    int kh, kw;         /* the kernel (the blocked templates; 0 means 3): F(mh, kh) along
+                         * the rows, F(mw, kw) along the columns, mh = m unless kh is 1
+                         * (hc_wino_axis_m); the NCHW templates: 3 x 3 only */
     const struct hc_sym *nsym; /* a symbolic batch (the blocked templates only; n is then
                                 * its hint): NULL when fixed */
 } hc_wino_shape;
@@ -29,13 +32,13 @@ hc_func *hc_wino_output_cpu(hc_arena *a, const char *name, const hc_wino_shape *
                             hc_error *err);
 
 /* The same transforms on the channel-blocked layout (winograd_nchwc_cpu.c, docs/nchwc.md),
- * for F(2x2, 3x3) and F(4x4, 3x3) (s->m; a = m + 2):
- *   input:  X [n, c/block, h, w, block] -> V [a*a, T, c]      params X, V
- *   output: M [a*a, T, c] -> Y [n, c/block, oh, ow, block]     params M, Y
+ * for F(mh x mw, kh x kw) (s->m, s->kh, s->kw; tiles of ah x aw inputs, ah = mh + kh - 1):
+ *   input:  X [n, c/block, h, w, block] -> V [ah*aw, T, c]      params X, V
+ *   output: M [ah*aw, T, c] -> Y [n, c/block, oh, ow, block]     params M, Y
  * with the channels on the vector lanes (block = the target's f32 lanes), T = n *
- * ceil(oh/m) * ceil(ow/m), the input tile of (ty, tx) at row m*ty - pt, column m*tx - pl.
- * With s->nsym (dynamic shapes) the batch dim of X and Y is its expression, T that times
- * the tiles per image, and the items (image, tile row) that times ceil(oh/m). */
+ * ceil(oh/mh) * ceil(ow/mw), the input tile of (ty, tx) at row mh*ty - pt, column mw*tx -
+ * pl. With s->nsym (dynamic shapes) the batch dim of X and Y is its expression, T that
+ * times the tiles per image, and the items (image, tile row) that times ceil(oh/mh). */
 hc_func *hc_wino_input_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,
                                  int block, int threads, hc_error *err);
 hc_func *hc_wino_output_nchwc_cpu(hc_arena *a, const char *name, const hc_wino_shape *s,

@@ -1,5 +1,6 @@
-/* winograd_nchwc_cpu.c — CPU templates for the Winograd F(m x m, 3 x 3) transforms (m = 2
- * or 4, tiles of a = m + 2) on the channel-blocked layout (winograd.h, docs/nchwc.md): the
+/* winograd_nchwc_cpu.c — CPU templates for the Winograd F(mh x mw, kh x kw) transforms (3x3
+ * with m = 2 or 4, 5x5, and the 1-D kernels 1xk / kx1 of 3, 5 or 7 taps: tiles of ah x aw
+ * inputs, ah = mh + kh - 1) on the channel-blocked layout (winograd.h, docs/nchwc.md): the
  * channels lie on the vector lanes, so each transform is the scalar one of
  * docs/winograd.md done on whole vectors.
  *
@@ -7,13 +8,13 @@
  *     for (ti) in spatial(T) on t:
  *       for (it) in repeat(ceil(items / T)):       item = (n, tile row ty)
  *         for tx, cb:
- *           input:  d[i][j] = X[n, cb, m*ty-pt+i, m*tx-pl+j, :]   (0 outside the image)
- *                   V[p*a+q, t, cb*L ..] = (B^T d B)[p, q]
- *           output: u[p][q] = M[p*a+q, t, cb*L ..]
- *                   Y[n, cb, m*ty+i, m*tx+j, :] = (A^T u A)[i, j]  (inside the output)
+ *           input:  d[i][j] = X[n, cb, mh*ty-pt+i, mw*tx-pl+j, :]   (0 outside the image)
+ *                   V[p*aw+q, t, cb*L ..] = (B_h^T d B_w)[p, q]
+ *           output: u[p][q] = M[p*aw+q, t, cb*L ..]
+ *                   Y[n, cb, mh*ty+i, mw*tx+j, :] = (A_h^T u A_w)[i, j]  (inside the output)
  *
- * V and M are [a*a, T, C] with the channels innermost: the batched matmul between them is
- * V x U^T with the transformed weights [a*a, C, OC] as its constant operand. Every access
+ * V and M are [ah*aw, T, C] with the channels innermost: the batched matmul between them
+ * is V x U^T with the transformed weights [ah*aw, C, OC] as its constant operand. Every access
  * is a whole vector along a tensor's last dimension; each Y element is stored once. The
  * matrix products are unrolled over the nonzero entries of B^T and A^T (hc_wino_matrices):
  * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant.
@@ -32,7 +33,7 @@ typedef struct wb {
     hc_arena *a;
     hc_builder *b;
     const hc_wino_shape *s;
-    const hc_wino_mats *w; /* the transform matrices: tile m x m from a x a */
+    const hc_wino_mats *wh, *ww; /* along the rows F(mh, kh), the columns F(mw, kw) */
     int L;
     int64_t th, tw, cb;
     const hc_type *vec;
@@ -71,11 +72,11 @@ static hc_expr *combine(wb *g, const double *coef, hc_expr *const *x, int n) {
 static void input_tile(wb *g, hc_expr *tx, hc_expr *c, bool guarded) {
     hc_arena *a = g->a;
     const hc_wino_shape *s = g->s;
-    const int m = g->w->m, n = g->w->a;
-    hc_expr *col0 = let(g, "col0", SUB(MUL(tx, I(g, m)), I(g, s->pl)));
-    hc_expr *d[6][6];
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
+    const int mw = g->ww->m, ah = g->wh->a, aw = g->ww->a;
+    hc_expr *col0 = let(g, "col0", SUB(MUL(tx, I(g, mw)), I(g, s->pl)));
+    hc_expr *d[HC_WINO_MAX_A][HC_WINO_MAX_A];
+    for (int i = 0; i < ah; i++)
+        for (int j = 0; j < aw; j++) {
             hc_expr *r = ADD(g->row0, I(g, i)), *cc = ADD(col0, I(g, j));
             if (!guarded) {
                 hc_expr *p = hc_address(a, g->in, 5, (hc_expr *[]){g->n, c, r, cc, I(g, 0)});
@@ -91,19 +92,19 @@ static void input_tile(wb *g, hc_expr *tx, hc_expr *c, bool guarded) {
             hc_expr *cnt = hc_select(a, in, I(g, g->L), I(g, 0));
             d[i][j] = letv(g, "d", vcall(g, HC_PRIM_VLOAD_MASK, g->vec, 2, p, cnt, NULL));
         }
-    /* rows of B^T d, then columns */
-    hc_expr *r[6][6];
-    for (int p = 0; p < n; p++)
-        for (int j = 0; j < n; j++) {
-            hc_expr *col[6];
-            for (int i = 0; i < n; i++) col[i] = d[i][j];
-            r[p][j] = letv(g, "r", combine(g, g->w->bt[p], col, n));
+    /* rows of B_h^T d, then columns (an axis of one tap: the identity, no operation) */
+    hc_expr *r[HC_WINO_MAX_A][HC_WINO_MAX_A];
+    for (int p = 0; p < ah; p++)
+        for (int j = 0; j < aw; j++) {
+            hc_expr *col[HC_WINO_MAX_A];
+            for (int i = 0; i < ah; i++) col[i] = d[i][j];
+            r[p][j] = ah == 1 ? d[0][j] : letv(g, "r", combine(g, g->wh->bt[p], col, ah));
         }
     hc_expr *t = ADD(g->t0, tx), *ch = MUL(c, I(g, g->L));
-    for (int p = 0; p < n; p++)
-        for (int q = 0; q < n; q++)
-            vstore(g, hc_address(a, g->out, 3, (hc_expr *[]){I(g, p * n + q), t, ch}),
-                   combine(g, g->w->bt[q], r[p], n));
+    for (int p = 0; p < ah; p++)
+        for (int q = 0; q < aw; q++)
+            vstore(g, hc_address(a, g->out, 3, (hc_expr *[]){I(g, p * aw + q), t, ch}),
+                   aw == 1 ? r[p][0] : combine(g, g->ww->bt[q], r[p], aw));
 }
 
 /* Tiles [lo, hi) of the item's row (constant bounds), all channel blocks. */
@@ -119,17 +120,17 @@ static void input_tiles(wb *g, int64_t lo, int64_t hi, bool guarded) {
 static void input_item(wb *g) {
     const hc_wino_shape *s = g->s;
     hc_arena *a = g->a;
-    const int m = g->w->m, n = g->w->a;
-    g->row0 = let(g, "row0", SUB(MUL(g->ty, I(g, m)), I(g, s->pt)));
-    /* tiles whose n columns m*tx - pl .. + n - 1 are inside [0, w) */
-    int64_t lo = hc_cdiv(s->pl, m), hi = s->w + s->pl - n >= 0 ? (s->w + s->pl - n) / m + 1 : 0;
+    const int mh = g->wh->m, mw = g->ww->m, ah = g->wh->a, aw = g->ww->a;
+    g->row0 = let(g, "row0", SUB(MUL(g->ty, I(g, mh)), I(g, s->pt)));
+    /* tiles whose aw columns mw*tx - pl .. + aw - 1 are inside [0, w) */
+    int64_t lo = hc_cdiv(s->pl, mw), hi = s->w + s->pl - aw >= 0 ? (s->w + s->pl - aw) / mw + 1 : 0;
     lo = HC_MIN(lo, g->tw), hi = HC_MIN(hi, g->tw);
     if (hi <= lo) {
         input_tiles(g, 0, g->tw, true);
         return;
     }
-    hc_b_if_begin(g->b, hc_and(a, hc_le(a, I(g, 0), g->row0),
-                               hc_le(a, ADD(g->row0, I(g, n)), I(g, s->h))));
+    hc_b_if_begin(
+        g->b, hc_and(a, hc_le(a, I(g, 0), g->row0), hc_le(a, ADD(g->row0, I(g, ah)), I(g, s->h))));
     input_tiles(g, 0, lo, true);
     input_tiles(g, lo, hi, false);
     input_tiles(g, hi, g->tw, true);
@@ -142,56 +143,56 @@ static void input_item(wb *g) {
 /* The rows x cols top-left part of tile tx of the item's row, channel block c. */
 static void output_tile(wb *g, hc_expr *tx, hc_expr *c, int rows, int cols) {
     hc_arena *a = g->a;
-    const int m = g->w->m, n = g->w->a;
-    hc_expr *t = ADD(g->t0, tx), *ch = MUL(c, I(g, g->L)), *u[6][6];
-    for (int p = 0; p < n; p++)
-        for (int q = 0; q < n; q++) {
-            hc_expr *ptr = hc_address(a, g->in, 3, (hc_expr *[]){I(g, p * n + q), t, ch});
+    const int mh = g->wh->m, mw = g->ww->m, ah = g->wh->a, aw = g->ww->a;
+    hc_expr *t = ADD(g->t0, tx), *ch = MUL(c, I(g, g->L)), *u[HC_WINO_MAX_A][HC_WINO_MAX_A];
+    for (int p = 0; p < ah; p++)
+        for (int q = 0; q < aw; q++) {
+            hc_expr *ptr = hc_address(a, g->in, 3, (hc_expr *[]){I(g, p * aw + q), t, ch});
             u[p][q] = letv(g, "u", vcall(g, HC_PRIM_VLOAD, g->vec, 1, ptr, NULL, NULL));
         }
     for (int i = 0; i < rows; i++) {
-        hc_expr *r[6]; /* row i of A^T u */
-        for (int q = 0; q < n; q++) {
-            hc_expr *col[6];
-            for (int p = 0; p < n; p++) col[p] = u[p][q];
-            r[q] = letv(g, "r", combine(g, g->w->at[i], col, n));
+        hc_expr *r[HC_WINO_MAX_A]; /* row i of A_h^T u */
+        for (int q = 0; q < aw; q++) {
+            hc_expr *col[HC_WINO_MAX_A];
+            for (int p = 0; p < ah; p++) col[p] = u[p][q];
+            r[q] = ah == 1 ? u[0][q] : letv(g, "r", combine(g, g->wh->at[i], col, ah));
         }
-        hc_expr *oh = ADD(MUL(g->ty, I(g, m)), I(g, i));
+        hc_expr *oh = ADD(MUL(g->ty, I(g, mh)), I(g, i));
         for (int j = 0; j < cols; j++) {
-            hc_expr *ow = ADD(MUL(tx, I(g, m)), I(g, j));
+            hc_expr *ow = ADD(MUL(tx, I(g, mw)), I(g, j));
             vstore(g, hc_address(a, g->out, 5, (hc_expr *[]){g->n, c, oh, ow, I(g, 0)}),
-                   combine(g, g->w->at[j], r, n));
+                   aw == 1 ? r[0] : combine(g, g->ww->at[j], r, aw));
         }
     }
 }
 
 static void output_row(wb *g, int rows) {
-    const int m = g->w->m;
-    int64_t full = g->s->ow / m;
+    const int mw = g->ww->m;
+    int64_t full = g->s->ow / mw;
     if (full > 0) {
         HC_FOR(g->b, x, "tx", I(g, full), hc_serial()) {
             HC_FOR(g->b, c, "cb", I(g, g->cb), hc_serial()) {
-                output_tile(g, R(g, x), R(g, c), rows, m);
+                output_tile(g, R(g, x), R(g, c), rows, mw);
             }
         }
     }
-    if (g->s->ow % m) {
+    if (g->s->ow % mw) {
         HC_FOR(g->b, c, "cb", I(g, g->cb), hc_serial()) {
-            output_tile(g, I(g, full), R(g, c), rows, (int)(g->s->ow % m));
+            output_tile(g, I(g, full), R(g, c), rows, (int)(g->s->ow % mw));
         }
     }
 }
 
 static void output_item(wb *g) {
-    const int m = g->w->m;
-    if (g->s->oh % m == 0) {
-        output_row(g, m);
+    const int mh = g->wh->m;
+    if (g->s->oh % mh == 0) {
+        output_row(g, mh);
         return;
     }
     hc_b_if_begin(g->b, hc_lt(g->a, g->ty, I(g, g->th - 1)));
-    output_row(g, m);
+    output_row(g, mh);
     hc_b_else(g->b);
-    output_row(g, (int)(g->s->oh % m));
+    output_row(g, (int)(g->s->oh % mh));
     hc_b_end(g->b);
 }
 
@@ -209,8 +210,12 @@ static void item_body(void *ctx, hc_expr *w) {
 
 static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int block,
                       int threads, bool input, hc_error *err) {
-    const hc_wino_mats *w = hc_wino_matrices(s->m ? s->m : 2);
-    bool ok = w && s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 &&
+    int m = s->m ? s->m : 2, kh = s->kh ? s->kh : 3, kw = s->kw ? s->kw : 3;
+    const hc_wino_mats *wh =
+        kh <= HC_WINO_MAX_R ? hc_wino_matrices_r(hc_wino_axis_m(m, kh), kh) : NULL;
+    const hc_wino_mats *ww =
+        kw <= HC_WINO_MAX_R ? hc_wino_matrices_r(hc_wino_axis_m(m, kw), kw) : NULL;
+    bool ok = wh && ww && s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 &&
               s->pl >= 0 && (block == 4 || block == 8 || block == 16) && s->c % block == 0;
     if (input) ok = ok && s->h >= 1 && s->w >= 1;
     if (!ok) {
@@ -218,13 +223,20 @@ static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int
         return NULL;
     }
     hc_builder b;
-    wb gs = {.a = a, .b = &b, .s = s, .w = w, .L = block, .th = hc_cdiv(s->oh, w->m),
-             .tw = hc_cdiv(s->ow, w->m), .cb = s->c / block};
+    wb gs = {.a = a,
+             .b = &b,
+             .s = s,
+             .wh = wh,
+             .ww = ww,
+             .L = block,
+             .th = hc_cdiv(s->oh, wh->m),
+             .tw = hc_cdiv(s->ow, ww->m),
+             .cb = s->c / block};
     wb *g = &gs;
     g->vec = hc_type_vector(a, HC_F32, block);
     int64_t tiles = s->n * g->th * g->tw;
     const int64_t xs[5] = {s->n, g->cb, input ? s->h : s->oh, input ? s->w : s->ow, block};
-    const int64_t vs[3] = {(int64_t)w->a * w->a, tiles, s->c};
+    const int64_t vs[3] = {(int64_t)wh->a * ww->a, tiles, s->c};
     const hc_type *xt, *vt;
     if (s->nsym) { /* the batch, T and the items: multiples of the batch's expression */
         hc_expr *nb = hc_sym_expr(a, s->nsym), *xe[5] = {nb}, *ve[3];
