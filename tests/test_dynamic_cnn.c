@@ -178,6 +178,32 @@ static void build_wino_single(hc_graph *g, const hc_sym_binding *b) {
     hc_graph_add_output(g, conv3(g, &rng, "wasym", z, 16, 16, pa, true));
 }
 
+/* Conv kh x kw of c -> m channels, pads [top, left, bottom, right], with a bias. */
+static hc_tensor *convk(hc_graph *g, hc_rng *rng, const char *name, hc_tensor *x, int64_t c,
+                        int64_t m, int64_t kh, int64_t kw, const int64_t *pads) {
+    double r = 1.0 / sqrt((double)(c * kh * kw));
+    hc_tensor *in[3] = {
+        x,
+        rand_const(g, rng, hc_arena_printf(&g->arena, "%s_w", name), 4, (int64_t[]){m, c, kh, kw},
+                   -r, r),
+        rand_const(g, rng, hc_arena_printf(&g->arena, "%s_b", name), 1, (int64_t[]){m}, -0.5, 0.5)};
+    int64_t ks[2] = {kh, kw};
+    hc_attr ca[2] = {a_ints("kernel_shape", 2, ks), a_ints("pads", 4, pads)};
+    return node(g, HC_OPK_CONV, name, 3, in, 2, ca);
+}
+
+/* The factorized kernels (docs/winograd.md, "Other kernels"): x [batch, 16, 9, 11] -> 1x7
+ * -> Relu -> 7x1 -> Relu -> 5x5 -> output, each padded to keep the image. */
+static void build_wino_factorized(hc_graph *g, const hc_sym_binding *b) {
+    hc_rng rng = {29};
+    sym_in xi = {"x", 4, {"batch", "16", "9", "11"}};
+    hc_tensor *x = input(g, &xi, b);
+    const int64_t p17[4] = {0, 3, 0, 3}, p71[4] = {3, 0, 3, 0}, p55[4] = {2, 2, 2, 2};
+    hc_tensor *y = relu(g, "frelu0", convk(g, &rng, "f1x7", x, 16, 16, 1, 7, p17));
+    y = relu(g, "frelu1", convk(g, &rng, "f7x1", y, 16, 16, 7, 1, p71));
+    hc_graph_add_output(g, convk(g, &rng, "f5x5", y, 16, 16, 5, 5, p55));
+}
+
 /* An 8 x 8 image: F(4x4) has 4 tiles per image, so the tile rule (9 tiles per batch)
  * decides by the batch: at the hint (g_hint) for a symbolic one. */
 static int64_t g_hint = 16;
@@ -351,7 +377,8 @@ static void test_hint_decides(void) {
 }
 
 /* Blocked Winograd at a symbolic batch: compiled once for each tile (the rule's, F(2x2),
- * F(4x4)), each model run at batches 1, 2, 3, 5, 8 against the reference evaluator. */
+ * F(4x4); for 1xk, kx1 and 5x5 kernels F(2) / F(4) along their axes of several taps), each
+ * model run at batches 1, 2, 3, 5, 8 against the reference evaluator. */
 static void test_winograd(const char *label, build_fn build, int nconv) {
     static const int tiles[3] = {0, 2, 4};
     hc_model *ms[3] = {NULL, NULL, NULL};
@@ -399,5 +426,6 @@ int main(void) {
     test_stem();
     test_winograd("wino chain", build_wino_chain, 2);
     test_winograd("wino single", build_wino_single, 2);
+    test_winograd("wino factorized", build_wino_factorized, 3);
     TEST_DONE();
 }
