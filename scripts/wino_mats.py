@@ -66,11 +66,19 @@ def rows(mat):
     return "{" + ("," + pad).join("{" + ", ".join(c(x) for x in row) + "}" for row in mat) + "}"
 
 
-for m, r in [(2, 5), (4, 5), (2, 7), (4, 7)]:
-    at, g, bt = toom(m, r)
+# B^T depends on the points only: one macro per point set (F(4, 5) and F(2, 7) share 8)
+tables = [(m, r) + toom(m, r) for m, r in [(2, 5), (4, 5), (2, 7), (4, 7)]]
+bts = {}
+for m, r, at, g, bt in tables:
+    a = m + r - 1
+    if a not in bts:
+        bts[a] = bt
+        print("#define WINO_BT%d %s" % (a, rows(bt).replace("\n", " \\\n")))
+    assert bts[a] == bt
+for m, r, at, g, bt in tables:
     print("static const hc_wino_mats WINO_F%d_%d = {" % (m, r))
     print("    .m = %d, .r = %d, .a = %d," % (m, r, m + r - 1))
-    print("    .bt = %s," % rows(bt))
+    print("    .bt = WINO_BT%d," % (m + r - 1))
     print("    .g = %s," % rows(g))
     print("    .at = %s," % rows(at))
     print("};")

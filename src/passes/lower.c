@@ -209,7 +209,10 @@ const hc_target *hc_pass_target(const hc_optimize_options *o) {
  * WINO4_MADDS_PER_BYTE per core: ResNet-50's 28x28 layers (17 per byte) on Zen 3's 2 x
  * 512 KiB of L2; not its 14x14 ones at batch 1 (2.6; measured slower on both machines).
  * And, as the F(2x2) rule asks of its tiles (shape thresholds), there are at least 9
- * tiles of 4x4 and they overhang the output by at most a quarter. */
+ * tiles of 4x4 and they overhang the output by at most a quarter. The other kernels of the
+ * blocked path (5x5, 1xk, kx1: docs/winograd.md, "Other kernels") count the same way with
+ * their own tiles and transformed weights per channel pair (ah * aw: F(4, 7) 10 against
+ * F(2, 7)'s 8, F(4x4, 5x5) 64 against 36). */
 #define WINO4_MADDS_PER_BYTE 6
 static int64_t wino4_max_weights(const hc_target *t) {
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 0;
