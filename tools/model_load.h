@@ -85,10 +85,11 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     "  values of symbol NAME (every combination with the other options; default: the\n"     \
     "  hints); a kernel whose best config differs keeps one program per size range, and\n"   \
     "  each run picks the one tuned nearest its shape (docs/dynamic.md)\n"                    \
-    "  --no-winograd: 3x3 stride-1 convs by im2col even where Winograd pays;\n"                    \
-    "  --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"                       \
-    "  --winograd-tile 2|4: F(2x2, 3x3) or F(4x4, 3x3) for every blocked Winograd conv\n"      \
-    "  (default: F(4x4) where its weights stay small, docs/winograd.md)\n"                     \
+    "  --no-winograd: no conv by Winograd (3x3; blocked: 5x5, 1x7, 7x1, ...) even where\n"   \
+    "  it pays; --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"          \
+    "  --winograd-tile 2|4: tiles of 2 or 4 outputs along each axis of several taps, F(2x2,\n" \
+    "  3x3) or F(4x4, 3x3), F(2, 7) or F(4, 7), for every blocked Winograd conv (default:\n"  \
+    "  F(4) where its weights stay small or pay, docs/winograd.md)\n"                        \
     "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"              \
     "  (docs/conv_dw.md)\n"                                                                      \
     "  --target NAME: cpu (default: this CPU), cpu:avx512, cpu:avx2, cpu:scalar, opencl,\n"      \
