@@ -252,11 +252,11 @@ static void check_matrices(void) {
             }
         }
     }
-    CHECK(hc_wino_matrices(2) == hc_wino_matrices_r(2, 3) &&
-          hc_wino_matrices(4) == hc_wino_matrices_r(4, 3));
     CHECK(!hc_wino_matrices_r(3, 3) && !hc_wino_matrices_r(2, 9) && !hc_wino_matrices_r(4, 1) &&
-          !hc_wino_matrices(6));
+          !hc_wino_matrices_r(6, 3));
     CHECK(hc_wino_axis_m(4, 1) == 1 && hc_wino_axis_m(4, 7) == 4);
+    CHECK(hc_wino_axis(4, 1) == hc_wino_matrices_r(1, 1) &&
+          hc_wino_axis(4, 7) == hc_wino_matrices_r(4, 7) && !hc_wino_axis(6, 3));
 }
 
 int main(void) {

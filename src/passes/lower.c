@@ -124,18 +124,21 @@ static bool winograd_eligible(const hc_node *n, const int64_t *k, const int64_t 
            s[0] == 1 && s[1] == 1 && d[0] == 1 && d[1] == 1;
 }
 
-/* Tiles of the conv's output with the tile attribute m (F(m, r) along an axis of r > 1
- * taps, whole rows or columns along an axis of one tap): per image th x tw, and the
- * transformed values per channel pair ah * aw. */
+/* Tiles of an eligible conv's output with the tile attribute m (hc_wino_axis along each
+ * axis): per image th x tw, covering th*mh x tw*mw outputs, and the transformed values per
+ * channel pair ah * aw. */
 typedef struct wino_tiling {
-    int64_t th, tw, per_pair;
+    int64_t th, tw, covered, per_pair;
 } wino_tiling;
 static wino_tiling tiling(const hc_node *n, int m) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
-    int kh = (int)w->shape[2], kw = (int)w->shape[3];
-    int mh = hc_wino_axis_m(m, kh), mw = hc_wino_axis_m(m, kw);
-    return (wino_tiling){hc_cdiv(y->shape[2], mh), hc_cdiv(y->shape[3], mw),
-                         (int64_t)(mh + kh - 1) * (mw + kw - 1)};
+    const hc_wino_mats *h = hc_wino_axis(m, (int)w->shape[2]);
+    const hc_wino_mats *v = hc_wino_axis(m, (int)w->shape[3]);
+    HC_ASSERT(h && v);
+    wino_tiling t = {hc_cdiv(y->shape[2], h->m), hc_cdiv(y->shape[3], v->m), 0,
+                     (int64_t)h->a * v->a};
+    t.covered = t.th * h->m * t.tw * v->m;
+    return t;
 }
 
 /* Where the Winograd path beats the implicit GEMM (docs/winograd.md, "The rule", has the
@@ -148,19 +151,16 @@ static bool winograd_pays(const hc_node *n) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     wino_tiling t = tiling(n, 2);
     int64_t oh = y->shape[2], ow = y->shape[3], tiles = y->shape[0] * t.th * t.tw;
-    int64_t covered =
-        t.th * hc_wino_axis_m(2, (int)w->shape[2]) * t.tw * hc_wino_axis_m(2, (int)w->shape[3]);
-    return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * covered;
+    return w->shape[1] >= 8 && w->shape[0] >= 4 && tiles >= 9 && oh * ow * 4 >= 3 * t.covered;
 }
 
 /* U[p*aw + q, oc, c] = (G_h g G_w^T)[p, q] for the kh x kw filter g = w[oc, c], with the
- * transforms F(mh, kh) and F(mw, kw) of the tile m (hc_wino_matrices_r; mh = m unless kh
+ * transforms F(mh, kh) and F(mw, kw) of the tile m (hc_wino_axis; mh = m unless kh
  * is 1); computed in double, stored in f32. Transposed (the channel-blocked path,
  * docs/nchwc.md): U[p*aw + q, c, oc]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed) {
     const int kh = (int)w->shape[2], kw = (int)w->shape[3];
-    const hc_wino_mats *wh = hc_wino_matrices_r(hc_wino_axis_m(m, kh), kh);
-    const hc_wino_mats *ww = hc_wino_matrices_r(hc_wino_axis_m(m, kw), kw);
+    const hc_wino_mats *wh = hc_wino_axis(m, kh), *ww = hc_wino_axis(m, kw);
     HC_ASSERT(wh && ww);
     const int ah = wh->a, aw = ww->a;
     int64_t oc = w->shape[0], ic = w->shape[1];
@@ -232,9 +232,7 @@ int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
         t->caps.l2_bytes > 0 &&
         w2.per_pair * t2 - w4.per_pair * t4 >=
             (w4.per_pair - w2.per_pair) * 4 * WINO4_MADDS_PER_BYTE * HC_MAX(t->caps.num_cores, 1);
-    int64_t covered =
-        w4.th * hc_wino_axis_m(4, (int)w->shape[2]) * w4.tw * hc_wino_axis_m(4, (int)w->shape[3]);
-    bool tiles = t4 >= 9 && oh * ow * 4 >= 3 * covered;
+    bool tiles = t4 >= 9 && oh * ow * 4 >= 3 * w4.covered;
     return (fits || saves) && tiles ? 4 : 2;
 }
 

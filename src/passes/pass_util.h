@@ -33,19 +33,22 @@ void hc_pass_conv_pads(const hc_node *n, const int64_t *k, const int64_t *s, con
  * template, Winograd F(2x2, 3x3), or im2col + matmul. */
 typedef enum hc_conv_path { HC_CONV_IM2COL, HC_CONV_WINOGRAD, HC_CONV_DIRECT } hc_conv_path;
 hc_conv_path hc_pass_conv_path(const hc_node *n, const hc_optimize_options *o);
-/* The same for a conv of the channel-blocked layout, where Winograd can be F(4x4, 3x3):
+/* The same for a conv of the channel-blocked layout, where Winograd can be F(4x4, 3x3) and
+ * also takes 5x5 and the 1-D kernels 1xk / kx1 of 3, 5, 7 taps (docs/winograd.md):
  * Winograd also where the direct template would take the conv but F(4x4) applies
  * (hc_pass_winograd_tile) and neither path is forced. */
 hc_conv_path hc_pass_conv_path_blocked(const hc_node *n, const hc_optimize_options *o);
 /* The machine a pass's rules decide for: o->target, else hc_target_default() (a test
  * states one with hc_target_cpu_describe). */
 const struct hc_target *hc_pass_target(const hc_optimize_options *o);
-/* Winograd F(m x m, 3 x 3)'s transformed weights of w [OC, C, 3, 3] (m = 2 or 4, a =
- * m + 2): [a*a, OC, C], or transposed [a*a, C, OC]. */
+/* Winograd's transformed weights of w [OC, C, kh, kw] for the tile m (2 or 4; the
+ * transforms hc_wino_axis(m, kh) and hc_wino_axis(m, kw), tiles of ah x aw inputs): [ah*aw,
+ * OC, C], or transposed [ah*aw, C, OC]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed);
-/* The output tile m of a blocked Winograd conv: 4 where F(4x4, 3x3) pays on o->target
- * (NULL: hc_target_default()) — its transformed weights within caps.l2_bytes *
- * caps.num_cores per image, lower.c — else 2; o->wino_tile forces it. A test states the
+/* The tile m of a blocked Winograd conv (one its path took): 4 where F(4) pays on
+ * o->target (NULL: hc_target_default()) — its transformed weights within caps.l2_bytes *
+ * caps.num_cores per image, or enough multiply-adds saved per extra byte, lower.c — else
+ * 2; o->wino_tile forces it. A test states the
  * machine by setting o->target to an injected description (hc_target_cpu_describe). */
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o);
 /* Building the replacement of node n in a lowering pass: fresh names "n_<suffix><k>", nodes

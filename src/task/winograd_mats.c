@@ -123,5 +123,3 @@ const hc_wino_mats *hc_wino_matrices_r(int m, int r) {
         if (all[i]->m == m && all[i]->r == r) return all[i];
     return NULL;
 }
-
-const hc_wino_mats *hc_wino_matrices(int m) { return hc_wino_matrices_r(m, 3); }

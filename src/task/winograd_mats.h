@@ -22,11 +22,15 @@ typedef struct hc_wino_mats {
  * +-2, infinity), (2, 5), (4, 5), (2, 7) and (4, 7) (Toom-Cook over 0, +-1, +-2, +-1/2
  * and, for F(4, 7), +-3/2, with infinity: scripts/wino_mats.py); NULL otherwise. */
 const hc_wino_mats *hc_wino_matrices_r(int m, int r);
-/* F(m, 3): NULL unless m is 2 or 4. */
-const hc_wino_mats *hc_wino_matrices(int m);
 
 /* The output tile along an axis of r taps for the tile attribute m: 1 for one tap (the
  * identity), else m. */
 static inline int hc_wino_axis_m(int m, int r) { return r == 1 ? 1 : m; }
+/* The transform along an axis of r taps for the tile attribute m: F(hc_wino_axis_m(m, r),
+ * r), the one every user of a tile and a kernel takes (ops, templates, weights, rules);
+ * NULL where there is no table. */
+static inline const hc_wino_mats *hc_wino_axis(int m, int r) {
+    return hc_wino_matrices_r(hc_wino_axis_m(m, r), r);
+}
 
 #endif

@@ -19,7 +19,7 @@
  *   WINO_OUTPUT m [16, K, T] -> y [N, K, OH, OW], attribute out_hw [OH, OW] (N = T/(TH*TW)).
  *               y[n, k, 2*ty+i, 2*tx+j] = (A^T m_t A)[i, j] for tile t, cropped to OH x OW.
  * With B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] and A^T = [1 1 1 0; 0 1 -1 -1]
- * (hc_wino_matrices(2)). Both layouts share one Task builder per transform, written over
+ * (hc_wino_matrices_r(2, 3)). Both layouts share one Task builder per transform, written over
  * the matrices' entries.
  *
  * WINO_INPUT_NCHWC and WINO_OUTPUT_NCHWC: the same on the channel-blocked layout
@@ -163,12 +163,8 @@ hc_status hc_wino_node_geom(const hc_node *n, hc_wino_geom *g, hc_error *err) {
     if (kv) k[0] = kv[0], k[1] = kv[1];
     if (m != 2 && m != 4)
         return hc_node_fail(n, HC_ERR_INVALID, err, "tile is %lld, expected 2 or 4", (long long)m);
-    g->h = k[0] >= 1 && k[0] <= HC_WINO_MAX_R
-               ? hc_wino_matrices_r(hc_wino_axis_m((int)m, (int)k[0]), (int)k[0])
-               : NULL;
-    g->w = k[1] >= 1 && k[1] <= HC_WINO_MAX_R
-               ? hc_wino_matrices_r(hc_wino_axis_m((int)m, (int)k[1]), (int)k[1])
-               : NULL;
+    g->h = k[0] >= 1 && k[0] <= HC_WINO_MAX_R ? hc_wino_axis((int)m, (int)k[0]) : NULL;
+    g->w = k[1] >= 1 && k[1] <= HC_WINO_MAX_R ? hc_wino_axis((int)m, (int)k[1]) : NULL;
     if (!g->h || !g->w)
         return hc_node_fail(n, HC_ERR_INVALID, err,
                             "no Winograd transform for kernel [%lld, %lld] with tile %lld "

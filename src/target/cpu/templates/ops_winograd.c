@@ -42,7 +42,6 @@ static hc_func *schedule_wino(hc_arena *a, const hc_node *n, const hc_task *t,
     hc_error e2 = {0};
     hc_wino_geom w;
     if (hc_wino_node_geom(n, &w, &e2) != HC_OK) return NULL;
-    if (!blocked && (w.h->r != 3 || w.w->r != 3 || w.h->m != 2 || w.w->m != 2)) return NULL;
     if (input) {
         if (hc_wino_node_pads(n, pad, &e2) != HC_OK) return NULL;
         s = (hc_wino_shape){x->shape[0],

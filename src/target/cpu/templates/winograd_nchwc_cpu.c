@@ -16,7 +16,7 @@
  * V and M are [ah*aw, T, C] with the channels innermost: the batched matmul between them
  * is V x U^T with the transformed weights [ah*aw, C, OC] as its constant operand. Every access
  * is a whole vector along a tensor's last dimension; each Y element is stored once. The
- * matrix products are unrolled over the nonzero entries of B^T and A^T (hc_wino_matrices):
+ * matrix products are unrolled over the nonzero entries of B^T and A^T (hc_wino_axis):
  * +-1 entries are adds and subtracts, the others multiply-adds by a broadcast constant.
  *
  * A symbolic batch (s->nsym, dynamic shapes): the batch dim of X / Y, the T of V / M and
@@ -211,10 +211,8 @@ static void item_body(void *ctx, hc_expr *w) {
 static hc_func *build(hc_arena *a, const char *name, const hc_wino_shape *s, int block,
                       int threads, bool input, hc_error *err) {
     int m = s->m ? s->m : 2, kh = s->kh ? s->kh : 3, kw = s->kw ? s->kw : 3;
-    const hc_wino_mats *wh =
-        kh <= HC_WINO_MAX_R ? hc_wino_matrices_r(hc_wino_axis_m(m, kh), kh) : NULL;
-    const hc_wino_mats *ww =
-        kw <= HC_WINO_MAX_R ? hc_wino_matrices_r(hc_wino_axis_m(m, kw), kw) : NULL;
+    const hc_wino_mats *wh = kh >= 1 && kh <= HC_WINO_MAX_R ? hc_wino_axis(m, kh) : NULL;
+    const hc_wino_mats *ww = kw >= 1 && kw <= HC_WINO_MAX_R ? hc_wino_axis(m, kw) : NULL;
     bool ok = wh && ww && s->n >= 1 && s->c >= 1 && s->oh >= 1 && s->ow >= 1 && s->pt >= 0 &&
               s->pl >= 0 && (block == 4 || block == 8 || block == 16) && s->c % block == 0;
     if (input) ok = ok && s->h >= 1 && s->w >= 1;
