@@ -16,7 +16,8 @@ from fractions import Fraction as Fr
 import random
 
 POINTS = {6: [0, 1, -1, 2, -2], 8: [0, 1, -1, 2, -2, Fr(1, 2), Fr(-1, 2)],
-          10: [0, 1, -1, 2, -2, Fr(1, 2), Fr(-1, 2), Fr(3, 2), Fr(-3, 2)]}
+          10: [0, 1, -1, 2, -2, Fr(1, 2), Fr(-1, 2), Fr(3, 2), Fr(-3, 2)],
+          12: [0, 1, -1, 2, -2, Fr(1, 2), Fr(-1, 2), Fr(3, 2), Fr(-3, 2), Fr(2, 3), Fr(-2, 3)]}
 
 
 def polymul(p, q):
@@ -67,7 +68,7 @@ def rows(mat):
 
 
 # B^T depends on the points only: one macro per point set (F(4, 5) and F(2, 7) share 8)
-tables = [(m, r) + toom(m, r) for m, r in [(2, 5), (4, 5), (2, 7), (4, 7)]]
+tables = [(m, r) + toom(m, r) for m, r in [(2, 5), (4, 5), (2, 7), (4, 7), (6, 7)]]
 bts = {}
 for m, r, at, g, bt in tables:
     a = m + r - 1

@@ -74,6 +74,10 @@ done
 "$HIDETC" compile "$MODEL" -o "$TMP/x" --winograd-tile 3 >/dev/null 2>"$TMP/e.txt"
 [ $? -eq 2 ] || fail "compile --winograd-tile 3: not exit 2"
 grep -q -- "--winograd-tile" "$TMP/e.txt" || fail "--winograd-tile 3: $(cat "$TMP/e.txt")"
+"$HIDETC" compile "$MODEL" -o "$TMP/x" --winograd-tile 5 >/dev/null 2>"$TMP/e.txt"
+[ $? -eq 2 ] || fail "compile --winograd-tile 5: not exit 2"
+"$HIDETC" compile "$MODEL" -o "$TMP/x" --winograd-tile 6 >/dev/null 2>"$TMP/e.txt" || fail "--winograd-tile 6: $(cat "$TMP/e.txt")"
+rm -f "$TMP/x"
 # both Winograd tiles run on ResNet-18 (224x224: its 3x3 convs take blocked Winograd) and
 # give the default's outputs (below)
 for t in default 2 4; do

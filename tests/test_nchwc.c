@@ -1038,6 +1038,12 @@ static const wcase wino_cases[] = {
     {1, 1, 7, 5, {1, 0, 1, 0}, 2, 3, 1},   /* 3x1 F(2, 3) */
     {1, 1, 6, 9, {0, 2, 0, 2}, 4, 1, 5},   /* 1x5 F(4, 5) */
     {1, 2, 11, 7, {2, 0, 2, 0}, 2, 5, 1},  /* 5x1 F(2, 5) */
+    /* F(6, 7): 12 inputs a tile */
+    {1, 1, 1, 1, {0, 3, 0, 3}, 6, 1, 7},   /* 1x7 on one pixel */
+    {1, 2, 17, 17, {0, 3, 0, 3}, 6, 1, 7}, /* 1x7 on 17x17: 18 = 3 x 6, one over */
+    {2, 3, 5, 13, {0, 3, 0, 3}, 6, 1, 7},  /* 13 columns: 2 x 6 + 1, N = 2 */
+    {1, 1, 19, 7, {3, 0, 2, 0}, 6, 7, 1},  /* 7x1 asymmetric pads, 18 rows: 3 whole tiles */
+    {1, 2, 3, 12, {0, 0, 0, 0}, 6, 1, 7},  /* 1x7 unpadded: 6 outputs a row */
     /* 5x5: F(2x2, 5x5) (6x6 tiles) and F(4x4, 5x5) (8x8) */
     {1, 1, 1, 1, {2, 2, 2, 2}, 2, 5, 5},   /* one output */
     {2, 3, 9, 7, {2, 2, 2, 2}, 2, 5, 5},   /* 9x7, N = 2 */
@@ -1138,6 +1144,10 @@ static hc_node *tile_rule_conv(hc_graph **g, int64_t n, int64_t c, int64_t hw, i
  * blocked path only (the NCHW transforms are F(2x2, 3x3)); 5x5 and the 1-D kernels of 3,
  * 5 and 7 taps with stride 1; the tile rule counts their transformed weights (ah * aw per
  * channel pair) and tiles. On a stated machine: AVX2, 2 cores, 512 KiB of L2 each. */
+/* The kernels with an F(6) table along their axis of taps: 1x7 and 7x1 (a forced tile 6
+ * gives them F(6, 7) and the other kernels F(4)), stated independently of the tables. */
+static bool has_f6(int64_t kh, int64_t kw) { return HC_MIN(kh, kw) == 1 && HC_MAX(kh, kw) == 7; }
+
 static void test_wino_kernels_rule(void) {
     static const struct {
         int64_t n, c, k, h, w, kh, kw, stride;
@@ -1145,11 +1155,18 @@ static void test_wino_kernels_rule(void) {
         hc_conv_path nchw;  /* hc_pass_conv_path */
         hc_conv_path block; /* hc_pass_conv_path_blocked */
     } cases[] = {
-        /* Inception-V3's 17x17 160 -> 160 1x7: F(4, 7) weights 1.0 MB <= 2 x 512 KiB */
-        {1, 160, 160, 17, 17, 1, 7, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
-        {1, 160, 160, 17, 17, 7, 1, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        /* Inception-V3's 17x17 160 -> 160 1x7: F(4, 7) weights 1.0 MB <= 2 x 512 KiB;
+         * F(6, 7)'s 1.2 MB do not fit, but save 119 multiply-adds per byte over F(4, 7)
+         * (17 x 5 tiles x 10 against 17 x 3 x 12; the bar: 12) */
+        {1, 160, 160, 17, 17, 1, 7, 1, 6, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        {1, 160, 160, 17, 17, 7, 1, 1, 6, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
         /* 192 -> 192: 1.5 MB, but F(4, 7) saves 47 multiply-adds per byte (the bar: 12) */
-        {1, 192, 192, 17, 17, 1, 7, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        {1, 192, 192, 17, 17, 1, 7, 1, 6, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        /* 8 columns: 2 tiles of F(4, 7) or of F(6, 7), which would do more work: F(4, 7) */
+        {1, 64, 64, 8, 8, 1, 7, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
+        /* 12 columns, 256 -> 256: F(6, 7) does 0.8x F(4, 7)'s multiply-adds (8 x 2 x 12
+         * against 8 x 3 x 10) but saves 3 per byte of its extra 0.5 MB: F(4, 7) */
+        {1, 256, 256, 8, 12, 1, 7, 1, 4, HC_CONV_IM2COL, HC_CONV_WINOGRAD},
         /* 35x35 48 -> 64 5x5: F(4x4, 5x5) */
         {1, 48, 64, 35, 35, 5, 5, 1, 4, HC_CONV_DIRECT, HC_CONV_WINOGRAD},
         /* 8x8 448 -> 384 1x3: F(4, 3)'s 4.1 MB save 4 multiply-adds per byte: F(2, 3) */
@@ -1183,9 +1200,20 @@ static void test_wino_kernels_rule(void) {
             CHECK_MSG(hc_pass_conv_path_blocked(n, &o) == cases[i].block,
                       "kernels rule case %zu: blocked path %d", i,
                       hc_pass_conv_path_blocked(n, &o));
-            if (cases[i].block == HC_CONV_WINOGRAD)
+            if (cases[i].block == HC_CONV_WINOGRAD) {
                 CHECK_MSG(hc_pass_winograd_tile(n, &o) == cases[i].tile,
                           "kernels rule case %zu: tile %d", i, hc_pass_winograd_tile(n, &o));
+                /* forced: 6 where the kernel has F(6) (1x7, 7x1), else 4; 4 and 2 as asked */
+                bool f6 = has_f6(cases[i].kh, cases[i].kw);
+                for (int m = 2; m <= 6; m += 2) {
+                    hc_optimize_options forced = o;
+                    forced.wino_tile = m;
+                    int want = m == 6 && !f6 ? 4 : m;
+                    CHECK_MSG(hc_pass_winograd_tile(n, &forced) == want,
+                              "kernels rule case %zu: forced %d gives %d", i, m,
+                              hc_pass_winograd_tile(n, &forced));
+                }
+            }
             hc_optimize_options off = o;
             off.no_winograd = true;
             CHECK(hc_pass_conv_path_blocked(n, &off) != HC_CONV_WINOGRAD);
@@ -1236,6 +1264,9 @@ static void test_wino_tile_rule(void) {
         hc_optimize_options two = o, off = o;
         two.wino_tile = 2, off.no_winograd = true;
         CHECK(hc_pass_winograd_tile(n, &two) == 2);
+        two.wino_tile = 6; /* no F(6, 3): the largest tile below */
+        CHECK(hc_pass_winograd_tile(n, &two) == 4);
+        two.wino_tile = 2;
         CHECK(hc_pass_conv_path_blocked(n, &two) == cases[i].nchw);
         CHECK(hc_pass_conv_path_blocked(n, &off) != HC_CONV_WINOGRAD);
         /* the pass builds what the rule says */
@@ -1956,14 +1987,16 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
     for (int v = 0; v < 4; v++) {
         const char *what = v == 0   ? "layout pass"
                            : v == 1 ? "layout pass, Winograd forced"
-                           : v == 3 ? "layout pass, Winograd F(4x4) forced"
+                           : v == 3 ? "layout pass, Winograd tile 6 forced (F(6) / F(4))"
                                     : "pipeline";
         int failed_before = test_failed;
         hc_graph *g = k->build(seed);
         /* the graphs' images are small: every eligible conv blocked regardless */
         hc_optimize_options o = {.nchwc_block = hc_target_f32_lanes(hc_target_host()),
-                                 .no_winograd = v == 0, .force_winograd = v == 1 || v == 3,
-                                 .nchwc_small_pixels = -1, .wino_tile = v == 3 ? 4 : 0};
+                                 .no_winograd = v == 0,
+                                 .force_winograd = v == 1 || v == 3,
+                                 .nchwc_small_pixels = -1,
+                                 .wino_tile = v == 3 ? 6 : 0};
         hc_status st;
         if (v != 2) {
             st = hc_pass_infer_shapes(g, &err);
@@ -2001,7 +2034,9 @@ static void check_pass(const gcase *k, uint64_t seed, const hc_graph *ref, const
                     const hc_tensor *v16 = win ? wn->outputs[0] : wn->inputs[0];
                     hc_wino_geom wg = {0};
                     CHECK(hc_wino_node_geom(wn, &wg, &err) == HC_OK);
-                    int tile = v == 3 ? 4 : 2;
+                    /* tile 6 forced: F(6, 7) for 1x7 / 7x1, F(4) for the other kernels */
+                    bool f6 = wg.h && wg.w && has_f6(wg.h->r, wg.w->r);
+                    int tile = v == 3 ? (f6 ? 6 : 4) : 2;
                     CHECK_MSG(hc_node_attr_int(wn, "tile", 2) == tile && wg.h && wg.w &&
                                   wg.h->m == hc_wino_axis_m(tile, wg.h->r) &&
                                   wg.w->m == hc_wino_axis_m(tile, wg.w->r) &&
@@ -2052,13 +2087,14 @@ static void check_compiled(const gcase *k, uint64_t seed, int variant, const hc_
     hc_error err = {0};
     const char *what = variant == 0   ? "default"
                        : variant == 1 ? "Winograd forced"
-                       : variant == 3 ? "Winograd F(4x4)"
+                       : variant == 3 ? "Winograd tile 6 (F(6) / F(4))"
                                       : "--no-nchwc";
     hc_graph *g = k->build(seed);
     hc_compile_options opt = {.num_threads = 2,
                               .paths = {.force_winograd = variant == 1 || variant == 3,
-                                        .no_nchwc = variant == 2, .nchwc_small_pixels = -1,
-                                        .wino_tile = variant == 3 ? 4 : 0}};
+                                        .no_nchwc = variant == 2,
+                                        .nchwc_small_pixels = -1,
+                                        .wino_tile = variant == 3 ? 6 : 0}};
     hc_model *m = NULL;
     hc_status st = hc_model_compile(g, &opt, &m, &err);
     CHECK_MSG(st == HC_OK, "%s (%s): compile: %s", k->name, what, err.msg);

@@ -227,7 +227,7 @@ static void check_ineligible(void) {
  * y = A^T [(G g) . (B^T d)] against sum_j d[i + j] g[j], in double on random data; the
  * sizes the tables state; NULL for the pairs without a table. */
 static void check_matrices(void) {
-    static const int pairs[][2] = {{1, 1}, {2, 3}, {4, 3}, {2, 5}, {4, 5}, {2, 7}, {4, 7}};
+    static const int pairs[][2] = {{1, 1}, {2, 3}, {4, 3}, {2, 5}, {4, 5}, {2, 7}, {4, 7}, {6, 7}};
     hc_rng rng = {5};
     for (size_t k = 0; k < HC_ARRAY_LEN(pairs); k++) {
         int m = pairs[k][0], r = pairs[k][1];
@@ -253,10 +253,12 @@ static void check_matrices(void) {
         }
     }
     CHECK(!hc_wino_matrices_r(3, 3) && !hc_wino_matrices_r(2, 9) && !hc_wino_matrices_r(4, 1) &&
-          !hc_wino_matrices_r(6, 3));
+          !hc_wino_matrices_r(6, 3) && !hc_wino_matrices_r(6, 5) && !hc_wino_matrices_r(8, 7));
     CHECK(hc_wino_axis_m(4, 1) == 1 && hc_wino_axis_m(4, 7) == 4);
     CHECK(hc_wino_axis(4, 1) == hc_wino_matrices_r(1, 1) &&
-          hc_wino_axis(4, 7) == hc_wino_matrices_r(4, 7) && !hc_wino_axis(6, 3));
+          hc_wino_axis(4, 7) == hc_wino_matrices_r(4, 7) && !hc_wino_axis(6, 3) &&
+          hc_wino_axis(6, 7) == hc_wino_matrices_r(6, 7) &&
+          hc_wino_axis(6, 1) == hc_wino_axis(2, 1));
 }
 
 int main(void) {

@@ -341,9 +341,9 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
     }
     if (!strcmp(o, "--winograd-tile")) {
         long m;
-        if (!cli_parse_int(cmd, o, val, 2, 4, &m)) return -1;
-        if (m == 3) {
-            fprintf(stderr, "hidetc %s: --winograd-tile expects 2 or 4, got '%s'\n", cmd, val);
+        if (!cli_parse_int(cmd, o, val, 2, 6, &m)) return -1;
+        if (m % 2) {
+            fprintf(stderr, "hidetc %s: --winograd-tile expects 2, 4 or 6, got '%s'\n", cmd, val);
             return -1;
         }
         co->paths.wino_tile = (int)m;

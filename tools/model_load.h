@@ -81,31 +81,32 @@ int cli_compile_option(const char *cmd, const char *o, const char *val, hc_compi
 #define CLI_COMPILE_OPTIONS_HELP                                                                   \
     "  --no-fusion: one kernel per node; --no-prepack: pack weights on every call, not once\n"     \
     "  at compile time; --tune L: schedule-space level (0 default)\n"                              \
-    "  --tune-shapes NAME=V1,V2,...: with --tune, tune a symbolic model's kernels at these\n"  \
-    "  values of symbol NAME (every combination with the other options; default: the\n"     \
-    "  hints); a kernel whose best config differs keeps one program per size range, and\n"   \
-    "  each run picks the one tuned nearest its shape (docs/dynamic.md)\n"                    \
-    "  --no-winograd: no conv by Winograd (3x3; blocked: 5x5, 1x7, 7x1, ...) even where\n"   \
-    "  it pays; --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"          \
-    "  --winograd-tile 2|4: tiles of 2 or 4 outputs along each axis of several taps, F(2x2,\n" \
-    "  3x3) or F(4x4, 3x3), F(2, 7) or F(4, 7), for every blocked Winograd conv (default:\n"  \
-    "  F(4) where its weights stay small or pay, docs/winograd.md)\n"                        \
+    "  --tune-shapes NAME=V1,V2,...: with --tune, tune a symbolic model's kernels at these\n"      \
+    "  values of symbol NAME (every combination with the other options; default: the\n"            \
+    "  hints); a kernel whose best config differs keeps one program per size range, and\n"         \
+    "  each run picks the one tuned nearest its shape (docs/dynamic.md)\n"                         \
+    "  --no-winograd: no conv by Winograd (3x3; blocked: 5x5, 1x7, 7x1, ...) even where\n"         \
+    "  it pays; --winograd-all: by Winograd wherever it applies (docs/winograd.md)\n"              \
+    "  --winograd-tile 2|4|6: tiles of 2, 4 or 6 outputs along each axis of several taps,\n"       \
+    "  F(2x2, 3x3) or F(4x4, 3x3), F(2, 7), F(4, 7) or F(6, 7), for every blocked Winograd\n"      \
+    "  conv; 6 for the 1x7 / 7x1 kernels, 4 for the others (default: the larger tile where\n"      \
+    "  its weights stay small or pay, docs/winograd.md)\n"                                         \
     "  --no-direct: no conv by the direct template; --direct-all: every conv by it\n"              \
-    "  (docs/conv_dw.md)\n"                                                                      \
-    "  --target NAME: cpu (default: this CPU), cpu:avx512, cpu:avx2, cpu:scalar, opencl,\n"      \
-    "  cuda, cuda:sm_80, cuda:sm_90 (docs/gpu.md); --no-cuda-graph: launch every kernel on\n"    \
-    "  every run instead of replaying the first run as a CUDA graph\n"                          \
-    "  --dim NAME=N: fix the symbolic input dimension NAME (ONNX dim_param) to N;\n"      \
-    "  --shape INPUT=D0,D1,...: fix input INPUT's whole shape (docs/onnx.md); symbols\n"    \
-    "  left open stay symbolic: one compile for every shape (docs/dynamic.md)\n"           \
-    "  --dim-hint NAME=N: the value heuristics assume for symbol NAME (default 16, 24, ...);\n" \
-    "  --bind NAME=N: run a symbolic model with NAME=N (inputs given with --input fix\n"   \
-    "  their symbols; the others default to their hints)\n"                                \
-    "  --no-pin: leave the run's threads unpinned (the program pins them to CPUs by\n"       \
-    "  default; the library only when asked: docs/runtime.md)\n"                            \
-    "  --max-memory BYTES: refuse a model whose run needs more (arena, weights, inputs and\n"    \
-    "  outputs; K, M, G, T suffixes), naming its largest tensor\n"                             \
-    "  --dump-ir STAGE: print every program after STAGE (scheduled, fused, lowered, source)\n"    \
+    "  (docs/conv_dw.md)\n"                                                                        \
+    "  --target NAME: cpu (default: this CPU), cpu:avx512, cpu:avx2, cpu:scalar, opencl,\n"        \
+    "  cuda, cuda:sm_80, cuda:sm_90 (docs/gpu.md); --no-cuda-graph: launch every kernel on\n"      \
+    "  every run instead of replaying the first run as a CUDA graph\n"                             \
+    "  --dim NAME=N: fix the symbolic input dimension NAME (ONNX dim_param) to N;\n"               \
+    "  --shape INPUT=D0,D1,...: fix input INPUT's whole shape (docs/onnx.md); symbols\n"           \
+    "  left open stay symbolic: one compile for every shape (docs/dynamic.md)\n"                   \
+    "  --dim-hint NAME=N: the value heuristics assume for symbol NAME (default 16, 24, ...);\n"    \
+    "  --bind NAME=N: run a symbolic model with NAME=N (inputs given with --input fix\n"           \
+    "  their symbols; the others default to their hints)\n"                                        \
+    "  --no-pin: leave the run's threads unpinned (the program pins them to CPUs by\n"             \
+    "  default; the library only when asked: docs/runtime.md)\n"                                   \
+    "  --max-memory BYTES: refuse a model whose run needs more (arena, weights, inputs and\n"      \
+    "  outputs; K, M, G, T suffixes), naming its largest tensor\n"                                 \
+    "  --dump-ir STAGE: print every program after STAGE (scheduled, fused, lowered, source)\n"     \
     "  to stderr (also HIDETC_DUMP=STAGE; HIDETC_VERIFY=1 verifies between stages)\n"
 
 #endif

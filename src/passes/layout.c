@@ -175,7 +175,7 @@ static hc_tensor *view(lctx *c, const hc_tensor *t, int ndim, const int64_t *sha
     return v;
 }
 
-/* Winograd F(mh x mw, kh x kw) on the blocked input (m = hc_pass_winograd_tile: 2 or 4;
+/* Winograd F(mh x mw, kh x kw) on the blocked input (m = hc_pass_winograd_tile: 2, 4 or 6;
  * mh = m unless kh is 1; tiles of ah x aw inputs, ah = mh + kh - 1): V [ah*aw, T, C] =
  * WINO_INPUT_NCHWC(xb); M [ah*aw, T, OC] = V x U^T (batched MatMul, the transformed weights
  * [ah*aw, C, OC] as B); yb = WINO_OUTPUT_NCHWC(M) [N, OC/b, OH, OW, b] (+ the bias as

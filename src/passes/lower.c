@@ -206,34 +206,58 @@ const hc_target *hc_pass_target(const hc_optimize_options *o) {
  * where the multiply-adds it saves per byte of the extra weights (16 x the 2x2 tiles - 36
  * x the 4x4 tiles, over 80 bytes, per channel pair: a count of the image's tiles, not of
  * its channels) outnumber what the cores compute while memory delivers a byte,
- * WINO4_MADDS_PER_BYTE per core: ResNet-50's 28x28 layers (17 per byte) on Zen 3's 2 x
+ * WINO_MADDS_PER_BYTE per core: ResNet-50's 28x28 layers (17 per byte) on Zen 3's 2 x
  * 512 KiB of L2; not its 14x14 ones at batch 1 (2.6; measured slower on both machines).
  * And, as the F(2x2) rule asks of its tiles (shape thresholds), there are at least 9
  * tiles of 4x4 and they overhang the output by at most a quarter. The other kernels of the
  * blocked path (5x5, 1xk, kx1: docs/winograd.md, "Other kernels") count the same way with
  * their own tiles and transformed weights per channel pair (ah * aw: F(4, 7) 10 against
- * F(2, 7)'s 8, F(4x4, 5x5) 64 against 36). */
-#define WINO4_MADDS_PER_BYTE 6
-static int64_t wino4_max_weights(const hc_target *t) {
+ * F(2, 7)'s 8, F(4x4, 5x5) 64 against 36), and so does F(6, 7) (12) against F(4, 7) for
+ * the 1x7 / 7x1 kernels: on a 17-wide axis 3 tiles of 6 against 5 of 4, 0.72x the
+ * multiply-adds. A larger tile is taken only where it does fewer multiply-adds. */
+#define WINO_MADDS_PER_BYTE 6
+static int64_t wino_max_weights(const hc_target *t) {
     int64_t l2 = t->caps.l2_bytes > 0 ? t->caps.l2_bytes : 0;
     return l2 * HC_MAX(t->caps.num_cores, 1);
 }
 
-int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
-    if (o && (o->wino_tile == 2 || o->wino_tile == 4)) return o->wino_tile;
+/* The tile m has a transform along both axes of n's kernel (F(6) only for 1x7 / 7x1). */
+static bool wino_has_tile(const hc_node *n, int m) {
+    const hc_tensor *w = n->inputs[1];
+    return hc_wino_axis(m, (int)w->shape[2]) && hc_wino_axis(m, (int)w->shape[3]);
+}
+
+/* Whether the larger tile `to` beats `from` (the counts above, F(4) against F(2) or F(6)
+ * against F(4)): fewer multiply-adds, its transformed weights fitting the cores' L2 per
+ * image or saving WINO_MADDS_PER_BYTE per extra byte per core, and at least 9 tiles that
+ * overhang the output by at most a quarter. */
+static bool wino_tile_beats(const hc_node *n, const hc_target *t, int from, int to) {
     const hc_tensor *w = n->inputs[1], *y = n->outputs[0];
     int64_t oh = y->shape[2], ow = y->shape[3];
-    const hc_target *t = hc_pass_target(o);
-    wino_tiling w2 = tiling(n, 2), w4 = tiling(n, 4);
-    int64_t bytes = w4.per_pair * w->shape[0] * w->shape[1] * 4;
-    int64_t t4 = y->shape[0] * w4.th * w4.tw, t2 = y->shape[0] * w2.th * w2.tw;
-    bool fits = bytes <= wino4_max_weights(t) * y->shape[0];
+    wino_tiling a = tiling(n, from), b = tiling(n, to);
+    int64_t ta = y->shape[0] * a.th * a.tw, tb = y->shape[0] * b.th * b.tw;
+    int64_t bytes = b.per_pair * w->shape[0] * w->shape[1] * 4;
+    bool fewer = b.per_pair * tb < a.per_pair * ta;
+    bool fits = bytes <= wino_max_weights(t) * y->shape[0];
+    int64_t saved = a.per_pair * ta - b.per_pair * tb, extra = (b.per_pair - a.per_pair) * 4;
     bool saves =
-        t->caps.l2_bytes > 0 &&
-        w2.per_pair * t2 - w4.per_pair * t4 >=
-            (w4.per_pair - w2.per_pair) * 4 * WINO4_MADDS_PER_BYTE * HC_MAX(t->caps.num_cores, 1);
-    bool tiles = t4 >= 9 && oh * ow * 4 >= 3 * w4.covered;
-    return (fits || saves) && tiles ? 4 : 2;
+        t->caps.l2_bytes > 0 && saved >= extra * WINO_MADDS_PER_BYTE * HC_MAX(t->caps.num_cores, 1);
+    bool tiles = tb >= 9 && oh * ow * 4 >= 3 * b.covered;
+    return fewer && (fits || saves) && tiles;
+}
+
+int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o) {
+    if (o && (o->wino_tile == 2 || o->wino_tile == 4 || o->wino_tile == 6)) {
+        /* forced: the largest tile up to the one asked for that has a table for n */
+        int m = o->wino_tile;
+        while (m > 2 && !wino_has_tile(n, m)) m -= 2;
+        return m;
+    }
+    const hc_target *t = hc_pass_target(o);
+    int m = 2;
+    for (int to = 4; to <= HC_WINO_MAX_M; to += 2)
+        if (wino_has_tile(n, to) && wino_tile_beats(n, t, m, to)) m = to;
+    return m;
 }
 
 /* V = WINO_INPUT(x) [16, C, T]; M = U x V [16, OC, T] (batched MatMul); y =
@@ -281,7 +305,7 @@ static bool direct_pays(const hc_node *n, const int64_t *k, const int64_t *s, co
     if (w->shape[1] >= 64 || k[0] * k[1] <= 1) return false;
     if (!winograd_eligible(n, k, s, d, blocked)) return true;
     /* on the channel-blocked path F(4x4) wins where it applies (docs/winograd.md) */
-    if (blocked && !o->no_winograd && winograd_pays(n) && hc_pass_winograd_tile(n, o) == 4)
+    if (blocked && !o->no_winograd && winograd_pays(n) && hc_pass_winograd_tile(n, o) >= 4)
         return false;
     return w->shape[0] > w->shape[1];
 }

@@ -41,14 +41,15 @@ hc_conv_path hc_pass_conv_path_blocked(const hc_node *n, const hc_optimize_optio
 /* The machine a pass's rules decide for: o->target, else hc_target_default() (a test
  * states one with hc_target_cpu_describe). */
 const struct hc_target *hc_pass_target(const hc_optimize_options *o);
-/* Winograd's transformed weights of w [OC, C, kh, kw] for the tile m (2 or 4; the
+/* Winograd's transformed weights of w [OC, C, kh, kw] for the tile m (2, 4 or 6; the
  * transforms hc_wino_axis(m, kh) and hc_wino_axis(m, kw), tiles of ah x aw inputs): [ah*aw,
  * OC, C], or transposed [ah*aw, C, OC]. */
 hc_tensor *hc_pass_winograd_weights(hc_graph *g, const hc_tensor *w, int m, bool transposed);
-/* The tile m of a blocked Winograd conv (one its path took): 4 where F(4) pays on
- * o->target (NULL: hc_target_default()) — its transformed weights within caps.l2_bytes *
- * caps.num_cores per image, or enough multiply-adds saved per extra byte, lower.c — else
- * 2; o->wino_tile forces it. A test states the
+/* The tile m of a blocked Winograd conv (one its path took): 4 where F(4) pays over F(2)
+ * on o->target (NULL: hc_target_default()) — fewer multiply-adds, its transformed weights
+ * within caps.l2_bytes * caps.num_cores per image or enough multiply-adds saved per extra
+ * byte, lower.c — and 6 where F(6) (1x7 / 7x1 only) pays over that the same way; else 2.
+ * o->wino_tile forces it (6: F(6) where n has its table, else 4). A test states the
  * machine by setting o->target to an injected description (hc_target_cpu_describe). */
 int hc_pass_winograd_tile(const hc_node *n, const hc_optimize_options *o);
 /* Building the replacement of node n in a lowering pass: fresh names "n_<suffix><k>", nodes

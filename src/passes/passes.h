@@ -38,7 +38,7 @@ typedef struct hc_optimize_options {
                                pixels (batch x height x width) stay NCHW; 0: 64, < 0: none
                                (tests) */
     int wino_tile;          /* blocked Winograd output tile: 0 the rule
-                               (hc_pass_winograd_tile), 2 or 4 forced (--winograd-tile) */
+                               (hc_pass_winograd_tile), 2, 4 or 6 forced (--winograd-tile) */
     bool no_int8;           /* the runtime leaves int8_block at 0 (--no-int8) */
     int int8_block;         /* >= 8: QDQ convs run as int8 convs in blocks of it
                                (hc_pass_int8_conv, src/passes/qconv.c); 0: off */

@@ -3,9 +3,9 @@
 #ifndef HC_TASK_WINOGRAD_MATS_H
 #define HC_TASK_WINOGRAD_MATS_H
 
-#define HC_WINO_MAX_A 10 /* inputs per tile along one axis: F(4, 7) */
+#define HC_WINO_MAX_A 12 /* inputs per tile along one axis: F(6, 7) */
 #define HC_WINO_MAX_R 7  /* taps along one axis */
-#define HC_WINO_MAX_M 4  /* outputs per tile along one axis */
+#define HC_WINO_MAX_M 6  /* outputs per tile along one axis */
 
 /* The 1-D transform F(m, r): m outputs of an r-tap correlation from a = m + r - 1 inputs,
  * y = A^T [(G g) . (B^T d)] for the filter g and the input run d. A 2-D kernel of kh x kw
@@ -19,8 +19,10 @@ typedef struct hc_wino_mats {
 } hc_wino_mats;
 
 /* F(m, r) for (m, r) = (1, 1), (2, 3), (4, 3) (Lavin and Gray 2015: the points 0, +-1,
- * +-2, infinity), (2, 5), (4, 5), (2, 7) and (4, 7) (Toom-Cook over 0, +-1, +-2, +-1/2
- * and, for F(4, 7), +-3/2, with infinity: scripts/wino_mats.py); NULL otherwise. */
+ * +-2, infinity), (2, 5), (4, 5), (2, 7), (4, 7) and (6, 7) (Toom-Cook over 0, +-1, +-2,
+ * +-1/2, for F(4, 7) +-3/2 and for F(6, 7) +-3/2 and +-2/3, with infinity:
+ * scripts/wino_mats.py); NULL otherwise. Tile 6 has the one table: the 1-D kernels of 7
+ * taps (1x7, 7x1), where it covers a 17-wide axis with 18 outputs against F(4, 7)'s 20. */
 const hc_wino_mats *hc_wino_matrices_r(int m, int r);
 
 /* The output tile along an axis of r taps for the tile attribute m: 1 for one tap (the

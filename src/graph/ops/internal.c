@@ -161,8 +161,9 @@ hc_status hc_wino_node_geom(const hc_node *n, hc_wino_geom *g, hc_error *err) {
     if (kv && cnt != 2)
         return hc_node_fail(n, HC_ERR_INVALID, err, "kernel has %d values, expected 2", cnt);
     if (kv) k[0] = kv[0], k[1] = kv[1];
-    if (m != 2 && m != 4)
-        return hc_node_fail(n, HC_ERR_INVALID, err, "tile is %lld, expected 2 or 4", (long long)m);
+    if (m != 2 && m != 4 && m != 6)
+        return hc_node_fail(n, HC_ERR_INVALID, err, "tile is %lld, expected 2, 4 or 6",
+                            (long long)m);
     g->h = k[0] >= 1 && k[0] <= HC_WINO_MAX_R ? hc_wino_axis((int)m, (int)k[0]) : NULL;
     g->w = k[1] >= 1 && k[1] <= HC_WINO_MAX_R ? hc_wino_axis((int)m, (int)k[1]) : NULL;
     if (!g->h || !g->w)
