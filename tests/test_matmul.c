@@ -284,19 +284,22 @@ static void test_configs(void) {
         CHECK(!hc_matmul_b_stationary_pays(&c, &ffn, &zen3, true, true));   /* A constant */
         CHECK(!hc_matmul_b_stationary_pays(&c, &ffn, &zen3, false, false)); /* B not */
         hc_matmul_config_set_b_stationary(&c, &ffn, &zen3);
-        /* kc 256 (16 KiB panels), 128 columns (128 KiB of B), the thread's 128 rows (132
-         * in tiles of 6) in one A block, rows first */
-        CHECK_MSG(c.kc == 256 && c.nc == 128 && c.mc == 132 && c.rows_first && c.tn == 2,
-                  "B-stationary FFN-in: kc %lld nc %lld mc %lld rows %d",
-                  (long long)c.kc, (long long)c.nc, (long long)c.mc, (int)c.rows_first);
-        /* batch 8: 1024 rows a thread, in A blocks of at most 168 rows (a third of L2):
-         * 7 equal blocks of 150; not taken (a thread's rows in one A block only) */
+        /* the default's kc 768, 64 columns (192 KiB of B: 3/8 of L2), the thread's 128 rows
+         * (132 in tiles of 6) in one A block read in place, rows first */
+        CHECK_MSG(c.kc == 768 && c.nc == 64 && c.mc == 132 && !c.pack_a && c.rows_first &&
+                      c.tn == 2,
+                  "B-stationary FFN-in: kc %lld nc %lld mc %lld pack_a %d rows %d", (long long)c.kc,
+                  (long long)c.nc, (long long)c.mc, (int)c.pack_a, (int)c.rows_first);
+        /* batch 8: 1024 rows a thread in one block, A read in place (nothing to pack per
+         * B block) */
         c = hc_matmul_default_config(&zen3, &ffn8);
-        CHECK(!hc_matmul_b_stationary_pays(&c, &ffn8, &zen3, false, true));
+        CHECK(hc_matmul_b_stationary_pays(&c, &ffn8, &zen3, false, true));
         hc_matmul_config_set_b_stationary(&c, &ffn8, &zen3);
-        CHECK_MSG(c.mc == 150, "batch 8: mc %lld, want 7 equal blocks of 150", (long long)c.mc);
+        CHECK_MSG(c.mc == 1026 && !c.pack_a, "batch 8: mc %lld, want 1026", (long long)c.mc);
         c = hc_matmul_default_config(&zen3, &out); /* K = 3072: kc 768 as well */
         CHECK(hc_matmul_b_stationary_pays(&c, &out, &zen3, false, true));
+        hc_matmul_config_set_b_stationary(&c, &out, &zen3);
+        CHECK(c.kc == 768 && c.nc == 64 && c.mc == 132 && !c.pack_a);
         c = hc_matmul_default_config(&zen3, &narrow); /* 32 columns a thread: 96 KiB of B */
         CHECK(!hc_matmul_b_stationary_pays(&c, &narrow, &zen3, false, true));
         c = hc_matmul_default_config(&zen3, &short_m); /* 4 row tiles */
@@ -355,14 +358,15 @@ typedef enum cfg_kind {
     SMALL_NP, /* SMALL with A and B read in place */
     NOPACK_A,
     NOPACK_B,
-    WIDE, /* one row of four vectors */
-    TALL, /* 14 rows of two vectors */
+    WIDE,      /* one row of four vectors */
+    TALL,      /* 14 rows of two vectors */
     NARROW,    /* A packed, 3 K blocks: last column tiles of 1..nr/4 columns (the column kernel) */
     NARROW_NP, /* the same with B read in place */
     NARROW_WO, /* the same with C written once (partial sums in a scratch) */
     ROWS,      /* small blocks, register tiles row by row */
     BSTAT,     /* hc_matmul_config_set_b_stationary for caches small enough to give blocks
-                * with tails at these sizes; B pre-packed, as for constant weights */
+                * with tails at these sizes (A read in place, one block of the thread's
+                * rows); B pre-packed, as for constant weights */
 } cfg_kind;
 
 typedef struct mm_case {
@@ -401,8 +405,10 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
     if (mc->tn) c.tb = mc->tb ? mc->tb : 1, c.tm = mc->tm, c.tn = mc->tn;
     else hc_matmul_config_set_threads(&c, &mc->s, mc->tm ? mc->tm : 1);
     if (mc->kind == BSTAT) {
-        hc_target tiny = *t; /* kc 64 (the least), B blocks of one tile, A blocks of 5-21 rows */
+        /* K blocks of 64 (a default's kc on a small L1) with tails; B blocks of one tile */
+        hc_target tiny = *t;
         tiny.caps.l1_bytes = 2 << 10, tiny.caps.l2_bytes = 16 << 10;
+        c.kc = 64;
         hc_matmul_config_set_b_stationary(&c, &mc->s, &tiny);
         c.pre_b = true;
     }

@@ -109,10 +109,9 @@ void hc_matmul_config_set_one_kblock(hc_matmul_config *c, const hc_matmul_shape 
                                      const hc_target *t);
 /* Whether the default should keep a block of constant B in L2 and sweep the thread's rows
  * of A past it instead (its A block holds fewer than 4 register-tile rows, so each B panel
- * read from L3 serves few tiles, and the thread's rows fit one A block of the new blocks;
- * matmul_cpu.c has the measurements), and the config change
- * that does it (kc from half of L1, a B block of a quarter of L2, A blocks of at most a
- * third, rows first). */
+ * read from L3 serves few tiles; matmul_cpu.c has the measurements), and the config change
+ * that does it (the default's kc, a B block of 3/8 of L2, A read in place as one block of
+ * the thread's rows, rows first). */
 bool hc_matmul_b_stationary_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                  const hc_target *t, bool a_const, bool b_const);
 void hc_matmul_config_set_b_stationary(hc_matmul_config *c, const hc_matmul_shape *s,

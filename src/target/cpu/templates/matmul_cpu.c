@@ -145,41 +145,36 @@ bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape 
  * 3 gives 18 rows at kc 768) that leaves each thread several A blocks, while its B block
  * (kc x its columns) exceeds half of L2. The default then streams the B block from L3 once
  * per A block, each B panel serving 3 tiles: BERT's FFN-in at batch 1 re-reads 4.7 MB 8
- * times a thread, and another tenant in L3 sends those reads to memory. Instead: kc from
- * half of L1 (a 16 KiB B micro-panel at 256 x 16), a B block of a quarter of L2 (256 x 128
- * on 512 KiB), the thread's rows in one A block (at most a third of L2), rows first:
- * each A micro-panel sweeps the B block in L2, B is read from memory once, and the A rows
- * (activations, 0.4 MB at 128 x 768) are what goes round again, once per B block. Zen 3,
- * bench/ab.py against the default, per round new / old (faster half, slower half): BERT
- * 0.961 (0.918, 0.964), GPT-2 0.953 (0.965, 0.941), and the rule itself 0.962 (0.949,
- * 0.976) and 0.949 (0.935, 0.988); in isolation (`hidetc kernel matmul --pre-b 1`, B warm
- * in L3) the two are level. Other blocks in bench/results/ab_zen3.md. */
+ * times a thread, and another tenant in L3 sends those reads to memory. Instead: the
+ * default's kc, a B block of 3/8 of L2 (768 x 64 on 512 KiB), A read in place (not packed)
+ * as one block of all the thread's rows, rows first: each B micro-panel sweeps the thread's
+ * rows with the B block in L2, B is read from memory once, and the A rows (activations,
+ * 0.4 MB at 128 x 768, 3 MB at batch 8) are what goes round again, once per B block, in
+ * place. Packing A is what made an earlier form of this rule (kc 256 from half of L1, 256 x
+ * 128 blocks, A packed) lose in isolation: A was packed again for every B block, 12 times
+ * a thread (FFN-in 3.58 ms against the default's 3.11, B warm in L3); read in place at 768
+ * x 64 it is level with the default there (3.10-3.12; FFN-out 3.15 against 3.24-3.29,
+ * 128 x 768 x 768 0.77 against 0.80). In the model (B cold), Zen 3, bench/ab.py against
+ * the earlier form, per round new / old (faster half, slower half): BERT 0.904 (0.884,
+ * 0.925), GPT-2 0.899 (0.895, 0.939), BERT at batch 8 0.963 (0.757, 0.997); docs/matmul.md
+ * and bench/results/ab_zen3.md have the history. */
 bool hc_matmul_b_stationary_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                  const hc_target *t, bool a_const, bool b_const) {
     if (!b_const || a_const || s->batch != 1 || s->m <= 4 * (int64_t)c->mr) return false;
     int64_t mpt = hc_matmul_part_extent(s->m, c->mr, c->tm);
     int64_t npt = hc_matmul_part_extent(s->n, c->nr, c->tn);
-    if (c->mc >= 4 * (int64_t)c->mr || mpt <= c->mc ||
-        HC_MIN(c->kc, s->k) * npt * 4 <= hc_target_l2_bytes(t) / 2)
-        return false;
-    /* and the thread's rows fit one A block of the new blocks, so that A too is read once
-     * per B block from L2 or near it: BERT at batch 8 (1024 rows, 7 blocks of 150) read
-     * 1.040 per round, slower in the faster half (1.069), faster in the slower (0.880) */
-    hc_matmul_config b = *c;
-    hc_matmul_config_set_b_stationary(&b, s, t);
-    return b.mc >= mpt;
+    return c->mc < 4 * (int64_t)c->mr && mpt > c->mc &&
+           HC_MIN(c->kc, s->k) * npt * 4 > hc_target_l2_bytes(t) / 2;
 }
 
 void hc_matmul_config_set_b_stationary(hc_matmul_config *c, const hc_matmul_shape *s,
                                        const hc_target *t) {
     int64_t l2 = hc_target_l2_bytes(t);
-    hc_matmul_config_set_kc(c, s, t, 0.5);
     int64_t kc = HC_MIN(c->kc, s->k);
-    int64_t nc = l2 / 4 / (kc * 4);
+    int64_t nc = l2 * 3 / 8 / (kc * 4);
     c->nc = HC_MAX(nc / c->nr * c->nr, c->nr);
-    int64_t mpt = hc_matmul_part_extent(s->m, c->mr, c->tm);
-    int64_t most = HC_MAX(l2 / 3 / (kc * 4) / c->mr * c->mr, c->mr);
-    c->mc = hc_round_up(hc_cdiv(mpt, hc_cdiv(mpt, most)), c->mr); /* equal A blocks */
+    c->mc = hc_matmul_part_extent(s->m, c->mr, c->tm); /* whole tiles: the thread's rows */
+    c->pack_a = false;
     c->rows_first = true;
 }
 
