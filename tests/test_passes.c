@@ -542,6 +542,75 @@ static void test_split_to_slices(void) {
     split_opset = 13;
 }
 
+/* ---- merge_matmuls ------------------------------------------------------------------- */
+/* x [2, 5, 7] read by three MatMuls with constant weights of 3, 1 and 5 columns and
+ * constant biases (an attention's Q, K, V; the second Add with its operands swapped), one
+ * of them a graph output; r = Relu(x) read by two MatMuls, one with a bias and one a graph
+ * output as it is (no bias merged: the biased one keeps its Add after its Slice), and by
+ * a MatMul whose weights are no constant (not a member); z [5, 4] read by one MatMul (a
+ * group of one stays). */
+static int merge_opset = 13; /* below 10 the Slices take attributes */
+static hc_graph *build_merge(void) {
+    hc_graph *g = hc_graph_new("merge", merge_opset);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 3, (int64_t[]){2, 5, 7});
+    hc_tensor *z = hc_graph_add_input(g, "z", HC_F32, 2, (int64_t[]){5, 4});
+    hc_tensor *wx = hc_graph_add_input(g, "wx", HC_F32, 2, (int64_t[]){7, 2});
+    const int64_t cols[3] = {3, 1, 5};
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        hc_tensor *mi[2] = {x, rand_const(g, name, 2, (int64_t[]){7, cols[i]}, 60 + i, -1, 1)};
+        snprintf(name, sizeof name, "mm%d", i);
+        hc_tensor *h = node1(g, HC_OPK_MATMUL, name, 2, mi, 0, NULL);
+        snprintf(name, sizeof name, "b%d", i);
+        hc_tensor *b = rand_const(g, name, 1, &cols[i], 70 + i, -1, 1);
+        hc_tensor *ai[2] = {i == 1 ? b : h, i == 1 ? h : b};
+        snprintf(name, sizeof name, "add%d", i);
+        hc_tensor *y = node1(g, HC_OPK_ADD, name, 2, ai, 0, NULL);
+        if (i == 2) y = node1(g, HC_OPK_RELU, "relu2", 1, &y, 0, NULL);
+        hc_graph_add_output(g, y);
+    }
+    hc_tensor *r = node1(g, HC_OPK_RELU, "r", 1, &x, 0, NULL);
+    hc_tensor *ri[2] = {r, rand_const(g, "wr0", 2, (int64_t[]){7, 4}, 80, -1, 1)};
+    hc_tensor *r0 = node1(g, HC_OPK_MATMUL, "rmm0", 2, ri, 0, NULL);
+    hc_tensor *bi[2] = {r0, rand_const(g, "br0", 1, (int64_t[]){4}, 81, -1, 1)};
+    hc_graph_add_output(g, node1(g, HC_OPK_ADD, "radd0", 2, bi, 0, NULL));
+    ri[1] = rand_const(g, "wr1", 2, (int64_t[]){7, 2}, 82, -1, 1);
+    hc_graph_add_output(g, node1(g, HC_OPK_MATMUL, "rmm1", 2, ri, 0, NULL));
+    ri[1] = wx;
+    hc_graph_add_output(g, node1(g, HC_OPK_MATMUL, "rmm2", 2, ri, 0, NULL));
+    hc_tensor *zi[2] = {z, rand_const(g, "wz", 2, (int64_t[]){4, 6}, 83, -1, 1)};
+    hc_graph_add_output(g, node1(g, HC_OPK_MATMUL, "zmm", 2, zi, 0, NULL));
+    return g;
+}
+
+static void test_merge_matmuls(void) {
+    pass_fn p[] = {hc_pass_infer_shapes, hc_pass_merge_matmuls};
+    static const int opsets[2] = {13, 9};
+    for (int i = 0; i < 2; i++) {
+        merge_opset = opsets[i];
+        char what[48];
+        snprintf(what, sizeof what, "merge_matmuls, opset %d", merge_opset);
+        hc_graph *g = check_passes(build_merge, 2, p, 1e-6, what);
+        /* x's three as one (weights 7 x 9, biases merged: one Add), r's two as one (7 x 6,
+         * its bias Add kept after a Slice), r's third and z's alone: 4 MatMuls, 5 Slices */
+        CHECK_MSG(count_op(g, HC_OPK_MATMUL) == 4 && count_op(g, HC_OPK_SLICE) == 5 &&
+                      count_op(g, HC_OPK_ADD) == 2,
+                  "%s: %d MatMul, %d Slice, %d Add", what, count_op(g, HC_OPK_MATMUL),
+                  count_op(g, HC_OPK_SLICE), count_op(g, HC_OPK_ADD));
+        int merged = 0;
+        for (size_t k = 0; k < g->nodes.len; k++) {
+            const hc_node *n = g->nodes.data[k];
+            if (n->op != HC_OPK_MATMUL || !n->inputs[1]->data) continue;
+            const int64_t *s = n->inputs[1]->shape;
+            merged += (s[0] == 7 && s[1] == 9) + (s[0] == 7 && s[1] == 6);
+        }
+        CHECK_MSG(merged == 2, "%s: %d merged weights", what, merged);
+        hc_graph_free(g);
+    }
+    merge_opset = 13;
+}
+
 /* ---- the whole pipeline ------------------------------------------------------------- */
 /* conv -> bn -> relu -> conv(1x1) -> flatten -> gemm(transB) -> dropout -> softmax */
 static hc_graph *build_small_net(void) {
@@ -782,6 +851,7 @@ int main(void) {
     test_lower_conv();
     test_lower_gemm();
     test_split_to_slices();
+    test_merge_matmuls();
     test_optimize();
     test_lower_training();
     test_eval_errors();

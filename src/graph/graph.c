@@ -567,6 +567,17 @@ int hc_graph_num_uses(const hc_graph *g, const hc_tensor *t) {
     return c;
 }
 
+hc_node *hc_graph_sole_reader(const hc_graph *g, const hc_tensor *t) {
+    hc_node *reader = NULL;
+    int c = 0;
+    for (size_t i = 0; i < g->nodes.len; i++) {
+        hc_node *n = g->nodes.data[i];
+        for (int j = 0; j < n->ninputs; j++)
+            if (n->inputs[j] == t) c++, reader = n;
+    }
+    return c == 1 ? reader : NULL;
+}
+
 /* ---- printing ------------------------------------------------------------------ */
 static void print_tensor_type(hc_sb *sb, const hc_tensor *t) {
     if (t->shape_known) hc_print_shape(sb, t->ndim, t->shape);

@@ -237,6 +237,9 @@ void hc_graph_remove_dead(hc_graph *g);
 void hc_graph_replace_uses(hc_graph *g, hc_tensor *from, hc_tensor *to);
 /* Number of nodes reading t (each input slot counts). */
 int hc_graph_num_uses(const hc_graph *g, const hc_tensor *t);
+/* The node that reads t, where it is t's only use (one input slot of one node); NULL
+ * otherwise. A graph output is not a node: callers that care check it themselves. */
+hc_node *hc_graph_sole_reader(const hc_graph *g, const hc_tensor *t);
 
 /* Printing: one line per node "%y = Conv(%x, %w) {strides=[1, 1], ...}  # [1, 64, 56, 56] f32" */
 void hc_graph_print(hc_sb *sb, const hc_graph *g);

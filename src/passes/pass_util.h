@@ -66,6 +66,9 @@ const char *hc_rw_fresh(hc_rewrite *c, const char *suffix);
 hc_tensor *hc_rw_emit(hc_rewrite *c, hc_op_kind op, int nin, hc_tensor *const *in, int nattrs,
                       const hc_attr *attrs);
 hc_status hc_rw_replace(hc_rewrite *c, int i, hc_tensor *y);
+/* Slice(x) [start, end) along axis, in the graph's opset (Slice-1's attributes below 10);
+ * NULL as hc_rw_emit. */
+hc_tensor *hc_rw_slice(hc_rewrite *c, hc_tensor *x, int64_t axis, int64_t start, int64_t end);
 /* A lowering pass's loop: lower(g, n, err) for every node of g (as it was on entry) that
  * match(n) accepts, then, when any was, toposort and drop the dead nodes (the rnn,
  * quant, loss, attention and batchnorm-training lowerings). */

@@ -83,6 +83,10 @@ hc_status hc_pass_lower_attention_with(hc_graph *g, const hc_optimize_options *o
  * (src/passes/attention_match.c). HIDETC_NO_FUSE_ATTENTION=1 turns it off (measurements of
  * the three-kernel form: bench/attention.sh). */
 hc_status hc_pass_fuse_attention(hc_graph *g, const hc_optimize_options *opt, hc_error *err);
+/* MatMuls of one activation A with constant weights of one K (and their constant biases)
+ * as one MatMul over the weights side by side, Slices of its output for theirs: BERT's
+ * query, key and value projections as one (src/passes/merge.c). */
+hc_status hc_pass_merge_matmuls(hc_graph *g, hc_error *err);
 /* A Split of up to 4 outputs as one Slice per output, which fusion takes into the kernels
  * that read them: no copy (src/passes/split.c). */
 hc_status hc_pass_split_to_slices(hc_graph *g, hc_error *err);

@@ -93,6 +93,7 @@ hc_status hc_graph_optimize_with(hc_graph *g, const hc_optimize_options *opt, hc
     if (st == HC_OK) st = check(g, "simplify", hc_pass_simplify(g, err), err);
     if (st == HC_OK) st = check(g, "fold_constants", hc_pass_fold_constants(g, err), err);
     if (st == HC_OK) st = check(g, "fold_batchnorm", hc_pass_fold_batchnorm(g, err), err);
+    if (st == HC_OK) st = check(g, "merge_matmuls", hc_pass_merge_matmuls(g, err), err);
     if (st == HC_OK) st = check(g, "fuse_attention", hc_pass_fuse_attention(g, opt, err), err);
     if (st == HC_OK) st = check(g, "split_to_slices", hc_pass_split_to_slices(g, err), err);
     if (st == HC_OK && opt->nchwc_block > 1)

@@ -27,21 +27,8 @@ static hc_status to_slices(hc_graph *g, hc_node *n, hc_error *err) {
     if (axis < 0 || axis >= x->ndim) return HC_OK; /* inference refused it already */
     int64_t start = 0;
     for (int i = 0; i < n->noutputs; i++) {
-        int64_t len = n->outputs[i]->shape[axis], end = start + len;
-        hc_tensor *y;
-        if (g->opset < 10) { /* new nodes take the graph's opset: Slice-1 has attributes */
-            hc_attr at[3] = {{.name = "starts", .kind = HC_ATTR_INTS, .n = 1, .ints = &start},
-                             {.name = "ends", .kind = HC_ATTR_INTS, .n = 1, .ints = &end},
-                             {.name = "axes", .kind = HC_ATTR_INTS, .n = 1, .ints = &axis}};
-            y = hc_rw_emit(&c, HC_OPK_SLICE, 1, &n->inputs[0], 3, at);
-        } else {
-            hc_tensor *in[4] = {n->inputs[0],
-                                hc_pass_const_i64(g, hc_rw_fresh(&c, "st"), 1, &start),
-                                hc_pass_const_i64(g, hc_rw_fresh(&c, "en"), 1, &end),
-                                hc_pass_const_i64(g, hc_rw_fresh(&c, "ax"), 1, &axis)};
-            y = hc_rw_emit(&c, HC_OPK_SLICE, 4, in, 0, NULL);
-        }
-        hc_status st = hc_rw_replace(&c, i, y);
+        int64_t end = start + n->outputs[i]->shape[axis];
+        hc_status st = hc_rw_replace(&c, i, hc_rw_slice(&c, n->inputs[0], axis, start, end));
         if (st != HC_OK) return st;
         start = end;
     }

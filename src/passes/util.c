@@ -145,6 +145,19 @@ hc_tensor *hc_rw_emit(hc_rewrite *c, hc_op_kind op, int nin, hc_tensor *const *i
     return m ? m->outputs[0] : NULL;
 }
 
+hc_tensor *hc_rw_slice(hc_rewrite *c, hc_tensor *x, int64_t axis, int64_t start, int64_t end) {
+    if (c->g->opset < 10) { /* new nodes take the graph's opset: Slice-1 has attributes */
+        hc_attr at[3] = {{.name = "starts", .kind = HC_ATTR_INTS, .n = 1, .ints = &start},
+                         {.name = "ends", .kind = HC_ATTR_INTS, .n = 1, .ints = &end},
+                         {.name = "axes", .kind = HC_ATTR_INTS, .n = 1, .ints = &axis}};
+        return hc_rw_emit(c, HC_OPK_SLICE, 1, &x, 3, at);
+    }
+    hc_tensor *in[4] = {x, hc_pass_const_i64(c->g, hc_rw_fresh(c, "st"), 1, &start),
+                        hc_pass_const_i64(c->g, hc_rw_fresh(c, "en"), 1, &end),
+                        hc_pass_const_i64(c->g, hc_rw_fresh(c, "ax"), 1, &axis)};
+    return hc_rw_emit(c, HC_OPK_SLICE, 4, in, 0, NULL);
+}
+
 hc_status hc_rw_replace(hc_rewrite *c, int i, hc_tensor *y) {
     hc_tensor *old = i < c->n->noutputs ? c->n->outputs[i] : NULL;
     if (!old) return HC_OK;
