@@ -56,6 +56,14 @@ run "$TMP/again" --verbose
 grep -q "(0 cached)" "$TMP/again/stderr" && fail "second run compiled again"
 grep -q "damaged" "$TMP/again/stderr" && fail "second run: $(grep damaged "$TMP/again/stderr")"
 same_outputs "$TMP/p1" "$TMP/again" || fail "second run: outputs differ"
+# --verbose says what tuning spent: nothing timed here, every winner from the records; a
+# fresh cache times every task
+grep -qE "^hidetc: tuning: 0 tasks timed .*, [1-9][0-9]* from the tuning records$" \
+    "$TMP/again/stderr" || fail "second run: tuning line: $(grep tuning: "$TMP/again/stderr")"
+HIDETC_CACHE_DIR="$TMP/cache_fresh" run "$TMP/fresh" --verbose
+grep -qE "^hidetc: tuning: [1-9][0-9]* tasks timed \([1-9][0-9]* distinct candidates: compiling them [0-9.]+ s, timing them [0-9.]+ s\), 0 from the tuning records$" \
+    "$TMP/fresh/stderr" || fail "fresh cache: tuning line: $(grep tuning: "$TMP/fresh/stderr")"
+same_outputs "$TMP/p1" "$TMP/fresh" || echo "note: the fresh tuning picked other winners"
 
 # 3. a truncated and an altered shared object: reported, rebuilt, never loaded
 # the entries the run loads: their stamps were touched by the second run

@@ -162,9 +162,16 @@ static hc_func *with_symbols(hc_model *m, hc_func *f, int **slots, int *n, hc_er
 /* Run one tuning job: the winner from its record, or every candidate scheduled, fused and
  * timed. *best: the winner; *cands: the candidates' programs (NULL when the record gave
  * the winner), under the names cand<kernel>_<c>, without symbol parameters. */
-static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *target,
-                         hc_progress *pg, int *best, bool *cached, hc_func ***cands_out,
-                         double *ms, hc_error *err) {
+/* What the tuning of a model spent (hidetc --verbose): jobs timed and their distinct
+ * candidates, the compiler's and the timing's wall time; jobs the records answered. */
+typedef struct tune_stats {
+    int tuned, distinct, cached;
+    double compile_ms, bench_ms;
+} tune_stats;
+
+static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *target, hc_progress *pg,
+                         int *best, bool *cached, hc_func ***cands_out, double *ms,
+                         tune_stats *stats, hc_error *err) {
     kernel *k = &m->kernels.data[job->kernel];
     hc_tune_record rec;
     *cands_out = NULL, *cached = false;
@@ -287,6 +294,8 @@ static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *targ
     st = hc_tune_select_each(&m->arena, nu, ucands, (void *const *const *)uargs, cold, target,
                              m->opt.jit, pg, &res, err);
     free(cold);
+    stats->tuned++, stats->distinct += nu;
+    stats->compile_ms += res.compile_ms, stats->bench_ms += res.bench_ms;
     if (st == HC_OK) res.best = uniq[res.best];
     for (int c = 0; st == HC_OK && res.ms && c < job->ncand; c++) /* each candidate's median */
         for (int q = 0; q < nu; q++)
@@ -620,6 +629,7 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
         }
     }
     job_result *res = hc_xcalloc(jobs.len + 1, sizeof *res);
+    tune_stats stats = {0};
     hc_progress pg;
     hc_progress_begin(&pg, "tuning", tasks, total);
     for (size_t i = 0; i < jobs.len && st == HC_OK; i++) {
@@ -636,9 +646,16 @@ hc_status hc_compile_tune_all(hc_model *m, const hc_target *target, hc_error *er
             continue;
         }
         st = run_job(m, &jobs.data[i], target, dup ? &quiet : &pg, &res[i].best, &res[i].cached,
-                     &res[i].cands, res[i].ms, err);
+                     &res[i].cands, res[i].ms, &stats, err);
+        if (res[i].cached && !dup) stats.cached++; /* a duplicate was tuned just before */
     }
     hc_progress_end(&pg);
+    if (st == HC_OK && m->verbose && !tune_hook)
+        fprintf(stderr,
+                "hidetc: tuning: %d tasks timed (%d distinct candidates: compiling them "
+                "%.1f s, timing them %.1f s), %d from the tuning records\n",
+                stats.tuned, stats.distinct, stats.compile_ms / 1000, stats.bench_ms / 1000,
+                stats.cached);
     /* apply: one choice per kernel, or a set of alternatives (dispatch) */
     HC_VEC(kernel) out = {0};
     bool any_set = false;
