@@ -234,11 +234,16 @@ static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64
      * rounds, the configs forced through tune records): MobileNet-V2's 3x3/2 stem 0.208 ->
      * 0.175 and 0.208 -> 0.186 ms, Inception-V3's (no padding, 149 x 149) 0.347 -> 0.283,
      * against 2 blocks x 6 pixels; 13 and 14 pixels in between. ResNet-50's 7x7/2 stem (147
-     * per output) keeps 2 x 6, what --tune 2 picked for it. Not measured with 32 registers. */
-    if (s->nchw_in && regs < 32 && s->cb * s->kh * s->kw < 64) {
-        int px = 12;
-        while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, 1)) px--;
-        *px_out = px, *ot_out = 1;
+     * per output) keeps 2 x 6, what --tune 2 picked for it. With 32 registers 2 blocks x 7
+     * pixels (14 accumulators, not the dense rule's 2 x 14, which fills 31 registers):
+     * what --tune 2 picked on an AVX-512 Zen 4 (2 x 7 for MobileNet-V2, 2 x 6 for
+     * Inception-V3); there, per-kernel minima over 10 / 8 alternated rounds
+     * (bench/kernel_minima.py), MobileNet-V2's stem 0.222 -> 0.139 ms, Inception-V3's
+     * 0.314 -> 0.239. An odd number of blocks takes one block and 12 pixels, as with 16. */
+    if (s->nchw_in && s->cb * s->kh * s->kw < 64) {
+        int px = regs < 32 || mb % 2 ? 12 : 7, ot = regs < 32 || mb % 2 ? 1 : 2;
+        while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, ot)) px--;
+        *px_out = px, *ot_out = ot;
         return;
     }
     double best = -1;
