@@ -315,7 +315,41 @@ static void test_configs(void) {
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0xCF), HC_CORE_INTEL_SPR);
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0x8F), HC_CORE_INTEL_SPR);
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 6, 0x55), HC_CORE_OTHER);    /* Skylake-SP */
-    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x11), HC_CORE_OTHER);   /* Zen 4 */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x11), HC_CORE_AMD_ZEN4); /* Genoa */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x61), HC_CORE_AMD_ZEN4); /* Raphael */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0xA0), HC_CORE_AMD_ZEN4); /* Bergamo */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x01), HC_CORE_OTHER);    /* Zen 3 */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x21), HC_CORE_OTHER);    /* Zen 3 */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 26, 0x11), HC_CORE_OTHER);    /* Zen 5 */
+    CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 25, 0x11), HC_CORE_OTHER);
+    {
+        /* the narrow tile: constant A, a B of fewer than 16 vectors of columns, Zen 4 with
+         * AVX-512 only; B in place below 32 row tiles a core */
+        hc_target zen4 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 32 << 10, 1 << 20, 32 << 20);
+        hc_target zen4_avx2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20);
+        hc_target xeon = zen4;
+        zen4.caps.core = zen4_avx2.caps.core = HC_CORE_AMD_ZEN4;
+        hc_matmul_shape p196 = {1, 96, 196, 576}, p49 = {1, 1280, 49, 320},
+                        wide = {1, 96, 256, 576};
+        CHECK(hc_matmul_narrow_pays(&zen4, &p196, true, false));
+        CHECK(hc_matmul_narrow_pays(&zen4, &p49, true, false));
+        CHECK(!hc_matmul_narrow_pays(&zen4, &wide, true, false));      /* 16 vectors */
+        CHECK(!hc_matmul_narrow_pays(&zen4, &p196, false, true));      /* B constant */
+        CHECK(!hc_matmul_narrow_pays(&zen4, &p196, true, true));       /* both */
+        CHECK(!hc_matmul_narrow_pays(&zen4, &p196, false, false));     /* neither */
+        CHECK(!hc_matmul_narrow_pays(&xeon, &p196, true, false));      /* another core */
+        CHECK(!hc_matmul_narrow_pays(&zen4_avx2, &p196, true, false)); /* AVX2 code */
+        c = hc_matmul_narrow_config(&zen4, &p196);
+        CHECK_MSG(c.nr == 16 && c.mr == 16 && !c.pack_b && c.kc == 576,
+                  "narrow [96, 196] x 576: mr %d nr %d kc %lld pack_b %d", c.mr, c.nr,
+                  (long long)c.kc, c.pack_b);
+        c = hc_matmul_narrow_config(&zen4, &p49); /* 80 row tiles: B packed */
+        CHECK_MSG(c.nr == 16 && c.mr == 16 && c.pack_b, "narrow [1280, 49]: mr %d nr %d pb %d",
+                  c.mr, c.nr, c.pack_b);
+        hc_matmul_shape p7 = {1, 7, 49, 32}; /* fewer rows than a tile */
+        c = hc_matmul_narrow_config(&zen4, &p7);
+        CHECK(c.mr == 7 && c.nr == 16 && !c.pack_b);
+    }
     CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 6, 0xCF), HC_CORE_OTHER);
     CHECK_EQ_INT(hc_cpu_core_of(NULL, 6, 0xCF), HC_CORE_OTHER);
     hc_matmul_shape s = {1, 64, 64, 64};
@@ -364,6 +398,7 @@ typedef enum cfg_kind {
     NARROW_NP, /* the same with B read in place */
     NARROW_WO, /* the same with C written once (partial sums in a scratch) */
     ROWS,      /* small blocks, register tiles row by row */
+    NARROW1,   /* hc_matmul_narrow_config: one vector per row, up to 16 rows, B in place */
     BSTAT,     /* hc_matmul_config_set_b_stationary for caches small enough to give blocks
                 * with tails at these sizes (A read in place, one block of the thread's
                 * rows); B pre-packed, as for constant weights */
@@ -401,6 +436,7 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
         c.rows_first = true;
         break;
     case BSTAT: break; /* after the threads: the A blocks follow the thread's rows */
+    case NARROW1: c = hc_matmul_narrow_config(t, &mc->s); break;
     }
     if (mc->tn) c.tb = mc->tb ? mc->tb : 1, c.tm = mc->tm, c.tn = mc->tn;
     else hc_matmul_config_set_threads(&c, &mc->s, mc->tm ? mc->tm : 1);
@@ -417,54 +453,98 @@ static hc_matmul_config case_config(const mm_case *mc, const hc_target *t) {
 
 static const mm_case cases[] = {
     /* default config, one thread: 1, primes, non-multiples of MR/NR/KC */
-    {{1, 1, 1, 1}, DEFAULT, 1, 0},       {{1, 1, 17, 1}, DEFAULT, 1, 0},
-    {{1, 2, 3, 5}, DEFAULT, 1, 0},       {{1, 7, 13, 11}, DEFAULT, 1, 0},
-    {{1, 17, 31, 19}, DEFAULT, 1, 0},    {{1, 31, 33, 64}, DEFAULT, 1, 0},
-    {{1, 64, 64, 64}, DEFAULT, 1, 0},    {{1, 97, 101, 103}, DEFAULT, 1, 0},
-    {{1, 8, 32, 1}, DEFAULT, 1, 0},      {{1, 9, 33, 2}, DEFAULT, 1, 0},
-    {{1, 1, 1000, 37}, DEFAULT, 1, 0},   {{1, 1, 5, 700}, DEFAULT, 1, 0},
-    {{1, 43, 1, 29}, DEFAULT, 1, 0},     {{1, 53, 67, 401}, DEFAULT, 1, 0},
-    {{1, 131, 47, 23}, DEFAULT, 1, 0},   {{1, 16, 48, 800}, DEFAULT, 1, 0},
+    {{1, 1, 1, 1}, DEFAULT, 1, 0},
+    {{1, 1, 17, 1}, DEFAULT, 1, 0},
+    {{1, 2, 3, 5}, DEFAULT, 1, 0},
+    {{1, 7, 13, 11}, DEFAULT, 1, 0},
+    {{1, 17, 31, 19}, DEFAULT, 1, 0},
+    {{1, 31, 33, 64}, DEFAULT, 1, 0},
+    {{1, 64, 64, 64}, DEFAULT, 1, 0},
+    {{1, 97, 101, 103}, DEFAULT, 1, 0},
+    {{1, 8, 32, 1}, DEFAULT, 1, 0},
+    {{1, 9, 33, 2}, DEFAULT, 1, 0},
+    {{1, 1, 1000, 37}, DEFAULT, 1, 0},
+    {{1, 1, 5, 700}, DEFAULT, 1, 0},
+    {{1, 43, 1, 29}, DEFAULT, 1, 0},
+    {{1, 53, 67, 401}, DEFAULT, 1, 0},
+    {{1, 131, 47, 23}, DEFAULT, 1, 0},
+    {{1, 16, 48, 800}, DEFAULT, 1, 0},
     /* batch > 1 */
-    {{3, 5, 7, 9}, DEFAULT, 1, 0},       {{2, 33, 65, 17}, DEFAULT, 1, 0},
-    {{4, 1, 19, 3}, DEFAULT, 2, 0},      {{2, 29, 37, 41}, SMALL, 2, 0},
+    {{3, 5, 7, 9}, DEFAULT, 1, 0},
+    {{2, 33, 65, 17}, DEFAULT, 1, 0},
+    {{4, 1, 19, 3}, DEFAULT, 2, 0},
+    {{2, 29, 37, 41}, SMALL, 2, 0},
     /* small blocks: tails in every cache block loop */
-    {{1, 1, 1, 1}, SMALL, 1, 0},         {{1, 13, 70, 21}, SMALL, 1, 0},
-    {{1, 7, 33, 17}, SMALL, 1, 0},       {{1, 19, 65, 40}, SMALL, 1, 0},
-    {{1, 6, 32, 8}, SMALL, 1, 0},        {{1, 37, 5, 61}, SMALL, 1, 0},
-    {{1, 2, 100, 9}, SMALL, 1, 0},       {{1, 23, 47, 3}, SMALL_NP, 1, 0},
-    {{1, 13, 70, 21}, SMALL_NP, 1, 0},   {{1, 41, 83, 19}, SMALL_NP, 1, 0},
+    {{1, 1, 1, 1}, SMALL, 1, 0},
+    {{1, 13, 70, 21}, SMALL, 1, 0},
+    {{1, 7, 33, 17}, SMALL, 1, 0},
+    {{1, 19, 65, 40}, SMALL, 1, 0},
+    {{1, 6, 32, 8}, SMALL, 1, 0},
+    {{1, 37, 5, 61}, SMALL, 1, 0},
+    {{1, 2, 100, 9}, SMALL, 1, 0},
+    {{1, 23, 47, 3}, SMALL_NP, 1, 0},
+    {{1, 13, 70, 21}, SMALL_NP, 1, 0},
+    {{1, 41, 83, 19}, SMALL_NP, 1, 0},
     {{1, 1, 1, 1}, SMALL_NP, 1, 0},
     /* packing variants */
-    {{1, 29, 71, 37}, NOPACK_A, 1, 0},   {{1, 5, 131, 300}, NOPACK_B, 1, 0},
-    {{1, 67, 59, 45}, NOPACK_B, 1, 0},   {{2, 11, 17, 13}, NOPACK_A, 1, 0},
+    {{1, 29, 71, 37}, NOPACK_A, 1, 0},
+    {{1, 5, 131, 300}, NOPACK_B, 1, 0},
+    {{1, 67, 59, 45}, NOPACK_B, 1, 0},
+    {{2, 11, 17, 13}, NOPACK_A, 1, 0},
     /* other register tiles */
-    {{1, 3, 150, 33}, WIDE, 1, 0},       {{1, 1, 63, 64}, WIDE, 1, 0},
-    {{1, 29, 66, 71}, TALL, 1, 0},       {{1, 15, 33, 35}, TALL, 1, 0},
+    {{1, 3, 150, 33}, WIDE, 1, 0},
+    {{1, 1, 63, 64}, WIDE, 1, 0},
+    {{1, 29, 66, 71}, TALL, 1, 0},
+    {{1, 15, 33, 35}, TALL, 1, 0},
     /* two threads: the default split and both explicit grids */
-    {{1, 1, 1, 1}, DEFAULT, 2, 0},       {{1, 7, 13, 11}, DEFAULT, 2, 0},
-    {{1, 97, 101, 103}, DEFAULT, 2, 0},  {{1, 61, 29, 31}, DEFAULT, 2, 1},
-    {{1, 61, 29, 31}, DEFAULT, 1, 2},    {{1, 1, 300, 17}, DEFAULT, 1, 2},
-    {{1, 2, 3, 5}, DEFAULT, 2, 1},       {{1, 13, 70, 21}, SMALL, 2, 1},
-    {{1, 13, 70, 21}, SMALL, 1, 2},      {{1, 41, 83, 19}, SMALL_NP, 1, 2},
-    {{3, 29, 71, 37}, NOPACK_A, 2, 1},   {{1, 33, 140, 20}, WIDE, 2, 1},
-    {{1, 100, 30, 10}, TALL, 1, 2},      {{2, 50, 50, 50}, DEFAULT, 2, 0},
+    {{1, 1, 1, 1}, DEFAULT, 2, 0},
+    {{1, 7, 13, 11}, DEFAULT, 2, 0},
+    {{1, 97, 101, 103}, DEFAULT, 2, 0},
+    {{1, 61, 29, 31}, DEFAULT, 2, 1},
+    {{1, 61, 29, 31}, DEFAULT, 1, 2},
+    {{1, 1, 300, 17}, DEFAULT, 1, 2},
+    {{1, 2, 3, 5}, DEFAULT, 2, 1},
+    {{1, 13, 70, 21}, SMALL, 2, 1},
+    {{1, 13, 70, 21}, SMALL, 1, 2},
+    {{1, 41, 83, 19}, SMALL_NP, 1, 2},
+    {{3, 29, 71, 37}, NOPACK_A, 2, 1},
+    {{1, 33, 140, 20}, WIDE, 2, 1},
+    {{1, 100, 30, 10}, TALL, 1, 2},
+    {{2, 50, 50, 50}, DEFAULT, 2, 0},
     /* threads over batches (an odd batch leaves the last thread short) */
-    {{5, 9, 21, 13}, DEFAULT, 1, 1, 2},  {{3, 17, 40, 9}, SMALL, 1, 1, 2},
-    {{8, 16, 16, 16}, DEFAULT, 2, 0},    {{1, 7, 13, 11}, DEFAULT, 1, 1, 2},
+    {{5, 9, 21, 13}, DEFAULT, 1, 1, 2},
+    {{3, 17, 40, 9}, SMALL, 1, 1, 2},
+    {{8, 16, 16, 16}, DEFAULT, 2, 0},
+    {{1, 7, 13, 11}, DEFAULT, 1, 1, 2},
     /* narrow last column tiles (N = 196, 289, 49 as in ResNet-50 and Inception-V3, and
      * a tile of only narrow columns), one and two threads, both thread grids */
-    {{1, 24, 196, 40}, NARROW, 1, 0},    {{1, 19, 289, 33}, NARROW, 2, 1},
-    {{2, 13, 49, 17}, NARROW, 1, 2},     {{1, 21, 3, 29}, NARROW, 1, 0},
-    {{1, 24, 196, 40}, NARROW_NP, 2, 1}, {{1, 9, 37, 50}, NARROW_NP, 1, 0},
-    {{1, 24, 196, 40}, NARROW_WO, 1, 0}, {{2, 11, 289, 30}, NARROW_WO, 2, 1},
+    {{1, 24, 196, 40}, NARROW, 1, 0},
+    {{1, 19, 289, 33}, NARROW, 2, 1},
+    {{2, 13, 49, 17}, NARROW, 1, 2},
+    {{1, 21, 3, 29}, NARROW, 1, 0},
+    {{1, 24, 196, 40}, NARROW_NP, 2, 1},
+    {{1, 9, 37, 50}, NARROW_NP, 1, 0},
+    {{1, 24, 196, 40}, NARROW_WO, 1, 0},
+    {{2, 11, 289, 30}, NARROW_WO, 2, 1},
     /* register tiles row by row: tails in every block loop, 1 and 2 threads, narrow tiles */
-    {{1, 13, 70, 21}, ROWS, 1, 0},       {{2, 29, 37, 41}, ROWS, 2, 0},
-    {{1, 19, 66, 17}, ROWS, 1, 2},       {{1, 24, 196, 40}, ROWS, 2, 1},
+    {{1, 13, 70, 21}, ROWS, 1, 0},
+    {{2, 29, 37, 41}, ROWS, 2, 0},
+    {{1, 19, 66, 17}, ROWS, 1, 2},
+    {{1, 24, 196, 40}, ROWS, 2, 1},
     /* B kept in L2 (the transformers' weights on a small L2): several K, N and M blocks
      * with tails, 1 and 2 threads, both grids */
-    {{1, 53, 67, 401}, BSTAT, 1, 0},     {{1, 97, 101, 130}, BSTAT, 1, 2},
-    {{1, 131, 47, 65}, BSTAT, 2, 1},     {{1, 25, 300, 64}, BSTAT, 1, 0},
+    {{1, 53, 67, 401}, BSTAT, 1, 0},
+    {{1, 97, 101, 130}, BSTAT, 1, 2},
+    {{1, 131, 47, 65}, BSTAT, 2, 1},
+    {{1, 25, 300, 64}, BSTAT, 1, 0},
+    /* one vector per row (the narrow tile of NCHW convs on Zen 4; the host's lanes): N =
+     * 196, 49, primes, 1; M tails of the 16-row tile; the default split and both grids */
+    {{1, 96, 196, 57}, NARROW1, 2, 0},
+    {{1, 37, 49, 40}, NARROW1, 1, 0},
+    {{1, 61, 13, 17}, NARROW1, 2, 1},
+    {{1, 17, 1, 9}, NARROW1, 1, 2},
+    {{2, 33, 49, 23}, NARROW1, 2, 0},
+    {{1, 1100, 49, 20}, NARROW1, 2, 0},
 };
 
 static float *random_buffer(int64_t n, uint64_t seed) {

@@ -19,6 +19,8 @@ typedef enum hc_isa { HC_ISA_SCALAR, HC_ISA_AVX2, HC_ISA_AVX512 } hc_isa;
 typedef enum hc_cpu_core {
     HC_CORE_OTHER,
     HC_CORE_INTEL_SPR, /* Sapphire Rapids and Emerald Rapids Xeons (family 6, 0x8F, 0xCF) */
+    HC_CORE_AMD_ZEN4,  /* AMD Zen 4, AVX-512 on 256-bit datapaths (family 0x19, models
+                        * 0x10-0x1F Genoa, 0x60-0x7F Raphael / Phoenix, 0xA0-0xAF Bergamo) */
 } hc_cpu_core;
 const char *hc_isa_name(hc_isa isa);
 

@@ -201,6 +201,10 @@ hc_cpu_core hc_cpu_core_of(const char *vendor, unsigned family, unsigned model) 
     if (vendor && !strcmp(vendor, "GenuineIntel") && family == 6 &&
         (model == 0x8F || model == 0xCF))
         return HC_CORE_INTEL_SPR;
+    if (vendor && !strcmp(vendor, "AuthenticAMD") && family == 0x19 &&
+        ((model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0x7F) ||
+         (model >= 0xA0 && model <= 0xAF)))
+        return HC_CORE_AMD_ZEN4;
     return HC_CORE_OTHER;
 }
 

@@ -92,6 +92,12 @@ bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_con
 /* A config from the target's vector width, register count and cache sizes, with
  * t->caps.num_cores threads; blocks are clipped to the shape. */
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
+/* Whether the default takes hc_matmul_narrow_config instead (constant A, activations as a
+ * B of few columns, on Zen 4 with AVX-512: matmul_cpu.c), and that config: one vector per
+ * row, up to 16 rows, B in place unless many row tiles reuse it. */
+bool hc_matmul_narrow_pays(const hc_target *t, const hc_matmul_shape *s, bool a_const,
+                           bool b_const);
+hc_matmul_config hc_matmul_narrow_config(const hc_target *t, const hc_matmul_shape *s);
 /* kc (balanced K blocks) from the share of L1 its B micro-panel (kc x nr) aims at, and mc
  * from kc; the default aims at 1.5 x L1. */
 void hc_matmul_config_set_kc(hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,

@@ -178,14 +178,16 @@ void hc_matmul_config_set_b_stationary(hc_matmul_config *c, const hc_matmul_shap
     c->rows_first = true;
 }
 
-hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
+/* The default with nvec vectors per row and at most rows_cap rows (hc_matmul_default_config:
+ * 2 and 8; hc_matmul_narrow_config: 1 and 16). */
+static hc_matmul_config default_config(const hc_target *t, const hc_matmul_shape *s, int nvec,
+                                       int rows_cap) {
     hc_matmul_config c = {0};
     c.lanes = hc_target_f32_lanes(t);
-    int nvec = 2; /* two vectors per row: enough independent FMAs, B loads amortized */
     c.nr = nvec * c.lanes;
     /* accumulators + the B vectors + one broadcast must fit the registers; past 8 rows
      * GCC gains nothing on Zen 4 (measured: 8x32 ~ 12x32 ~ 14x32) */
-    int mr_max = (int)HC_MIN((t->caps.num_regs - nvec - 1) / nvec, 8);
+    int mr_max = (int)HC_MIN((t->caps.num_regs - nvec - 1) / nvec, rows_cap);
     /* when the padding costs more than 5%, the fewest padded rows among the tallest tiles
      * (49 rows: 7 tiles of 7, not 7 tiles of 8), never below HC_MATMUL_MIN_CHAINS
      * accumulators (independent FMA chains: 2 FMA pipes x 4 cycles of latency keep 8 in
@@ -211,6 +213,42 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
     /* blocks larger than a thread's tile are clipped by hc_matmul_cpu */
     hc_matmul_config_set_threads(&c, s, HC_MAX(t->caps.num_cores, 1));
     c.rows_first = hc_matmul_rows_first_pays(&c, s, t);
+    return c;
+}
+
+hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s) {
+    /* two vectors per row: enough independent FMAs, B loads amortized */
+    return default_config(t, s, 2, 8);
+}
+
+/* Constant weights as A and activations as B with fewer than 16 vectors of columns: an
+ * NCHW conv as a matmul (M output channels, N pixels: MobileNet-V2's 14x14 and 7x7 1x1
+ * convs, N = 196 and 49, ResNet-50's layer3/4 ones), on Zen 4 with AVX-512. There one
+ * vector per row and up to 16 rows (16 accumulators, as 8 x 2 vectors) and B read in place
+ * below NARROW_PACK_B_TILES row tiles per core is what --tune 2 picked for most of them
+ * (MobileNet-V2: 0.100 against the default's 0.141-0.155 ms at [96, 196] x 576), the
+ * B-packing rule (M > 4 mr) packed a B that 3 to 6 row tiles a thread reuse (`hidetc kernel
+ * matmul --m 96 --n 196 --k 576 --tm 2 --tn 1 --pack-a 1 --bench`: 0.118 ms packed, 0.103
+ * in place). Per-kernel minima, 16 alternated rounds, two runs (bench/kernel_minima.py):
+ * MobileNet-V2 4.23 / 4.08 -> 3.84 / 3.81 ms (the narrow tile alone 4.01 / 3.89, B in
+ * place alone 4.02 / 3.93); ResNet-50 32.05 -> 31.36. Not where B is the constant (the
+ * Winograd matmuls: N = output channels, one vector per row lost 3% on Inception-V3), nor
+ * with AVX2 code on that core (MobileNet-V2 4.07 -> 4.20 with the narrow tile), nor
+ * measured on another AVX-512 core. */
+#define NARROW_PACK_B_TILES 32
+bool hc_matmul_narrow_pays(const hc_target *t, const hc_matmul_shape *s, bool a_const,
+                           bool b_const) {
+    return t->caps.core == HC_CORE_AMD_ZEN4 && t->caps.isa == HC_ISA_AVX512 && a_const &&
+           !b_const && s->n < 16 * (int64_t)hc_target_f32_lanes(t);
+}
+
+hc_matmul_config hc_matmul_narrow_config(const hc_target *t, const hc_matmul_shape *s) {
+    hc_matmul_config c = default_config(t, s, 1, 16);
+    if (hc_cdiv(s->m, c.mr) < NARROW_PACK_B_TILES * HC_MAX(t->caps.num_cores, 1)) {
+        c.pack_b = false;
+        hc_matmul_config_set_threads(&c, s, HC_MAX(t->caps.num_cores, 1)); /* no B packing */
+        c.rows_first = hc_matmul_rows_first_pays(&c, s, t);
+    }
     return c;
 }
 

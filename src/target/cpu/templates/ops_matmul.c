@@ -189,6 +189,11 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
                       hc_matmul_config *cfg, hc_error *err) {
     *cfg = hc_matmul_default_config(target, s); /* symbolic dims: at their hints */
     if (!HC_CPU_SELECT_CONFIG(*cfg, hc_matmul_space, target, s, n, opts, err)) return false;
+    bool a_const = hc_nn_in(n, 0)->data != NULL, b_const = hc_nn_in(n, 1)->data != NULL;
+    /* constant A, a B of few columns, on Zen 4 (matmul_cpu.c); the same in
+     * prepack_matmul's call, which takes the packed layout (mr, kc) from this config */
+    if (opts && opts->candidate == 0 && hc_matmul_narrow_pays(target, s, a_const, b_const))
+        *cfg = hc_matmul_narrow_config(target, s);
     /* the default's thread split (candidate 0) weighs the packing of an operand read
      * through a prologue: each thread column packs the A rows, each thread row its B
      * columns; a split that repeats an im2col's packing loses (Inception-V3's 17x17 convs:
@@ -247,7 +252,6 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
      * (hc_matmul_half_l1_panel_pays: the transformers' linear layers on Sapphire/Emerald
      * Rapids); kc sets the packed layout, which prepack_matmul takes from this config, so
      * the rule reads only what prepack_matmul's call sees alike */
-    bool a_const = hc_nn_in(n, 0)->data != NULL, b_const = hc_nn_in(n, 1)->data != NULL;
     if (opts && opts->candidate == 0) {
         /* and where a thread's C exceeds half of L2, all of K in one block (same inputs) */
         bool half = hc_matmul_half_l1_panel_pays(cfg, s, target, a_const, b_const);
