@@ -780,6 +780,64 @@ static hc_graph *build_dense_small(uint64_t seed, int *expect) {
     return build_dense(48, 768);
 }
 
+/* W[m, 96] @ x[96, n], W a constant: an NCHW 1x1 conv as a matmul */
+static int64_t wx_m = 1280, wx_n = 49;
+static hc_graph *build_wx(int64_t m, int64_t n) {
+    hc_rng r = {78};
+    hc_graph *g = hc_graph_new("wx", 17);
+    hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 2, (int64_t[]){96, n});
+    hc_graph_add_output(g, OP(g, MATMUL, rand_const(g, &r, 2, (int64_t[]){m, 96}), x));
+    return g;
+}
+static hc_graph *build_wx_rand(uint64_t seed, int *expect) {
+    (void)seed;
+    *expect = 1;
+    return build_wx(wx_m, wx_n);
+}
+
+/* The narrow tile on a stated Zen 4 with AVX-512 (hc_matmul_narrow_pays): constant A, a B
+ * of fewer than 16 vectors of columns: one vector per row, 16 rows, the rows split over
+ * the threads, B in place below 32 row tiles a core; not on another core, with AVX2 code,
+ * or with 256 columns. Then the programs against the reference where this host runs
+ * AVX-512 code. */
+static void test_zen4_narrow(void) {
+    hc_target zen4 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 32 << 10, 1 << 20, 32 << 20);
+    hc_target zen4_avx2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 32 << 10, 1 << 20, 32 << 20);
+    const hc_target other = zen4;
+    zen4.caps.core = zen4_avx2.caps.core = HC_CORE_AMD_ZEN4;
+    const struct {
+        const hc_target *t;
+        int64_t m, n;
+        const char *want[3];
+    } cases[] = {
+        {&zen4, 1280, 49, {"mr16 nr16 ", " t1x2x1 ", " pb1 "}},
+        {&zen4, 96, 196, {"mr16 nr16 ", " t1x2x1 ", " pb0 "}},
+        {&zen4, 37, 13, {"mr13 nr16 ", " pb0 ", " "}},
+        {&zen4, 96, 256, {" nr32 ", " ", " "}},
+        {&other, 96, 196, {"mr8 nr32 ", " ", " "}},
+        {&zen4_avx2, 96, 196, {" nr16 ", " ", " "}},
+    };
+    for (size_t i = 0; i < HC_ARRAY_LEN(cases); i++) {
+        char *c = kernel_config(build_wx(cases[i].m, cases[i].n), cases[i].t, false);
+        for (int j = 0; j < 3; j++)
+            CHECK_MSG(c && strstr(c, cases[i].want[j]), "narrow case %zu: config '%s', wanted%s", i,
+                      c ? c : "(none)", cases[i].want[j]);
+        free(c);
+    }
+    if (hc_cpu_isa() == HC_ISA_AVX512) {
+        static const int64_t shapes[][2] = {{1280, 49}, {96, 196}, {37, 13}, {17, 1}};
+        check_target = &zen4;
+        for (size_t i = 0; i < HC_ARRAY_LEN(shapes); i++) {
+            wx_m = shapes[i][0], wx_n = shapes[i][1];
+            for (int np = 0; np < 2; np++) {
+                check_no_prepack = np;
+                check("W @ x, the narrow tile", build_wx_rand, (int)i, 2);
+            }
+        }
+        check_target = NULL, check_no_prepack = false;
+    }
+}
+
 static void test_spr_kblock(void) {
     hc_target spr = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 2 << 20, 105 << 20);
     hc_target spr2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 2 << 20, 105 << 20);
@@ -902,6 +960,7 @@ static void test_prologue_pack(void) {
 int main(void) {
     test_prepacked_split();
     test_spr_kblock();
+    test_zen4_narrow();
     test_amx_dense();
     test_prologue_pack();
     test_prepacked();

@@ -192,8 +192,9 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
     bool a_const = hc_nn_in(n, 0)->data != NULL, b_const = hc_nn_in(n, 1)->data != NULL;
     /* constant A, a B of few columns, on Zen 4 (matmul_cpu.c); the same in
      * prepack_matmul's call, which takes the packed layout (mr, kc) from this config */
-    if (opts && opts->candidate == 0 && hc_matmul_narrow_pays(target, s, a_const, b_const))
-        *cfg = hc_matmul_narrow_config(target, s);
+    bool narrow =
+        opts && opts->candidate == 0 && hc_matmul_narrow_pays(target, s, a_const, b_const);
+    if (narrow) *cfg = hc_matmul_narrow_config(target, s);
     /* the default's thread split (candidate 0) weighs the packing of an operand read
      * through a prologue: each thread column packs the A rows, each thread row its B
      * columns; a split that repeats an im2col's packing loses (Inception-V3's 17x17 convs:
@@ -228,6 +229,16 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
         if ((pro & 2u) && !cfg->pack_b && hc_cdiv(s->m, cfg->mr) > 1) cfg->pack_b = true;
         if ((pro & 1u) && !cfg->pack_a && hc_cdiv(s->n, cfg->nr) > 1) cfg->pack_a = true;
         hc_matmul_config_set_threads_costed(cfg, s, threads, ac, bc);
+        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+    }
+    /* The narrow tile's threads split the rows: each reads its share of the constant A
+     * (the weights, the larger operand there) and all of the small B, where a split of the
+     * columns (the split's cost counts no packing of a pre-packed A) had each read all of
+     * A. Zen 4, per-kernel minima of 16 / 10 alternated rounds (bench/kernel_minima.py):
+     * MobileNet-V2 3.83 -> 3.74 ms (features.18, [1280, 49] x 320, 0.235 -> 0.199, what
+     * --tune 2 picked), ResNet-50 31.94 -> 31.35. */
+    if (narrow && s->batch == 1 && threads > 1 && hc_cdiv(s->m, cfg->mr) >= threads) {
+        cfg->tb = 1, cfg->tm = threads, cfg->tn = 1;
         cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
     }
     /* The output feeds a depthwise conv whose threads take contiguous channel planes: the
