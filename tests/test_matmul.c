@@ -340,10 +340,12 @@ static void test_configs(void) {
         CHECK(!hc_matmul_narrow_pays(&xeon, &p196, true, false));      /* another core */
         CHECK(!hc_matmul_narrow_pays(&zen4_avx2, &p196, true, false)); /* AVX2 code */
         c = hc_matmul_narrow_config(&zen4, &p196);
+        CHECK(c.tb == 1 && c.tm == 2 && c.tn == 1); /* the rows split */
         CHECK_MSG(c.nr == 16 && c.mr == 16 && !c.pack_b && c.kc == 576,
                   "narrow [96, 196] x 576: mr %d nr %d kc %lld pack_b %d", c.mr, c.nr,
                   (long long)c.kc, c.pack_b);
         c = hc_matmul_narrow_config(&zen4, &p49); /* 80 row tiles: B packed */
+        CHECK(c.tb == 1 && c.tm == 2 && c.tn == 1);
         CHECK_MSG(c.nr == 16 && c.mr == 16 && c.pack_b, "narrow [1280, 49]: mr %d nr %d pb %d",
                   c.mr, c.nr, c.pack_b);
         hc_matmul_shape p7 = {1, 7, 49, 32}; /* fewer rows than a tile */

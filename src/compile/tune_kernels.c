@@ -159,9 +159,6 @@ static hc_func *with_symbols(hc_model *m, hc_func *f, int **slots, int *n, hc_er
     return hc_func_with_symbols(&m->arena, f, m->g->sym_names.data, *slots, *n);
 }
 
-/* Run one tuning job: the winner from its record, or every candidate scheduled, fused and
- * timed. *best: the winner; *cands: the candidates' programs (NULL when the record gave
- * the winner), under the names cand<kernel>_<c>, without symbol parameters. */
 /* What the tuning of a model spent (hidetc --verbose): jobs timed and their distinct
  * candidates, the compiler's and the timing's wall time; jobs the records answered. */
 typedef struct tune_stats {
@@ -169,6 +166,10 @@ typedef struct tune_stats {
     double compile_ms, bench_ms;
 } tune_stats;
 
+/* Run one tuning job: the winner from its record, or every candidate scheduled, fused and
+ * timed. *best: the winner; *cands: the candidates' programs (NULL when the record gave
+ * the winner), under the names cand<kernel>_<c>, without symbol parameters; *stats: what
+ * the timing spent, added. */
 static hc_status run_job(hc_model *m, const tune_job *job, const hc_target *target, hc_progress *pg,
                          int *best, bool *cached, hc_func ***cands_out, double *ms,
                          tune_stats *stats, hc_error *err) {

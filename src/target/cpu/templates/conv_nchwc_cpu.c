@@ -241,7 +241,8 @@ static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64
      * (bench/kernel_minima.py), MobileNet-V2's stem 0.222 -> 0.139 ms, Inception-V3's
      * 0.314 -> 0.239. An odd number of blocks takes one block and 12 pixels, as with 16. */
     if (s->nchw_in && s->cb * s->kh * s->kw < 64) {
-        int px = regs < 32 || mb % 2 ? 12 : 7, ot = regs < 32 || mb % 2 ? 1 : 2;
+        bool one_block = regs < 32 || mb % 2;
+        int px = one_block ? 12 : 7, ot = one_block ? 1 : 2;
         while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, ot)) px--;
         *px_out = px, *ot_out = ot;
         return;

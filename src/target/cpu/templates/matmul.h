@@ -94,7 +94,8 @@ bool hc_matmul_amx_pays(const hc_matmul_shape *s, const hc_target *t, bool a_con
 hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_shape *s);
 /* Whether the default takes hc_matmul_narrow_config instead (constant A, activations as a
  * B of few columns, on Zen 4 with AVX-512: matmul_cpu.c), and that config: one vector per
- * row, up to 16 rows, B in place unless many row tiles reuse it. */
+ * row, up to 16 rows, B in place unless many row tiles reuse it, the rows split over the
+ * threads. */
 bool hc_matmul_narrow_pays(const hc_target *t, const hc_matmul_shape *s, bool a_const,
                            bool b_const);
 hc_matmul_config hc_matmul_narrow_config(const hc_target *t, const hc_matmul_shape *s);

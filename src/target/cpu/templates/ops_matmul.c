@@ -190,8 +190,9 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
     *cfg = hc_matmul_default_config(target, s); /* symbolic dims: at their hints */
     if (!HC_CPU_SELECT_CONFIG(*cfg, hc_matmul_space, target, s, n, opts, err)) return false;
     bool a_const = hc_nn_in(n, 0)->data != NULL, b_const = hc_nn_in(n, 1)->data != NULL;
-    /* constant A, a B of few columns, on Zen 4 (matmul_cpu.c); the same in
-     * prepack_matmul's call, which takes the packed layout (mr, kc) from this config */
+    /* constant A, a B of few columns, on Zen 4 (matmul_cpu.c), with its own thread split;
+     * the same in prepack_matmul's call, which takes the packed layout (mr, kc) from this
+     * config */
     bool narrow =
         opts && opts->candidate == 0 && hc_matmul_narrow_pays(target, s, a_const, b_const);
     if (narrow) *cfg = hc_matmul_narrow_config(target, s);
@@ -228,18 +229,10 @@ static bool mm_config(const hc_node *n, const hc_target *target, const hc_matmul
          * 0.190 -> 0.112 ms (tuned 0.113) and 0.220 -> 0.148 (the other kernels within 1%) */
         if ((pro & 2u) && !cfg->pack_b && hc_cdiv(s->m, cfg->mr) > 1) cfg->pack_b = true;
         if ((pro & 1u) && !cfg->pack_a && hc_cdiv(s->n, cfg->nr) > 1) cfg->pack_a = true;
-        hc_matmul_config_set_threads_costed(cfg, s, threads, ac, bc);
-        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
-    }
-    /* The narrow tile's threads split the rows: each reads its share of the constant A
-     * (the weights, the larger operand there) and all of the small B, where a split of the
-     * columns (the split's cost counts no packing of a pre-packed A) had each read all of
-     * A. Zen 4, per-kernel minima of 16 / 10 alternated rounds (bench/kernel_minima.py):
-     * MobileNet-V2 3.83 -> 3.74 ms (features.18, [1280, 49] x 320, 0.235 -> 0.199, what
-     * --tune 2 picked), ResNet-50 31.94 -> 31.35. */
-    if (narrow && s->batch == 1 && threads > 1 && hc_cdiv(s->m, cfg->mr) >= threads) {
-        cfg->tb = 1, cfg->tm = threads, cfg->tn = 1;
-        cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+        if (!narrow) {
+            hc_matmul_config_set_threads_costed(cfg, s, threads, ac, bc);
+            cfg->rows_first = hc_matmul_rows_first_pays(cfg, s, target);
+        }
     }
     /* The output feeds a depthwise conv whose threads take contiguous channel planes: the
      * default splits the rows (output channels) across the threads the same way, so each
