@@ -2680,6 +2680,43 @@ int main(void) {
             hc_graph_free(g);
         }
     }
+    /* a depthwise chain on a small image (7x7: expand 1x1 32 -> 96, Clip, depthwise 3x3,
+     * Clip, project 1x1 96 -> 32, Add of the input) is blocked from end to end on blocks of
+     * 16, where a lone 1x1 conv on 7x7 beside it (reading the same input) stays NCHW; blocks
+     * of 8 keep the small-image rule for the chain too (layout.c, in_depthwise_chain) */
+    {
+        const struct {
+            hc_isa isa;
+            int64_t l2, block;
+            int blocked, plain;
+        } want[3] = {{HC_ISA_AVX512, 1 << 20, 16, 3, 1},
+                     {HC_ISA_AVX512, 2 << 20, 16, 3, 1},
+                     {HC_ISA_AVX2, 1 << 20, 8, 0, 4}};
+        for (int v = 0; v < 3; v++) {
+            const hc_target t =
+                hc_target_cpu_describe(want[v].isa, 2, 48 << 10, want[v].l2, 32 << 20);
+            hc_error err = {0};
+            hc_rng r = {9};
+            hc_graph *g = hc_graph_new("dw_chain", 17);
+            hc_tensor *x = hc_graph_add_input(g, "x", HC_F32, 4, (int64_t[]){1, 32, 7, 7});
+            hc_tensor *e = infer(
+                OP(g, CLIP, conv(g, &r, x, 96, 1, 1, 0, 1, true), scalar(g, 0), scalar(g, 6)));
+            hc_tensor *d = infer(
+                OP(g, CLIP, conv(g, &r, e, 96, 3, 1, 1, 96, true), scalar(g, 0), scalar(g, 6)));
+            hc_graph_add_output(g, infer(OP(g, ADD, x, conv(g, &r, d, 32, 1, 1, 0, 1, true))));
+            hc_graph_add_output(g, conv(g, &r, x, 16, 1, 1, 0, 1, true));
+            hc_optimize_options o = {.target = &t, .nchwc_block = want[v].block};
+            CHECK(hc_pass_infer_shapes(g, &err) == HC_OK);
+            CHECK_MSG(hc_pass_layout_nchwc(g, &o, &err) == HC_OK, "%s", err.msg);
+            int blocked = count_op(g, HC_OPK_CONV_NCHWC), plain = count_op(g, HC_OPK_CONV);
+            CHECK_MSG(blocked == want[v].blocked && plain == want[v].plain,
+                      "depthwise chain on 7x7, %s, L2 %lld: %d CONV_NCHWC, %d CONV (expected "
+                      "%d, %d)",
+                      want[v].isa == HC_ISA_AVX512 ? "AVX-512" : "AVX2", (long long)want[v].l2,
+                      blocked, plain, want[v].blocked, want[v].plain);
+            hc_graph_free(g);
+        }
+    }
     /* the threshold grows as L2 shrinks (by the square of 2 MiB / L2): a stated AVX2
      * machine of 512 KiB keeps a 1x1 conv of 32x32 = 1024 output pixels NCHW and blocks
      * one of 32x33; one of 1 MiB keeps 16x16 = 256 and blocks 16x17; the 2 MiB machine

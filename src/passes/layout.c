@@ -514,6 +514,44 @@ static hc_status propagate(lctx *c) {
     return HC_OK;
 }
 
+/* Whether n is a depthwise conv the pass may block (group = channels). */
+static bool depthwise_conv(const lctx *c, const hc_node *n) {
+    return n && conv_eligible(c, n) && hc_node_attr_int(n, "group", 1) != 1;
+}
+
+/* Whether dense conv n is a link of a depthwise chain that pays blocked on small images:
+ * its input comes from a depthwise conv, or its output goes to one, through unary
+ * elementwise ops (MobileNet-V2's expand 1x1 -> Clip -> depthwise 3x3 -> Clip -> project
+ * 1x1), on blocks of 16 lanes. Such a conv is blocked whatever its size, which blocks the
+ * depthwise conv too (it follows its input's layout): an NCHW depthwise conv on a small
+ * plane puts one row on a vector (a 7-wide row fills 7 of 16 lanes) and copies each plane
+ * into a padded scratch; the blocked one has 16 channels on the lanes. Measured on Zen 4
+ * (AVX-512, 1 MiB of L2, where 1x1 convs up to 256 pixels stay NCHW), per-kernel minima:
+ * MobileNet-V2's 14x14 and 7x7 depthwise convs 2.5-3.6x faster blocked, its 14x14 1x1
+ * convs the same, its 7x7 ones 5-18% slower; the model 0.90x per round. With AVX2's blocks
+ * of 8 (the same machine, HIDETC_ISA=avx2) the NCHW depthwise conv loses fewer lanes
+ * (7 of 8) and the blocked 1x1 convs on 7x7 were 10-28% slower: the model's kernel minima
+ * 4.29 -> 4.37 ms, so blocks of 8 keep the small-image rule (docs/nchwc.md). */
+static bool in_depthwise_chain(const lctx *c, const hc_node *n) {
+    if (c->block < 16) return false;
+    const hc_tensor *t = n->inputs[0];
+    for (int hop = 0; hop < 4 && t && t->producer; hop++) {
+        const hc_node *p = t->producer;
+        if (depthwise_conv(c, p)) return true;
+        if (!unary_elementwise(p->op) || p->ninputs < 1) break;
+        t = p->inputs[0];
+    }
+    t = n->outputs[0];
+    for (int hop = 0; hop < 4 && t && !hc_pass_is_graph_output(c->g, t); hop++) {
+        const hc_node *r = hc_graph_sole_reader(c->g, t);
+        if (!r || r->inputs[0] != t) break;
+        if (depthwise_conv(c, r)) return true;
+        if (!unary_elementwise(r->op) || r->noutputs < 1) break;
+        t = r->outputs[0];
+    }
+    return false;
+}
+
 /* Convert the eligible convs of one kind (dense, or depthwise), then propagate. A
  * depthwise conv follows its input's layout: blocked after a blocked producer, else it
  * stays (a reorder in front of it would cost more than it saves: its template reads the
@@ -544,7 +582,9 @@ static hc_status convert_all(lctx *c, bool depthwise) {
          * batch (bench/results/dynamic.md). */
         const hc_tensor *y = n->outputs[0];
         int64_t images = y->sym && y->sym[0] ? 1 : y->shape[0];
-        if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small_pixels(opt, n)) continue;
+        if (!dw && !wino && images * y->shape[2] * y->shape[3] <= small_pixels(opt, n) &&
+            !in_depthwise_chain(c, n))
+            continue;
         hc_status st = convert_conv(c, n, wino);
         if (st != HC_OK) return st;
     }
