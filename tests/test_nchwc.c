@@ -2712,8 +2712,8 @@ int main(void) {
             CHECK_MSG(blocked == want[v].blocked && plain == want[v].plain,
                       "depthwise chain on 7x7, %s, L2 %lld: %d CONV_NCHWC, %d CONV (expected "
                       "%d, %d)",
-                      want[v].isa == HC_ISA_AVX512 ? "AVX-512" : "AVX2", (long long)want[v].l2,
-                      blocked, plain, want[v].blocked, want[v].plain);
+                      hc_isa_name(want[v].isa), (long long)want[v].l2, blocked, plain,
+                      want[v].blocked, want[v].plain);
             hc_graph_free(g);
         }
     }

@@ -538,7 +538,7 @@ static bool in_depthwise_chain(const lctx *c, const hc_node *n) {
     for (int hop = 0; hop < 4 && t && t->producer; hop++) {
         const hc_node *p = t->producer;
         if (depthwise_conv(c, p)) return true;
-        if (!unary_elementwise(p->op) || p->ninputs < 1) break;
+        if (!unary_elementwise(p->op)) break;
         t = p->inputs[0];
     }
     t = n->outputs[0];
@@ -546,7 +546,7 @@ static bool in_depthwise_chain(const lctx *c, const hc_node *n) {
         const hc_node *r = hc_graph_sole_reader(c->g, t);
         if (!r || r->inputs[0] != t) break;
         if (depthwise_conv(c, r)) return true;
-        if (!unary_elementwise(r->op) || r->noutputs < 1) break;
+        if (!unary_elementwise(r->op)) break;
         t = r->outputs[0];
     }
     return false;
