@@ -266,6 +266,27 @@ static void test_configs(void) {
         CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr, false, false));
         c = hc_matmul_default_config(&spr2, &ffn8);
         CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &spr2, false, true));
+        /* Zen 5 (48 KiB of L1, 1 MiB of L2): one K block where a thread's C exceeds all of
+         * L2 (BERT at batch 8: 6.3 MB, the LM head: 12.9 MB), not at 786 KB (BERT's FFN-in
+         * at batch 1, where the partial sums stay in L2); never the half-L1 rule */
+        hc_target zen5 = hc_target_cpu_describe(HC_ISA_AVX512, 2, 48 << 10, 1 << 20, 32 << 20);
+        hc_target zen5_avx2 = hc_target_cpu_describe(HC_ISA_AVX2, 2, 48 << 10, 1 << 20, 32 << 20);
+        zen5.caps.core = zen5_avx2.caps.core = HC_CORE_AMD_ZEN5;
+        c = hc_matmul_default_config(&zen5, &ffn8);
+        CHECK(hc_matmul_one_kblock_pays(&c, &ffn8, &zen5, false, true));
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn8, &zen5, false, true));
+        c = hc_matmul_default_config(&zen5, &head);
+        CHECK(hc_matmul_one_kblock_pays(&c, &head, &zen5, false, true));
+        hc_matmul_config_set_one_kblock(&c, &head, &zen5);
+        CHECK_EQ_INT(c.kc, 768);
+        CHECK_EQ_INT(c.mc, 40); /* 1 MiB / 8 / (768 x 4), in whole register tiles */
+        c = hc_matmul_default_config(&zen5, &ffn);
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn, &zen5, false, true));
+        CHECK(!hc_matmul_half_l1_panel_pays(&c, &ffn, &zen5, false, true));
+        c = hc_matmul_default_config(&zen5, &ffn8_out); /* K = 3072: 384 KiB a panel */
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8_out, &zen5, false, true));
+        c = hc_matmul_default_config(&zen5_avx2, &ffn8);
+        CHECK(!hc_matmul_one_kblock_pays(&c, &ffn8, &zen5_avx2, false, true));
     }
     /* B kept in L2 (hc_matmul_b_stationary_pays) where the default's A block holds fewer
      * than 4 row tiles: a 2-core AVX2 machine with 512 KiB of L2 (Zen 3; 18 rows at kc
@@ -320,7 +341,11 @@ static void test_configs(void) {
     CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0xA0), HC_CORE_AMD_ZEN4); /* Bergamo */
     CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x01), HC_CORE_OTHER);    /* Zen 3 */
     CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 25, 0x21), HC_CORE_OTHER);    /* Zen 3 */
-    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 26, 0x11), HC_CORE_OTHER);    /* Zen 5 */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 26, 0x02), HC_CORE_AMD_ZEN5); /* Turin */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 26, 0x11), HC_CORE_AMD_ZEN5); /* Turin dense */
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 26, 0x44), HC_CORE_AMD_ZEN5); /* Granite R. */
+    CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 26, 0x02), HC_CORE_OTHER);
+    CHECK_EQ_INT(hc_cpu_core_of("AuthenticAMD", 27, 0x02), HC_CORE_OTHER); /* not measured */
     CHECK_EQ_INT(hc_cpu_core_of("GenuineIntel", 25, 0x11), HC_CORE_OTHER);
     {
         /* the narrow tile: constant A, a B of fewer than 16 vectors of columns, Zen 4 with

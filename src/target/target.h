@@ -21,6 +21,8 @@ typedef enum hc_cpu_core {
     HC_CORE_INTEL_SPR, /* Sapphire Rapids and Emerald Rapids Xeons (family 6, 0x8F, 0xCF) */
     HC_CORE_AMD_ZEN4,  /* AMD Zen 4, AVX-512 on 256-bit datapaths (family 0x19, models
                         * 0x10-0x1F Genoa, 0x60-0x7F Raphael / Phoenix, 0xA0-0xAF Bergamo) */
+    HC_CORE_AMD_ZEN5,  /* AMD Zen 5, AVX-512 on 512-bit datapaths, 48 KiB of L1d (family
+                        * 0x1A, every model: Turin, Granite Ridge, Strix) */
 } hc_cpu_core;
 const char *hc_isa_name(hc_isa isa);
 

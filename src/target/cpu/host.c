@@ -205,6 +205,7 @@ hc_cpu_core hc_cpu_core_of(const char *vendor, unsigned family, unsigned model) 
         ((model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0x7F) ||
          (model >= 0xA0 && model <= 0xAF)))
         return HC_CORE_AMD_ZEN4;
+    if (vendor && !strcmp(vendor, "AuthenticAMD") && family == 0x1A) return HC_CORE_AMD_ZEN5;
     return HC_CORE_OTHER;
 }
 

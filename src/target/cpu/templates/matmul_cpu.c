@@ -103,12 +103,12 @@ void hc_matmul_config_set_one_kblock(hc_matmul_config *c, const hc_matmul_shape 
  * memory) about 8% slower per kernel, MobileNet-V2's N = 49 convs and its classifier
  * GEMV (the model 1.02-1.07), AVX2 code on that core 1.006-1.035 on the CNNs.
  * bench/results/compare_xeon.md. */
-/* The conditions both K-block rules share (activations x weights on Sapphire/Emerald
- * Rapids with AVX-512, several row tiles); *c_share: a thread's bytes of C. */
-static bool spr_weights(const hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
-                        bool a_const, bool b_const, int64_t *c_share) {
-    if (t->caps.core != HC_CORE_INTEL_SPR || t->caps.isa != HC_ISA_AVX512 || !b_const ||
-        a_const || s->batch != 1 || s->m <= 4 * c->mr)
+/* The conditions both K-block rules share (activations x weights with AVX-512, several
+ * row tiles; each rule names the cores it was measured on); *c_share: a thread's bytes of
+ * C. */
+static bool avx512_weights(const hc_matmul_config *c, const hc_matmul_shape *s, const hc_target *t,
+                           bool a_const, bool b_const, int64_t *c_share) {
+    if (t->caps.isa != HC_ISA_AVX512 || !b_const || a_const || s->batch != 1 || s->m <= 4 * c->mr)
         return false;
     *c_share = s->m * s->n * 4 / HC_MAX((int64_t)c->tb * c->tm * c->tn, 1);
     return true;
@@ -117,7 +117,8 @@ static bool spr_weights(const hc_matmul_config *c, const hc_matmul_shape *s, con
 bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                   const hc_target *t, bool a_const, bool b_const) {
     int64_t l2 = hc_target_l2_bytes(t), share;
-    return spr_weights(c, s, t, a_const, b_const, &share) && share <= l2 / 2;
+    return t->caps.core == HC_CORE_INTEL_SPR && avx512_weights(c, s, t, a_const, b_const, &share) &&
+           share <= l2 / 2;
 }
 
 /* One K block where the other rule's C condition fails (a thread's share of C exceeds half
@@ -131,12 +132,18 @@ bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_sha
  * (faster half 1.137, slower 0.959), 24 rounds 0.968 (0.885, 0.982), and 0.981 (0.966,
  * 1.032) in a third run (BERT b1, unchanged, read 1.023 there); its FFN-in
  * with the GELU fused, alone (min of 100 runs, 6 alternated rounds): 16.0-17.0 ms
- * against 18.3-19.2. */
+ * against 18.3-19.2. On Zen 5 (48 KiB of L1, 1 MiB of L2) where a thread's C exceeds all of
+ * L2: GPT-2's LM head (12.9 MB a thread) 20.6 ms against 23.1-23.5 at kc 384 alone, GPT-2
+ * 0.982 and 0.986 per round (bench/ab.py), BERT at batch 8 0.988 and 0.998; C shares of
+ * 590-786 KB (batch 1) level or up to 3% slower, so not there. docs/matmul.md. */
 bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t, bool a_const, bool b_const) {
     int64_t l1 = hc_target_l1_bytes(t);
     int64_t l2 = hc_target_l2_bytes(t), share;
-    return spr_weights(c, s, t, a_const, b_const, &share) && share > l2 / 2 &&
+    int64_t c_min = t->caps.core == HC_CORE_INTEL_SPR  ? l2 / 2
+                    : t->caps.core == HC_CORE_AMD_ZEN5 ? l2
+                                                       : -1;
+    return c_min >= 0 && avx512_weights(c, s, t, a_const, b_const, &share) && share > c_min &&
            s->k > c->kc && hc_round_up(s->k, 8) * c->nr * 4 <= 2 * l1;
 }
 
@@ -234,7 +241,8 @@ hc_matmul_config hc_matmul_default_config(const hc_target *t, const hc_matmul_sh
  * place alone 4.02 / 3.93); ResNet-50 32.05 -> 31.36. Not where B is the constant (the
  * Winograd matmuls: N = output channels, one vector per row lost 3% on Inception-V3), nor
  * with AVX2 code on that core (MobileNet-V2 4.07 -> 4.20 with the narrow tile), nor
- * measured on another AVX-512 core. */
+ * measured on another AVX-512 core (level on Zen 5: MobileNet-V2 1.602 against 1.599 ms,
+ * ResNet-50 16.17 against 16.37 with it). */
 #define NARROW_PACK_B_TILES 32
 bool hc_matmul_narrow_pays(const hc_target *t, const hc_matmul_shape *s, bool a_const,
                            bool b_const) {
