@@ -239,8 +239,12 @@ static void default_tile(const hc_target *t, const hc_conv_nchwc_shape *s, int64
      * what --tune 2 picked on an AVX-512 Zen 4 (2 x 7 for MobileNet-V2, 2 x 6 for
      * Inception-V3); there, per-kernel minima over 10 / 8 alternated rounds
      * (bench/kernel_minima.py), MobileNet-V2's stem 0.222 -> 0.139 ms, Inception-V3's
-     * 0.314 -> 0.239. An odd number of blocks takes one block and 12 pixels, as with 16. */
-    if (s->nchw_in && s->cb * s->kh * s->kw < 64) {
+     * 0.314 -> 0.239. An odd number of blocks takes one block and 12 pixels, as with 16.
+     * With 32 registers a long reduction too: ResNet-50's 7x7/2 stem (147 per output) took
+     * the dense rule's 4 x 6 until --tune 2 picked 2 x 7 on an AVX-512 Zen 5, per-kernel
+     * minima (10 alternated rounds) 0.585 -> 0.487 ms (tuned: 0.491), as it picked 2 x 6,
+     * the same shape, with 16 registers on Zen 3. Not measured on Zen 4 or the Xeon. */
+    if (s->nchw_in && (regs >= 32 || s->cb * s->kh * s->kw < 64)) {
         bool one_block = regs < 32 || mb % 2;
         int px = one_block ? 12 : 7, ot = one_block ? 1 : 2;
         while (px > 1 && !hc_conv_nchwc_tile_fits(t, px, ot)) px--;
