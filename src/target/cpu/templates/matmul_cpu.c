@@ -134,15 +134,21 @@ bool hc_matmul_half_l1_panel_pays(const hc_matmul_config *c, const hc_matmul_sha
  * with the GELU fused, alone (min of 100 runs, 6 alternated rounds): 16.0-17.0 ms
  * against 18.3-19.2. On Zen 5 (48 KiB of L1, 1 MiB of L2) where a thread's C exceeds all of
  * L2: GPT-2's LM head (12.9 MB a thread) 20.6 ms against 23.1-23.5 at kc 384 alone, GPT-2
- * 0.982 and 0.986 per round (bench/ab.py), BERT at batch 8 0.988 and 0.998; C shares of
+ * 0.986 per round (bench/ab.py), BERT at batch 8 0.988 and 0.998; C shares of
  * 590-786 KB (batch 1) level or up to 3% slower, so not there. docs/matmul.md. */
+/* The C share past which one K block pays, on the cores it was measured on; -1 elsewhere. */
+static int64_t one_kblock_min_c_share(const hc_target *t) {
+    int64_t l2 = hc_target_l2_bytes(t);
+    switch (t->caps.core) {
+    case HC_CORE_INTEL_SPR: return l2 / 2;
+    case HC_CORE_AMD_ZEN5: return l2; /* below it the partial sums stay in L2 */
+    default: return -1;
+    }
+}
+
 bool hc_matmul_one_kblock_pays(const hc_matmul_config *c, const hc_matmul_shape *s,
                                const hc_target *t, bool a_const, bool b_const) {
-    int64_t l1 = hc_target_l1_bytes(t);
-    int64_t l2 = hc_target_l2_bytes(t), share;
-    int64_t c_min = t->caps.core == HC_CORE_INTEL_SPR  ? l2 / 2
-                    : t->caps.core == HC_CORE_AMD_ZEN5 ? l2
-                                                       : -1;
+    int64_t l1 = hc_target_l1_bytes(t), c_min = one_kblock_min_c_share(t), share;
     return c_min >= 0 && avx512_weights(c, s, t, a_const, b_const, &share) && share > c_min &&
            s->k > c->kc && hc_round_up(s->k, 8) * c->nr * 4 <= 2 * l1;
 }
