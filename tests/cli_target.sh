@@ -5,6 +5,7 @@
 # and every stage dump prints every program.
 set -u
 HIDETC=$1
+SRC=${2:-$(dirname "$0")/..}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 fails=0
@@ -46,6 +47,40 @@ echo "$src" | grep -q "_mm512_" || fail "cpu:avx512 source has no AVX-512 intrin
 if [ "$host" = avx2 ]; then
     "$HIDETC" run "$M" --target cpu:avx512 >/dev/null 2>&1
     [ $? -eq 2 ] || fail "run --target cpu:avx512 on an AVX2 host: expected a refusal (2)"
+fi
+# The host detection against CPUID itself: bench/cpuid_avx2.c (the library bench/compare
+# --isa avx2 preloads) hides AVX-512 from CPUID by CPUID faulting. Under it, an AVX-512
+# host is an AVX2 one to hidetc: the default target compiles what HIDETC_ISA=avx2 does
+# (the same outputs, bit for bit) and cpu:avx512 is refused as on a real AVX2 host. The
+# library leaves LD_PRELOAD of the programs it starts (the C compiler) and never hides
+# AVX2. (ASan's runtime wants to be the first library: verify_asan_link_order=0.)
+if cc -O2 -shared -fPIC -o "$TMP/libcpuid_avx2.so" "$SRC/bench/cpuid_avx2.c" &&
+    cc -O2 -DHC_CPUID_PROBE -o "$TMP/cpuid_probe" "$SRC/bench/cpuid_avx2.c"; then
+    pre() {
+        LD_PRELOAD="$TMP/libcpuid_avx2.so" HC_CPUID_AVX2_QUIET=1 \
+            ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" "$@"
+    }
+    plain=$("$TMP/cpuid_probe")
+    masked=$(pre "$TMP/cpuid_probe")
+    case "$masked" in "avx512f 0 avx2 "*) ;; *) fail "probe under the library: $masked" ;; esac
+    [ "${plain#avx512f 1}" = "$plain" ] || [ "$host" = avx512 ] ||
+        fail "probe sees AVX-512F on a host whose /proc/cpuinfo has none: $plain"
+    left=$(pre env | grep '^LD_PRELOAD=' || true)
+    [ -z "$left" ] || fail "the library stays in its children's environment: $left"
+    if [ "$host" = avx512 ] && [ "${masked#*faulting 1}" != "$masked" ]; then
+        pre "$HIDETC" run "$M" --output-dir "$TMP/m_avx2" >/dev/null 2>&1 ||
+            fail "run under the CPUID mask failed"
+        for f in "$TMP/e_avx2"/*.npy; do
+            cmp -s "$f" "$TMP/m_avx2/$(basename "$f")" ||
+                fail "an AVX-512 host seen as AVX2 and HIDETC_ISA=avx2 differ in $(basename "$f")"
+        done
+        pre "$HIDETC" run "$M" --target cpu:avx512 >/dev/null 2>&1
+        [ $? -eq 2 ] || fail "run --target cpu:avx512 with AVX-512 hidden: expected a refusal (2)"
+    elif [ "$host" = avx512 ]; then
+        echo "cli_target: no CPUID faulting here ($masked): the masked host checks not run"
+    fi
+else
+    fail "bench/cpuid_avx2.c did not build"
 fi
 "$HIDETC" kernel matmul --m 7 --n 13 --k 5 --target cpu:scalar | grep -q "^max_error" ||
     fail "kernel --target cpu:scalar did not check its result"
