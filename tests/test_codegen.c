@@ -319,7 +319,7 @@ static void run_exp_sweep(hc_jit_lib *lib) {
     }
     CHECK_MSG(worst[0] <= 1, "exp: %g ulp", worst[0]);
     CHECK_MSG(worst[1] <= 2, "tanh: %g ulp", worst[1]);
-    CHECK_MSG(worst[2] <= 2.5, "erf: %g ulp", worst[2]);
+    CHECK_MSG(worst[2] <= 2, "erf: %g ulp", worst[2]); /* 1.57 by scripts/fit_erf.py */
     CHECK_MSG(worst[3] <= 2, "log: %g ulp", worst[3]);
     const float *lg = out + 4 * NEXP - 4; /* log |nan|, |inf|, |-inf|, 0 */
     CHECK(isnan(lg[0]) && lg[1] == INFINITY && lg[2] == INFINITY && lg[3] == -INFINITY);
@@ -377,10 +377,18 @@ static void run_vec_math(hc_jit_lib *lib, const char *isa) {
         for (int i = 0; i < NVX - 32; i++) xp[i] = (float)(lo + (hi - lo) * i / (NVX - 32));
         if (p == 3) /* log: tiny, subnormal and huge arguments too */
             for (int i = 0; i < 512; i++) xp[i] = ldexpf(1.0f + (float)i / 512, i / 2 - 149);
+        if (p == 2) { /* erf: a fine grid over [-4.2, 4.2] and each interval's ends */
+            for (int i = 0; i < 2048; i++) xp[i] = -4.2f + 8.4f * (float)i / 2047;
+            for (int k = 0; k <= 8; k++) {
+                float e = 0.5f * (float)k;
+                xp[2048 + 4 * k] = nextafterf(e, 0), xp[2048 + 4 * k + 1] = e;
+                xp[2048 + 4 * k + 2] = nextafterf(e, 5), xp[2048 + 4 * k + 3] = -e;
+            }
+        }
         for (int i = 0; i < 16; i++) xp[NVX - 32 + i] = special[i], xp[NVX - 16 + i] = -special[i];
     }
     packed(lib, "vec_math")((void *[]){x, out});
-    static const double bound[NVP] = {1, 2, 2.5, 2, 2.5}; /* ulp; the scalar sweep's bounds */
+    static const double bound[NVP] = {1, 2, 2, 2, 2.5}; /* ulp; the scalar sweep's bounds */
     for (int p = 0; p < NVP; p++) {
         double worst = 0;
         int bad = 0;
