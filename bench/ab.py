@@ -3,7 +3,7 @@
 
     bench/ab.py --base OLD_HIDETC --new NEW_HIDETC [--models resnet50,bert,...]
                 [--batch 1,8] [--runs 20] [--warmup 3] [--gap-ms 100] [--threads 2]
-                [--systems ort,ov] [--build build-bench] [--out FILE]
+                [--systems ort,ov] [--build build-bench] [--out FILE] [--isa native|avx2]
 
 On a shared machine two separate `bench/compare` runs differ by more than most changes
 (a model's ratio to ONNX Runtime moved 15% between runs of one binary here), so this puts
@@ -20,6 +20,8 @@ other (a shorter matmul K block for BERT on the Xeon VM: 0.92 in the slower half
 in the faster). A round's speed is the other systems' times in it (each over its
 median), or old + new when they are not run. Opposite signs in the two halves mean the
 change tracks the machine's load, not the program.
+With --isa avx2 every process runs AVX2 code as under bench/compare --isa avx2 (its
+switches, and bench/cpuid_avx2.c preloaded where CPUID faulting works; the table says which).
 The models and inputs are bench/compare's exports (BUILD/cache/compare-models/MODEL-bB;
 run bench/compare once to make them) and its venv (BUILD/bench-venv). Both builds' outputs
 are checked against ORT's (relative tolerance 1e-3 of the largest reference value).
@@ -99,11 +101,27 @@ def main():
     ap.add_argument("--systems", default="ort,ov")
     ap.add_argument("--build", default=os.path.join(SRC, "build-bench"))
     ap.add_argument("--out")
+    ap.add_argument("--isa", choices=["native", "avx2"], default="native",
+                    help="avx2: every process in AVX2 code, as bench/compare --isa avx2 "
+                    "(bench/cpuid_avx2.c preloaded where CPUID faulting works)")
     a = ap.parse_args()
     py = os.path.join(a.build, "bench-venv", "bin", "python")
     others = [s for s in a.systems.split(",") if s]
     env = dict(os.environ)
     env.setdefault("HIDETC_CACHE_DIR", os.path.join(a.build, "cache", "kernels"))
+    isa_line = ""
+    if a.isa != "native":  # bench/compare's switches and CPUID mask
+        from importlib.machinery import SourceFileLoader
+        compare = SourceFileLoader("compare", os.path.join(SRC, "bench", "compare")).load_module()
+        env.update(compare.ISA_ENV[a.isa])
+        lib = compare.cpuid_mask(os.path.abspath(a.build))
+        if lib:
+            env["LD_PRELOAD"] = lib
+        isa_line = ("ISA: %s, %s" % (a.isa, "AVX-512 hidden from CPUID for every process "
+                                     "(bench/cpuid_avx2.c)" if lib else
+                                     "switches only (%s): ONNX Runtime keeps its native ISA" %
+                                     ", ".join("%s=%s" % kv for kv in
+                                               sorted(compare.ISA_ENV[a.isa].items()))))
     rows = []
     tmp = tempfile.mkdtemp(prefix="hidetc-ab-")
     atexit.register(shutil.rmtree, tmp, True)  # the compiled models: 0.5 GB each for BERT b8
@@ -185,6 +203,8 @@ def main():
         lines.append("Geometric mean over the rows, %s median / hidetc median: old %.2fx, new %.2fx" % (
             s, geo([m[s] / m["old"] for _, _, m, _, _ in rows]),
             geo([m[s] / m["new"] for _, _, m, _, _ in rows])))
+    if isa_line:
+        lines += ["", isa_line]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
