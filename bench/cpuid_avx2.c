@@ -39,19 +39,18 @@
 /* Leaf 7 subleaf 0: EBX AVX512F 16, DQ 17, IFMA 21, PF 26, ER 27, CD 28, BW 30, VL 31;
  * ECX VBMI 1, VBMI2 6, VNNI 11, BITALG 12, VPOPCNTDQ 14; EDX 4VNNIW 2, 4FMAPS 3,
  * VP2INTERSECT 8, FP16 23. Leaf 7 subleaf 1: EAX BF16 5. */
-#define EBX7_MASK                                                                          \
-    ((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) |         \
-     (1u << 30) | (1u << 31))
+#define EBX7_MASK                                                                                  \
+    ((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 30) |    \
+     (1u << 31))
 #define ECX7_MASK ((1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14))
 #define EDX7_MASK ((1u << 2) | (1u << 3) | (1u << 8) | (1u << 23))
 #define EAX71_MASK (1u << 5)
 
-static long arch_prctl2(int code, unsigned long arg) {
-    return syscall(SYS_arch_prctl, code, arg);
-}
+static long arch_prctl2(int code, unsigned long arg) { return syscall(SYS_arch_prctl, code, arg); }
 
 static void real_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4]) {
-    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+    __asm__ volatile("cpuid"
+                     : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
                      : "a"(leaf), "c"(sub));
 }
 
