@@ -377,8 +377,9 @@ static void run_vec_math(hc_jit_lib *lib, const char *isa) {
         for (int i = 0; i < NVX - 32; i++) xp[i] = (float)(lo + (hi - lo) * i / (NVX - 32));
         if (p == 3) /* log: tiny, subnormal and huge arguments too */
             for (int i = 0; i < 512; i++) xp[i] = ldexpf(1.0f + (float)i / 512, i / 2 - 149);
-        if (p == 1) { /* tanh: a fine grid over [-9.5, 9.5] and each interval's ends */
-            static const float edge[9] = {0.75f, 1, 1.5f, 2, 3, 4, 6, 9.1f, 0.375f};
+        if (p == 1) { /* tanh: a fine grid over [-9.5, 9.5], its branch points (0.55, 9)
+                       * and a spread of other points, each with its float neighbours */
+            static const float edge[9] = {0.55f, 9.0f, 0.375f, 0.75f, 1, 1.5f, 2, 3, 6};
             for (int i = 0; i < 2048; i++) xp[i] = -9.5f + 19.0f * (float)i / 2047;
             for (int k = 0; k < 9; k++) {
                 xp[2048 + 4 * k] = nextafterf(edge[k], 0), xp[2048 + 4 * k + 1] = edge[k];
